@@ -1,0 +1,79 @@
+"""Who is acting, through which connection: shared by the REST resources and the MCP tools.
+
+Rules (spec §5, DESIGN §2):
+- a route needs one scope; a key without it is refused with ``Forbidden`` naming the scope;
+- a key bound to a connection always uses it; a different ``X-Community-Connection`` is
+  ``ConnectionMismatch`` (403);
+- an unbound key may pick a connection of its own account with the header; a connection of another
+  account (or none at all) answers ``NotFound``, never another account's data;
+- without the header the account's active connection is used; no connection at all is ``Conflict``;
+- a connection whose platform session expired answers ``ConnectionExpired`` before the platform is
+  asked again.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from community_api.errors import (
+    Conflict,
+    ConnectionExpired,
+    ConnectionMismatch,
+    Forbidden,
+    NotFound,
+)
+from community_api.model import CONNECTION_EXPIRED, ApiKey, Connection, PlatformSession
+from community_api.ports import KeyStore
+
+EXPIRED_MESSAGE = "the platform session of this connection has expired: link the account again"
+
+
+@attrs.frozen
+class Actor:
+    """An authenticated key acting through one connection."""
+
+    key: ApiKey
+    connection: Connection
+    session: PlatformSession
+
+
+def require_scope(key: ApiKey, scope: str) -> None:
+    if scope not in key.scopes:
+        raise Forbidden(f"this key lacks the scope {scope}", requiredScope=scope)
+
+
+def select_connection(store: KeyStore, key: ApiKey, requested: str | None) -> Connection:
+    requested = (requested or "").strip() or None
+    if key.connection_id is not None:
+        if requested is not None and requested != key.connection_id:
+            raise ConnectionMismatch(
+                "this key is bound to another connection", boundConnectionId=key.connection_id
+            )
+        connection = store.get_connection(key.connection_id)
+        if connection is None:
+            raise NotFound("the connection this key is bound to no longer exists")
+        return connection
+    if requested is not None:
+        connection = store.get_connection(requested)
+        if connection is None or connection.account_id != key.account_id:
+            raise NotFound(f"no connection {requested}")
+        return connection
+    connections = store.list_connections(key.account_id)
+    for connection in connections:
+        if connection.active:
+            return connection
+    if connections:
+        return connections[0]
+    raise Conflict("this account has no linked platform account: link one with POST /v1/connections")
+
+
+def actor_for(store: KeyStore, key: ApiKey, scope: str, requested_connection: str | None) -> Actor:
+    """Check the scope, pick the connection and load its platform session."""
+    require_scope(key, scope)
+    connection = select_connection(store, key, requested_connection)
+    if connection.status == CONNECTION_EXPIRED:
+        raise ConnectionExpired(EXPIRED_MESSAGE, connectionId=connection.id)
+    token = store.get_platform_session(connection.id)
+    if token is None:
+        raise ConnectionExpired(EXPIRED_MESSAGE, connectionId=connection.id)
+    return Actor(key=key, connection=connection, session=PlatformSession(connection.id, token))

@@ -1,0 +1,132 @@
+"""Accounts of the service and their web sessions (management is authenticated by web session).
+
+Rules (DESIGN §2):
+- sign-up through the API is open only while the service has no account, or when sign-up is enabled;
+  the command line can always create one;
+- passwords are hashed with Argon2id (argon2-cffi's defaults); at least 10 characters;
+- a session is a random cookie value of which only the SHA-256 is stored, with its own CSRF token that
+  unsafe management requests must echo in ``X-CSRF-Token``; sessions last 14 days;
+- failed logins are throttled per email (5 in 15 minutes) and per client address (20 in 15 minutes);
+  the answer to a wrong email and to a wrong password is the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from datetime import timedelta
+
+import attrs
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+
+from community_api.errors import Conflict, Forbidden, InvalidRequest, RateLimited, Unauthorized
+from community_api.ids import new_id
+from community_api.inputs import check_body
+from community_api.model import Account, AuditEvent, WebSession
+from community_api.ports import Clock, KeyStore
+
+SESSION_LIFETIME = timedelta(days=14)
+LOGIN_WINDOW = timedelta(minutes=15)
+MAX_FAILURES_PER_EMAIL = 5
+MAX_FAILURES_PER_ADDRESS = 20
+MIN_PASSWORD = 10
+MAX_PASSWORD = 1024
+_EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,255}\.[^@\s]{1,63}")
+_hasher = PasswordHasher()
+# Verified against when the email is unknown, so both failures take the same time.
+_DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))
+
+
+@attrs.frozen
+class SignedIn:
+    account: Account
+    session: WebSession
+    cookie_value: str
+
+
+def _hash_token(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def _credentials(body: object) -> tuple[str, str]:
+    fields = check_body(body, required={"email": 320, "password": MAX_PASSWORD})
+    email = (fields["email"] or "").strip().lower()
+    if not _EMAIL.fullmatch(email):
+        raise InvalidRequest("email is not a valid address", field="email")
+    return email, fields["password"] or ""
+
+
+def create_account(store: KeyStore, clock: Clock, body: object, *, signup_enabled: bool) -> Account:
+    if not signup_enabled and store.count_accounts() > 0:
+        raise Forbidden("sign-up is closed on this service; ask its operator for an account")
+    email, password = _credentials(body)
+    if len(password) < MIN_PASSWORD:
+        raise InvalidRequest(f"password must have at least {MIN_PASSWORD} characters", field="password")
+    account = Account(id=new_id("acc"), email=email, created_at=clock.now())
+    if store.find_account_by_email(email) is not None:
+        raise Conflict("an account with this email exists")
+    store.add_account(account, _hasher.hash(password))
+    return account
+
+
+def sign_in(store: KeyStore, clock: Clock, body: object, client_address: str) -> SignedIn:
+    email, password = _credentials(body)
+    now = clock.now()
+    since = now - LOGIN_WINDOW
+    if (
+        store.count_audit("login.failed", f"email:{email}", since) >= MAX_FAILURES_PER_EMAIL
+        or store.count_audit("login.failed", f"addr:{client_address}", since) >= MAX_FAILURES_PER_ADDRESS
+    ):
+        raise RateLimited("too many failed sign-ins; try again later", int(LOGIN_WINDOW.total_seconds()))
+    found = store.find_account_by_email(email)
+    try:
+        _hasher.verify(found[1] if found else _DUMMY_HASH, password)
+        ok = found is not None
+    except (VerifyMismatchError, VerificationError, InvalidHashError):
+        ok = False
+    if not ok or found is None:
+        for subject in (f"email:{email}", f"addr:{client_address}"):
+            store.add_audit(AuditEvent(at=now, event="login.failed", subject=subject))
+        raise Unauthorized("wrong email or password")
+    account = found[0]
+    cookie_value = secrets.token_urlsafe(32)
+    session = WebSession(
+        token_hash=_hash_token(cookie_value),
+        account_id=account.id,
+        csrf_token=secrets.token_urlsafe(32),
+        created_at=now,
+        expires_at=now + SESSION_LIFETIME,
+    )
+    store.add_web_session(session)
+    store.add_audit(AuditEvent(at=now, event="login.succeeded", account_id=account.id))
+    return SignedIn(account=account, session=session, cookie_value=cookie_value)
+
+
+def session_account(store: KeyStore, clock: Clock, cookie_value: str | None) -> tuple[Account, WebSession]:
+    """The account behind a session cookie, or ``Unauthorized``."""
+    if not cookie_value or len(cookie_value) > 200:
+        raise Unauthorized("sign in first: this route needs a web session")
+    session = store.get_web_session(_hash_token(cookie_value))
+    if session is None or session.expires_at <= clock.now():
+        raise Unauthorized("sign in first: this route needs a web session")
+    account = store.get_account(session.account_id)
+    if account is None:
+        raise Unauthorized("sign in first: this route needs a web session")
+    return account, session
+
+
+def check_csrf(session: WebSession, presented: str | None) -> None:
+    if not presented or not hmac.compare_digest(presented.encode(), session.csrf_token.encode()):
+        raise Forbidden("missing or wrong X-CSRF-Token header")
+
+
+def sign_out(store: KeyStore, cookie_value: str) -> None:
+    store.delete_web_session(_hash_token(cookie_value))
+
+
+def create_account_unchecked(store: KeyStore, clock: Clock, email: str, password: str) -> Account:
+    """For the command line: always allowed, same rules for the email and password."""
+    return create_account(store, clock, {"email": email, "password": password}, signup_enabled=True)

@@ -1,0 +1,143 @@
+"""Direct messages: the inbox, a thread, and sending.
+
+Rules (spec §2, §4, §8; DESIGN §2):
+- inbox pages hold up to 30 conversations; ``cursor`` is an offset (a string of digits); ``next_cursor``
+  is the offset of the next page, None at the end;
+- ``awaiting_reply`` marks a conversation whose last message is not ours; with ``awaitingReply=true``
+  up to 5 inbox pages are scanned from the cursor and only those conversations are answered;
+- a thread answers its messages oldest to newest; ``cursor`` is a message id and answers the messages
+  older than it; ``next_cursor`` is the id of the oldest message answered, None when nothing is older;
+- a send names exactly one of ``to`` (a platform user id; ``group`` picks the shared group) and
+  ``conversationId``, plus ``content``; it passes the per-connection throttle first; a send the platform
+  refuses gives the reservation back; one whose outcome is unknown (no answer in time) keeps it, since
+  the message may have gone out.
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+from community_api.access import Actor
+from community_api.deps import Deps, marking_expiry
+from community_api.errors import (
+    ConnectionExpired,
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    PlatformError,
+)
+from community_api.inputs import check_body
+from community_api.model import Conversation, Message
+
+INBOX_PAGE = 30
+AWAITING_SCAN_PAGES = 5
+MAX_MESSAGE = 10_000
+MAX_ID = 200
+_OFFSET = re.compile(r"[0-9]{1,7}")
+
+
+@attrs.frozen
+class Inbox:
+    conversations: tuple[Conversation, ...]
+    next_cursor: str | None
+
+
+@attrs.frozen
+class Thread:
+    conversation: Conversation
+    messages: tuple[Message, ...]
+    next_cursor: str | None
+
+
+@attrs.frozen
+class SentMessage:
+    message: Message
+    conversation: Conversation
+
+
+def parse_bool(value: object, name: str) -> bool:
+    if value is None or value == "":
+        return False
+    if isinstance(value, bool):
+        return value
+    if value in ("true", "1"):
+        return True
+    if value in ("false", "0"):
+        return False
+    raise InvalidRequest(f"{name} must be true or false", parameter=name)
+
+
+def _with_reply_state(conversation: Conversation, own_id: str) -> Conversation:
+    last = conversation.last_message
+    return attrs.evolve(conversation, awaiting_reply=last is not None and last.sender_id != own_id)
+
+
+def inbox(deps: Deps, actor: Actor, cursor: str | None, awaiting_reply: object = None) -> Inbox:
+    only_awaiting = parse_bool(awaiting_reply, "awaitingReply")
+    if cursor in (None, ""):
+        offset = 0
+    elif isinstance(cursor, str) and _OFFSET.fullmatch(cursor):
+        offset = int(cursor)
+    else:
+        raise InvalidRequest("cursor must be an offset returned as nextCursor", parameter="cursor")
+    own_id = actor.connection.platform_user_id
+    found: list[Conversation] = []
+    pages = AWAITING_SCAN_PAGES if only_awaiting else 1
+    next_offset: int | None = offset
+    with marking_expiry(deps, actor.connection.id):
+        for _ in range(pages):
+            assert next_offset is not None
+            page = deps.gateway.list_conversations(actor.session, next_offset, INBOX_PAGE)
+            for conversation in page:
+                conversation = _with_reply_state(conversation, own_id)
+                if conversation.awaiting_reply or not only_awaiting:
+                    found.append(conversation)
+            if len(page) < INBOX_PAGE:
+                next_offset = None
+                break
+            next_offset += len(page)
+    return Inbox(tuple(found), None if next_offset is None else str(next_offset))
+
+
+def thread(deps: Deps, actor: Actor, conversation_id: str, cursor: str | None) -> Thread:
+    before = cursor or None
+    if before is not None and len(before) > MAX_ID:
+        raise InvalidRequest("cursor is not a message id", parameter="cursor")
+    with marking_expiry(deps, actor.connection.id):
+        page = deps.gateway.get_messages(actor.session, conversation_id, before)
+    conversation = _with_reply_state(page.conversation, actor.connection.platform_user_id)
+    next_cursor = page.messages[0].id if page.has_older and page.messages else None
+    return Thread(conversation, page.messages, next_cursor)
+
+
+def send(deps: Deps, actor: Actor, group: str | None, body: object) -> SentMessage:
+    fields = check_body(
+        body,
+        required={"content": MAX_MESSAGE},
+        optional={"to": MAX_ID, "conversationId": MAX_ID},
+    )
+    to, conversation_id = fields["to"], fields["conversationId"]
+    if (to is None) == (conversation_id is None):
+        raise InvalidRequest("give exactly one of to and conversationId")
+    reservation = deps.throttle.reserve(actor.connection.id)
+    try:
+        with marking_expiry(deps, actor.connection.id):
+            if to is not None:
+                conversation = deps.gateway.open_conversation(actor.session, to, group)
+            else:
+                # Read the thread first: an unknown conversation is refused before anything is sent,
+                # and no platform call follows the send (its failure would blur whether the DM went).
+                page = deps.gateway.get_messages(actor.session, conversation_id or "", None)
+                conversation = page.conversation
+            message = deps.gateway.send_message(actor.session, conversation.id, fields["content"] or "")
+    except (InvalidRequest, NotFound, Forbidden, ConnectionExpired, PlatformError):
+        # The platform said no: nothing went out, so no quota is used.
+        deps.throttle.cancel(reservation)
+        raise
+    deps.throttle.commit(reservation)
+    conversation = attrs.evolve(
+        _with_reply_state(conversation, actor.connection.platform_user_id), last_message=message
+    )
+    return SentMessage(message=message, conversation=attrs.evolve(conversation, awaiting_reply=False))

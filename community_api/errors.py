@@ -1,0 +1,82 @@
+"""The one error family of the core.
+
+Each error carries a stable machine-readable ``code`` and a human message, never an HTTP status:
+the HTTP error serializer (``adapters/http/errors.py``) maps codes to statuses, and the MCP adapter
+maps the same codes to tool errors. ``details`` holds extra, JSON-safe facts a client can act on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ServiceError(Exception):
+    """Base of every error the core raises on purpose."""
+
+    code: str = "internal_error"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = details
+
+
+class InvalidRequest(ServiceError):
+    """The client sent something we cannot act on (bad value, missing field, unknown label...)."""
+
+    code = "invalid_request"
+
+
+class Unauthorized(ServiceError):
+    """Missing, malformed, unknown, expired or revoked credentials. One message for all of them."""
+
+    code = "unauthorized"
+
+
+class Forbidden(ServiceError):
+    """Authenticated, but not allowed (a missing scope: ``details['requiredScope']``)."""
+
+    code = "forbidden"
+
+
+class ConnectionMismatch(ServiceError):
+    """A key bound to one connection asked for another in ``X-Community-Connection``."""
+
+    code = "connection_mismatch"
+
+
+class NotFound(ServiceError):
+    code = "not_found"
+
+
+class Conflict(ServiceError):
+    code = "conflict"
+
+
+class RateLimited(ServiceError):
+    """Refused by a throttle. ``retry_after`` is whole seconds, at least 1."""
+
+    code = "rate_limited"
+
+    def __init__(self, message: str, retry_after: int, **details: Any) -> None:
+        retry_after = max(1, int(retry_after))
+        super().__init__(message, retryAfter=retry_after, **details)
+        self.retry_after = retry_after
+
+
+class PlatformError(ServiceError):
+    """The platform answered, but with something we cannot use (5xx, unexpected shape)."""
+
+    code = "platform_error"
+
+
+class PlatformUnavailable(ServiceError):
+    """The platform (or the browser in front of it) did not answer in time."""
+
+    code = "platform_unavailable"
+
+
+class ConnectionExpired(ServiceError):
+    """The platform session of this connection is no longer valid: the account must be re-linked."""
+
+    code = "connection_expired"

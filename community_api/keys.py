@@ -1,0 +1,224 @@
+"""API keys: their format, minting, rotation, revocation and checking.
+
+Rules (DESIGN §2, spec §3 and §5):
+- A key is ``cda_`` + 43 base62 characters of randomness + 6 base62 characters of checksum (CRC32 of
+  everything before it), so secret scanners can recognise a leaked key and a typo is refused before
+  any store look-up.
+- Only the SHA-256 of the key is stored; the value is shown once, when minted or rotated.
+- A key is found by its prefix and its hash compared in constant time.
+- Rotation issues a new key; the old one keeps working for 24 hours (or ends at once with no grace).
+  Rotating a key whose predecessor is still in its grace window ends that predecessor at once, so a
+  lineage never has more than two live secrets.
+- Revocation ends the key (and a predecessor still in grace) at once.
+- Mint, rotation, revocation and every refused use are written to the audit table, never the secret.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import zlib
+from collections.abc import Iterable
+from datetime import timedelta
+
+import attrs
+
+from community_api.errors import Conflict, InvalidRequest, NotFound, Unauthorized
+from community_api.ids import BASE62, new_id, random_base62
+from community_api.model import KEY_CONNECTOR, KEY_STANDARD, ApiKey, AuditEvent
+from community_api.ports import Clock, KeyStore
+from community_api.scopes import normalise_scopes
+
+KEY_PREFIX = "cda_"
+RANDOM_LENGTH = 43
+CHECKSUM_LENGTH = 6
+KEY_LENGTH = len(KEY_PREFIX) + RANDOM_LENGTH + CHECKSUM_LENGTH
+DISPLAY_PREFIX_LENGTH = 8
+ROTATION_GRACE = timedelta(hours=24)
+MAX_NAME_LENGTH = 100
+
+_KEY_SHAPE = re.compile(rf"cda_[0-9A-Za-z]{{{RANDOM_LENGTH + CHECKSUM_LENGTH}}}")
+UNAUTHORIZED_MESSAGE = "a valid API key is required in the Authorization header (Bearer)"
+
+
+def _base62(number: int, width: int) -> str:
+    digits = []
+    for _ in range(width):
+        number, rest = divmod(number, 62)
+        digits.append(BASE62[rest])
+    return "".join(reversed(digits))
+
+
+def _checksum(body: str) -> str:
+    return _base62(zlib.crc32(body.encode("ascii")), CHECKSUM_LENGTH)
+
+
+def generate_secret() -> str:
+    body = KEY_PREFIX + random_base62(RANDOM_LENGTH)
+    return body + _checksum(body)
+
+
+def has_valid_shape(value: str) -> bool:
+    """True when ``value`` looks exactly like a key and its checksum holds (no store look-up)."""
+    if len(value) != KEY_LENGTH or not _KEY_SHAPE.fullmatch(value):
+        return False
+    body, checksum = value[:-CHECKSUM_LENGTH], value[-CHECKSUM_LENGTH:]
+    return hmac.compare_digest(_checksum(body), checksum)
+
+
+def hash_secret(value: str) -> str:
+    return hashlib.sha256(value.encode("ascii")).hexdigest()
+
+
+def display_prefix(value: str) -> str:
+    return value[len(KEY_PREFIX) : len(KEY_PREFIX) + DISPLAY_PREFIX_LENGTH]
+
+
+@attrs.frozen
+class IssuedKey:
+    """A key record with its secret value: exists only in the answer that mints or rotates it."""
+
+    key: ApiKey
+    secret: str
+
+
+def mint_key(
+    store: KeyStore,
+    clock: Clock,
+    *,
+    account_id: str,
+    name: str | None,
+    scopes: Iterable[str] | None,
+    connection_id: str | None,
+    kind: str = KEY_STANDARD,
+) -> IssuedKey:
+    """Mint a key for the account.
+
+    - ``scopes`` None gives the default read scopes; unknown scope names are refused.
+    - ``connection_id``, when given, binds the key and must be a connection of the same account.
+    """
+    if kind not in (KEY_STANDARD, KEY_CONNECTOR):
+        raise InvalidRequest(f"unknown key kind: {kind}")
+    clean_name = (name or "").strip() or "API key"
+    if len(clean_name) > MAX_NAME_LENGTH:
+        raise InvalidRequest(f"name is longer than {MAX_NAME_LENGTH} characters")
+    granted = normalise_scopes(scopes)
+    if connection_id is not None:
+        connection = store.get_connection(connection_id)
+        if connection is None or connection.account_id != account_id:
+            raise NotFound(f"no connection {connection_id}")
+    now = clock.now()
+    key_id = new_id("key")
+    secret = generate_secret()
+    key = ApiKey(
+        id=key_id,
+        account_id=account_id,
+        name=clean_name,
+        prefix=display_prefix(secret),
+        scopes=granted,
+        connection_id=connection_id,
+        kind=kind,
+        created_at=now,
+        lineage_id=key_id,
+    )
+    store.add_key(key, hash_secret(secret))
+    store.add_audit(AuditEvent(at=now, event="key.minted", account_id=account_id, key_id=key_id))
+    return IssuedKey(key=key, secret=secret)
+
+
+def _own_key(store: KeyStore, account_id: str, key_id: str) -> ApiKey:
+    key = store.get_key(key_id)
+    # Another account's key answers exactly as a key that does not exist.
+    if key is None or key.account_id != account_id:
+        raise NotFound(f"no key {key_id}")
+    return key
+
+
+def rotate_key(
+    store: KeyStore, clock: Clock, *, account_id: str, key_id: str, grace: bool = True
+) -> IssuedKey:
+    """Issue a successor with the same name, scopes, binding and kind.
+
+    - the old key works for 24 hours more (``grace`` False: it ends now, for a leaked key);
+    - a predecessor still in its grace window ends now;
+    - a revoked key, or one already rotated, cannot be rotated (409): rotate its successor instead.
+    """
+    old = _own_key(store, account_id, key_id)
+    now = clock.now()
+    if old.revoked_at is not None:
+        raise Conflict("this key is revoked and cannot be rotated")
+    if old.expires_at is not None:
+        raise Conflict("this key was already rotated; rotate its successor")
+    for sibling in store.list_keys(account_id):
+        if sibling.lineage_id == old.lineage_id and sibling.id != old.id and sibling.is_live(now):
+            store.update_key(attrs.evolve(sibling, expires_at=now))
+    store.update_key(attrs.evolve(old, expires_at=now + ROTATION_GRACE if grace else now))
+    new_key_id = new_id("key")
+    secret = generate_secret()
+    new = attrs.evolve(
+        old,
+        id=new_key_id,
+        prefix=display_prefix(secret),
+        created_at=now,
+        last_used_at=None,
+        expires_at=None,
+        revoked_at=None,
+    )
+    store.add_key(new, hash_secret(secret))
+    store.add_audit(
+        AuditEvent(
+            at=now,
+            event="key.rotated",
+            account_id=account_id,
+            key_id=old.id,
+            detail=f"successor={new_key_id} grace={'24h' if grace else '0'}",
+        )
+    )
+    return IssuedKey(key=new, secret=secret)
+
+
+def revoke_key(store: KeyStore, clock: Clock, *, account_id: str, key_id: str) -> ApiKey:
+    """End the key at once, and any predecessor of it still in its grace window. Idempotent."""
+    key = _own_key(store, account_id, key_id)
+    now = clock.now()
+    if key.revoked_at is not None:
+        return key
+    revoked = attrs.evolve(key, revoked_at=now)
+    store.update_key(revoked)
+    for sibling in store.list_keys(account_id):
+        if sibling.lineage_id == key.lineage_id and sibling.id != key.id and sibling.is_live(now):
+            store.update_key(attrs.evolve(sibling, revoked_at=now))
+    store.add_audit(AuditEvent(at=now, event="key.revoked", account_id=account_id, key_id=key.id))
+    return revoked
+
+
+def authenticate_key(store: KeyStore, clock: Clock, presented: str) -> ApiKey:
+    """The live key whose value is ``presented``, or ``Unauthorized`` with one message for every reason.
+
+    A value with the wrong shape or checksum is refused before any store look-up. A well-formed key
+    that is unknown, revoked or past its grace window is written to the audit table as refused.
+    """
+    if not has_valid_shape(presented):
+        raise Unauthorized(UNAUTHORIZED_MESSAGE)
+    wanted = hash_secret(presented)
+    prefix = display_prefix(presented)
+    match = None
+    for candidate, stored_hash in store.find_keys_by_prefix(prefix):
+        if hmac.compare_digest(stored_hash, wanted):
+            match = candidate
+    now = clock.now()
+    if match is None or not match.is_live(now):
+        reason = "unknown" if match is None else ("revoked" if match.revoked_at else "expired")
+        store.add_audit(
+            AuditEvent(
+                at=now,
+                event="key.refused",
+                account_id=match.account_id if match else None,
+                key_id=match.id if match else None,
+                subject=prefix,
+                detail=reason,
+            )
+        )
+        raise Unauthorized(UNAUTHORIZED_MESSAGE)
+    return match

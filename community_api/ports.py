@@ -1,0 +1,249 @@
+"""The ports of the core: what it needs from the outside world, and the contract each side keeps.
+
+Adapters implement these Protocols (``adapters/``); ``tests/fakes.py`` holds in-memory versions that
+keep the same contracts, checked by contract tests run against fake and real alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Protocol
+
+from community_api.model import (
+    Account,
+    ApiKey,
+    AuditEvent,
+    Comment,
+    Connection,
+    Conversation,
+    DmQuota,
+    Group,
+    IdempotencyRecord,
+    KeyUsage,
+    LinkedAccount,
+    Message,
+    MessagePage,
+    PlatformSession,
+    PlatformUser,
+    Post,
+    PostDetail,
+    WebSession,
+)
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """The current time, timezone-aware UTC."""
+        ...
+
+
+class PlatformGateway(Protocol):
+    """The community platform, as the connected account sees it.
+
+    Every method acts as the account behind ``session`` and raises only core errors:
+    - ``NotFound`` when an id (group, post, comment, conversation, user) does not exist for that account,
+      including a group it is not a member of;
+    - ``InvalidRequest`` when the platform refuses the input (unknown label, a parent comment of another
+      post, a content the platform rejects);
+    - ``Forbidden`` when the account may not do it (deleting someone else's post);
+    - ``ConnectionExpired`` when the platform session is no longer valid;
+    - ``PlatformError`` for an answer it cannot use, ``PlatformUnavailable`` for no answer in time.
+    Nothing private of the account (payment data, keys of other services) ever leaves the gateway.
+    A group may be named by its id or by its slug wherever a ``group`` is taken.
+    """
+
+    def login(self, email: str, password: str) -> LinkedAccount:
+        """Log in with the platform's own form. The password is used once and never kept.
+        Wrong credentials, a two-factor prompt or a captcha raise ``InvalidRequest`` with a clear message."""
+        ...
+
+    def adopt_session(self, session_token: str) -> LinkedAccount:
+        """Check an existing platform session token and say whose it is (``InvalidRequest`` if invalid)."""
+        ...
+
+    def whoami(self, session: PlatformSession) -> PlatformUser: ...
+
+    def list_groups(self, session: PlatformSession) -> list[Group]: ...
+
+    def get_group(self, session: PlatformSession, group: str) -> Group:
+        """Group metadata with its labels (categories)."""
+        ...
+
+    def feed_pages(
+        self, session: PlatformSession, group: str, sort: str, pages: Sequence[int]
+    ) -> list[list[Post]]:
+        """Fetch the given 1-based feed pages of ``group`` at once, in ``sort`` (one of ``feed.SORTS``).
+
+        Answers one list per requested page, in the order asked; an empty list means the page lies past
+        the end of the feed. Pinned posts that the platform repeats on page 1 are listed once.
+        """
+        ...
+
+    def post_detail(self, session: PlatformSession, post_id: str, group: str | None) -> PostDetail:
+        """A post and all its comments (flat, every depth).
+        ``NotFound`` for an unknown post or a comment id."""
+        ...
+
+    def create_post(
+        self, session: PlatformSession, group: str, title: str, content: str, label_id: str | None
+    ) -> Post:
+        """Publish a post. The answer's author fields are None: the platform does not return them."""
+        ...
+
+    def delete_post(self, session: PlatformSession, post_id: str) -> None:
+        """``NotFound`` when there is no such post (a comment id is not a post)."""
+        ...
+
+    def create_comment(
+        self,
+        session: PlatformSession,
+        post_id: str,
+        content: str,
+        parent_id: str | None,
+        group: str | None,
+    ) -> Comment:
+        """Comment on a post, or reply to ``parent_id``, which must be a comment of that post."""
+        ...
+
+    def delete_comment(self, session: PlatformSession, comment_id: str) -> None:
+        """``NotFound`` when there is no such comment (a post id is not a comment)."""
+        ...
+
+    def list_conversations(self, session: PlatformSession, offset: int, limit: int) -> list[Conversation]:
+        """One page of the inbox, newest activity first; fewer than ``limit`` (or none) at the end.
+        ``awaiting_reply`` is left False: the core decides it from ``last_message.sender_id``."""
+        ...
+
+    def get_messages(
+        self, session: PlatformSession, conversation_id: str, before: str | None
+    ) -> MessagePage:
+        """The newest messages of a thread (``before`` None) or those older than message ``before``."""
+        ...
+
+    def open_conversation(self, session: PlatformSession, user_id: str, group: str | None) -> Conversation:
+        """The conversation with a member (existing or new). ``group`` is a group both belong to;
+        None lets the gateway pick one they share."""
+        ...
+
+    def send_message(self, session: PlatformSession, conversation_id: str, content: str) -> Message: ...
+
+
+class KeyStore(Protocol):
+    """Durable records of the service: accounts, web sessions, connections, API keys, usage, the audit
+    trail and idempotency records. Look-ups answer None when nothing matches; they never raise for that.
+    ``Conflict`` is raised where a uniqueness rule is broken."""
+
+    # accounts and web sessions
+    def add_account(self, account: Account, password_hash: str) -> None:
+        """``Conflict`` if the email (compared case-insensitively) is taken."""
+        ...
+
+    def get_account(self, account_id: str) -> Account | None: ...
+
+    def find_account_by_email(self, email: str) -> tuple[Account, str] | None:
+        """The account and its password hash."""
+        ...
+
+    def count_accounts(self) -> int: ...
+
+    def add_web_session(self, session: WebSession) -> None: ...
+
+    def get_web_session(self, token_hash: str) -> WebSession | None: ...
+
+    def delete_web_session(self, token_hash: str) -> None: ...
+
+    # connections
+    def save_connection(self, connection: Connection, platform_session: str) -> Connection:
+        """Insert, or refresh in place when the account already links that platform user: the stored
+        record keeps its id and created_at, takes the new handle, name, status and session. Answers the
+        stored record. The platform session is kept encrypted at rest by real stores."""
+        ...
+
+    def get_connection(self, connection_id: str) -> Connection | None: ...
+
+    def list_connections(self, account_id: str) -> list[Connection]:
+        """Oldest first."""
+        ...
+
+    def get_platform_session(self, connection_id: str) -> str | None: ...
+
+    def set_active_connection(self, account_id: str, connection_id: str) -> None:
+        """Make one connection the active one; every other connection of the account becomes inactive."""
+        ...
+
+    def set_connection_status(self, connection_id: str, status: str) -> None: ...
+
+    # API keys
+    def add_key(self, key: ApiKey, secret_hash: str) -> None:
+        """``secret_hash`` is the hex SHA-256 of the full key value; unique."""
+        ...
+
+    def get_key(self, key_id: str) -> ApiKey | None: ...
+
+    def find_keys_by_prefix(self, prefix: str) -> list[tuple[ApiKey, str]]:
+        """Every key whose ``prefix`` matches, each with its stored secret hash, so that the caller
+        compares hashes in constant time rather than letting an index compare secrets."""
+        ...
+
+    def list_keys(self, account_id: str) -> list[ApiKey]:
+        """Every key of the account, revoked and expired ones too, oldest first."""
+        ...
+
+    def update_key(self, key: ApiKey) -> None:
+        """Store new values of ``last_used_at``, ``expires_at`` and ``revoked_at`` for ``key.id``."""
+        ...
+
+    # usage
+    def add_usage(self, counts: Mapping[tuple[str, str], int], last_used: Mapping[str, datetime]) -> None:
+        """Add request counts per (key id, UTC day ``YYYY-MM-DD``) and move ``last_used_at`` forward."""
+        ...
+
+    def key_usage(self, key_id: str, day: str) -> KeyUsage:
+        """Requests of the key on ``day``, in that day's month, and in all."""
+        ...
+
+    # audit
+    def add_audit(self, event: AuditEvent) -> None: ...
+
+    def count_audit(self, event: str, subject: str, since: datetime) -> int:
+        """How many ``event`` rows with that ``subject`` were written at or after ``since``."""
+        ...
+
+    def list_audit(self, account_id: str) -> list[AuditEvent]:
+        """Oldest first."""
+        ...
+
+    # idempotency
+    def claim_idempotency(self, record: IdempotencyRecord) -> IdempotencyRecord | None:
+        """Insert ``record`` (status 0: in flight) unless one with the same key exists and is younger
+        than 24 hours. Answers None when the claim succeeded, else the existing record. Atomic across
+        processes: of two concurrent claims exactly one succeeds."""
+        ...
+
+    def complete_idempotency(self, key: str, status: int, body: str) -> None: ...
+
+    def release_idempotency(self, key: str) -> None:
+        """Forget an in-flight claim (the request failed before acting), so a retry may act."""
+        ...
+
+
+class Throttle(Protocol):
+    """The per-connection DM throttle: one send per drawn gap of 30-45 s (drawn anew after each send),
+    20 per rolling hour, 100 per rolling day. Shared by every worker process of the service.
+
+    A send is ``reserve``d before it goes to the platform, then ``commit``ted when the platform took it or
+    ``cancel``led when the platform refused it (a refused send uses no quota). Of concurrent ``reserve``
+    calls for one connection, no more succeed than the limits allow."""
+
+    def reserve(self, connection_id: str) -> object:
+        """Answer an opaque reservation, or raise ``RateLimited`` with the seconds until the next
+        allowed send."""
+        ...
+
+    def commit(self, reservation: object) -> None: ...
+
+    def cancel(self, reservation: object) -> None: ...
+
+    def quota(self, connection_id: str) -> DmQuota: ...
+

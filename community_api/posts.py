@@ -1,0 +1,79 @@
+"""Posts and comments: read a post with all its comments, publish and delete as the connected account.
+
+Rules (spec §2, §4):
+- post detail is the post and every comment in one answer; the comment list is flat, each comment with
+  ``post_id`` (the root post), ``parent_id`` (None at top level) and ``author_id``;
+- a new post needs a ``title``; ``content`` and ``label`` are optional; a label is named by id or by name
+  (case-insensitive) and must be a label of the group, else ``invalid_request``;
+- the answer to a new post has null author fields (the platform does not return them);
+- a comment needs ``content``; ``parent_id``, when given, must be a comment of the same post (the
+  platform checks it and the gateway reports ``invalid_request``).
+"""
+
+from __future__ import annotations
+
+from community_api.access import Actor
+from community_api.deps import Deps, marking_expiry
+from community_api.errors import InvalidRequest
+from community_api.inputs import check_body
+from community_api.model import Comment, Post, PostDetail
+
+MAX_TITLE = 300
+MAX_CONTENT = 20_000
+MAX_ID = 200
+
+
+def post_detail(deps: Deps, actor: Actor, post_id: str, group: str | None) -> PostDetail:
+    with marking_expiry(deps, actor.connection.id):
+        return deps.gateway.post_detail(actor.session, post_id, group)
+
+
+def list_comments(deps: Deps, actor: Actor, post_id: str, group: str | None) -> tuple[Comment, ...]:
+    return post_detail(deps, actor, post_id, group).comments
+
+
+def create_post(deps: Deps, actor: Actor, group: str, body: object) -> Post:
+    fields = check_body(
+        body, required={"title": MAX_TITLE}, optional={"content": MAX_CONTENT, "label": MAX_ID}
+    )
+    label_id = None
+    with marking_expiry(deps, actor.connection.id):
+        if fields["label"] is not None:
+            label_id = _label_id(deps, actor, group, fields["label"])
+        post = deps.gateway.create_post(
+            actor.session, group, fields["title"] or "", fields["content"] or "", label_id
+        )
+    return post
+
+
+def _label_id(deps: Deps, actor: Actor, group: str, wanted: str) -> str:
+    labels = deps.gateway.get_group(actor.session, group).labels
+    for label in labels:
+        if label.id == wanted:
+            return label.id
+    matches = [label for label in labels if label.name.casefold() == wanted.strip().casefold()]
+    if len(matches) == 1:
+        return matches[0].id
+    raise InvalidRequest(
+        f"unknown label: {wanted}",
+        field="label",
+        allowed=[{"id": label.id, "name": label.name} for label in labels],
+    )
+
+
+def delete_post(deps: Deps, actor: Actor, post_id: str) -> None:
+    with marking_expiry(deps, actor.connection.id):
+        deps.gateway.delete_post(actor.session, post_id)
+
+
+def create_comment(deps: Deps, actor: Actor, post_id: str, group: str | None, body: object) -> Comment:
+    fields = check_body(body, required={"content": MAX_CONTENT}, optional={"parentId": MAX_ID})
+    with marking_expiry(deps, actor.connection.id):
+        return deps.gateway.create_comment(
+            actor.session, post_id, fields["content"] or "", fields["parentId"], group
+        )
+
+
+def delete_comment(deps: Deps, actor: Actor, comment_id: str) -> None:
+    with marking_expiry(deps, actor.connection.id):
+        deps.gateway.delete_comment(actor.session, comment_id)
