@@ -222,3 +222,22 @@ def authenticate_key(store: KeyStore, clock: Clock, presented: str) -> ApiKey:
         )
         raise Unauthorized(UNAUTHORIZED_MESSAGE)
     return match
+
+
+def parse_mint_request(body: object) -> tuple[str | None, list[str] | None, str | None]:
+    """``{name?, scopes?, connectionId?}`` from a JSON body: (name, scopes, connection id)."""
+    if not isinstance(body, dict):
+        raise InvalidRequest("the request body must be a JSON object")
+    unknown = sorted(set(body) - {"name", "scopes", "connectionId"})
+    if unknown:
+        raise InvalidRequest(f"unknown field: {', '.join(unknown)}", unknown=unknown)
+    name, scopes, connection_id = body.get("name"), body.get("scopes"), body.get("connectionId")
+    if name is not None and not isinstance(name, str):
+        raise InvalidRequest("name must be a string", field="name")
+    if scopes is not None and (
+        not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes)
+    ):
+        raise InvalidRequest("scopes must be a list of scope names", field="scopes")
+    if connection_id is not None and not isinstance(connection_id, str):
+        raise InvalidRequest("connectionId must be a string", field="connectionId")
+    return name, scopes, connection_id

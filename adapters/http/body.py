@@ -1,0 +1,47 @@
+"""Reading a JSON request body: a size limit, the media type, and syntax errors as our own errors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import falcon
+
+from community_api.errors import InvalidRequest, ServiceError
+
+MAX_BODY = 64 * 1024
+
+
+class PayloadTooLarge(ServiceError):
+    code = "payload_too_large"
+
+
+class UnsupportedMediaType(ServiceError):
+    code = "unsupported_media_type"
+
+
+def read_raw(req: falcon.Request) -> bytes:
+    """The body, refused with 413 past 64 KiB whether or not a Content-Length announced it."""
+    length = req.content_length
+    if length is not None and length > MAX_BODY:
+        raise PayloadTooLarge(f"the request body is larger than {MAX_BODY} bytes", maxBytes=MAX_BODY)
+    data = req.bounded_stream.read(MAX_BODY + 1)
+    if len(data) > MAX_BODY:
+        raise PayloadTooLarge(f"the request body is larger than {MAX_BODY} bytes", maxBytes=MAX_BODY)
+    return data
+
+
+def read_json(req: falcon.Request, *, allow_empty: bool = False) -> tuple[Any, bytes]:
+    """The parsed JSON body and its raw bytes (for idempotency fingerprints)."""
+    raw = read_raw(req)
+    if not raw.strip():
+        if allow_empty:
+            return {}, raw
+        raise InvalidRequest("a JSON object is required as the request body")
+    media = (req.content_type or "").split(";")[0].strip().lower()
+    if media != "application/json":
+        raise UnsupportedMediaType("send the body as application/json")
+    try:
+        return json.loads(raw), raw
+    except (UnicodeDecodeError, ValueError) as error:
+        raise InvalidRequest(f"the request body is not valid JSON: {error}") from None

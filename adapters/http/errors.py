@@ -1,0 +1,107 @@
+"""The one place where error codes become HTTP answers.
+
+Every non-2xx answer is JSON ``{"error": {"code", "message", "details"}}`` — Falcon's own errors too
+(unknown path, wrong method, bad media) — never HTML, never a stack trace.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import falcon
+
+from community_api.errors import RateLimited, ServiceError, Unauthorized
+
+log = logging.getLogger(__name__)
+
+STATUS_BY_CODE: dict[str, int] = {
+    "invalid_request": 400,
+    "unauthorized": 401,
+    "forbidden": 403,
+    "connection_mismatch": 403,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "conflict": 409,
+    "connection_expired": 409,
+    "payload_too_large": 413,
+    "unsupported_media_type": 415,
+    "rate_limited": 429,
+    "internal_error": 500,
+    "platform_error": 502,
+    "platform_unavailable": 503,
+}
+
+# Falcon's own errors, by status, as our codes.
+_CODE_BY_STATUS: dict[int, str] = {
+    400: "invalid_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    411: "invalid_request",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    429: "rate_limited",
+}
+
+WWW_AUTHENTICATE = 'Bearer realm="community-api"'
+
+
+def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> str:
+    return json.dumps({"error": {"code": code, "message": message, "details": details or {}}})
+
+
+def _respond(resp: falcon.Response, status: int, code: str, message: str, details: dict[str, Any]) -> None:
+    resp.status = status
+    resp.content_type = falcon.MEDIA_JSON
+    resp.text = error_body(code, message, details)
+    resp.data = None
+
+
+def handle_service_error(
+    req: falcon.Request, resp: falcon.Response, error: ServiceError, params: dict[str, Any]
+) -> None:
+    status = STATUS_BY_CODE.get(error.code, 500)
+    if isinstance(error, RateLimited):
+        resp.set_header("Retry-After", str(error.retry_after))
+    # Management routes authenticate by web session: a Bearer challenge would mislead there.
+    if isinstance(error, Unauthorized) and not getattr(req.context, "web_route", False):
+        resp.set_header("WWW-Authenticate", getattr(req.context, "www_authenticate", WWW_AUTHENTICATE))
+    required = error.details.get("requiredScope")
+    if error.code == "forbidden" and required:
+        resp.set_header(
+            "WWW-Authenticate", f'Bearer error="insufficient_scope", scope="{required}"'
+        )
+    _respond(resp, status, error.code, error.message, error.details)
+
+
+def handle_http_error(
+    req: falcon.Request, resp: falcon.Response, error: falcon.HTTPError, params: dict[str, Any]
+) -> None:
+    status = error.status_code
+    code = _CODE_BY_STATUS.get(status, "invalid_request" if status < 500 else "internal_error")
+    message = error.description or error.title or "request refused"
+    if status == 404:
+        message = f"no route {req.method} {req.path}"
+    elif status == 405:
+        message = f"{req.method} is not allowed on {req.path}"
+    resp.set_headers(error.headers or {})
+    _respond(resp, status, code, message, {})
+
+
+def handle_unexpected(
+    req: falcon.Request, resp: falcon.Response, error: Exception, params: dict[str, Any]
+) -> None:
+    # A bug: say so plainly without leaking internals; the traceback goes to the server log only.
+    log.exception("unexpected error on %s %s", req.method, req.path)
+    _respond(resp, 500, "internal_error", "the service failed to handle this request", {})
+
+
+def install(app: falcon.App) -> None:
+    # Falcon picks the most specific handler for an exception's class.
+    app.add_error_handler(Exception, handle_unexpected)
+    app.add_error_handler(falcon.HTTPError, handle_http_error)
+    app.add_error_handler(ServiceError, handle_service_error)

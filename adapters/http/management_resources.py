@@ -1,0 +1,110 @@
+"""Management routes: accounts, the web session, connections, keys and usage (web session, not keys)."""
+
+from __future__ import annotations
+
+import falcon
+
+from adapters.http.auth import SESSION_COOKIE, web_session
+from adapters.http.body import read_json
+from adapters.http.data_resources import query, send_json
+from adapters.wire import to_wire
+from community_api import accounts, connections, keys, me
+from community_api.deps import Deps
+from community_api.errors import InvalidRequest
+
+
+class ManagementResource:
+    def __init__(self, deps: Deps, *, signup_enabled: bool = False, secure_cookies: bool = False) -> None:
+        self.deps = deps
+        self.signup_enabled = signup_enabled
+        self.secure_cookies = secure_cookies
+
+
+class AccountsResource(ManagementResource):
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        req.context.web_route = True
+        body, _ = read_json(req)
+        account = accounts.create_account(
+            self.deps.store, self.deps.clock, body, signup_enabled=self.signup_enabled
+        )
+        send_json(resp, {"account": account}, status=201)
+
+
+class SessionResource(ManagementResource):
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        req.context.web_route = True
+        body, _ = read_json(req)
+        signed_in = accounts.sign_in(self.deps.store, self.deps.clock, body, req.remote_addr or "unknown")
+        resp.set_cookie(
+            SESSION_COOKIE,
+            signed_in.cookie_value,
+            max_age=int(accounts.SESSION_LIFETIME.total_seconds()),
+            path="/",
+            http_only=True,
+            secure=self.secure_cookies or req.scheme == "https",
+            same_site="Lax",
+        )
+        send_json(resp, {"account": signed_in.account, "csrfToken": signed_in.session.csrf_token})
+
+    def on_delete(self, req: falcon.Request, resp: falcon.Response) -> None:
+        web_session(self.deps, req)
+        cookie = (req.get_cookie_values(SESSION_COOKIE) or [""])[0]
+        accounts.sign_out(self.deps.store, cookie)
+        resp.unset_cookie(SESSION_COOKIE, path="/")
+        resp.status = falcon.HTTP_204
+
+
+class ConnectionsResource(ManagementResource):
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        account, _ = web_session(self.deps, req)
+        query(req, ())
+        send_json(resp, {"connections": connections.list_connections(self.deps, account.id)})
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        account, _ = web_session(self.deps, req)
+        body, _ = read_json(req)
+        send_json(resp, connections.link_connection(self.deps, account.id, body), status=201)
+
+
+class KeysResource(ManagementResource):
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        account, _ = web_session(self.deps, req)
+        body, _ = read_json(req, allow_empty=True)
+        name, scopes, connection_id = keys.parse_mint_request(body)
+        issued = keys.mint_key(
+            self.deps.store,
+            self.deps.clock,
+            account_id=account.id,
+            name=name,
+            scopes=scopes,
+            connection_id=connection_id,
+        )
+        send_json(resp, {**to_wire(issued.key), "secret": issued.secret}, status=201)
+
+
+class KeyRotationResource(ManagementResource):
+    def on_post(self, req: falcon.Request, resp: falcon.Response, key_id: str) -> None:
+        account, _ = web_session(self.deps, req)
+        grace = query(req, ("grace",))["grace"]
+        if grace not in (None, "0", "24h"):
+            raise InvalidRequest("grace must be 0 (end the old key now) or 24h (the default)")
+        read_json(req, allow_empty=True)
+        issued = keys.rotate_key(
+            self.deps.store, self.deps.clock, account_id=account.id, key_id=key_id, grace=grace != "0"
+        )
+        send_json(resp, {**to_wire(issued.key), "secret": issued.secret}, status=201)
+
+
+class KeyResource(ManagementResource):
+    def on_delete(self, req: falcon.Request, resp: falcon.Response, key_id: str) -> None:
+        account, _ = web_session(self.deps, req)
+        query(req, ())
+        keys.revoke_key(self.deps.store, self.deps.clock, account_id=account.id, key_id=key_id)
+        resp.status = falcon.HTTP_204
+
+
+class MeResource(ManagementResource):
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        account, _ = web_session(self.deps, req)
+        query(req, ())
+        send_json(resp, me.me(self.deps, account))

@@ -1,0 +1,85 @@
+"""Settings from ``COMMUNITY_API_*`` environment variables (DESIGN §3). The CLI sets the same variables
+from its flags, so gunicorn workers read one source of truth."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import attrs
+
+PREFIX = "COMMUNITY_API_"
+MODES = ("production", "demo", "test")
+
+
+class SettingsError(Exception):
+    """A setting is missing or wrong; the message is one line for the operator."""
+
+
+@attrs.frozen
+class Settings:
+    mode: str = "production"
+    db: str = "./var/community-api.sqlite3"
+    secret: str = ""
+    platform_url: str = "http://127.0.0.1:8700"
+    platform_api_url: str = "http://127.0.0.1:8700/api2"
+    throttle_storage: str = ""  # empty: the SQLite database above
+    selenium_remote_url: str = ""
+    browser_pool_size: int = 4
+    signup: bool = False
+    mcp_allowed_hosts: tuple[str, ...] = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+    usage_flush_seconds: float = 1.0
+    public_url: str = ""
+
+    @property
+    def throttle_uri(self) -> str:
+        return self.throttle_storage or f"sqlite:///{os.path.abspath(self.db)}"
+
+
+def _bool(name: str, value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise SettingsError(f"{PREFIX}{name} must be true or false, not {value!r}")
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    env = os.environ if environ is None else environ
+
+    def get(name: str, default: str = "") -> str:
+        return env.get(PREFIX + name, default)
+
+    mode = get("MODE", "production")
+    if mode not in MODES:
+        raise SettingsError(f"{PREFIX}MODE must be one of {', '.join(MODES)}, not {mode!r}")
+    secret = get("SECRET")
+    if mode == "production" and len(secret) < 32:
+        raise SettingsError(
+            f"{PREFIX}SECRET must be set to at least 32 random characters "
+            "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
+        )
+    try:
+        pool = int(get("BROWSER_POOL_SIZE", "4"))
+        flush = float(get("USAGE_FLUSH_SECONDS", "1"))
+    except ValueError as error:
+        raise SettingsError(f"a numeric setting is not a number: {error}") from None
+    if pool < 1:
+        raise SettingsError(f"{PREFIX}BROWSER_POOL_SIZE must be at least 1")
+    platform_url = get("PLATFORM_URL", Settings.platform_url).rstrip("/")
+    hosts = tuple(h.strip() for h in get("MCP_ALLOWED_HOSTS").split(",") if h.strip())
+    return Settings(
+        mode=mode,
+        db=get("DB", Settings.db),
+        secret=secret or "insecure-demo-secret-do-not-use-in-production",
+        platform_url=platform_url,
+        platform_api_url=get("PLATFORM_API_URL", platform_url + "/api2").rstrip("/"),
+        throttle_storage=get("THROTTLE_STORAGE"),
+        selenium_remote_url=get("SELENIUM_REMOTE_URL"),
+        browser_pool_size=pool,
+        signup=_bool("SIGNUP", get("SIGNUP", "false")),
+        mcp_allowed_hosts=hosts or Settings.mcp_allowed_hosts,
+        usage_flush_seconds=flush,
+        public_url=get("PUBLIC_URL").rstrip("/"),
+    )

@@ -1,0 +1,74 @@
+"""The wire format: the one cattrs converter that turns core values into JSON-ready data.
+
+Shared by the REST resources, the MCP tools and the web pages, so a post looks the same everywhere:
+- field names become camelCase (``post_id`` → ``postId``; a trailing underscore is dropped, so
+  ``with_`` → ``with``);
+- timestamps become RFC 3339 UTC strings with a ``Z``;
+- tuples become lists;
+- fields that are ours alone (the owning account of a key or connection, a key's lineage) stay out.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_unstructure_fn, override
+
+from community_api.me import KeyWithUsage
+from community_api.model import ApiKey, Connection
+
+# Fields kept inside the service: the account is implied by whoever asks, the lineage is bookkeeping.
+_HIDDEN: dict[type, frozenset[str]] = {
+    ApiKey: frozenset({"account_id", "lineage_id"}),
+    Connection: frozenset({"account_id"}),
+}
+
+
+def camel_case(name: str) -> str:
+    head, *rest = name.rstrip("_").split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _make_converter() -> cattrs.Converter:
+    converter = cattrs.Converter()
+    converter.register_unstructure_hook(datetime, rfc3339)
+
+    def attrs_hook(cls: type) -> Any:
+        hidden = _HIDDEN.get(cls, frozenset())
+        overrides = {
+            field.name: override(omit=True) if field.name in hidden else override(rename=camel_case(field.name))
+            for field in attrs.fields(cls)
+        }
+        return make_dict_unstructure_fn(cls, converter, **overrides)  # type: ignore[arg-type]
+
+    converter.register_unstructure_hook_factory(attrs.has, attrs_hook)
+    # A key in GET /v1/me is its record with two usage figures beside its fields.
+    converter.register_unstructure_hook(
+        KeyWithUsage,
+        lambda item: {
+            **converter.unstructure(item.key),
+            "requestsToday": item.requests_today,
+            "requestsTotal": item.requests_total,
+        },
+    )
+    return converter
+
+
+converter = _make_converter()
+
+
+def to_wire(value: object) -> Any:
+    """JSON-ready data (dicts, lists, strings, numbers) for a core value or a structure of them."""
+    return converter.unstructure(value)
+
+
+def dumps(value: object) -> str:
+    return json.dumps(to_wire(value), ensure_ascii=False, separators=(",", ":"))

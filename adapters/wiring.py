@@ -1,0 +1,93 @@
+"""The composition root: the only module that knows every adapter.
+
+``create_app`` builds the WSGI app from ports and stays pure (tests call it with fakes);
+``get_app`` reads the settings and builds the real adapters (gunicorn runs ``adapters.wiring:get_app()``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import falcon
+
+from adapters.http import data_resources as data
+from adapters.http import errors
+from adapters.http import management_resources as manage
+from adapters.http.openapi import OpenApiResource
+from adapters.settings import Settings, load_settings
+from community_api.clock import SystemClock
+from community_api.deps import Deps
+from community_api.ports import Clock, KeyStore, PlatformGateway, Throttle
+from community_api.usage import UsageRecorder
+
+log = logging.getLogger(__name__)
+
+
+def add_rest_routes(app: falcon.App, deps: Deps, settings: Settings) -> None:
+    app.add_route("/v1/whoami", data.WhoamiResource(deps))
+    app.add_route("/v1/groups", data.GroupsResource(deps))
+    app.add_route("/v1/groups/{gid}", data.GroupResource(deps))
+    app.add_route("/v1/groups/{gid}/posts", data.FeedResource(deps))
+    app.add_route("/v1/posts/{post_id}", data.PostResource(deps))
+    app.add_route("/v1/posts/{post_id}/comments", data.CommentsResource(deps))
+    app.add_route("/v1/comments/{comment_id}", data.CommentResource(deps))
+    app.add_route("/v1/dms", data.InboxResource(deps))
+    app.add_route("/v1/dms/{conversation_id}", data.ThreadResource(deps))
+
+    options: dict[str, Any] = {
+        "signup_enabled": settings.signup,
+        "secure_cookies": settings.public_url.startswith("https://"),
+    }
+    app.add_route("/v1/accounts", manage.AccountsResource(deps, **options))
+    app.add_route("/v1/session", manage.SessionResource(deps, **options))
+    app.add_route("/v1/connections", manage.ConnectionsResource(deps, **options))
+    app.add_route("/v1/keys", manage.KeysResource(deps, **options))
+    app.add_route("/v1/keys/{key_id}/rotate", manage.KeyRotationResource(deps, **options))
+    app.add_route("/v1/keys/{key_id}", manage.KeyResource(deps, **options))
+    app.add_route("/v1/me", manage.MeResource(deps, **options))
+    app.add_route("/v1/openapi.json", OpenApiResource())
+
+
+def create_app(
+    *,
+    key_store: KeyStore,
+    gateway: PlatformGateway,
+    throttle: Throttle,
+    clock: Clock,
+    settings: Settings,
+) -> falcon.App:
+    deps = Deps(
+        store=key_store,
+        gateway=gateway,
+        throttle=throttle,
+        clock=clock,
+        usage=UsageRecorder(key_store, clock, settings.usage_flush_seconds),
+    )
+    app = falcon.App(media_type=falcon.MEDIA_JSON)
+    app.req_options.strip_url_path_trailing_slash = True
+    errors.install(app)
+    add_rest_routes(app, deps, settings)
+    app.deps = deps  # type: ignore[attr-defined]  # for the CLI and tests that need the same collaborators
+    return app
+
+
+def build_gateway(settings: Settings) -> PlatformGateway:
+    from adapters.platform.selenium_platform_gateway import SeleniumPlatformGateway
+
+    return SeleniumPlatformGateway.from_settings(settings)
+
+
+def get_app(settings: Settings | None = None) -> falcon.App:
+    from adapters.store.sqlite_key_store import SqliteKeyStore
+    from adapters.throttle.limits_throttle import LimitsThrottle
+
+    settings = settings or load_settings()
+    logging.basicConfig(level=logging.INFO)
+    return create_app(
+        key_store=SqliteKeyStore(settings.db, settings.secret),
+        gateway=build_gateway(settings),
+        throttle=LimitsThrottle(settings.throttle_uri, salt=settings.secret),
+        clock=SystemClock(),
+        settings=settings,
+    )

@@ -1,0 +1,72 @@
+"""``Idempotency-Key`` on the POSTs that create something on the platform (posts, comments, DMs).
+
+Rules (DESIGN §2):
+- a retry with the same key and the same request within 24 hours answers the first answer again and
+  does not act again; the same key with a different request is a ``Conflict``;
+- a retry that arrives while the first request is still in flight is a ``Conflict`` (try again later);
+- keys are scoped to the account, so two accounts never see each other's answers;
+- an answer is kept when it is a success, or when the outcome on the platform is unknown (it did not
+  answer in time: the post may exist), so a client that retries after a time-out never double-posts;
+  for any other refusal nothing happened, so the claim is released and a retry may act.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+
+import attrs
+
+from community_api.errors import Conflict, InvalidRequest
+from community_api.model import IdempotencyRecord
+from community_api.ports import Clock, KeyStore
+
+_KEY = re.compile(r"[\x21-\x7e]{1,255}")
+# Statuses whose answer is replayed: the platform may have acted.
+_OUTCOME_UNKNOWN = frozenset({503, 504})
+
+
+@attrs.frozen
+class Answer:
+    status: int
+    body: str
+    replayed: bool = False
+
+
+def run_once(
+    store: KeyStore,
+    clock: Clock,
+    *,
+    account_id: str,
+    idempotency_key: str | None,
+    request_fingerprint: bytes,
+    action: Callable[[], Answer],
+) -> Answer:
+    """Run ``action`` at most once per (account, idempotency key)."""
+    if idempotency_key is None:
+        return action()
+    if not _KEY.fullmatch(idempotency_key):
+        raise InvalidRequest("Idempotency-Key must be 1 to 255 visible ASCII characters")
+    record_key = f"{account_id}:{idempotency_key}"
+    fingerprint = hashlib.sha256(request_fingerprint).hexdigest()
+    claim = IdempotencyRecord(
+        key=record_key, fingerprint=fingerprint, status=0, body="", created_at=clock.now()
+    )
+    existing = store.claim_idempotency(claim)
+    if existing is not None:
+        if existing.fingerprint != fingerprint:
+            raise Conflict("this Idempotency-Key was used with a different request")
+        if existing.status == 0:
+            raise Conflict("a request with this Idempotency-Key is still in progress; retry later")
+        return Answer(existing.status, existing.body, replayed=True)
+    try:
+        answer = action()
+    except BaseException:
+        store.release_idempotency(record_key)
+        raise
+    if 200 <= answer.status < 300 or answer.status in _OUTCOME_UNKNOWN:
+        store.complete_idempotency(record_key, answer.status, answer.body)
+    else:
+        store.release_idempotency(record_key)
+    return answer

@@ -1,0 +1,52 @@
+"""``GET /v1/me``: the account, its connections, its keys with their usage, and the DM quota."""
+
+from __future__ import annotations
+
+import attrs
+
+from community_api.deps import Deps
+from community_api.model import Account, ApiKey, Connection, DmQuota, PlatformUser
+
+
+@attrs.frozen
+class KeyWithUsage:
+    key: ApiKey
+    requests_today: int
+    requests_total: int
+
+
+@attrs.frozen
+class Usage:
+    requests_today: int
+    requests_this_month: int
+    dms: DmQuota | None
+
+
+@attrs.frozen
+class Me:
+    account: Account
+    whoami: PlatformUser | None
+    connections: tuple[Connection, ...]
+    keys: tuple[KeyWithUsage, ...]
+    usage: Usage
+
+
+def me(deps: Deps, account: Account) -> Me:
+    """``whoami`` is the active connection's platform account as recorded when it was linked (no
+    platform call); ``usage.dms`` is the DM quota of that connection."""
+    connections = deps.store.list_connections(account.id)
+    active = next((c for c in connections if c.active), None)
+    keys: list[KeyWithUsage] = []
+    today = month = 0
+    for key in deps.store.list_keys(account.id):
+        usage = deps.usage.usage(key.id)
+        keys.append(KeyWithUsage(key, usage.requests_today, usage.requests_total))
+        today += usage.requests_today
+        month += usage.requests_this_month
+    return Me(
+        account=account,
+        whoami=PlatformUser(active.platform_user_id, active.handle, active.name) if active else None,
+        connections=tuple(connections),
+        keys=tuple(keys),
+        usage=Usage(today, month, deps.throttle.quota(active.id) if active else None),
+    )
