@@ -40,10 +40,16 @@ GROUPS = [  # slug, display name, description, labels, member handles (None: eve
      ["General", "Critique"], ["bob", "carol", "dave"], 24),
 ]
 READ_SHARE = {"alice": 0.6, "bob": 0.4, "carol": 0.2, "dave": 0.85, "mallory": 0.0}
-FIRST = ("Ava Ben Cleo Dan Eli Fay Gus Hana Ivan Jade Kai Lena Milo Nia Omar Pia Quinn Rosa Sami Tara "
-         "Umar Vera Wes Xena Yara Zane Ines Leo Maya Noor").split()
-LAST = ("Ames Brook Cole Diaz Evans Fox Gray Hale Ito Jones Kerr Lund Moss Nash Ortiz Park Quint Reyes "
-        "Shah Tran Ueda Vance Wolfe Young Zhou").split()
+FIRST = (
+    "Ava", "Ben", "Cleo", "Dan", "Eli", "Fay", "Gus", "Hana", "Ivan", "Jade", "Kai", "Lena", "Milo",
+    "Nia", "Omar", "Pia", "Quinn", "Rosa", "Sami", "Tara", "Umar", "Vera", "Wes", "Xena", "Yara", "Zane",
+    "Ines", "Leo", "Maya", "Noor",
+)
+LAST = (
+    "Ames", "Brook", "Cole", "Diaz", "Evans", "Fox", "Gray", "Hale", "Ito", "Jones", "Kerr", "Lund",
+    "Moss", "Nash", "Ortiz", "Park", "Quint", "Reyes", "Shah", "Tran", "Ueda", "Vance", "Wolfe", "Young",
+    "Zhou",
+)
 TOPICS = ("pricing page", "landing page", "cold outreach", "onboarding flow", "launch week", "newsletter",
           "Stripe setup", "SEO plan", "first customer", "churn", "waitlist", "demo video", "MVP scope",
           "side project", "Product Hunt launch", "referral program", "analytics", "community call")

@@ -1,0 +1,164 @@
+"""The api2 host: the platform's internal JSON API under ``/api2/`` (snake_case answers).
+
+Session quirks mirrored: with a missing, expired or revoked ``auth_token``, ``GET self`` answers 200 with
+an empty body, every other route 401 ``{"message": "unauthorized"}``. A member check that fails answers
+401 ``{"message": "action not permitted"}`` instead. ``limit`` above 30 (or below 1) is 400
+``{"message": "invalid limit"}``. Errors are ``{"message": ...}``.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import falcon
+
+from scripts.sandbox import chat, posts, serialize
+from scripts.sandbox.state import ApiError, Sandbox
+from scripts.sandbox.web import CLIENT_COOKIE, SESSION_COOKIE, body, int_param, require_user, viewer
+
+MAX_LIMIT = 30
+
+
+class Resource:
+    def __init__(self, sb: Sandbox) -> None:
+        self.sb = sb
+
+
+def _limit(req: falcon.Request, default: int) -> int:
+    return int_param(req, "limit", default, "invalid limit", lo=1, hi=MAX_LIMIT)
+
+
+class Login(Resource):
+    """``POST auth/login {email, password}``: sets ``auth_token`` (HttpOnly) and ``client_id``."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        data = body(req)
+        email, password = data.get("email"), data.get("password")
+        user = self.sb.world.user_by_email(email) if isinstance(email, str) else None
+        if user is None or not isinstance(password, str) or not secrets.compare_digest(
+                password.encode(), (user.password or "").encode()):
+            raise ApiError(401, "invalid credentials")
+        if user.requires_2fa:  # the real site asks for a code here; no cookie is set
+            resp.media = {"requires2fa": True}
+            return
+        token = self.sb.issue_session(user)
+        resp.set_cookie(SESSION_COOKIE, token, max_age=int(self.sb.session_ttl), path="/", secure=False,
+                        http_only=True, same_site="Lax")
+        resp.set_cookie(CLIENT_COOKIE, cookie_or_new(req), max_age=int(self.sb.session_ttl), path="/",
+                        secure=False, http_only=False, same_site="Lax")
+        resp.media = {"user": serialize.snake(serialize.public_user(user))}
+
+
+def cookie_or_new(req: falcon.Request) -> str:
+    values = req.get_cookie_values(CLIENT_COOKIE)
+    return values[0] if values else secrets.token_hex(16)
+
+
+class Self(Resource):
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        user = viewer(self.sb, req)
+        if user is None:  # the platform's answer to a dead session here: 200 and nothing
+            resp.content_type = falcon.MEDIA_JSON
+            resp.data = b""
+            return
+        resp.media = serialize.snake(serialize.self_user(user))
+
+
+class UserGroups(Resource):
+    """``GET users/{id}/groups``: your groups, or the groups you share with another user."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, user_id: str) -> None:
+        me = require_user(self.sb, req)
+        limit = _limit(req, MAX_LIMIT)
+        offset = int_param(req, "offset", 0, "invalid offset")
+        with self.sb.lock:
+            world = self.sb.world
+            if user_id not in world.users:
+                raise ApiError(404, "not found")
+            groups = [g for g in world.groups.values() if user_id in g.members and me.id in g.members]
+            resp.media = {"groups": [serialize.snake(serialize.group(world, g))
+                                     for g in groups[offset:offset + limit]]}
+
+
+class GroupItem(Resource):
+    def on_get(self, req: falcon.Request, resp: falcon.Response, group_id: str) -> None:
+        me = require_user(self.sb, req)
+        with self.sb.lock:
+            group = posts.member_group(self.sb, me, group_id)
+            resp.media = serialize.snake(serialize.group(self.sb.world, group))
+
+
+class GroupLabels(Resource):
+    def on_get(self, req: falcon.Request, resp: falcon.Response, group_id: str) -> None:
+        me = require_user(self.sb, req)
+        with self.sb.lock:
+            group = posts.member_group(self.sb, me, group_id)
+            resp.media = {"labels": serialize.snake(serialize.labels(self.sb.world, group))}
+
+
+class Comments(Resource):
+    """``GET posts/{id}/comments?group-id=&limit=25&created-gt=<microseconds>``."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, post_id: str) -> None:
+        me = require_user(self.sb, req)
+        limit = _limit(req, 25)
+        after = int_param(req, "created-gt", 0, "invalid created-gt")
+        resp.media = posts.comments(self.sb, me, post_id, req.get_param("group-id"), limit, after)
+
+
+class Posts(Resource):
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        me = require_user(self.sb, req)
+        resp.media = posts.create(self.sb, me, body(req))
+
+
+class PostItem(Resource):
+    def on_delete(self, req: falcon.Request, resp: falcon.Response, post_id: str) -> None:
+        me = require_user(self.sb, req)
+        posts.delete(self.sb, me, post_id)
+        resp.media = {}
+
+
+class ChatChannels(Resource):
+    """``GET self/chat-channels?offset=&limit=&last=true&unread-only=false``."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        me = require_user(self.sb, req)
+        limit = _limit(req, MAX_LIMIT)
+        offset = int_param(req, "offset", 0, "invalid offset")
+        unread_only = (req.get_param("unread-only") or "").lower() == "true"
+        resp.media = chat.inbox(self.sb, me, offset, limit, unread_only)
+
+
+class ChannelMessages(Resource):
+    def on_get(self, req: falcon.Request, resp: falcon.Response, channel_id: str) -> None:
+        me = require_user(self.sb, req)
+        resp.media = chat.messages(self.sb, me, channel_id, req.get_param("before"))
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, channel_id: str) -> None:
+        me = require_user(self.sb, req)
+        resp.media = chat.send(self.sb, me, channel_id, body(req))
+
+
+class ChannelRead(Resource):
+    def on_post(self, req: falcon.Request, resp: falcon.Response, channel_id: str) -> None:
+        me = require_user(self.sb, req)
+        resp.media = chat.mark_read(self.sb, me, channel_id)
+
+
+class ChatRequest(Resource):
+    def on_post(self, req: falcon.Request, resp: falcon.Response, user_id: str) -> None:
+        me = require_user(self.sb, req)
+        resp.media = chat.chat_request(self.sb, me, user_id, req.get_param("g"))
+
+
+def add_routes(app: falcon.App, sb: Sandbox) -> None:
+    routes = {
+        "/api2/auth/login": Login, "/api2/self": Self, "/api2/users/{user_id}/groups": UserGroups,
+        "/api2/groups/{group_id}": GroupItem, "/api2/groups/{group_id}/labels": GroupLabels,
+        "/api2/posts/{post_id}/comments": Comments, "/api2/posts": Posts, "/api2/posts/{post_id}": PostItem,
+        "/api2/self/chat-channels": ChatChannels, "/api2/channels/{channel_id}/messages": ChannelMessages,
+        "/api2/channels/{channel_id}/read": ChannelRead, "/api2/users/{user_id}/chat-request": ChatRequest,
+    }
+    for path, cls in routes.items():
+        app.add_route(path, cls(sb))

@@ -1,0 +1,99 @@
+"""Direct messages (api2 chat routes).
+
+- Inbox (``self/chat-channels``): ``{"channels": [...]}``, newest activity first, ``offset``/``limit``
+  (at most 30); channels without any message yet (just opened by a chat request) are not listed.
+  ``unread-only=true`` keeps channels with unread messages.
+- Thread (``channels/{id}/messages``): ``{"messages": [...]}``, the 30 newest messages before ``before``
+  (a message id; none = the newest 30), returned oldest to newest. An unknown ``before`` answers 404.
+  Reading does not mark anything read; ``POST channels/{id}/read`` does.
+- Another user's channel, or an unknown one: 404 ``not found``.
+- Sending passes the anti-spam check first (see ``Sandbox.check_dm_allowed``).
+- A chat request needs both users in the group ``g``, else 401 ``action not permitted``; it answers the
+  existing channel of the pair or a new, empty one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from scripts.sandbox import serialize
+from scripts.sandbox.model import Channel, Message, User, iso
+from scripts.sandbox.state import ApiError, Sandbox
+
+PAGE = 30
+
+
+def _own_channel(sb: Sandbox, user: User, channel_id: str) -> Channel:
+    channel = sb.world.channels.get(channel_id)
+    if channel is None or user.id not in channel.user_ids:
+        raise ApiError(404, "not found")
+    return channel
+
+
+def inbox(sb: Sandbox, user: User, offset: int, limit: int, unread_only: bool) -> dict[str, Any]:
+    with sb.lock:
+        chans = [sb.world.channels[c] for c in sb.world.user_channels.get(user.id, [])]
+        chans = [c for c in chans if c.messages and (not unread_only or c.num_unread(user.id))]
+        chans.sort(key=lambda c: (c.updated_us, c.id), reverse=True)
+        return {"channels": [serialize.channel(sb.world, c, user) for c in chans[offset:offset + limit]]}
+
+
+def messages(sb: Sandbox, user: User, channel_id: str, before: str | None) -> dict[str, Any]:
+    with sb.lock:
+        channel = _own_channel(sb, user, channel_id)
+        end = len(channel.messages)
+        if before:
+            if before not in channel.index:
+                raise ApiError(404, "not found")
+            end = channel.index[before]
+        return {"messages": [serialize.message(m) for m in channel.messages[max(0, end - PAGE):end]]}
+
+
+def mark_read(sb: Sandbox, user: User, channel_id: str) -> dict[str, Any]:
+    with sb.lock:
+        channel = _own_channel(sb, user, channel_id)
+        channel.read_upto[user.id] = len(channel.messages)
+        return {}
+
+
+def send(sb: Sandbox, user: User, channel_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    with sb.lock:
+        channel = _own_channel(sb, user, channel_id)
+        content = body.get("content")
+        if not isinstance(content, str) or not content.strip():
+            raise ApiError(400, "empty message")
+        attachments = body.get("attachments") or []
+        if not isinstance(attachments, list):
+            raise ApiError(400, "invalid attachments")
+        sb.check_dm_allowed(user)
+        now = max(sb.now_us(), channel.updated_us + 1)  # keep the thread strictly ordered
+        other = channel.other(user.id)
+        msg = Message(id=uuid.uuid4().hex, channel_id=channel.id, src=user.id, dst=other, content=content,
+                      created_us=now, attachments=attachments)
+        channel.append(msg)
+        channel.read_upto[user.id] = len(channel.messages)
+        sb.record_dm(user)
+        sb.sent.append({"id": msg.id, "channelId": channel.id, "from": user.handle, "fromId": user.id,
+                        "to": sb.world.users[other].handle, "toId": other, "content": content,
+                        "createdAt": iso(now)})
+        return serialize.message(msg)
+
+
+def chat_request(sb: Sandbox, user: User, target_id: str, group_id: str | None) -> dict[str, Any]:
+    with sb.lock:
+        target = sb.world.users.get(target_id)
+        if target is None:
+            raise ApiError(404, "not found")
+        if target.id == user.id:
+            raise ApiError(400, "cannot chat with yourself")
+        group = sb.world.groups.get(group_id or "")
+        if group is None or not {user.id, target.id} <= group.members:
+            raise ApiError(401, "action not permitted")
+        existing = sb.world.pair_channel.get(frozenset((user.id, target.id)))
+        if existing:
+            channel = sb.world.channels[existing]
+        else:
+            channel = Channel(id=uuid.uuid4().hex, user_ids=(user.id, target.id), created_us=sb.now_us())
+            sb.world.add_channel(channel)
+        return serialize.channel(sb.world, channel, user)

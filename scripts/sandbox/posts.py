@@ -1,0 +1,143 @@
+"""Post and comment operations of api2, with the platform's refusals.
+
+- Not a member of the group: 401 ``action not permitted`` (distinct from an expired session).
+- A generic post's label (``metadata.labels``, the first id if several are comma-separated) must be one of
+  the group's labels, else 400 ``cannot post to this label``; an empty label means the group's first label
+  (its default "General" category).
+- A comment needs ``root_id`` (a live root post) and ``parent_id`` (the root, or a live comment of it, else
+  400 ``invalid parent``). Threads are two deep: a reply to a reply is attached to the top-level comment
+  it belongs to (as the platform's UI does), so its ``parent_id`` is that comment.
+- Only the author may delete; anyone else gets 403 ``must be admin or level 5 to do this``. Deleting a
+  comment removes its replies too; deleting a post removes it from every feed.
+- The create answer is the snake_case post without the author (no ``user``, no ``user_id``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from scripts.sandbox import serialize
+from scripts.sandbox.model import Group, Post, User, iso
+from scripts.sandbox.seed import post_name
+from scripts.sandbox.state import ApiError, Sandbox
+
+
+def member_group(sb: Sandbox, user: User, group_id: str) -> Group:
+    group = sb.world.groups.get(group_id)
+    if group is None:
+        raise ApiError(404, "not found")
+    if user.id not in group.members:
+        raise ApiError(401, "action not permitted")
+    return group
+
+
+def live_post(sb: Sandbox, post_id: str) -> Post:
+    p = sb.world.posts.get(post_id)
+    if p is None or p.deleted:
+        raise ApiError(404, "not found")
+    return p
+
+
+def mark_read(sb: Sandbox, user: User, post: Post) -> None:
+    with sb.lock:
+        sb.world.reads.setdefault(user.id, {})[post.id] = sb.now_us()
+
+
+def _text(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def create(sb: Sandbox, user: User, body: dict[str, Any]) -> dict[str, Any]:
+    with sb.lock:
+        raw_meta = body.get("metadata")
+        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+        content = _text(meta.get("content"))
+        now = sb.now_us()
+        pid = uuid.uuid4().hex
+        post_type = body.get("post_type")
+        if post_type == "generic":
+            group = member_group(sb, user, str(body.get("group_id") or ""))
+            title = _text(meta.get("title"))
+            if not title:
+                raise ApiError(400, "title required")
+            wanted = _text(meta.get("labels")).split(",")[0].strip()
+            label = group.label(wanted) if wanted else group.labels[0]
+            if label is None:
+                raise ApiError(400, "cannot post to this label")
+            post = Post(id=pid, name=post_name(title, pid), post_type="generic", group_id=group.id,
+                        user_id=user.id, root_id=pid, parent_id="", label_id=label.id, created_us=now,
+                        updated_us=now, title=title, content=content)
+        elif post_type == "comment":
+            root = live_post(sb, str(body.get("root_id") or ""))
+            if not root.is_root:
+                raise ApiError(400, "invalid root")
+            group = member_group(sb, user, root.group_id)
+            if body.get("group_id") not in (None, "", group.id):
+                raise ApiError(400, "invalid group")
+            parent = sb.world.posts.get(str(body.get("parent_id") or ""))
+            if parent is None or parent.deleted or parent.root_id != root.id:
+                raise ApiError(400, "invalid parent")
+            if not parent.is_root and parent.parent_id != root.id:
+                parent = sb.world.posts[parent.parent_id]  # two deep at most
+            if not content:
+                raise ApiError(400, "content required")
+            post = Post(id=pid, name=pid, post_type="comment", group_id=group.id, user_id=user.id,
+                        root_id=root.id, parent_id=parent.id, label_id=root.label_id, created_us=now,
+                        updated_us=now, title="", content=content)
+        else:
+            raise ApiError(400, "invalid post_type")
+        sb.world.add_post(post)
+        if post.is_root:
+            sb.world.reads.setdefault(user.id, {})[post.id] = now  # your own post is read
+        sb.created.append({
+            "id": post.id, "type": post.post_type, "author": user.handle, "authorId": user.id,
+            "group": group.slug, "groupId": group.id, "title": post.title, "content": post.content,
+            "labelId": post.label_id, "rootId": post.root_id, "parentId": post.parent_id or None,
+            "name": post.name, "createdAt": iso(post.created_us), "deleted": False,
+        })
+        answer = serialize.snake(serialize.post(sb.world, post, user, with_user=False))
+        answer.pop("user_id", None)
+        return answer
+
+
+def delete(sb: Sandbox, user: User, post_id: str) -> None:
+    with sb.lock:
+        post = live_post(sb, post_id)
+        member_group(sb, user, post.group_id)
+        if post.user_id != user.id:
+            raise ApiError(403, "must be admin or level 5 to do this")
+        gone = [post] + [sb.world.posts[c] for c in post.children]
+        if not post.is_root:
+            gone += [sb.world.posts[r] for c in post.children for r in sb.world.posts[c].children]
+        for p in gone:
+            p.deleted = True
+        if not post.is_root:
+            _recount(sb, sb.world.posts[post.root_id])
+        ids = {p.id for p in gone}
+        for rec in sb.created:
+            if rec["id"] in ids:
+                rec["deleted"] = True
+
+
+def _recount(sb: Sandbox, root: Post) -> None:
+    live = [sb.world.posts[c] for c in root.children if not sb.world.posts[c].deleted]
+    live += [sb.world.posts[r] for c in live for r in c.children if not sb.world.posts[r].deleted]
+    root.num_comments = len(live)
+    root.last_comment_us = max((c.created_us for c in live), default=0)
+
+
+def comments(sb: Sandbox, user: User, post_id: str, group_id: str | None, limit: int,
+             created_gt: int) -> dict[str, Any]:
+    """``post_tree`` of the root post and its next ``limit`` top-level comments after ``created_gt``."""
+    with sb.lock:
+        root = live_post(sb, post_id)
+        if not root.is_root or (group_id and group_id != root.group_id):
+            raise ApiError(404, "not found")
+        member_group(sb, user, root.group_id)
+        world = sb.world
+        tops = sorted((world.posts[c] for c in root.children), key=lambda c: (c.created_us, c.id))
+        tops = [c for c in tops if not c.deleted and c.created_us > created_gt][:limit]
+        children = [serialize.tree(world, c, user) for c in tops]
+        tree = {"post": serialize.post(world, root, user), "children": children}
+        return {"post_tree": serialize.snake(tree)}

@@ -1,0 +1,178 @@
+"""api2: self, groups, labels, comments (snake_case, two deep), create and delete, read-outs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from tests.sandbox.conftest import BIG, group_id, user_id
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def micros(iso: str) -> int:
+    return (datetime.strptime(iso, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC) - EPOCH) // timedelta(
+        microseconds=1)
+
+
+def big_posts(alice, query: str = "s=newest") -> list[dict]:
+    """Page 1 without its leading pinned block."""
+    trees = alice.data(f"/{BIG}", query_string=query).json["pageProps"]["postTrees"]
+    return [t["post"] for t in trees[3:]]
+
+
+def test_self_has_private_fields(alice):
+    me = alice.get("/api2/self").json
+    assert me["name"] == "alice" and me["first_name"] == "Alice" and me["last_name"] == "Andersen"
+    assert me["email"] == "alice@sandbox.test" and me["api_keys"][0].startswith("sk_live_")
+    assert me["stripe_customer_id"].startswith("cus_") and me["payment_methods"]
+    assert '"pts"' in me["metadata"]["sp_data"]
+
+
+def test_user_groups_and_limits(client, alice):
+    me = user_id(client, "alice")
+    groups = alice.get(f"/api2/users/{me}/groups", query_string="offset=0&limit=30").json["groups"]
+    assert [g["name"] for g in groups] == ["builders-club", "night-owls", "quiet-garden"]
+    assert groups[0]["metadata"]["display_name"] == "Builders Club"
+    assert groups[0]["metadata"]["total_members"] > 200
+    assert alice.get(f"/api2/users/{me}/groups", query_string="offset=1&limit=1").json["groups"][0]["name"] \
+        == "night-owls"
+    r = alice.get(f"/api2/users/{me}/groups", query_string="limit=31")
+    assert r.status_code == 400 and r.json == {"message": "invalid limit"}
+    dave = user_id(client, "dave")  # another user: only the groups both share
+    assert [g["name"] for g in alice.get(f"/api2/users/{dave}/groups").json["groups"]] == \
+        ["builders-club", "night-owls"]
+
+
+def test_group_and_labels(client, alice):
+    gid = group_id(client)
+    group = alice.get(f"/api2/groups/{gid}").json
+    assert group["id"] == gid and group["name"] == BIG and group["metadata"]["description"]
+    labels = alice.get(f"/api2/groups/{gid}/labels").json["labels"]
+    assert len(labels) == 6 and labels[0]["metadata"]["display_name"] == "General"
+    assert sum(lb["metadata"]["posts"] for lb in labels) > 1000
+    assert alice.get("/api2/groups/nope").status_code == 404
+
+
+def test_comments_are_a_snake_case_tree_two_deep_and_paged(client, alice):
+    gid = group_id(client)
+    post = next(p for p in big_posts(alice, "s=best") if p["metadata"]["comments"] >= 6)
+    r = alice.get(f"/api2/posts/{post['id']}/comments", query_string=f"group-id={gid}&limit=2&pinned=true")
+    tree = r.json["post_tree"]
+    assert tree["post"]["id"] == post["id"] and tree["post"]["root_id"] == post["id"]
+    assert "created_at" in tree["post"] and "group_id" in tree["post"] and "label_id" in tree["post"]
+    first = tree["children"]
+    assert len(first) == 2
+    for node in first:
+        c = node["post"]
+        assert c["parent_id"] == post["id"] and c["root_id"] == post["id"] and c["user_id"]
+        assert c["metadata"]["content"] and c["post_type"] == "comment"
+        for reply in node["children"]:
+            assert reply["post"]["parent_id"] == c["id"] and reply["children"] == []
+    # walk all top-level comments with the created-gt cursor (microseconds)
+    seen, cursor = [], 0
+    while True:
+        page = alice.get(f"/api2/posts/{post['id']}/comments",
+                         query_string=f"group-id={gid}&limit=2&created-gt={cursor}").json["post_tree"]["children"]
+        if not page:
+            break
+        seen += page
+        cursor = micros(page[-1]["post"]["created_at"])
+    assert sum(1 + len(n["children"]) for n in seen) == post["metadata"]["comments"]
+    assert len({n["post"]["id"] for n in seen}) == len(seen)
+
+
+def test_comments_errors(client, alice):
+    assert alice.get("/api2/posts/nope/comments").json == {"message": "not found"}
+    assert alice.get("/api2/posts/nope/comments").status_code == 404
+    post = big_posts(alice)[0]
+    r = alice.get(f"/api2/posts/{post['id']}/comments", query_string="limit=31")
+    assert r.status_code == 400 and r.json == {"message": "invalid limit"}
+
+
+def test_create_post_then_comment_reply_and_readouts(client, alice):
+    gid = group_id(client)
+    label = alice.get(f"/api2/groups/{gid}/labels").json["labels"][2]["id"]
+    body = {"post_type": "generic", "group_id": gid,
+            "metadata": {"title": "Hello from tests", "content": "Plain text.", "labels": label,
+                         "attachments": "", "action": 0, "video_ids": ""}}
+    r = alice.post("/api2/posts", query_string="follow=true", json=body)
+    assert r.status_code == 200
+    created = r.json
+    assert created["name"].startswith("hello-from-tests-") and created["label_id"] == label
+    assert "user" not in created and "user_id" not in created
+    assert big_posts(alice)[0]["id"] == created["id"]  # newest first
+    comment = alice.post("/api2/posts", json={"post_type": "comment", "group_id": gid, "root_id": created["id"],
+                                              "parent_id": created["id"], "metadata": {"content": "first!"}}).json
+    reply = alice.post("/api2/posts", json={"post_type": "comment", "root_id": created["id"],
+                                            "parent_id": comment["id"], "metadata": {"content": "reply"}}).json
+    deeper = alice.post("/api2/posts", json={"post_type": "comment", "root_id": created["id"],
+                                             "parent_id": reply["id"], "metadata": {"content": "deeper"}}).json
+    assert reply["parent_id"] == comment["id"]
+    assert deeper["parent_id"] == comment["id"]  # a reply to a reply joins the comment's thread
+    tree = alice.get(f"/api2/posts/{created['id']}/comments").json["post_tree"]
+    assert [len(n["children"]) for n in tree["children"]] == [2]
+    assert tree["post"]["metadata"]["comments"] == 3
+    out = client.simulate_get("/__sandbox/created").json["created"]
+    assert [(c["type"], c["author"], c["group"], c["deleted"]) for c in out] == \
+        [("generic", "alice", BIG, False)] + [("comment", "alice", BIG, False)] * 3
+    assert out[0]["title"] == "Hello from tests" and out[0]["labelId"] == label
+    assert out[2]["rootId"] == created["id"] and out[2]["parentId"] == comment["id"]
+
+
+def test_create_refusals(client, alice, browser):
+    gid = group_id(client)
+    r = alice.post("/api2/posts", json={"post_type": "generic", "group_id": gid,
+                                        "metadata": {"title": "x", "content": "y", "labels": "bogus"}})
+    assert r.status_code == 400 and r.json == {"message": "cannot post to this label"}
+    post = big_posts(alice)[0]
+    other = big_posts(alice)[1]
+    other_comments = alice.get(f"/api2/posts/{other['id']}/comments").json["post_tree"]["children"]
+    bad_parents = ["nope"] + [n["post"]["id"] for n in other_comments[:1]]
+    for parent in bad_parents:
+        r = alice.post("/api2/posts", json={"post_type": "comment", "root_id": post["id"], "parent_id": parent,
+                                            "metadata": {"content": "hi"}})
+        assert r.status_code == 400
+    design = group_id(client, "design-guild")
+    r = alice.post("/api2/posts", json={"post_type": "generic", "group_id": design,
+                                        "metadata": {"title": "x", "content": "y"}})
+    assert r.status_code == 401 and r.json == {"message": "action not permitted"}
+    assert client.simulate_get("/__sandbox/created").json["created"] == []
+
+
+def test_delete_post_and_comment(client, alice, browser):
+    gid = group_id(client)
+    new = alice.post("/api2/posts", json={"post_type": "generic", "group_id": gid,
+                                          "metadata": {"title": "Temp", "content": "x"}}).json
+    c1 = alice.post("/api2/posts", json={"post_type": "comment", "root_id": new["id"], "parent_id": new["id"],
+                                         "metadata": {"content": "c1"}}).json
+    alice.post("/api2/posts", json={"post_type": "comment", "root_id": new["id"], "parent_id": c1["id"],
+                                    "metadata": {"content": "r1"}})
+    bob = browser("bob")
+    r = bob.delete(f"/api2/posts/{new['id']}")
+    assert r.status_code == 403 and r.json["message"].startswith("must be admin or level")
+    assert alice.delete(f"/api2/posts/{c1['id']}").status_code == 200
+    tree = alice.get(f"/api2/posts/{new['id']}/comments").json["post_tree"]
+    assert tree["children"] == [] and tree["post"]["metadata"]["comments"] == 0
+    assert alice.delete(f"/api2/posts/{new['id']}").status_code == 200
+    assert new["id"] not in {p["id"] for p in big_posts(alice)}
+    assert alice.delete(f"/api2/posts/{new['id']}").status_code == 404
+    assert alice.data(f"/{BIG}/{new['name']}").status_code == 404
+    assert all(c["deleted"] for c in client.simulate_get("/__sandbox/created").json["created"])
+
+
+def test_seeded_post_of_someone_else_cannot_be_deleted(client, alice):
+    me = user_id(client, "alice")
+    post = next(p for p in big_posts(alice) if p["userId"] != me)
+    assert alice.delete(f"/api2/posts/{post['id']}").status_code == 403
+
+
+def test_unknown_api2_route_is_json_404(alice):
+    for path in ("/api2/nope", "/api2/nope/deeper"):
+        r = alice.get(path)
+        assert r.status_code == 404 and r.json == {"message": "not found"}
+
+
+def test_home_lists_the_users_groups(alice):
+    page = alice.get("/")
+    assert page.status_code == 200
+    assert 'href="/builders-club"' in page.text and 'href="/design-guild"' not in page.text

@@ -1,0 +1,138 @@
+"""Login, the firewall, and the difference between an expired session and a group one is not in."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tests.sandbox.conftest import BIG, Browser, group_id
+
+
+def next_data(html: str) -> dict:
+    match = re.search(r'<script id="__NEXT_DATA__" type="application/json">(.*?)</script>', html, re.S)
+    assert match
+    return json.loads(match.group(1))
+
+
+def test_login_page_has_the_form_and_the_firewall_script(browser):
+    page = browser().get("/login?next=/builders-club")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    for needle in ('id="email"', 'id="password"', 'button type="submit"', "/api2/auth/login",
+                   "/__fw/challenge", "window.__fwReady = true", "__fwReadyPromise", '"/builders-club"'):
+        assert needle in page.text
+
+
+def test_login_sets_http_only_session_and_client_id(client, browser):
+    b = browser()
+    b.pass_firewall()
+    r = b.post("/api2/auth/login", json={"email": "alice@sandbox.test", "password": "sandbox"})
+    assert r.status_code == 200
+    assert r.cookies["auth_token"].http_only and r.cookies["auth_token"].path == "/"
+    assert r.cookies["auth_token"].value.count(".") == 2  # JWT-shaped
+    assert "client_id" in r.cookies
+    assert b.get("/api2/self").json["name"] == "alice"
+
+
+def test_wrong_password_is_401_invalid_credentials(browser):
+    r = browser().login("bob", password="nope")
+    assert r.status_code == 401 and r.json == {"message": "invalid credentials"}
+    assert "auth_token" not in r.cookies
+
+
+def test_two_factor_user_gets_a_prompt_and_no_cookie(browser):
+    r = browser().login("mallory")
+    assert r.status_code == 200 and r.json == {"requires2fa": True}
+    assert "auth_token" not in r.cookies
+    assert 'box.id = "two-factor"' in browser().get("/login").text
+
+
+def test_json_routes_without_firewall_cookie_are_blocked_with_html(alice):
+    del alice.cookies["aws-waf-token"]
+    for path in ("/api2/self", f"/_next/data/x/{BIG}.json"):
+        r = alice.get(path)
+        assert r.status_code == 403
+        assert r.headers["content-type"].startswith("text/html") and "Request blocked" in r.text
+    r = alice.post("/api2/auth/login", json={"email": "alice@sandbox.test", "password": "sandbox"})
+    assert r.status_code == 403 and "Request blocked" in r.text
+
+
+def test_non_browser_user_agents_are_blocked_even_with_cookies(alice):
+    for agent in ("python-requests/2.32.3", "curl/8.5.0"):
+        alice.user_agent = agent
+        r = alice.get("/api2/self")
+        assert r.status_code == 403 and "Request blocked" in r.text
+        assert alice.get("/__fw/challenge").status_code == 403
+    assert alice.get("/login").status_code == 200  # pages are served, only JSON is blocked
+
+
+def test_forged_or_expired_firewall_tokens_are_blocked(client, alice, clock):
+    token = alice.cookies["aws-waf-token"]
+    alice.cookies["aws-waf-token"] = token[:-2] + ("AA" if not token.endswith("AA") else "BB")
+    assert alice.get("/api2/self").status_code == 403
+    alice.cookies["aws-waf-token"] = token
+    assert alice.get("/api2/self").status_code == 200
+    client.simulate_post("/__sandbox/expire-firewall")
+    assert alice.get("/api2/self").status_code == 403
+    alice.pass_firewall()
+    assert alice.get("/api2/self").status_code == 200
+    clock.advance(86400 + 1)  # default lifetime: one day
+    assert alice.get("/api2/self").status_code == 403
+
+
+def test_firewall_ttl_is_configurable(client, alice, clock):
+    client.simulate_post("/__sandbox/ttl", json={"firewallSeconds": 60})
+    alice.pass_firewall()
+    clock.advance(61)
+    assert alice.get("/api2/self").status_code == 403
+
+
+def test_pages_are_served_without_firewall_cookie(client, browser):
+    b = browser("alice")
+    del b.cookies["aws-waf-token"]
+    page = b.get(f"/{BIG}")
+    assert page.status_code == 200
+    assert "/__fw/challenge" in page.text
+    assert next_data(page.text)["props"]["pageProps"]["self"]["name"] == "alice"
+
+
+def test_forged_session_is_no_session(alice):
+    header, payload, sig = alice.cookies["auth_token"].split(".")
+    alice.cookies["auth_token"] = f"{header}.{payload}.{'A' * len(sig)}"
+    r = alice.get("/api2/self")
+    assert r.status_code == 200 and r.content == b""
+
+
+def test_expired_session_self_is_empty_200_others_401(client, alice):
+    gid = group_id(client)
+    assert alice.get(f"/api2/groups/{gid}").status_code == 200
+    client.simulate_post("/__sandbox/expire-session", json={"user": "alice"})
+    r = alice.get("/api2/self")
+    assert r.status_code == 200 and r.content == b""
+    r = alice.get(f"/api2/groups/{gid}")
+    assert r.status_code == 401 and r.json == {"message": "unauthorized"}
+    assert alice.login("alice").status_code == 200  # a fresh login works again
+    assert alice.get(f"/api2/groups/{gid}").status_code == 200
+
+
+def test_session_exp_is_honoured(alice, clock):
+    clock.advance(366 * 86400)
+    alice.pass_firewall()
+    assert alice.get("/api2/self").content == b""
+    assert alice.get("/api2/self/chat-channels").json == {"message": "unauthorized"}
+
+
+def test_not_a_member_is_action_not_permitted_not_unauthorized(client, browser):
+    dave: Browser = browser("dave")
+    quiet = group_id(client, "quiet-garden")
+    for path in (f"/api2/groups/{quiet}", f"/api2/groups/{quiet}/labels"):
+        r = dave.get(path)
+        assert r.status_code == 401 and r.json == {"message": "action not permitted"}
+    assert dave.get("/api2/self").json["name"] == "dave"  # the session itself is fine
+
+
+def test_expired_session_feed_data_is_a_logged_out_view(client, alice):
+    client.simulate_post("/__sandbox/expire-session", json={"user": "alice"})
+    r = alice.data(f"/{BIG}")
+    assert r.status_code == 200
+    props = r.json["pageProps"]
+    assert props["self"] is None and props["postTrees"] == [] and props["currentGroup"]["name"] == BIG

@@ -1,0 +1,145 @@
+"""DMs: inbox paging, threads, read state, sending, chat requests and the anti-spam."""
+
+from __future__ import annotations
+
+from tests.sandbox.conftest import group_id, user_id
+
+
+def inbox(b, offset: int = 0, limit: int = 30, unread_only: bool = False) -> list[dict]:
+    q = f"offset={offset}&limit={limit}&last=true&unread-only={'true' if unread_only else 'false'}"
+    return b.get("/api2/self/chat-channels", query_string=q).json["channels"]
+
+
+def all_channels(b) -> list[dict]:
+    out, offset = [], 0
+    while page := inbox(b, offset):
+        out += page
+        offset += len(page)
+    return out
+
+
+def channel_with(b, handle: str) -> dict:
+    return next(c for c in all_channels(b) if c["user"]["name"] == handle)
+
+
+def test_inbox_is_big_ordered_and_mixed(alice, client):
+    channels = all_channels(alice)
+    me = user_id(client, "alice")
+    assert 190 <= len(channels) <= 210 and len({c["id"] for c in channels}) == len(channels)
+    updated = [c["updated_at"] for c in channels]
+    assert updated == sorted(updated, reverse=True)
+    c = channels[0]
+    assert set(c["user"]) >= {"id", "name", "first_name", "last_name"} and me in c["user_ids"]
+    assert set(c["last_message"]["metadata"]) >= {"content", "src", "dst"}
+    from_me = sum(c["last_message"]["metadata"]["src"] == me for c in channels)
+    assert 20 < from_me < len(channels) - 20
+    unread = [c for c in channels if c["metadata"]["num_unread"] > 0]
+    assert unread and all(c["last_message"]["metadata"]["src"] != me for c in unread)
+    assert {c["id"] for c in all_unread(alice)} == {c["id"] for c in unread}
+
+
+def all_unread(b) -> list[dict]:
+    return inbox(b, 0, 30, True) + inbox(b, 30, 30, True) + inbox(b, 60, 30, True)
+
+
+def test_inbox_limit_over_30_is_400(alice):
+    r = alice.get("/api2/self/chat-channels", query_string="offset=0&limit=31")
+    assert r.status_code == 400 and r.json == {"message": "invalid limit"}
+
+
+def test_long_thread_pages_backwards_oldest_to_newest(alice):
+    bob = channel_with(alice, "bob")
+    pages, before = [], None
+    while True:
+        q = f"before={before}" if before else ""
+        msgs = alice.get(f"/api2/channels/{bob['id']}/messages", query_string=q).json["messages"]
+        if not msgs:
+            break
+        assert len(msgs) <= 30
+        times = [m["created_at"] for m in msgs]
+        assert times == sorted(times)  # oldest to newest within a call
+        pages.append(msgs)
+        before = msgs[0]["id"]
+    everything = [m for page in reversed(pages) for m in page]
+    assert len(everything) >= 300 and len({m["id"] for m in everything}) == len(everything)
+    assert everything[-1]["id"] == bob["last_message"]["id"]
+    assert set(everything[0]["metadata"]) == {"content", "src", "dst", "attachments"}
+
+
+def test_someone_elses_channel_is_404(alice, browser):
+    bob_carol = channel_with(browser("bob"), "carol")
+    assert alice.get(f"/api2/channels/{bob_carol['id']}/messages").status_code == 404
+    assert alice.post(f"/api2/channels/{bob_carol['id']}/read").status_code == 404
+
+
+def test_reading_does_not_mark_read_but_read_does(alice):
+    channel = next(c for c in all_channels(alice) if c["metadata"]["num_unread"] > 0)
+    alice.get(f"/api2/channels/{channel['id']}/messages")
+    assert channel_with(alice, channel["user"]["name"])["metadata"]["num_unread"] == channel["metadata"]["num_unread"]
+    assert alice.post(f"/api2/channels/{channel['id']}/read").status_code == 200
+    assert channel_with(alice, channel["user"]["name"])["metadata"]["num_unread"] == 0
+
+
+def test_send_and_sent_readout(client, alice, browser):
+    client.simulate_post("/__sandbox/antispam", json={"enabled": False})
+    channel = channel_with(alice, "carol")
+    r = alice.post(f"/api2/channels/{channel['id']}/messages", query_string="ct=wdm",
+                   json={"content": "hello carol", "attachments": []})
+    assert r.status_code == 200
+    msg = r.json
+    assert msg["metadata"]["content"] == "hello carol" and msg["metadata"]["src"] == user_id(client, "alice")
+    assert all_channels(alice)[0]["id"] == channel["id"]  # newest activity first
+    carol_view = channel_with(browser("carol"), "alice")
+    assert carol_view["metadata"]["num_unread"] >= 1 and carol_view["last_message"]["id"] == msg["id"]
+    sent = client.simulate_get("/__sandbox/sent").json["sent"]
+    assert [(s["from"], s["to"], s["content"], s["channelId"]) for s in sent] == \
+        [("alice", "carol", "hello carol", channel["id"])]
+    assert alice.post(f"/api2/channels/{channel['id']}/messages", json={"content": " "}).status_code == 400
+
+
+def test_chat_request(client, alice, browser):
+    gid = group_id(client)
+    bob = user_id(client, "bob")
+    existing = alice.post(f"/api2/users/{bob}/chat-request", query_string=f"g={gid}").json
+    assert existing["id"] == channel_with(alice, "bob")["id"]
+    carol = browser("carol")
+    members = [u for u in client.simulate_get("/__sandbox/users").json["users"]
+               if u["email"] is None and "builders-club" in u["groups"]]
+    stranger = next(u for u in members if all(c["user"]["id"] != u["id"] for c in all_channels(carol)))
+    new = carol.post(f"/api2/users/{stranger['id']}/chat-request", query_string=f"g={gid}").json
+    assert new["user"]["id"] == stranger["id"] and new["last_message"] is None
+    again = carol.post(f"/api2/users/{stranger['id']}/chat-request", query_string=f"g={gid}").json
+    assert again["id"] == new["id"]
+    quiet = group_id(client, "quiet-garden")  # dave is not a member there
+    r = alice.post(f"/api2/users/{user_id(client, 'dave')}/chat-request", query_string=f"g={quiet}")
+    assert r.status_code == 401 and r.json == {"message": "action not permitted"}
+
+
+def test_antispam_refuses_bursts_and_flags(client, alice, clock):
+    channel = channel_with(alice, "bob")
+    url = f"/api2/channels/{channel['id']}/messages"
+    assert alice.post(url, json={"content": "one"}).status_code == 200
+    clock.advance(5)
+    r = alice.post(url, json={"content": "two"})
+    assert r.status_code == 429 and r.json == {"message": "slow down"}
+    flagged = {u["name"]: u["flagged"] for u in client.simulate_get("/__sandbox/users").json["users"]}
+    assert flagged["alice"] is True and flagged["bob"] is False
+    clock.advance(60)
+    r = alice.post(url, json={"content": "three"})
+    assert r.status_code == 403 and r.json == {"message": "account restricted"}
+    assert len(client.simulate_get("/__sandbox/sent").json["sent"]) == 1
+    client.simulate_post("/__sandbox/reset")
+    assert not any(u["flagged"] for u in client.simulate_get("/__sandbox/users").json["users"])
+
+
+def test_antispam_hourly_limit_and_settings(client, alice, clock):
+    client.simulate_post("/__sandbox/antispam", json={"minGapSeconds": 1, "perHour": 3})
+    url = f"/api2/channels/{channel_with(alice, 'bob')['id']}/messages"
+    for _ in range(3):
+        assert alice.post(url, json={"content": "hi"}).status_code == 200
+        clock.advance(2)
+    assert alice.post(url, json={"content": "hi"}).status_code == 429
+    assert client.simulate_post("/__sandbox/antispam", json={"enabled": False, "clearFlags": True}).json[
+        "enabled"] is False
+    for _ in range(5):
+        assert alice.post(url, json={"content": "fast"}).status_code == 200

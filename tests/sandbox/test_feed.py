@@ -1,0 +1,205 @@
+"""Feed pages and page data: sorts, filters, pinned posts, paging, build ids, read state."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from tests.sandbox.conftest import BIG, Browser
+from tests.sandbox.test_auth_firewall import next_data
+
+
+def ts(iso: str) -> float:
+    return datetime.strptime(iso, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
+
+
+def walk(b: Browser, query: str = "", slug: str = BIG, limit: int = 100) -> list[list[dict]]:
+    """Every page of the feed until an empty one, as lists of posts."""
+    pages = []
+    for p in range(1, limit):
+        r = b.data(f"/{slug}", params_csv=False, query_string=f"group={slug}&p={p}{query}")
+        assert r.status_code == 200
+        posts = [t["post"] for t in r.json["pageProps"]["postTrees"]]
+        if not posts:
+            return pages
+        pages.append(posts)
+    raise AssertionError("no empty page")
+
+
+def unique(pages: list[list[dict]]) -> list[dict]:
+    seen: dict[str, dict] = {}
+    for page in pages:
+        for post in page:
+            seen.setdefault(post["id"], post)
+    return list(seen.values())
+
+
+def regular(pages: list[list[dict]]) -> list[dict]:
+    """The posts in their own place: page 1 without its leading pinned block."""
+    lead = len({p["id"] for page in pages for p in page if p["metadata"]["pinned"] == 1})
+    assert all(p["metadata"]["pinned"] == 1 for p in pages[0][:lead])
+    return pages[0][lead:] + [p for page in pages[1:] for p in page]
+
+
+def test_page_shape_and_private_self(alice):
+    r = alice.data(f"/{BIG}", query_string=f"group={BIG}")
+    props = r.json["pageProps"]
+    assert r.json["__N_SSP"] is True
+    assert props["sortType"] == "newest-cm"
+    assert props["self"]["apiKeys"][0].startswith("sk_live_") and props["self"]["email"] == "alice@sandbox.test"
+    group = props["currentGroup"]
+    assert group["name"] == BIG and group["metadata"]["displayName"] == "Builders Club"
+    assert len(group["labels"]) == 6 and {"displayName", "posts"} <= set(group["labels"][0]["metadata"])
+    post = props["postTrees"][0]["post"]
+    for key in ("id", "name", "postType", "groupId", "userId", "rootId", "labelId", "createdAt", "updatedAt"):
+        assert key in post
+    assert set(post["metadata"]) >= {"title", "content", "comments", "upvotes", "labels", "pinned",
+                                     "hasNewComments", "lastComment", "imagePreview", "attachments"}
+    assert set(post["user"]) == {"id", "name", "firstName", "lastName", "metadata"}
+    assert post["createdAt"].endswith("Z")
+
+
+def test_html_page_embeds_the_same_page_props(alice):
+    page = alice.get(f"/{BIG}", query_string="s=newest&p=2")
+    data = next_data(page.text)
+    assert data["buildId"] == alice.client.simulate_get("/__sandbox/state").json["buildId"]
+    html_ids = [t["post"]["id"] for t in data["props"]["pageProps"]["postTrees"]]
+    json_ids = [t["post"]["id"] for t in alice.data(f"/{BIG}", query_string="s=newest&p=2")
+                .json["pageProps"]["postTrees"]]
+    assert html_ids == json_ids and len(html_ids) == 30
+
+
+def test_big_group_has_over_1000_posts_and_recent_ones(alice):
+    posts = unique(walk(alice, "&s=newest"))
+    assert len(posts) > 1000
+    now = datetime.now(UTC).timestamp()
+    ages = [now - ts(p["createdAt"]) for p in posts]
+    assert sum(a < 86400 for a in ages) >= 3 and sum(a < 7 * 86400 for a in ages) >= 20
+    assert max(ages) > 600 * 86400
+
+
+def test_newest_and_default_orders(alice):
+    newest = regular(walk(alice, "&s=newest"))
+    created = [ts(p["createdAt"]) for p in newest]
+    assert created == sorted(created, reverse=True)
+    default = regular(walk(alice))
+    activity = [p["metadata"]["lastComment"] / 1e6 or ts(p["createdAt"]) for p in default]
+    assert activity == sorted(activity, reverse=True)
+    assert [p["id"] for p in default] != [p["id"] for p in newest]
+    assert {p["id"] for p in default} == {p["id"] for p in newest}
+
+
+@pytest.mark.parametrize(("sort", "days"), [("best-1d", 1), ("best-1w", 7), ("best-1m", 30),
+                                            ("best-1y", 365), ("best", None)])
+def test_best_sorts(alice, sort, days):
+    everything = unique(walk(alice, "&s=newest"))
+    pages = walk(alice, f"&s={sort}")
+    posts = regular(pages)
+    votes = [p["metadata"]["upvotes"] for p in posts]
+    assert votes == sorted(votes, reverse=True)
+    now = datetime.now(UTC).timestamp()
+    expected = {p["id"] for p in everything if days is None or now - ts(p["createdAt"]) < days * 86400 - 5}
+    got = {p["id"] for p in posts}
+    assert expected <= got and len(got - expected) <= 1  # a post may sit right on the window's edge
+
+
+def test_unknown_sort_is_the_default_and_unread_forces_newest(alice):
+    assert alice.data(f"/{BIG}", query_string="s=bogus").json["pageProps"]["sortType"] == "newest-cm"
+    assert alice.data(f"/{BIG}", query_string="s=best&fl=unr").json["pageProps"]["sortType"] == "newest"
+
+
+def test_pinned_lead_page_one_and_repeat_in_place(alice):
+    for query in ("", "&s=newest", "&s=best"):
+        pages = walk(alice, query)
+        first = pages[0]
+        assert [p["metadata"]["pinned"] for p in first[:3]] == [1, 1, 1]
+        assert len(first) == 33 and all(len(p) == 30 for p in pages[1:-1])
+        pinned = {p["id"] for p in first[:3]}
+        later = [p["id"] for page in pages for p in page][3:]
+        assert pinned <= set(later)  # again in their own place
+
+
+def test_page_past_the_end_is_empty(alice):
+    pages = walk(alice, "&s=newest")
+    r = alice.data(f"/{BIG}", query_string=f"s=newest&p={len(pages) + 5}")
+    assert r.status_code == 200 and r.json["pageProps"]["postTrees"] == []
+    assert "total" not in str(sorted(r.json["pageProps"]))
+
+
+def test_label_filter(alice):
+    label = alice.data(f"/{BIG}").json["pageProps"]["currentGroup"]["labels"][1]
+    posts = unique(walk(alice, f"&s=newest&c={label['id']}"))
+    assert posts and all(p["labelId"] == label["id"] for p in posts)
+    assert len(posts) == label["metadata"]["posts"]
+    assert alice.data(f"/{BIG}", query_string="c=nope").json["pageProps"]["postTrees"] == []
+
+
+def test_unread_filter_and_read_state(alice, browser):
+    unread = unique(walk(alice, "&s=newest&fl=unr"))
+    everything = unique(walk(alice, "&s=newest"))
+    assert 0 < len(unread) < len(everything)
+    bob_unread = unique(walk(browser("bob"), "&s=newest&fl=unr"))
+    assert {p["id"] for p in bob_unread} != {p["id"] for p in unread}  # read state is per user
+    target = unread[5]
+    r = alice.data(f"/{BIG}/{target['name']}")
+    assert r.status_code == 200 and r.json["pageProps"]["postTree"]["post"]["id"] == target["id"]
+    assert target["id"] not in {p["id"] for p in unique(walk(alice, "&s=newest&fl=unr"))}
+    target2 = unread[6]
+    assert alice.get(f"/{BIG}/{target2['name']}").status_code == 200  # the HTML page marks it read too
+    assert target2["id"] not in {p["id"] for p in unique(walk(alice, "&s=newest&fl=unr"))}
+
+
+def test_ordering_readout_matches_pages(alice):
+    for query in ("", "&s=best-1w", "&s=newest&fl=unr"):
+        pages = walk(alice, query)
+        order = alice.client.simulate_get(
+            "/__sandbox/ordering", query_string=f"group={BIG}&user=alice&pages=100{query}").json
+        assert order["pages"] == [[p["id"] for p in page] for page in pages]
+        assert order["ids"] == [p["id"] for p in unique(pages)]
+
+
+def test_stale_build_id_is_404_and_changes_with_deploys(client, alice):
+    old = client.simulate_get("/__sandbox/state").json["buildId"]
+    assert alice.get(f"/_next/data/{old}/{BIG}.json").status_code == 200
+    new = client.simulate_post("/__sandbox/build-id").json["buildId"]
+    assert new != old
+    assert alice.get(f"/_next/data/{old}/{BIG}.json").status_code == 404
+    assert next_data(alice.get(f"/{BIG}").text)["buildId"] == new
+    assert alice.get(f"/_next/data/{new}/{BIG}.json").status_code == 200
+    client.simulate_post("/__sandbox/build-id", json={"buildId": "deploy-7"})
+    assert alice.get(f"/_next/data/deploy-7/{BIG}.json").status_code == 200
+
+
+def test_unknown_group_and_post(alice):
+    assert alice.data("/no-such-group").status_code == 404
+    assert alice.data("/no-such-group").json["notFound"] is True
+    assert alice.data(f"/{BIG}/no-such-post").status_code == 404
+    assert alice.get("/no-such-group").status_code == 404
+
+
+def test_post_page_has_the_comment_tree(alice):
+    posts = unique(walk(alice, "&s=newest"))
+    post = next(p for p in posts if p["metadata"]["comments"] >= 4)
+    tree = alice.data(f"/{BIG}/{post['name']}").json["pageProps"]["postTree"]
+    count = sum(1 + len(c["children"]) for c in tree["children"])
+    assert count == post["metadata"]["comments"]
+    assert all(c["post"]["parentId"] == post["id"] for c in tree["children"])
+
+
+def test_non_member_is_redirected_to_about(browser):
+    dave = browser("dave")
+    r = dave.data("/quiet-garden")
+    assert r.status_code == 200
+    assert r.json["pageProps"] == {"__N_REDIRECT": "/quiet-garden/about", "__N_REDIRECT_STATUS": 307}
+    page = dave.get("/quiet-garden")
+    assert page.status_code == 307 and page.headers["location"].endswith("/quiet-garden/about")
+    about = next_data(dave.get("/quiet-garden/about").text)["props"]["pageProps"]
+    assert about["currentGroup"]["name"] == "quiet-garden" and "postTree" not in about
+
+
+def test_signed_out_page_is_a_logged_out_view(browser):
+    b = browser()
+    props = next_data(b.get(f"/{BIG}").text)["props"]["pageProps"]
+    assert props["self"] is None and props["postTrees"] == []
+    assert b.get("/").status_code == 302
