@@ -1,0 +1,388 @@
+"""The ``KeyStore`` port on one SQLite file (sqlite-utils), shared by every worker process and thread.
+
+- One connection per thread and per process (``sqlite_connections.py``), opened at first use; the
+  schema is created or migrated by the first connection (``sqlite_schema.py``).
+- Every read-modify-write runs in ``BEGIN IMMEDIATE``: a deferred ``BEGIN`` that reads then writes
+  fails with "database is locked" under contention whatever the busy timeout. Single statements run in
+  autocommit.
+- The hot path (``find_keys_by_prefix``, ``get_connection``) is one indexed ``SELECT`` each; sqlite3
+  caches the prepared statements per connection.
+- Platform sessions are sealed with a key derived from the service secret (``session_cipher.py``); API
+  key secrets never reach the store, only their SHA-256 (column ``secret_hash``).
+- A platform session sealed under another secret reads back as None (not an error): the core treats a
+  missing session as an expired connection, and re-linking is the remedy.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlite_utils import Database
+
+from adapters.store.session_cipher import SessionCipher
+from adapters.store.sqlite_connections import ThreadConnections
+from adapters.store.sqlite_schema import connect
+from community_api.errors import Conflict
+from community_api.model import (
+    Account,
+    ApiKey,
+    AuditEvent,
+    Connection,
+    IdempotencyRecord,
+    KeyUsage,
+    WebSession,
+)
+
+IDEMPOTENCY_WINDOW = timedelta(hours=24)
+IN_FLIGHT = 0
+
+_CONNECTION = "SELECT id, account_id, platform_user_id, handle, name, active, status, created_at FROM connections"
+_KEY = (
+    "SELECT id, account_id, name, prefix, scopes, connection_id, kind, created_at, lineage_id,"
+    " last_used_at, expires_at, revoked_at, secret_hash FROM keys"
+)
+_CONNECTION_BY_ID = _CONNECTION + " WHERE id = ?"
+_CONNECTION_BY_USER = _CONNECTION + " WHERE account_id = ? AND platform_user_id = ?"
+_CONNECTIONS_OF = _CONNECTION + " WHERE account_id = ? ORDER BY created_at, rowid"
+_KEY_BY_ID = _KEY + " WHERE id = ?"
+_KEYS_BY_PREFIX = _KEY + " WHERE prefix = ? ORDER BY created_at, rowid"
+_KEYS_OF = _KEY + " WHERE account_id = ? ORDER BY created_at, rowid"
+
+
+def _ts(value: datetime) -> str:
+    if value.tzinfo is None:
+        raise ValueError("the key store keeps timezone-aware datetimes only")
+    return value.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _ts_or_none(value: datetime | None) -> str | None:
+    return None if value is None else _ts(value)
+
+
+def _dt(value: str) -> datetime:
+    return datetime.fromisoformat(value).astimezone(UTC)
+
+
+def _dt_or_none(value: str | None) -> datetime | None:
+    return None if value is None else _dt(value)
+
+
+def _email_key(email: str) -> str:
+    return email.strip().casefold()
+
+
+class SqliteKeyStore:
+    """``SqliteKeyStore(path, secret)``: ``path`` is the database file (its folder is created and the
+    file opened lazily, per thread), ``secret`` the service secret from which the session encryption
+    key is derived. ``SqliteKeyStore.open`` does the same eagerly."""
+
+    def __init__(self, path: str | os.PathLike[str], secret: str, *, busy_timeout_ms: int = 5000) -> None:
+        path = os.fspath(path)
+        if path in ("", ":memory:") or path.startswith("file:"):
+            raise ValueError("the key store needs a file path: each thread opens its own connection")
+        self._path = str(Path(path).expanduser())
+        self._cipher = SessionCipher(secret)
+        self._connections = ThreadConnections(self._path, busy_timeout_ms)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], secret: str, *, busy_timeout_ms: int = 5000) -> SqliteKeyStore:
+        """Open the store at a settings path now: create its folder and create or migrate the schema at
+        once, so that a bad path or a newer schema fails at start rather than on the first request. (The
+        constructor alone does the same lazily, at first use.) No connection is kept, so that a
+        ``gunicorn --preload`` master hands none to its workers."""
+        store = cls(path, secret, busy_timeout_ms=busy_timeout_ms)
+        connect(store.path, busy_timeout_ms).close()
+        return store
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    def close(self) -> None:
+        """Close this process's connections (every thread's). A later call opens new ones."""
+        self._connections.close()
+
+    # --- connections and transactions -----------------------------------------------------------
+
+    @property
+    def _db(self) -> Database:
+        return self._connections.db
+
+    def _one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = self._db.execute(sql, params).fetchone()
+        return row
+
+    @contextmanager
+    def _immediate(self) -> Iterator[Database]:
+        """A write transaction that takes the write lock before its first read."""
+        db = self._db
+        db.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            if db.conn.in_transaction:
+                db.conn.execute("ROLLBACK")
+            raise
+        try:
+            db.conn.execute("COMMIT")
+        except BaseException:
+            # Never leave a transaction open on this thread's connection: it would swallow later writes.
+            if db.conn.in_transaction:
+                db.conn.execute("ROLLBACK")
+            raise
+
+    # --- accounts and web sessions ---------------------------------------------------------------
+
+    def add_account(self, account: Account, password_hash: str) -> None:
+        try:
+            self._db.execute(
+                "INSERT INTO accounts (id, email, email_key, password_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+                (
+                    account.id,
+                    account.email,
+                    _email_key(account.email),
+                    password_hash,
+                    _ts(account.created_at),
+                ),
+            )
+        except sqlite3.IntegrityError as error:
+            if "email_key" in str(error):
+                raise Conflict("an account with this email exists") from None
+            raise Conflict(f"account {account.id} exists") from None
+
+    def get_account(self, account_id: str) -> Account | None:
+        row = self._one("SELECT id, email, created_at FROM accounts WHERE id = ?", (account_id,))
+        return None if row is None else Account(id=row[0], email=row[1], created_at=_dt(row[2]))
+
+    def find_account_by_email(self, email: str) -> tuple[Account, str] | None:
+        row = self._one(
+            "SELECT id, email, created_at, password_hash FROM accounts WHERE email_key = ?",
+            (_email_key(email),),
+        )
+        if row is None:
+            return None
+        return Account(id=row[0], email=row[1], created_at=_dt(row[2])), row[3]
+
+    def count_accounts(self) -> int:
+        row = self._one("SELECT count(*) FROM accounts", ())
+        return int(row[0]) if row else 0
+
+    def add_web_session(self, session: WebSession) -> None:
+        try:
+            self._db.execute(
+                "INSERT INTO web_sessions (token_hash, account_id, csrf_token, created_at, expires_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (
+                    session.token_hash,
+                    session.account_id,
+                    session.csrf_token,
+                    _ts(session.created_at),
+                    _ts(session.expires_at),
+                ),
+            )
+        except sqlite3.IntegrityError:
+            raise Conflict("web session exists") from None
+
+    def get_web_session(self, token_hash: str) -> WebSession | None:
+        row = self._one(
+            "SELECT token_hash, account_id, csrf_token, created_at, expires_at FROM web_sessions WHERE token_hash = ?",
+            (token_hash,),
+        )
+        if row is None:
+            return None
+        return WebSession(row[0], row[1], row[2], _dt(row[3]), _dt(row[4]))
+
+    def delete_web_session(self, token_hash: str) -> None:
+        self._db.execute("DELETE FROM web_sessions WHERE token_hash = ?", (token_hash,))
+
+    # --- connections -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _connection(row: tuple[Any, ...]) -> Connection:
+        return Connection(row[0], row[1], row[2], row[3], row[4], bool(row[5]), row[6], _dt(row[7]))
+
+    def save_connection(self, connection: Connection, platform_session: str) -> Connection:
+        c = connection
+        with self._immediate() as db:
+            row = db.execute(_CONNECTION_BY_USER, (c.account_id, c.platform_user_id)).fetchone()
+            if row is not None:
+                stored_id = row[0]
+                db.execute(
+                    "UPDATE connections SET handle = ?, name = ?, status = ?, session = ? WHERE id = ?",
+                    (c.handle, c.name, c.status, self._cipher.seal(platform_session, stored_id), stored_id),
+                )
+            else:
+                stored_id = c.id
+                if c.active:  # at most one active connection per account
+                    db.execute("UPDATE connections SET active = 0 WHERE account_id = ?", (c.account_id,))
+                try:
+                    db.execute(
+                        "INSERT INTO connections (id, account_id, platform_user_id, handle, name, active,"
+                        " status, created_at, session) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            c.id, c.account_id, c.platform_user_id, c.handle, c.name, int(c.active),
+                            c.status, _ts(c.created_at), self._cipher.seal(platform_session, c.id),
+                        ),
+                    )  # fmt: skip
+                except sqlite3.IntegrityError:
+                    raise Conflict(f"connection {c.id} exists") from None
+            stored = db.execute(_CONNECTION_BY_ID, (stored_id,)).fetchone()
+        return self._connection(stored)
+
+    def get_connection(self, connection_id: str) -> Connection | None:
+        row = self._one(_CONNECTION_BY_ID, (connection_id,))
+        return None if row is None else self._connection(row)
+
+    def list_connections(self, account_id: str) -> list[Connection]:
+        return [self._connection(r) for r in self._db.execute(_CONNECTIONS_OF, (account_id,))]
+
+    def get_platform_session(self, connection_id: str) -> str | None:
+        row = self._one("SELECT session FROM connections WHERE id = ?", (connection_id,))
+        return None if row is None else self._cipher.open(row[0], connection_id)
+
+    def set_active_connection(self, account_id: str, connection_id: str) -> None:
+        with self._immediate() as db:
+            found = db.execute(
+                "SELECT 1 FROM connections WHERE id = ? AND account_id = ?", (connection_id, account_id)
+            ).fetchone()
+            if found is None:
+                return  # nothing of that account to activate: leave the others as they are
+            db.execute("UPDATE connections SET active = (id = ?) WHERE account_id = ?", (connection_id, account_id))
+
+    def set_connection_status(self, connection_id: str, status: str) -> None:
+        self._db.execute("UPDATE connections SET status = ? WHERE id = ?", (status, connection_id))
+
+    # --- API keys --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _key(row: tuple[Any, ...]) -> ApiKey:
+        return ApiKey(
+            id=row[0],
+            account_id=row[1],
+            name=row[2],
+            prefix=row[3],
+            scopes=tuple(row[4].split()),
+            connection_id=row[5],
+            kind=row[6],
+            created_at=_dt(row[7]),
+            lineage_id=row[8],
+            last_used_at=_dt_or_none(row[9]),
+            expires_at=_dt_or_none(row[10]),
+            revoked_at=_dt_or_none(row[11]),
+        )
+
+    def add_key(self, key: ApiKey, secret_hash: str) -> None:
+        try:
+            self._db.execute(
+                "INSERT INTO keys (id, account_id, name, prefix, scopes, connection_id, kind, created_at,"
+                " lineage_id, last_used_at, expires_at, revoked_at, secret_hash)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key.id, key.account_id, key.name, key.prefix, " ".join(key.scopes), key.connection_id,
+                    key.kind, _ts(key.created_at), key.lineage_id, _ts_or_none(key.last_used_at),
+                    _ts_or_none(key.expires_at), _ts_or_none(key.revoked_at), secret_hash,
+                ),
+            )  # fmt: skip
+        except sqlite3.IntegrityError as error:
+            if "secret_hash" in str(error):
+                raise Conflict("a key with this secret exists") from None
+            raise Conflict(f"key {key.id} exists") from None
+
+    def get_key(self, key_id: str) -> ApiKey | None:
+        row = self._one(_KEY_BY_ID, (key_id,))
+        return None if row is None else self._key(row)
+
+    def find_keys_by_prefix(self, prefix: str) -> list[tuple[ApiKey, str]]:
+        return [(self._key(r), r[12]) for r in self._db.execute(_KEYS_BY_PREFIX, (prefix,))]
+
+    def list_keys(self, account_id: str) -> list[ApiKey]:
+        return [self._key(r) for r in self._db.execute(_KEYS_OF, (account_id,))]
+
+    def update_key(self, key: ApiKey) -> None:
+        # last_used_at only moves forward: the caller's copy may predate a usage flush of another worker.
+        self._db.execute(
+            "UPDATE keys SET expires_at = ?, revoked_at = ?,"
+            " last_used_at = CASE WHEN last_used_at IS NULL OR last_used_at < ?3 THEN ?3"
+            " ELSE last_used_at END WHERE id = ?",
+            (_ts_or_none(key.expires_at), _ts_or_none(key.revoked_at), _ts_or_none(key.last_used_at), key.id),
+        )
+
+    # --- usage -----------------------------------------------------------------------------------
+
+    def add_usage(self, counts: Mapping[tuple[str, str], int], last_used: Mapping[str, datetime]) -> None:
+        if not counts and not last_used:
+            return
+        with self._immediate() as db:
+            db.conn.executemany(
+                "INSERT INTO usage (key_id, day, count) VALUES (?, ?, ?)"
+                " ON CONFLICT (key_id, day) DO UPDATE SET count = count + excluded.count",
+                [(key_id, day, count) for (key_id, day), count in counts.items()],
+            )
+            db.conn.executemany(
+                "UPDATE keys SET last_used_at = ?1 WHERE id = ?2 AND (last_used_at IS NULL OR last_used_at < ?1)",
+                [(_ts(when), key_id) for key_id, when in last_used.items()],
+            )
+
+    def key_usage(self, key_id: str, day: str) -> KeyUsage:
+        row = self._one(
+            "SELECT coalesce(sum(CASE WHEN day = ?1 THEN count END), 0),"
+            " coalesce(sum(CASE WHEN substr(day, 1, 7) = substr(?1, 1, 7) THEN count END), 0),"
+            " coalesce(sum(count), 0) FROM usage WHERE key_id = ?2",
+            (day, key_id),
+        )
+        assert row is not None  # an aggregate always answers one row
+        return KeyUsage(requests_today=row[0], requests_this_month=row[1], requests_total=row[2])
+
+    # --- audit (append-only: no method updates or deletes; triggers refuse it too) ---------------
+
+    def add_audit(self, event: AuditEvent) -> None:
+        self._db.execute(
+            "INSERT INTO audit (at, event, account_id, key_id, subject, detail) VALUES (?, ?, ?, ?, ?, ?)",
+            (_ts(event.at), event.event, event.account_id, event.key_id, event.subject, event.detail),
+        )
+
+    def count_audit(self, event: str, subject: str, since: datetime) -> int:
+        row = self._one(
+            "SELECT count(*) FROM audit WHERE event = ? AND subject = ? AND at >= ?",
+            (event, subject, _ts(since)),
+        )
+        return int(row[0]) if row else 0
+
+    def list_audit(self, account_id: str) -> list[AuditEvent]:
+        rows = self._db.execute(
+            "SELECT at, event, account_id, key_id, subject, detail FROM audit WHERE account_id = ? ORDER BY at, id",
+            (account_id,),
+        )
+        return [AuditEvent(_dt(r[0]), r[1], r[2], r[3], r[4], r[5]) for r in rows]
+
+    # --- idempotency -----------------------------------------------------------------------------
+
+    def claim_idempotency(self, record: IdempotencyRecord) -> IdempotencyRecord | None:
+        with self._immediate() as db:
+            row = db.execute(
+                "SELECT key, fingerprint, status, body, created_at FROM idempotency WHERE key = ?",
+                (record.key,),
+            ).fetchone()
+            if row is not None:
+                existing = IdempotencyRecord(row[0], row[1], row[2], row[3], _dt(row[4]))
+                if record.created_at - existing.created_at < IDEMPOTENCY_WINDOW:
+                    return existing
+            db.execute(
+                "INSERT OR REPLACE INTO idempotency (key, fingerprint, status, body, created_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (record.key, record.fingerprint, record.status, record.body, _ts(record.created_at)),
+            )
+        return None
+
+    def complete_idempotency(self, key: str, status: int, body: str) -> None:
+        self._db.execute("UPDATE idempotency SET status = ?, body = ? WHERE key = ?", (status, body, key))
+
+    def release_idempotency(self, key: str) -> None:
+        # Only an in-flight claim is forgotten: a completed answer stays for the retries.
+        self._db.execute("DELETE FROM idempotency WHERE key = ? AND status = ?", (key, IN_FLIGHT))

@@ -1,0 +1,167 @@
+"""The SQLite schema of the key store and how a connection to it is set up.
+
+The file is shared by every gunicorn worker process and their threads, hence:
+- WAL, so that readers (every request looks up its key) never wait for a writer;
+- ``busy_timeout``, so that a writer waits for another instead of failing at once;
+- ``synchronous=NORMAL``: in WAL mode a power loss may lose the last commits but never corrupts the
+  file, and it saves an fsync per commit on the hot path (usage counts);
+- the schema is applied idempotently by whichever connection comes first, inside ``BEGIN IMMEDIATE``
+  so that two workers starting at once do not both migrate. ``PRAGMA user_version`` holds the schema
+  version; ``MIGRATIONS[n]`` brings version ``n`` to ``n + 1``, so a later change appends a step.
+
+Timestamps are ISO 8601 UTC text of fixed width (microseconds, ``+00:00``), so comparing the strings
+compares the instants and ``at >= ?`` can use an index.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+_V1 = (
+    """CREATE TABLE IF NOT EXISTS accounts (
+        id TEXT PRIMARY KEY,
+        email TEXT NOT NULL,
+        email_key TEXT NOT NULL UNIQUE,  -- casefolded email: uniqueness is case-insensitive
+        password_hash TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS web_sessions (
+        token_hash TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        csrf_token TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS connections (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        platform_user_id TEXT NOT NULL,
+        handle TEXT NOT NULL,
+        name TEXT NOT NULL,
+        active INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        session BLOB  -- the platform session, AES-GCM encrypted (session_cipher.py), never clear text
+    )""",
+    # Leads with account_id, so it also serves "connections of an account".
+    """CREATE UNIQUE INDEX IF NOT EXISTS connections_account_user
+        ON connections (account_id, platform_user_id)""",
+    """CREATE TABLE IF NOT EXISTS keys (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        prefix TEXT NOT NULL,
+        scopes TEXT NOT NULL,  -- space-separated, in the order granted
+        connection_id TEXT,
+        kind TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        lineage_id TEXT NOT NULL,
+        last_used_at TEXT,
+        expires_at TEXT,
+        revoked_at TEXT,
+        secret_hash TEXT NOT NULL UNIQUE  -- hex SHA-256 of the key; the key itself is never stored
+    )""",
+    "CREATE INDEX IF NOT EXISTS keys_prefix ON keys (prefix)",
+    "CREATE INDEX IF NOT EXISTS keys_account ON keys (account_id)",
+    """CREATE TABLE IF NOT EXISTS usage (
+        key_id TEXT NOT NULL,
+        day TEXT NOT NULL,  -- UTC YYYY-MM-DD
+        count INTEGER NOT NULL,
+        PRIMARY KEY (key_id, day)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS audit (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at TEXT NOT NULL,
+        event TEXT NOT NULL,
+        account_id TEXT,
+        key_id TEXT,
+        subject TEXT,
+        detail TEXT
+    )""",
+    "CREATE INDEX IF NOT EXISTS audit_event_subject_at ON audit (event, subject, at)",
+    "CREATE INDEX IF NOT EXISTS audit_account ON audit (account_id, at)",
+    # Append-only even for code that reaches past the store's methods.
+    """CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
+        BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END""",
+    """CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
+        BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END""",
+    """CREATE TABLE IF NOT EXISTS idempotency (
+        key TEXT PRIMARY KEY,
+        fingerprint TEXT NOT NULL,
+        status INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    )""",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def connect(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
+    """A connection in driver autocommit mode (``isolation_level=None``): the store opens every
+    transaction itself, ``BEGIN IMMEDIATE`` where it reads then writes, and no implicit deferred
+    ``BEGIN`` can sneak in. ``check_same_thread`` is off only so that ``close()`` may close the
+    connections of other threads; each thread otherwise uses its own."""
+    # The settings name a path whose folder may not exist yet (``./var/...`` on a fresh checkout).
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        _use_wal(conn, busy_timeout_ms / 1000)
+        conn.execute("PRAGMA synchronous = NORMAL")
+        ensure_schema(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _use_wal(conn: sqlite3.Connection, patience: float) -> None:
+    """Switch the file to WAL (a property of the file, kept once set).
+
+    Switching needs an exclusive lock, and SQLite answers "database is locked" at once, without its
+    busy handler, when another connection holds any lock: on a fresh file several workers starting
+    together do. So retry until the file is in WAL (whoever switched it) or ``patience`` runs out."""
+    deadline = time.monotonic() + patience
+    delay = 0.005
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+                return
+            if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() == "wal":
+                return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) and "busy" not in str(error):
+                raise
+            if time.monotonic() >= deadline:
+                raise
+        if time.monotonic() >= deadline:
+            raise sqlite3.OperationalError("could not switch the key store file to WAL mode")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
+def ensure_schema(conn: sqlite3.Connection) -> None:
+    """Bring the file to ``SCHEMA_VERSION``. One cheap read when it is already there."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version == SCHEMA_VERSION:
+        return
+    if version > SCHEMA_VERSION:
+        raise RuntimeError(f"the key store file has schema version {version}; this program knows {SCHEMA_VERSION}")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        # Read again under the write lock: another process may have migrated meanwhile.
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        for step in MIGRATIONS[version:]:
+            for statement in step:
+                conn.execute(statement)
+        if version < SCHEMA_VERSION:
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise

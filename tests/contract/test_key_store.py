@@ -1,0 +1,417 @@
+"""The ``KeyStore`` contract (``community_api/ports.py``), run against the in-memory fake and the SQLite
+store alike, so that unit tests written against the fake hold for production."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import attrs
+import pytest
+
+from adapters.store.sqlite_key_store import SqliteKeyStore
+from community_api.errors import Conflict
+from community_api.model import (
+    CONNECTION_ACTIVE,
+    CONNECTION_EXPIRED,
+    KEY_CONNECTOR,
+    KEY_STANDARD,
+    Account,
+    ApiKey,
+    AuditEvent,
+    Connection,
+    IdempotencyRecord,
+    KeyUsage,
+    WebSession,
+)
+from community_api.ports import KeyStore
+from tests.fakes.key_store import FakeKeyStore
+
+# Microseconds on purpose: they must survive the round trip.
+T0 = datetime(2026, 11, 1, 12, 0, 0, 123456, tzinfo=UTC)
+
+
+@pytest.fixture(params=["fake", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KeyStore]:
+    if request.param == "fake":
+        yield FakeKeyStore()
+        return
+    real = SqliteKeyStore(str(tmp_path / "store.db"), secret="contract-test-secret")
+    yield real
+    real.close()
+
+
+def account(n: int = 1, email: str | None = None, at: datetime = T0) -> Account:
+    return Account(id=f"acc_{n}", email=email or f"user{n}@example.com", created_at=at)
+
+
+def connection(
+    n: int,
+    account_id: str = "acc_1",
+    platform_user_id: str | None = None,
+    *,
+    active: bool = False,
+    at: datetime = T0,
+    handle: str | None = None,
+    status: str = CONNECTION_ACTIVE,
+) -> Connection:
+    return Connection(
+        id=f"con_{n}",
+        account_id=account_id,
+        platform_user_id=platform_user_id or f"u{n}",
+        handle=handle or f"handle{n}",
+        name=f"Name {n}",
+        active=active,
+        status=status,
+        created_at=at,
+    )
+
+
+def key(n: int, account_id: str = "acc_1", prefix: str | None = None, at: datetime = T0) -> ApiKey:
+    return ApiKey(
+        id=f"key_{n}",
+        account_id=account_id,
+        name=f"key {n}",
+        prefix=prefix or f"pre{n:05d}",
+        scopes=("posts:read", "groups:read", "dms:write"),
+        connection_id=None,
+        kind=KEY_STANDARD,
+        created_at=at,
+        lineage_id=f"key_{n}",
+    )
+
+
+def claim(key_name: str, at: datetime, fingerprint: str = "fp1") -> IdempotencyRecord:
+    return IdempotencyRecord(key=key_name, fingerprint=fingerprint, status=0, body="", created_at=at)
+
+
+# --- accounts ------------------------------------------------------------------------------------
+
+
+def test_account_round_trip_and_count(store: KeyStore) -> None:
+    assert store.count_accounts() == 0
+    store.add_account(account(1), "hash-1")
+    store.add_account(account(2), "hash-2")
+    assert store.get_account("acc_1") == account(1)
+    assert store.count_accounts() == 2
+
+
+def test_find_account_by_email_ignores_case(store: KeyStore) -> None:
+    store.add_account(account(1, email="Ada@Example.com"), "argon-hash")
+    assert store.find_account_by_email("ada@example.COM") == (account(1, email="Ada@Example.com"), "argon-hash")
+    assert store.find_account_by_email("bob@example.com") is None
+
+
+def test_email_taken_in_another_case_is_a_conflict(store: KeyStore) -> None:
+    store.add_account(account(1, email="ada@example.com"), "h")
+    with pytest.raises(Conflict):
+        store.add_account(account(2, email="ADA@example.com"), "h2")
+    assert store.count_accounts() == 1
+    found = store.find_account_by_email("ada@example.com")
+    assert found is not None and found[0].id == "acc_1"
+
+
+def test_account_id_taken_is_a_conflict(store: KeyStore) -> None:
+    store.add_account(account(1), "h")
+    with pytest.raises(Conflict):
+        store.add_account(account(1, email="other@example.com"), "h")
+
+
+# --- web sessions --------------------------------------------------------------------------------
+
+
+def test_web_session_add_get_delete(store: KeyStore) -> None:
+    session = WebSession("th1", "acc_1", "csrf1", T0, T0 + timedelta(days=14))
+    store.add_web_session(session)
+    assert store.get_web_session("th1") == session
+    with pytest.raises(Conflict):
+        store.add_web_session(session)
+    store.delete_web_session("th1")
+    assert store.get_web_session("th1") is None
+    store.delete_web_session("th1")  # deleting twice is not an error
+
+
+# --- connections ---------------------------------------------------------------------------------
+
+
+def test_connection_round_trip_with_platform_session(store: KeyStore) -> None:
+    saved = store.save_connection(connection(1, active=True), "session-token-1")
+    assert saved == connection(1, active=True)
+    assert store.get_connection("con_1") == saved
+    assert store.get_platform_session("con_1") == "session-token-1"
+
+
+def test_linking_the_same_platform_user_refreshes_in_place(store: KeyStore) -> None:
+    first = store.save_connection(connection(1, platform_user_id="u7", active=True), "old-token")
+    store.set_connection_status("con_1", CONNECTION_EXPIRED)
+    again = connection(2, platform_user_id="u7", at=T0 + timedelta(hours=3), handle="renamed", active=False)
+    stored = store.save_connection(again, "new-token")
+    assert stored.id == first.id and stored.created_at == first.created_at
+    assert (stored.handle, stored.name, stored.status) == ("renamed", "Name 2", CONNECTION_ACTIVE)
+    assert stored.active is True  # refreshing does not change which connection is active
+    assert store.list_connections("acc_1") == [stored]
+    assert store.get_connection("con_2") is None
+    assert store.get_platform_session("con_1") == "new-token"
+
+
+def test_the_same_platform_user_in_two_accounts_gives_two_connections(store: KeyStore) -> None:
+    store.save_connection(connection(1, "acc_1", "u7"), "t1")
+    store.save_connection(connection(2, "acc_2", "u7"), "t2")
+    assert [c.id for c in store.list_connections("acc_1")] == ["con_1"]
+    assert [c.id for c in store.list_connections("acc_2")] == ["con_2"]
+    assert store.get_platform_session("con_2") == "t2"
+
+
+def test_list_connections_oldest_first(store: KeyStore) -> None:
+    store.save_connection(connection(1, at=T0 + timedelta(minutes=2)), "t")
+    store.save_connection(connection(2, at=T0), "t")
+    store.save_connection(connection(3, at=T0 + timedelta(minutes=1)), "t")
+    assert [c.id for c in store.list_connections("acc_1")] == ["con_2", "con_3", "con_1"]
+
+
+def test_set_active_connection_leaves_exactly_one_active(store: KeyStore) -> None:
+    for n in (1, 2, 3):
+        store.save_connection(connection(n, at=T0 + timedelta(seconds=n)), "t")
+    store.save_connection(connection(9, "acc_2", active=True), "t")
+
+    def active_ids(account_id: str = "acc_1") -> list[str]:
+        return [c.id for c in store.list_connections(account_id) if c.active]
+
+    store.set_active_connection("acc_1", "con_2")
+    assert active_ids() == ["con_2"]
+    store.set_active_connection("acc_1", "con_3")
+    assert active_ids() == ["con_3"]
+    store.set_active_connection("acc_1", "con_3")
+    assert active_ids() == ["con_3"]
+    assert active_ids("acc_2") == ["con_9"]  # another account is untouched
+    # An unknown connection, or another account's, changes nothing.
+    store.set_active_connection("acc_1", "con_404")
+    store.set_active_connection("acc_1", "con_9")
+    assert active_ids() == ["con_3"]
+    assert active_ids("acc_2") == ["con_9"]
+
+
+def test_saving_a_new_active_connection_deactivates_the_others(store: KeyStore) -> None:
+    store.save_connection(connection(1, active=True), "t")
+    store.save_connection(connection(2, active=True, at=T0 + timedelta(seconds=1)), "t")
+    assert [c.id for c in store.list_connections("acc_1") if c.active] == ["con_2"]
+
+
+def test_set_connection_status(store: KeyStore) -> None:
+    store.save_connection(connection(1), "t")
+    store.set_connection_status("con_1", CONNECTION_EXPIRED)
+    found = store.get_connection("con_1")
+    assert found is not None and found.status == CONNECTION_EXPIRED
+    store.set_connection_status("con_404", CONNECTION_EXPIRED)  # not an error
+
+
+def test_connection_id_taken_is_a_conflict(store: KeyStore) -> None:
+    store.save_connection(connection(1, "acc_1", "u1"), "t")
+    with pytest.raises(Conflict):
+        store.save_connection(connection(1, "acc_1", "u2"), "t")
+
+
+# --- API keys ------------------------------------------------------------------------------------
+
+
+def test_key_round_trip(store: KeyStore) -> None:
+    full = attrs.evolve(
+        key(1),
+        connection_id="con_1",
+        kind=KEY_CONNECTOR,
+        last_used_at=T0 + timedelta(seconds=1, microseconds=1),
+        expires_at=T0 + timedelta(days=1),
+        revoked_at=T0 + timedelta(hours=2),
+    )
+    store.add_key(full, "a" * 64)
+    store.add_key(attrs.evolve(key(2), scopes=()), "b" * 64)
+    assert store.get_key("key_1") == full
+    assert store.get_key("key_2") == attrs.evolve(key(2), scopes=())
+
+
+def test_find_keys_by_prefix_answers_every_match_with_its_hash(store: KeyStore) -> None:
+    store.add_key(key(1, prefix="AbCd1234"), "1" * 64)
+    store.add_key(key(2, prefix="AbCd1234", at=T0 + timedelta(seconds=1)), "2" * 64)
+    store.add_key(key(3, prefix="abcd1234"), "3" * 64)  # prefixes are case-sensitive
+    found = store.find_keys_by_prefix("AbCd1234")
+    assert [(k.id, h) for k, h in found] == [("key_1", "1" * 64), ("key_2", "2" * 64)]
+    assert found[0][0] == key(1, prefix="AbCd1234")
+    assert store.find_keys_by_prefix("zzzzzzzz") == []
+
+
+def test_key_id_or_secret_hash_taken_is_a_conflict(store: KeyStore) -> None:
+    store.add_key(key(1), "1" * 64)
+    with pytest.raises(Conflict):
+        store.add_key(key(2), "1" * 64)
+    with pytest.raises(Conflict):
+        store.add_key(key(1), "2" * 64)
+    assert [k.id for k in store.list_keys("acc_1")] == ["key_1"]
+
+
+def test_list_keys_oldest_first_with_revoked_ones(store: KeyStore) -> None:
+    store.add_key(attrs.evolve(key(1, at=T0 + timedelta(hours=1)), revoked_at=T0), "1" * 64)
+    store.add_key(key(2, at=T0), "2" * 64)
+    store.add_key(key(3, account_id="acc_2"), "3" * 64)
+    assert [k.id for k in store.list_keys("acc_1")] == ["key_2", "key_1"]
+    assert store.list_keys("acc_404") == []
+
+
+def test_update_key_stores_the_three_mutable_dates_only(store: KeyStore) -> None:
+    store.add_key(key(1), "1" * 64)
+    changed = attrs.evolve(
+        key(1),
+        name="renamed",
+        scopes=("dms:read",),
+        last_used_at=T0 + timedelta(minutes=1),
+        expires_at=T0 + timedelta(hours=24),
+        revoked_at=T0 + timedelta(hours=1),
+    )
+    store.update_key(changed)
+    assert store.get_key("key_1") == attrs.evolve(changed, name="key 1", scopes=key(1).scopes)
+    store.update_key(attrs.evolve(changed, expires_at=None, revoked_at=None))
+    found = store.get_key("key_1")
+    assert found is not None and found.expires_at is None and found.revoked_at is None
+    store.update_key(key(404))  # unknown: nothing happens
+    assert store.get_key("key_404") is None
+
+
+def test_update_key_never_moves_last_used_back(store: KeyStore) -> None:
+    store.add_key(key(1), "1" * 64)
+    store.add_usage({}, {"key_1": T0 + timedelta(minutes=5)})
+    store.update_key(attrs.evolve(key(1), last_used_at=T0, revoked_at=T0))
+    found = store.get_key("key_1")
+    assert found is not None
+    assert found.last_used_at == T0 + timedelta(minutes=5) and found.revoked_at == T0
+
+
+# --- usage ---------------------------------------------------------------------------------------
+
+
+def test_usage_by_day_month_and_total(store: KeyStore) -> None:
+    store.add_key(key(1), "1" * 64)
+    store.add_usage({("key_1", "2026-10-31"): 4, ("key_1", "2026-11-01"): 2, ("key_2", "2026-11-01"): 7}, {})
+    store.add_usage({("key_1", "2026-11-01"): 3, ("key_1", "2026-11-15"): 1}, {})
+    assert store.key_usage("key_1", "2026-11-01") == KeyUsage(5, 6, 10)
+    assert store.key_usage("key_1", "2026-11-15") == KeyUsage(1, 6, 10)
+    assert store.key_usage("key_1", "2026-10-31") == KeyUsage(4, 4, 10)
+    assert store.key_usage("key_1", "2026-12-01") == KeyUsage(0, 0, 10)
+    assert store.key_usage("key_2", "2026-11-01") == KeyUsage(7, 7, 7)
+    assert store.key_usage("key_404", "2026-11-01") == KeyUsage(0, 0, 0)
+
+
+def test_last_used_only_moves_forward(store: KeyStore) -> None:
+    store.add_key(key(1), "1" * 64)
+    later, earlier = T0 + timedelta(minutes=10, microseconds=7), T0 + timedelta(minutes=1)
+    store.add_usage({("key_1", "2026-11-01"): 1}, {"key_1": later})
+    store.add_usage({("key_1", "2026-11-01"): 1}, {"key_1": earlier, "key_404": later})
+    found = store.get_key("key_1")
+    assert found is not None and found.last_used_at == later
+    assert store.get_key("key_404") is None  # usage of an unknown key creates no key
+
+
+# --- audit ---------------------------------------------------------------------------------------
+
+
+def test_count_audit_counts_from_since_inclusive(store: KeyStore) -> None:
+    for minutes in (0, 5, 10):
+        store.add_audit(AuditEvent(at=T0 + timedelta(minutes=minutes), event="login.failed", subject="email:a"))
+    store.add_audit(AuditEvent(at=T0 + timedelta(minutes=6), event="login.failed", subject="email:b"))
+    store.add_audit(AuditEvent(at=T0 + timedelta(minutes=6), event="key.refused", subject="email:a"))
+    assert store.count_audit("login.failed", "email:a", T0) == 3
+    assert store.count_audit("login.failed", "email:a", T0 + timedelta(minutes=5)) == 2
+    assert store.count_audit("login.failed", "email:a", T0 + timedelta(minutes=5, microseconds=1)) == 1
+    assert store.count_audit("login.failed", "email:a", T0 + timedelta(minutes=11)) == 0
+    assert store.count_audit("login.failed", "email:zzz", T0) == 0
+
+
+def test_list_audit_of_an_account_oldest_first(store: KeyStore) -> None:
+    late = AuditEvent(at=T0 + timedelta(seconds=2), event="key.revoked", account_id="acc_1", key_id="key_1")
+    early = AuditEvent(at=T0, event="key.refused", account_id="acc_1", key_id="key_1", subject="pre", detail="revoked")
+    store.add_audit(late)
+    store.add_audit(early)
+    store.add_audit(AuditEvent(at=T0, event="key.minted", account_id="acc_2"))
+    assert store.list_audit("acc_1") == [early, late]
+    assert store.list_audit("acc_404") == []
+
+
+# --- idempotency ---------------------------------------------------------------------------------
+
+
+def test_idempotency_claim_complete_release(store: KeyStore) -> None:
+    first = claim("k1", T0)
+    assert store.claim_idempotency(first) is None
+    assert store.claim_idempotency(claim("k1", T0 + timedelta(seconds=1), "fp2")) == first
+    store.complete_idempotency("k1", 201, '{"id": "p1"}')
+    done = attrs.evolve(first, status=201, body='{"id": "p1"}')
+    assert store.claim_idempotency(claim("k1", T0 + timedelta(hours=1))) == done
+    store.release_idempotency("k1")  # a completed answer is kept for the retries
+    assert store.claim_idempotency(claim("k1", T0 + timedelta(hours=2))) == done
+
+
+def test_released_claim_may_be_claimed_again(store: KeyStore) -> None:
+    assert store.claim_idempotency(claim("k1", T0)) is None
+    store.release_idempotency("k1")
+    retry = claim("k1", T0 + timedelta(seconds=5), "fp2")
+    assert store.claim_idempotency(retry) is None
+    assert store.claim_idempotency(claim("k1", T0 + timedelta(seconds=6))) == retry
+
+
+def test_idempotency_records_last_24_hours(store: KeyStore) -> None:
+    store.claim_idempotency(claim("k1", T0))
+    store.complete_idempotency("k1", 201, "first")
+    found = store.claim_idempotency(claim("k1", T0 + timedelta(hours=24) - timedelta(microseconds=1)))
+    assert found is not None and found.body == "first"
+    newer = claim("k1", T0 + timedelta(hours=24), "fp-new")
+    assert store.claim_idempotency(newer) is None  # 24 hours old: replaced
+    assert store.claim_idempotency(claim("k1", T0 + timedelta(hours=25))) == newer
+
+
+def test_idempotency_keys_are_independent(store: KeyStore) -> None:
+    assert store.claim_idempotency(claim("k1", T0)) is None
+    assert store.claim_idempotency(claim("k2", T0)) is None
+    store.complete_idempotency("k404", 201, "x")  # unknown: not an error
+    store.release_idempotency("k404")
+
+
+def test_concurrent_claims_from_threads_one_wins(store: KeyStore) -> None:
+    barrier = threading.Barrier(8)
+    results: list[bool] = []
+    lock = threading.Lock()
+
+    def attempt(n: int) -> None:
+        barrier.wait()
+        won = store.claim_idempotency(claim("race", T0, f"fp{n}")) is None
+        with lock:
+            results.append(won)
+
+    threads = [threading.Thread(target=attempt, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == [False] * 7 + [True]
+
+
+# --- nothing found -------------------------------------------------------------------------------
+
+
+def test_unknown_ids_answer_none(store: KeyStore) -> None:
+    assert store.get_account("acc_404") is None
+    assert store.find_account_by_email("nobody@example.com") is None
+    assert store.get_web_session("nope") is None
+    assert store.get_connection("con_404") is None
+    assert store.list_connections("acc_404") == []
+    assert store.get_platform_session("con_404") is None
+    assert store.get_key("key_404") is None
+    assert store.find_keys_by_prefix("nope0000") == []
+    assert store.list_keys("acc_404") == []
+    assert store.list_audit("acc_404") == []
+    assert store.count_audit("login.failed", "x", T0) == 0
+    assert store.key_usage("key_404", "2026-11-01") == KeyUsage(0, 0, 0)
+    store.delete_web_session("nope")
+    store.set_active_connection("acc_404", "con_404")
+    store.set_connection_status("con_404", CONNECTION_EXPIRED)
+    store.update_key(key(404))
+    store.add_usage({}, {})

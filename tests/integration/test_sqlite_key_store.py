@@ -1,0 +1,286 @@
+"""What only the real SQLite file can show: encryption at rest, secrets absent from the bytes on disk,
+reopening, the schema and its indexes, and atomicity across processes.
+
+A platform session sealed under another secret reads back as None (the store does not raise): the core
+treats a missing session as an expired connection (``connection_expired``), and re-linking is the
+remedy once the service secret has changed.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import closing
+from datetime import UTC, datetime, timedelta
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Barrier
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from adapters.store.sqlite_key_store import SqliteKeyStore
+from adapters.store.sqlite_schema import SCHEMA_VERSION
+from community_api.keys import display_prefix, generate_secret, hash_secret
+from community_api.model import (
+    CONNECTION_ACTIVE,
+    KEY_STANDARD,
+    Account,
+    ApiKey,
+    AuditEvent,
+    Connection,
+    IdempotencyRecord,
+)
+
+T0 = datetime(2026, 11, 1, 12, 0, 0, 654321, tzinfo=UTC)
+SECRET = "service-secret-for-tests-0123456789"
+PLATFORM_TOKEN = "platform-session-cookie-Zq8xV3-do-not-leak"
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> str:
+    return str(tmp_path / "keys.db")
+
+
+@pytest.fixture
+def store(db_path: str) -> Iterator[SqliteKeyStore]:
+    s = SqliteKeyStore(db_path, SECRET)
+    yield s
+    s.close()
+
+
+def a_connection(n: int = 1, account_id: str = "acc_1") -> Connection:
+    return Connection(
+        id=f"con_{n}",
+        account_id=account_id,
+        platform_user_id=f"u{n}",
+        handle=f"handle{n}",
+        name=f"Name {n}",
+        active=True,
+        status=CONNECTION_ACTIVE,
+        created_at=T0,
+    )
+
+
+def a_key(secret: str, n: int = 1) -> ApiKey:
+    return ApiKey(
+        id=f"key_{n}",
+        account_id="acc_1",
+        name="ci",
+        prefix=display_prefix(secret),
+        scopes=("posts:read",),
+        connection_id=None,
+        kind=KEY_STANDARD,
+        created_at=T0,
+        lineage_id=f"key_{n}",
+    )
+
+
+def file_bytes(path: str) -> bytes:
+    """The main file with its WAL and shared-memory files: recent commits may live in the WAL only."""
+    return b"".join(p.read_bytes() for p in (Path(path), Path(path + "-wal"), Path(path + "-shm")) if p.exists())
+
+
+def raw(path: str) -> sqlite3.Connection:
+    return sqlite3.connect(path, isolation_level=None)
+
+
+def test_secrets_never_reach_the_file(store: SqliteKeyStore, db_path: str) -> None:
+    api_secret = generate_secret()
+    store.add_account(Account("acc_1", "ada@example.com", T0), "argon-hash")
+    store.save_connection(a_connection(), PLATFORM_TOKEN)
+    store.add_key(a_key(api_secret), hash_secret(api_secret))
+    store.close()
+    data = file_bytes(db_path)
+    assert b"handle1" in data and hash_secret(api_secret).encode() in data  # reading the right bytes
+    assert PLATFORM_TOKEN.encode() not in data
+    assert api_secret.encode() not in data
+    assert api_secret[4:].encode() not in data  # nor its random part without the cda_ prefix
+
+
+def test_a_new_store_on_the_file_sees_the_data(store: SqliteKeyStore, db_path: str) -> None:
+    store.add_account(Account("acc_1", "ada@example.com", T0), "argon-hash")
+    store.save_connection(a_connection(), PLATFORM_TOKEN)
+    store.close()
+    again = SqliteKeyStore(db_path, SECRET)
+    try:
+        assert again.get_account("acc_1") == Account("acc_1", "ada@example.com", T0)
+        assert again.get_connection("con_1") == a_connection()
+        assert again.get_platform_session("con_1") == PLATFORM_TOKEN
+    finally:
+        again.close()
+
+
+def test_another_secret_cannot_open_sessions(store: SqliteKeyStore, db_path: str) -> None:
+    store.save_connection(a_connection(), PLATFORM_TOKEN)
+    other = SqliteKeyStore(db_path, "another-secret")
+    try:
+        assert other.get_platform_session("con_1") is None
+        assert other.get_connection("con_1") == a_connection()  # the rest stays readable
+    finally:
+        other.close()
+
+
+def test_a_sealed_session_moved_to_another_row_does_not_open(store: SqliteKeyStore, db_path: str) -> None:
+    store.save_connection(a_connection(1), PLATFORM_TOKEN)
+    store.save_connection(a_connection(2), "another-token")
+    with closing(raw(db_path)) as conn:
+        conn.execute("UPDATE connections SET session = (SELECT session FROM connections WHERE id = 'con_1')"
+                     " WHERE id = 'con_2'")  # fmt: skip
+    assert store.get_platform_session("con_2") is None
+    assert store.get_platform_session("con_1") == PLATFORM_TOKEN
+
+
+def test_empty_secret_and_memory_databases_are_refused(db_path: str) -> None:
+    with pytest.raises(ValueError):
+        SqliteKeyStore(db_path, "")
+    with pytest.raises(ValueError):
+        SqliteKeyStore(":memory:", SECRET)
+
+
+def test_open_creates_folders_and_schema(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "keys.db"
+    store = SqliteKeyStore.open(path, SECRET)
+    assert path.exists()
+    conn = raw(str(path))
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert {"accounts", "web_sessions", "connections", "keys", "usage", "audit", "idempotency"} <= tables
+    finally:
+        conn.close()
+    assert store.count_accounts() == 0
+
+
+def test_the_constructor_creates_folder_and_schema_at_first_use(tmp_path: Path) -> None:
+    path = tmp_path / "var" / "keys.db"
+    store = SqliteKeyStore(str(path), SECRET)
+    assert not path.parent.exists()  # nothing happens before first use
+    try:
+        store.add_account(Account("acc_1", "ada@example.com", T0), "h")
+        assert path.exists() and store.count_accounts() == 1
+    finally:
+        store.close()
+
+
+def test_a_newer_schema_is_refused(db_path: str) -> None:
+    with closing(raw(db_path)) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(RuntimeError, match="schema version"):
+        SqliteKeyStore(db_path, SECRET).count_accounts()
+
+
+def test_hot_path_look_ups_use_indexes(store: SqliteKeyStore, db_path: str) -> None:
+    store.count_accounts()  # creates the schema
+    conn = raw(db_path)
+    try:
+        for sql in (
+            "SELECT * FROM keys WHERE prefix = 'x'",
+            "SELECT * FROM connections WHERE id = 'x'",
+            "SELECT * FROM connections WHERE account_id = 'x'",
+            "SELECT * FROM keys WHERE account_id = 'x'",
+            "SELECT count(*) FROM audit WHERE event = 'e' AND subject = 's' AND at >= 't'",
+            "SELECT * FROM idempotency WHERE key = 'x'",
+        ):
+            plan = " ".join(str(row[-1]) for row in conn.execute("EXPLAIN QUERY PLAN " + sql))
+            assert "USING" in plan and not plan.startswith("SCAN"), (sql, plan)
+    finally:
+        conn.close()
+
+
+def test_timestamps_are_iso_8601_utc_text(store: SqliteKeyStore, db_path: str) -> None:
+    paris = T0.astimezone(ZoneInfo("Europe/Paris"))
+    store.add_account(Account("acc_1", "ada@example.com", paris), "h")
+    with closing(raw(db_path)) as conn:
+        assert conn.execute("SELECT created_at FROM accounts").fetchone()[0] == "2026-11-01T12:00:00.654321+00:00"
+    found = store.get_account("acc_1")
+    assert found is not None and found.created_at == T0 and found.created_at.utcoffset() == timedelta(0)
+    with pytest.raises(ValueError):
+        store.add_audit(AuditEvent(at=datetime(2026, 11, 1), event="naive"))
+
+
+def test_the_audit_table_refuses_updates_and_deletes(store: SqliteKeyStore, db_path: str) -> None:
+    store.add_audit(AuditEvent(at=T0, event="key.minted", account_id="acc_1"))
+    conn = raw(db_path)
+    try:
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            conn.execute("UPDATE audit SET event = 'forged'")
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            conn.execute("DELETE FROM audit")
+    finally:
+        conn.close()
+    assert len(store.list_audit("acc_1")) == 1
+    assert not [n for n in dir(store) if "audit" in n and n not in {"add_audit", "count_audit", "list_audit"}]
+
+
+def test_threads_get_their_own_connections_and_exact_counts(store: SqliteKeyStore) -> None:
+    def work() -> None:
+        for _ in range(100):
+            store.add_usage({("key_1", "2026-11-01"): 1}, {})
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert store.key_usage("key_1", "2026-11-01").requests_total == 800
+
+
+# --- several processes ---------------------------------------------------------------------------
+
+
+def _claim_in_process(path: str, barrier: Barrier, results: Queue[tuple[int, bool]], n: int) -> None:
+    store = SqliteKeyStore(path, SECRET)  # a fresh file: the schema is created by whoever comes first
+    barrier.wait()
+    record = IdempotencyRecord(key="same-key", fingerprint=f"fp{n}", status=0, body="", created_at=T0)
+    results.put((n, store.claim_idempotency(record) is None))
+    store.close()
+
+
+def _add_usage_in_process(store: SqliteKeyStore, barrier: Barrier, n: int) -> None:
+    barrier.wait()
+    for i in range(200):
+        store.add_usage({("key_1", "2026-11-01"): 1}, {"key_1": T0 + timedelta(seconds=n * 1000 + i)})
+
+
+def _run(processes: list[multiprocessing.process.BaseProcess]) -> None:
+    for p in processes:
+        p.start()
+    for p in processes:
+        p.join(timeout=60)
+    assert [p.exitcode for p in processes] == [0] * len(processes)
+
+
+@pytest.mark.slow
+def test_of_eight_processes_claiming_one_key_exactly_one_wins(db_path: str) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(8)
+    results: Queue[tuple[int, bool]] = ctx.Queue()
+    _run([ctx.Process(target=_claim_in_process, args=(db_path, barrier, results, n)) for n in range(8)])
+    outcome = dict(results.get(timeout=10) for _ in range(8))
+    winners = [n for n, won in outcome.items() if won]
+    assert len(winners) == 1
+    store = SqliteKeyStore(db_path, SECRET)
+    try:
+        existing = store.claim_idempotency(
+            IdempotencyRecord(key="same-key", fingerprint="late", status=0, body="", created_at=T0)
+        )
+        assert existing is not None and existing.fingerprint == f"fp{winners[0]}"
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+def test_eight_forked_processes_count_usage_exactly(store: SqliteKeyStore) -> None:
+    secret = generate_secret()
+    store.add_key(a_key(secret), hash_secret(secret))  # the parent has a connection before forking
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(8)
+    _run([ctx.Process(target=_add_usage_in_process, args=(store, barrier, n)) for n in range(8)])
+    usage = store.key_usage("key_1", "2026-11-01")
+    assert (usage.requests_today, usage.requests_this_month, usage.requests_total) == (1600, 1600, 1600)
+    found = store.get_key("key_1")
+    assert found is not None and found.last_used_at == T0 + timedelta(seconds=7 * 1000 + 199)
