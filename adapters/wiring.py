@@ -10,6 +10,8 @@ import logging
 from typing import Any
 
 import falcon
+from argon2 import PasswordHasher
+from argon2.profiles import CHEAPEST
 
 from adapters.http import data_resources as data
 from adapters.http import errors
@@ -49,6 +51,34 @@ def add_rest_routes(app: falcon.App, deps: Deps, settings: Settings) -> None:
     app.add_route("/v1/openapi.json", OpenApiResource())
 
 
+def bootstrap(
+    *,
+    key_store: KeyStore,
+    gateway: PlatformGateway,
+    throttle: Throttle,
+    clock: Clock,
+    settings: Settings,
+) -> Deps:
+    """The collaborators every use case takes (tests call this with fakes)."""
+    return Deps(
+        store=key_store,
+        gateway=gateway,
+        throttle=throttle,
+        clock=clock,
+        usage=UsageRecorder(key_store, clock, settings.usage_flush_seconds),
+        # Tests sign in hundreds of times: argon2's cheap profile there, the default everywhere else.
+        password_hasher=PasswordHasher.from_parameters(CHEAPEST) if settings.mode == "test" else PasswordHasher(),
+    )
+
+
+def app_for(deps: Deps, settings: Settings) -> falcon.App:
+    app = falcon.App(media_type=falcon.MEDIA_JSON)
+    app.req_options.strip_url_path_trailing_slash = True
+    errors.install(app)
+    add_rest_routes(app, deps, settings)
+    return app
+
+
 def create_app(
     *,
     key_store: KeyStore,
@@ -57,19 +87,8 @@ def create_app(
     clock: Clock,
     settings: Settings,
 ) -> falcon.App:
-    deps = Deps(
-        store=key_store,
-        gateway=gateway,
-        throttle=throttle,
-        clock=clock,
-        usage=UsageRecorder(key_store, clock, settings.usage_flush_seconds),
-    )
-    app = falcon.App(media_type=falcon.MEDIA_JSON)
-    app.req_options.strip_url_path_trailing_slash = True
-    errors.install(app)
-    add_rest_routes(app, deps, settings)
-    app.deps = deps  # type: ignore[attr-defined]  # for the CLI and tests that need the same collaborators
-    return app
+    deps = bootstrap(key_store=key_store, gateway=gateway, throttle=throttle, clock=clock, settings=settings)
+    return app_for(deps, settings)
 
 
 def build_gateway(settings: Settings) -> PlatformGateway:

@@ -46,9 +46,7 @@ def select_connection(store: KeyStore, key: ApiKey, requested: str | None) -> Co
     requested = (requested or "").strip() or None
     if key.connection_id is not None:
         if requested is not None and requested != key.connection_id:
-            raise ConnectionMismatch(
-                "this key is bound to another connection", boundConnectionId=key.connection_id
-            )
+            raise ConnectionMismatch("this key is bound to another connection", boundConnectionId=key.connection_id)
         connection = store.get_connection(key.connection_id)
         if connection is None:
             raise NotFound("the connection this key is bound to no longer exists")

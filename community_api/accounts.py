@@ -12,6 +12,7 @@ Rules (DESIGN §2):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import re
@@ -35,9 +36,7 @@ MAX_FAILURES_PER_ADDRESS = 20
 MIN_PASSWORD = 10
 MAX_PASSWORD = 1024
 _EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,255}\.[^@\s]{1,63}")
-_hasher = PasswordHasher()
-# Verified against when the email is unknown, so both failures take the same time.
-_DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))
+DEFAULT_HASHER = PasswordHasher()  # argon2-cffi's defaults: Argon2id, RFC 9106 low-memory profile
 
 
 @attrs.frozen
@@ -59,7 +58,14 @@ def _credentials(body: object) -> tuple[str, str]:
     return email, fields["password"] or ""
 
 
-def create_account(store: KeyStore, clock: Clock, body: object, *, signup_enabled: bool) -> Account:
+def create_account(
+    store: KeyStore,
+    clock: Clock,
+    body: object,
+    *,
+    signup_enabled: bool,
+    hasher: PasswordHasher = DEFAULT_HASHER,
+) -> Account:
     if not signup_enabled and store.count_accounts() > 0:
         raise Forbidden("sign-up is closed on this service; ask its operator for an account")
     email, password = _credentials(body)
@@ -68,11 +74,18 @@ def create_account(store: KeyStore, clock: Clock, body: object, *, signup_enable
     account = Account(id=new_id("acc"), email=email, created_at=clock.now())
     if store.find_account_by_email(email) is not None:
         raise Conflict("an account with this email exists")
-    store.add_account(account, _hasher.hash(password))
+    store.add_account(account, hasher.hash(password))
     return account
 
 
-def sign_in(store: KeyStore, clock: Clock, body: object, client_address: str) -> SignedIn:
+def sign_in(
+    store: KeyStore,
+    clock: Clock,
+    body: object,
+    client_address: str,
+    *,
+    hasher: PasswordHasher = DEFAULT_HASHER,
+) -> SignedIn:
     email, password = _credentials(body)
     now = clock.now()
     since = now - LOGIN_WINDOW
@@ -83,7 +96,8 @@ def sign_in(store: KeyStore, clock: Clock, body: object, client_address: str) ->
         raise RateLimited("too many failed sign-ins; try again later", int(LOGIN_WINDOW.total_seconds()))
     found = store.find_account_by_email(email)
     try:
-        _hasher.verify(found[1] if found else _DUMMY_HASH, password)
+        # An unknown email is verified against a throw-away hash, so both failures take the same time.
+        hasher.verify(found[1] if found else _dummy_hash(hasher), password)
         ok = found is not None
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         ok = False
@@ -103,6 +117,11 @@ def sign_in(store: KeyStore, clock: Clock, body: object, client_address: str) ->
     store.add_web_session(session)
     store.add_audit(AuditEvent(at=now, event="login.succeeded", account_id=account.id))
     return SignedIn(account=account, session=session, cookie_value=cookie_value)
+
+
+@functools.cache
+def _dummy_hash(hasher: PasswordHasher) -> str:
+    return hasher.hash(secrets.token_urlsafe(16))
 
 
 def session_account(store: KeyStore, clock: Clock, cookie_value: str | None) -> tuple[Account, WebSession]:
@@ -127,6 +146,8 @@ def sign_out(store: KeyStore, cookie_value: str) -> None:
     store.delete_web_session(_hash_token(cookie_value))
 
 
-def create_account_unchecked(store: KeyStore, clock: Clock, email: str, password: str) -> Account:
+def create_account_unchecked(
+    store: KeyStore, clock: Clock, email: str, password: str, *, hasher: PasswordHasher = DEFAULT_HASHER
+) -> Account:
     """For the command line: always allowed, same rules for the email and password."""
-    return create_account(store, clock, {"email": email, "password": password}, signup_enabled=True)
+    return create_account(store, clock, {"email": email, "password": password}, signup_enabled=True, hasher=hasher)

@@ -26,9 +26,7 @@ def link_connection(deps: Deps, account_id: str, body: object) -> Connection:
     make_active = fields.pop("active", False)
     if not isinstance(make_active, bool):
         raise InvalidRequest("active must be true or false", field="active")
-    values = check_body(
-        fields, optional={"email": 320, "password": 1024, "sessionToken": 8192}
-    )
+    values = check_body(fields, optional={"email": 320, "password": 1024, "sessionToken": 8192})
     if values["sessionToken"] is not None:
         if values["email"] is not None or values["password"] is not None:
             raise InvalidRequest("give either email and password, or sessionToken, not both")

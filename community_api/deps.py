@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import attrs
+from argon2 import PasswordHasher
 
 from community_api.errors import ConnectionExpired
 from community_api.model import CONNECTION_EXPIRED
@@ -21,6 +22,7 @@ class Deps:
     throttle: Throttle
     clock: Clock
     usage: UsageRecorder
+    password_hasher: PasswordHasher = attrs.field(factory=PasswordHasher)
 
 
 @contextmanager

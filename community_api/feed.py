@@ -76,9 +76,7 @@ def parse_feed_query(pages: object = None, sort: object = None, since: object = 
     if sort is None or sort == "":
         sort = DEFAULT_SORT
     if not isinstance(sort, str) or sort not in SORTS:
-        raise InvalidRequest(
-            f"sort must be one of: {', '.join(SORTS)}", parameter="sort", allowed=list(SORTS)
-        )
+        raise InvalidRequest(f"sort must be one of: {', '.join(SORTS)}", parameter="sort", allowed=list(SORTS))
     if since == "":
         since = None
     if since is not None:

@@ -50,9 +50,7 @@ def run_once(
         raise InvalidRequest("Idempotency-Key must be 1 to 255 visible ASCII characters")
     record_key = f"{account_id}:{idempotency_key}"
     fingerprint = hashlib.sha256(request_fingerprint).hexdigest()
-    claim = IdempotencyRecord(
-        key=record_key, fingerprint=fingerprint, status=0, body="", created_at=clock.now()
-    )
+    claim = IdempotencyRecord(key=record_key, fingerprint=fingerprint, status=0, body="", created_at=clock.now())
     existing = store.claim_idempotency(claim)
     if existing is not None:
         if existing.fingerprint != fingerprint:

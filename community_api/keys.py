@@ -135,9 +135,7 @@ def _own_key(store: KeyStore, account_id: str, key_id: str) -> ApiKey:
     return key
 
 
-def rotate_key(
-    store: KeyStore, clock: Clock, *, account_id: str, key_id: str, grace: bool = True
-) -> IssuedKey:
+def rotate_key(store: KeyStore, clock: Clock, *, account_id: str, key_id: str, grace: bool = True) -> IssuedKey:
     """Issue a successor with the same name, scopes, binding and kind.
 
     - the old key works for 24 hours more (``grace`` False: it ends now, for a leaked key);
@@ -234,9 +232,7 @@ def parse_mint_request(body: object) -> tuple[str | None, list[str] | None, str 
     name, scopes, connection_id = body.get("name"), body.get("scopes"), body.get("connectionId")
     if name is not None and not isinstance(name, str):
         raise InvalidRequest("name must be a string", field="name")
-    if scopes is not None and (
-        not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes)
-    ):
+    if scopes is not None and (not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes)):
         raise InvalidRequest("scopes must be a list of scope names", field="scopes")
     if connection_id is not None and not isinstance(connection_id, str):
         raise InvalidRequest("connectionId must be a string", field="connectionId")

@@ -70,9 +70,7 @@ class PlatformGateway(Protocol):
         """Group metadata with its labels (categories)."""
         ...
 
-    def feed_pages(
-        self, session: PlatformSession, group: str, sort: str, pages: Sequence[int]
-    ) -> list[list[Post]]:
+    def feed_pages(self, session: PlatformSession, group: str, sort: str, pages: Sequence[int]) -> list[list[Post]]:
         """Fetch the given 1-based feed pages of ``group`` at once, in ``sort`` (one of ``feed.SORTS``).
 
         Answers one list per requested page, in the order asked; an empty list means the page lies past
@@ -85,9 +83,7 @@ class PlatformGateway(Protocol):
         ``NotFound`` for an unknown post or a comment id."""
         ...
 
-    def create_post(
-        self, session: PlatformSession, group: str, title: str, content: str, label_id: str | None
-    ) -> Post:
+    def create_post(self, session: PlatformSession, group: str, title: str, content: str, label_id: str | None) -> Post:
         """Publish a post. The answer's author fields are None: the platform does not return them."""
         ...
 
@@ -115,9 +111,7 @@ class PlatformGateway(Protocol):
         ``awaiting_reply`` is left False: the core decides it from ``last_message.sender_id``."""
         ...
 
-    def get_messages(
-        self, session: PlatformSession, conversation_id: str, before: str | None
-    ) -> MessagePage:
+    def get_messages(self, session: PlatformSession, conversation_id: str, before: str | None) -> MessagePage:
         """The newest messages of a thread (``before`` None) or those older than message ``before``."""
         ...
 
@@ -246,4 +240,3 @@ class Throttle(Protocol):
     def cancel(self, reservation: object) -> None: ...
 
     def quota(self, connection_id: str) -> DmQuota: ...
-

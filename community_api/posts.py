@@ -33,16 +33,12 @@ def list_comments(deps: Deps, actor: Actor, post_id: str, group: str | None) -> 
 
 
 def create_post(deps: Deps, actor: Actor, group: str, body: object) -> Post:
-    fields = check_body(
-        body, required={"title": MAX_TITLE}, optional={"content": MAX_CONTENT, "label": MAX_ID}
-    )
+    fields = check_body(body, required={"title": MAX_TITLE}, optional={"content": MAX_CONTENT, "label": MAX_ID})
     label_id = None
     with marking_expiry(deps, actor.connection.id):
         if fields["label"] is not None:
             label_id = _label_id(deps, actor, group, fields["label"])
-        post = deps.gateway.create_post(
-            actor.session, group, fields["title"] or "", fields["content"] or "", label_id
-        )
+        post = deps.gateway.create_post(actor.session, group, fields["title"] or "", fields["content"] or "", label_id)
     return post
 
 
@@ -69,9 +65,7 @@ def delete_post(deps: Deps, actor: Actor, post_id: str) -> None:
 def create_comment(deps: Deps, actor: Actor, post_id: str, group: str | None, body: object) -> Comment:
     fields = check_body(body, required={"content": MAX_CONTENT}, optional={"parentId": MAX_ID})
     with marking_expiry(deps, actor.connection.id):
-        return deps.gateway.create_comment(
-            actor.session, post_id, fields["content"] or "", fields["parentId"], group
-        )
+        return deps.gateway.create_comment(actor.session, post_id, fields["content"] or "", fields["parentId"], group)
 
 
 def delete_comment(deps: Deps, actor: Actor, comment_id: str) -> None:

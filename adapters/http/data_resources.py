@@ -59,9 +59,7 @@ class Resource:
                 status = STATUS_BY_CODE[error.code]
                 return Answer(status, error_body(error.code, error.message, error.details))
 
-        fingerprint = b"\n".join(
-            [req.method.encode(), req.relative_uri.encode(), (actor.connection.id).encode(), raw]
-        )
+        fingerprint = b"\n".join([req.method.encode(), req.relative_uri.encode(), (actor.connection.id).encode(), raw])
         answer = run_once(
             self.deps.store,
             self.deps.clock,
@@ -135,9 +133,7 @@ class CommentsResource(Resource):
         actor = self.actor(req, scopes.COMMENTS_WRITE)
         group = query(req, ("group",))["group"]
         body, raw = read_json(req)
-        self.create_once(
-            req, resp, actor, raw, lambda: posts.create_comment(self.deps, actor, post_id, group, body)
-        )
+        self.create_once(req, resp, actor, raw, lambda: posts.create_comment(self.deps, actor, post_id, group, body))
 
 
 class CommentResource(Resource):

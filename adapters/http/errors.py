@@ -72,9 +72,7 @@ def handle_service_error(
         resp.set_header("WWW-Authenticate", getattr(req.context, "www_authenticate", WWW_AUTHENTICATE))
     required = error.details.get("requiredScope")
     if error.code == "forbidden" and required:
-        resp.set_header(
-            "WWW-Authenticate", f'Bearer error="insufficient_scope", scope="{required}"'
-        )
+        resp.set_header("WWW-Authenticate", f'Bearer error="insufficient_scope", scope="{required}"')
     _respond(resp, status, error.code, error.message, error.details)
 
 
@@ -92,9 +90,7 @@ def handle_http_error(
     _respond(resp, status, code, message, {})
 
 
-def handle_unexpected(
-    req: falcon.Request, resp: falcon.Response, error: Exception, params: dict[str, Any]
-) -> None:
+def handle_unexpected(req: falcon.Request, resp: falcon.Response, error: Exception, params: dict[str, Any]) -> None:
     # A bug: say so plainly without leaking internals; the traceback goes to the server log only.
     log.exception("unexpected error on %s %s", req.method, req.path)
     _respond(resp, 500, "internal_error", "the service failed to handle this request", {})

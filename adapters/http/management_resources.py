@@ -25,7 +25,11 @@ class AccountsResource(ManagementResource):
         req.context.web_route = True
         body, _ = read_json(req)
         account = accounts.create_account(
-            self.deps.store, self.deps.clock, body, signup_enabled=self.signup_enabled
+            self.deps.store,
+            self.deps.clock,
+            body,
+            signup_enabled=self.signup_enabled,
+            hasher=self.deps.password_hasher,
         )
         send_json(resp, {"account": account}, status=201)
 
@@ -34,7 +38,13 @@ class SessionResource(ManagementResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         req.context.web_route = True
         body, _ = read_json(req)
-        signed_in = accounts.sign_in(self.deps.store, self.deps.clock, body, req.remote_addr or "unknown")
+        signed_in = accounts.sign_in(
+            self.deps.store,
+            self.deps.clock,
+            body,
+            req.remote_addr or "unknown",
+            hasher=self.deps.password_hasher,
+        )
         resp.set_cookie(
             SESSION_COOKIE,
             signed_in.cookie_value,

@@ -42,9 +42,7 @@ _GROUP_Q = _param("group", description="Group id or slug of the post (optional).
 _IDEMPOTENCY = _param(
     "Idempotency-Key", "header", description="Retry-safe creation: the same key and body act once in 24 hours."
 )
-_CONNECTION = _param(
-    "X-Community-Connection", "header", description="Connection to act through (unbound keys only)."
-)
+_CONNECTION = _param("X-Community-Connection", "header", description="Connection to act through (unbound keys only).")
 
 # (method, path, summary, security: "key:<scope>" | "session" | "none", parameters, body, success status)
 ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | None, int]] = [
@@ -74,11 +72,25 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         _body({"title": _STR, "content": _STR, "label": _STR}, ["title"]),
         201,
     ),
-    ("GET", "/v1/posts/{post_id}", "A post with all its comments", "key:posts:read",
-     [_param("post_id", "path"), _GROUP_Q], None, 200),
+    (
+        "GET",
+        "/v1/posts/{post_id}",
+        "A post with all its comments",
+        "key:posts:read",
+        [_param("post_id", "path"), _GROUP_Q],
+        None,
+        200,
+    ),
     ("DELETE", "/v1/posts/{post_id}", "Delete a post", "key:posts:write", [_param("post_id", "path")], None, 204),
-    ("GET", "/v1/posts/{post_id}/comments", "Comments of a post, flat", "key:comments:read",
-     [_param("post_id", "path"), _GROUP_Q], None, 200),
+    (
+        "GET",
+        "/v1/posts/{post_id}/comments",
+        "Comments of a post, flat",
+        "key:comments:read",
+        [_param("post_id", "path"), _GROUP_Q],
+        None,
+        200,
+    ),
     (
         "POST",
         "/v1/posts/{post_id}/comments",
@@ -88,10 +100,24 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         _body({"content": _STR, "parentId": _STR}, ["content"]),
         201,
     ),
-    ("DELETE", "/v1/comments/{comment_id}", "Delete a comment", "key:comments:write",
-     [_param("comment_id", "path")], None, 204),
-    ("GET", "/v1/dms", "The DM inbox", "key:dms:read",
-     [_param("cursor"), _param("awaitingReply", schema={"type": "boolean"})], None, 200),
+    (
+        "DELETE",
+        "/v1/comments/{comment_id}",
+        "Delete a comment",
+        "key:comments:write",
+        [_param("comment_id", "path")],
+        None,
+        204,
+    ),
+    (
+        "GET",
+        "/v1/dms",
+        "The DM inbox",
+        "key:dms:read",
+        [_param("cursor"), _param("awaitingReply", schema={"type": "boolean"})],
+        None,
+        200,
+    ),
     (
         "POST",
         "/v1/dms",
@@ -101,12 +127,33 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         _body({"to": _STR, "conversationId": _STR, "content": _STR}, ["content"]),
         201,
     ),
-    ("GET", "/v1/dms/{conversation_id}", "A DM thread, oldest to newest", "key:dms:read",
-     [_param("conversation_id", "path"), _param("cursor", description="A message id: older messages.")], None, 200),
-    ("POST", "/v1/accounts", "Create an account", "none",
-     [], _body({"email": _STR, "password": _STR}, ["email", "password"]), 201),
-    ("POST", "/v1/session", "Sign in (sets the session cookie)", "none",
-     [], _body({"email": _STR, "password": _STR}, ["email", "password"]), 200),
+    (
+        "GET",
+        "/v1/dms/{conversation_id}",
+        "A DM thread, oldest to newest",
+        "key:dms:read",
+        [_param("conversation_id", "path"), _param("cursor", description="A message id: older messages.")],
+        None,
+        200,
+    ),
+    (
+        "POST",
+        "/v1/accounts",
+        "Create an account",
+        "none",
+        [],
+        _body({"email": _STR, "password": _STR}, ["email", "password"]),
+        201,
+    ),
+    (
+        "POST",
+        "/v1/session",
+        "Sign in (sets the session cookie)",
+        "none",
+        [],
+        _body({"email": _STR, "password": _STR}, ["email", "password"]),
+        200,
+    ),
     ("DELETE", "/v1/session", "Sign out", "session", [], None, 204),
     ("GET", "/v1/connections", "List connections", "session", [], None, 200),
     (
@@ -127,8 +174,15 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         _body({"name": _STR, "scopes": {"type": "array", "items": _STR}, "connectionId": _STR}, []),
         201,
     ),
-    ("POST", "/v1/keys/{key_id}/rotate", "Rotate a key (24-hour grace for the old one)", "session",
-     [_param("key_id", "path"), _param("grace", schema={"type": "string", "enum": ["0", "24h"]})], None, 201),
+    (
+        "POST",
+        "/v1/keys/{key_id}/rotate",
+        "Rotate a key (24-hour grace for the old one)",
+        "session",
+        [_param("key_id", "path"), _param("grace", schema={"type": "string", "enum": ["0", "24h"]})],
+        None,
+        201,
+    ),
     ("DELETE", "/v1/keys/{key_id}", "Revoke a key at once", "session", [_param("key_id", "path")], None, 204),
     ("GET", "/v1/me", "The account, connections, keys and usage", "session", [], None, 200),
     ("GET", "/v1/openapi.json", "This document", "none", [], None, 200),

@@ -17,6 +17,7 @@ Rules worth knowing:
 from __future__ import annotations
 
 import functools
+import hmac
 import secrets
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -79,8 +80,12 @@ def _platform_call(method: F) -> F:
 
 
 class FakePlatformGateway:
-    def __init__(self, clock: Clock | None = None, seed: int = 1) -> None:
+    def __init__(self, clock: Clock | None = None, seed: int = 1, signing_key: bytes | None = None) -> None:
+        """``signing_key`` makes session tokens self-contained and signed (as the platform's JWT is), so
+        several instances — one per gunicorn worker in end-to-end tests — accept each other's sessions."""
         self.clock: Clock = clock or SystemClock()
+        self._signing_key = signing_key
+        self._expired_users: set[str] = set()
         self.world = build_world(seed, self.clock.now())
         self.calls: Counter[str] = Counter()
         self.feed_requests: list[tuple[int, ...]] = []  # the pages asked for, one tuple per feed_pages call
@@ -112,6 +117,7 @@ class FakePlatformGateway:
         """End every session of a user (an id, or a handle for convenience)."""
         uid = self._user_rec(user_id).id
         self._sessions = {t: u for t, u in self._sessions.items() if u != uid}
+        self._expired_users.add(uid)
 
     def session_for(self, handle: str, connection_id: str = "con_fake") -> PlatformSession:
         """A fresh session of a seeded user, as ``login`` would give, for tests that skip the login."""
@@ -146,7 +152,7 @@ class FakePlatformGateway:
 
     @_platform_call
     def adopt_session(self, session_token: str) -> LinkedAccount:
-        user_id = self._sessions.get(session_token)
+        user_id = self._sessions.get(session_token) or self._signed_user(session_token)
         if user_id is None:
             raise InvalidRequest("the platform session token is not valid (unknown or expired)")
         return LinkedAccount(user=self._public_user(user_id), session_token=session_token)
@@ -365,11 +371,25 @@ class FakePlatformGateway:
     # --- look-ups and views -------------------------------------------------------------------------
     def _new_session(self, user_id: str) -> str:
         token = secrets.token_urlsafe(24)
+        if self._signing_key is not None:
+            body = f"{user_id}.{token}"
+            token = f"{body}.{hmac.new(self._signing_key, body.encode(), 'sha256').hexdigest()}"
+            self._expired_users.discard(user_id)
         self._sessions[token] = user_id
         return token
 
+    def _signed_user(self, token: str) -> str | None:
+        if self._signing_key is None or token.count(".") != 2:
+            return None
+        body, _, signature = token.rpartition(".")
+        expected = hmac.new(self._signing_key, body.encode(), "sha256").hexdigest()
+        user_id = body.partition(".")[0]
+        if not hmac.compare_digest(signature, expected) or user_id in self._expired_users:
+            return None
+        return user_id
+
     def _me(self, session: PlatformSession) -> str:
-        user_id = self._sessions.get(session.token)
+        user_id = self._sessions.get(session.token) or self._signed_user(session.token)
         if user_id is None:
             raise ConnectionExpired("the platform session has expired: link the account again")
         return user_id

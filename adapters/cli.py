@@ -1,0 +1,170 @@
+"""The ``community-api`` command: serve, sandbox, demo, accounts create, keys mint.
+
+Flags set the same ``COMMUNITY_API_*`` variables the service reads, so gunicorn workers see one source
+of settings. A wrong setting ends the command with a one-line reason, not a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from adapters.settings import PREFIX, SettingsError, load_settings
+
+
+def _apply_common(args: argparse.Namespace) -> None:
+    for name in ("db", "secret", "platform_url", "platform_api_url", "mode"):
+        value = getattr(args, name, None)
+        if value:
+            os.environ[PREFIX + name.upper()] = value
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", help="SQLite database path (COMMUNITY_API_DB)")
+    parser.add_argument("--secret", help="service secret (COMMUNITY_API_SECRET); prefer the variable")
+    parser.add_argument("--platform-url", help="platform www base URL (COMMUNITY_API_PLATFORM_URL)")
+    parser.add_argument("--platform-api-url", help="platform API base URL (COMMUNITY_API_PLATFORM_API_URL)")
+    parser.add_argument("--mode", choices=("production", "demo", "test"), help="COMMUNITY_API_MODE")
+
+
+def serve(args: argparse.Namespace) -> int:
+    _apply_common(args)
+    load_settings()  # refuse to start on a bad setting before forking workers
+    argv = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--bind",
+        args.bind,
+        "--workers",
+        str(args.workers),
+        "--worker-class",
+        args.worker_class,
+        "--threads",
+        str(args.threads),
+        "--timeout",
+        str(args.timeout),
+        "--access-logfile",
+        "-",
+        "adapters.wiring:get_app()",
+    ]
+    if args.preload:
+        argv.insert(3, "--preload")
+    os.execv(sys.executable, argv)  # noqa: S606 - replaces this process with gunicorn
+    return 0  # pragma: no cover
+
+
+def sandbox(args: argparse.Namespace) -> int:
+    argv = [sys.executable, "-m", "scripts.sandbox", "--bind", args.bind, "--seed", str(args.seed)]
+    os.execv(sys.executable, argv)  # noqa: S606
+    return 0  # pragma: no cover
+
+
+def accounts_create(args: argparse.Namespace) -> int:
+    from adapters.store.sqlite_key_store import SqliteKeyStore
+    from community_api.accounts import create_account_unchecked
+    from community_api.clock import SystemClock
+
+    _apply_common(args)
+    settings = load_settings()
+    password = sys.stdin.readline().rstrip("\n")
+    store = SqliteKeyStore(settings.db, settings.secret)
+    account = create_account_unchecked(store, SystemClock(), args.email, password)
+    print(f"account {account.id} created for {account.email}")
+    return 0
+
+
+def keys_mint(args: argparse.Namespace) -> int:
+    from adapters.store.sqlite_key_store import SqliteKeyStore
+    from community_api.clock import SystemClock
+    from community_api.keys import mint_key
+
+    _apply_common(args)
+    settings = load_settings()
+    store = SqliteKeyStore(settings.db, settings.secret)
+    found = store.find_account_by_email(args.email.strip().lower())
+    if found is None:
+        raise SettingsError(f"no account with the email {args.email}")
+    issued = mint_key(
+        store,
+        SystemClock(),
+        account_id=found[0].id,
+        name=args.name,
+        scopes=args.scope or None,
+        connection_id=args.connection,
+    )
+    print(f"key {issued.key.id} scopes={' '.join(issued.key.scopes)}", file=sys.stderr)
+    print(issued.secret)
+    return 0
+
+
+def demo(args: argparse.Namespace) -> int:
+    from adapters.demo import run_demo
+
+    return run_demo(bind=args.bind, sandbox_bind=args.sandbox_bind)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="community-api", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    p = commands.add_parser("serve", help="run the service under gunicorn")
+    _add_common(p)
+    p.add_argument("--bind", default="127.0.0.1:8000")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--worker-class", default="gthread", choices=("sync", "gthread"))
+    p.add_argument("--threads", type=int, default=4)
+    p.add_argument("--timeout", type=int, default=120)
+    p.add_argument("--preload", action="store_true")
+    p.set_defaults(func=serve)
+
+    p = commands.add_parser("sandbox", help="run the stand-in community platform")
+    p.add_argument("--bind", default="127.0.0.1:8700")
+    p.add_argument("--seed", type=int, default=1)
+    p.set_defaults(func=sandbox)
+
+    p = commands.add_parser("demo", help="the stand-in platform and the service, ready to try")
+    p.add_argument("--bind", default="127.0.0.1:8000")
+    p.add_argument("--sandbox-bind", default="127.0.0.1:8700")
+    p.set_defaults(func=demo)
+
+    p = commands.add_parser("accounts", help="manage accounts")
+    sub = p.add_subparsers(dest="action", required=True)
+    p = sub.add_parser("create", help="create an account; the password is read from standard input")
+    _add_common(p)
+    p.add_argument("email")
+    p.set_defaults(func=accounts_create)
+
+    p = commands.add_parser("keys", help="manage API keys")
+    sub = p.add_subparsers(dest="action", required=True)
+    p = sub.add_parser("mint", help="mint a key and print it (shown once)")
+    _add_common(p)
+    p.add_argument("--email", required=True, help="the account's email")
+    p.add_argument("--name")
+    p.add_argument("--scope", action="append", help="a scope to grant; repeat; default: the read scopes")
+    p.add_argument("--connection", help="bind the key to this connection id")
+    p.set_defaults(func=keys_mint)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        result: int = args.func(args)
+        return result
+    except SettingsError as error:
+        print(f"community-api: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:  # a core error (bad email, weak password...): one line, no traceback
+        from community_api.errors import ServiceError
+
+        if isinstance(error, ServiceError):
+            print(f"community-api: {error.message}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""API overhead: an authenticated GET /v1/whoami (SQLite key store, usage accounting on, in-memory
+platform) against a bare Falcon route, both under the same gunicorn settings, measured side by side in
+one run with wrk. Prints requests per second of each round and the ratio of the medians.
+
+    make bench            # or: .venv/bin/python scripts/bench/api_overhead.py [--seconds 5] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from adapters.store.sqlite_key_store import SqliteKeyStore  # noqa: E402
+from community_api.clock import SystemClock  # noqa: E402
+from community_api.connections import link_connection  # noqa: E402
+from community_api.deps import Deps  # noqa: E402
+from community_api.keys import mint_key  # noqa: E402
+from community_api.model import Account  # noqa: E402
+from community_api.usage import UsageRecorder  # noqa: E402
+from tests.fakes.clock import FakeClock  # noqa: E402
+from tests.fakes.platform import FakePlatformGateway  # noqa: E402
+from tests.fakes.throttle import FakeThrottle  # noqa: E402
+from tests.processes import free_port, gunicorn_args, serving  # noqa: E402
+
+SECRET = "bench-secret-" + "b" * 40
+
+
+def prepare(db: Path) -> str:
+    """An account, alice linked, and a key, written to the database the service will read."""
+    store = SqliteKeyStore(str(db), SECRET)
+    clock = SystemClock()
+    account = Account(id="acc_bench", email="bench@example.com", created_at=clock.now())
+    store.add_account(account, "not-a-real-hash")
+    deps = Deps(
+        store=store,
+        gateway=FakePlatformGateway(signing_key=SECRET.encode()),
+        throttle=FakeThrottle(FakeClock()),
+        clock=clock,
+        usage=UsageRecorder(store, clock),
+    )
+    link_connection(deps, account.id, {"email": "alice@sandbox.test", "password": "sandbox"})
+    return mint_key(store, clock, account_id=account.id, name="bench", scopes=None, connection_id=None).secret
+
+
+def wrk(url: str, key: str | None, seconds: int) -> float:
+    command = ["wrk", "-t2", "-c16", f"-d{seconds}s", url]
+    if key:
+        command[1:1] = ["-H", f"Authorization: Bearer {key}"]
+    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    if errors:
+        raise SystemExit(f"{url} answered {errors.group(1)} errors:\n{output}")
+    return float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))  # type: ignore[union-attr]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    if not shutil.which("wrk"):
+        raise SystemExit("wrk is not installed: `make bench` installs it (Debian package wrk)")
+    with tempfile.TemporaryDirectory() as folder:
+        db = Path(folder) / "bench.sqlite3"
+        key = prepare(db)
+        env = {"COMMUNITY_API_MODE": "test", "COMMUNITY_API_DB": str(db), "COMMUNITY_API_SECRET": SECRET}
+        bare_port, service_port = free_port(), free_port()
+        bare_url = f"http://127.0.0.1:{bare_port}/v1/whoami"
+        service_url = f"http://127.0.0.1:{service_port}/v1/whoami"
+        quiet = ["--access-logfile", "/dev/null"]
+        bare_args = gunicorn_args("scripts.bench.apps:bare_app()", bare_port, workers=args.workers)
+        service_args = gunicorn_args("scripts.bench.apps:service_app()", service_port, workers=args.workers)
+        with (
+            serving(bare_args + quiet, bare_url, env=env),
+            serving(service_args + quiet, service_url.replace("whoami", "openapi.json"), env=env),
+        ):
+            wrk(service_url, key, 1)  # warm both
+            wrk(bare_url, None, 1)
+            bare, ours = [], []
+            for round_ in range(args.rounds):
+                bare.append(wrk(bare_url, None, args.seconds))
+                ours.append(wrk(service_url, key, args.seconds))
+                print(f"round {round_ + 1}: bare {bare[-1]:.0f} req/s, authenticated whoami {ours[-1]:.0f} req/s")
+    ratio = statistics.median(ours) / statistics.median(bare)
+    print(f"median: bare {statistics.median(bare):.0f} req/s, ours {statistics.median(ours):.0f} req/s")
+    print(f"ratio ours/bare = {ratio:.2f} (goal: at least 0.80)")
+
+
+if __name__ == "__main__":
+    main()

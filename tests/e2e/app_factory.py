@@ -1,0 +1,27 @@
+"""An app for end-to-end tests: the real SQLite key store and limits throttle, and the in-memory platform
+(each gunicorn worker holds its own copy of it; the key store and the throttle are shared).
+
+gunicorn runs ``tests.e2e.app_factory:get_app()``; settings come from ``COMMUNITY_API_*`` as usual.
+"""
+
+from __future__ import annotations
+
+import falcon
+
+from adapters.settings import load_settings
+from adapters.store.sqlite_key_store import SqliteKeyStore
+from adapters.throttle.limits_throttle import LimitsThrottle
+from adapters.wiring import create_app
+from community_api.clock import SystemClock
+from tests.fakes.platform import FakePlatformGateway
+
+
+def get_app() -> falcon.App:
+    settings = load_settings()
+    return create_app(
+        key_store=SqliteKeyStore(settings.db, settings.secret),
+        gateway=FakePlatformGateway(signing_key=settings.secret.encode()),
+        throttle=LimitsThrottle(settings.throttle_uri, salt=settings.secret),
+        clock=SystemClock(),
+        settings=settings,
+    )

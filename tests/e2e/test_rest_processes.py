@@ -1,0 +1,137 @@
+"""The REST API under gunicorn with three workers on a temporary SQLite database, driven with requests."""
+
+from __future__ import annotations
+
+import multiprocessing
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import requests
+
+from tests.processes import free_port, gunicorn_args, serving
+
+pytestmark = pytest.mark.slow
+PASSWORD = "a long enough password"
+SECRET = "e2e-secret-" + "x" * 40
+
+
+@attrs.define
+class Service:
+    url: str
+    db: Path
+    log: Path
+    session: requests.Session
+    csrf: str
+
+    def manage(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        return self.session.request(method, self.url + path, headers={"X-CSRF-Token": self.csrf}, timeout=10, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    folder = tmp_path_factory.mktemp("e2e")
+    db = folder / "service.sqlite3"
+    log = folder / "gunicorn.log"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {
+        "COMMUNITY_API_MODE": "test",
+        "COMMUNITY_API_DB": str(db),
+        "COMMUNITY_API_SECRET": SECRET,
+        "COMMUNITY_API_USAGE_FLUSH_SECONDS": "0",
+    }
+    args = gunicorn_args("tests.e2e.app_factory:get_app()", port, workers=3)
+    args[-1:-1] = ["--access-logformat", "pid=%(p)s %(r)s %(s)s"]
+    with serving(args, url + "/v1/openapi.json", env=env, log_path=log):
+        session = requests.Session()
+        assert (
+            session.post(url + "/v1/accounts", json={"email": "e2e@example.com", "password": PASSWORD}).status_code
+            == 201
+        )
+        signed = session.post(url + "/v1/session", json={"email": "e2e@example.com", "password": PASSWORD})
+        yield Service(url, db, log, session, signed.json()["csrfToken"])
+
+
+def mint(service: Service, **body: Any) -> dict[str, Any]:
+    result = service.manage("POST", "/v1/keys", json=body)
+    assert result.status_code == 201, result.text
+    return dict(result.json())
+
+
+def whoami(service: Service, key: str) -> requests.Response:
+    # A fresh connection each time, so that requests spread over the workers.
+    return requests.get(
+        service.url + "/v1/whoami", headers={"Authorization": f"Bearer {key}", "Connection": "close"}, timeout=10
+    )
+
+
+@pytest.fixture(scope="module")
+def alice(service: Service) -> dict[str, Any]:
+    result = service.manage("POST", "/v1/connections", json={"email": "alice@sandbox.test", "password": "sandbox"})
+    assert result.status_code == 201, result.text
+    return dict(result.json())
+
+
+def test_mint_use_revoke_is_seen_by_every_worker(service: Service, alice: dict[str, Any]) -> None:
+    key = mint(service, name="revoke me")
+    for _ in range(10):
+        assert whoami(service, key["secret"]).json()["handle"] == "alice"
+    assert service.manage("DELETE", f"/v1/keys/{key['id']}").status_code == 204
+    before = service.log.read_text().count("\n")
+    statuses = [whoami(service, key["secret"]).status_code for _ in range(20)]
+    assert statuses == [401] * 20
+    lines = service.log.read_text().splitlines()[before:]
+    pids = {m.group(1) for line in lines if "/v1/whoami" in line and (m := re.search(r"pid=(\d+)", line))}
+    assert len(pids) >= 2, "the 20 requests should have landed on several workers"
+
+
+def _send_dm(url: str, key: str, to: str, start: Any, results: Any) -> None:
+    start.wait()
+    result = requests.post(
+        url + "/v1/dms",
+        json={"to": to, "content": "hello from a racer"},
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=30,
+    )
+    results.put((result.status_code, result.headers.get("Retry-After")))
+
+
+def test_eight_processes_sending_dms_at_once_get_exactly_the_allowed_number(
+    service: Service, alice: dict[str, Any]
+) -> None:
+    key = mint(service, scopes=["dms:write", "dms:read"], connectionId=alice["id"])
+    context = multiprocessing.get_context("spawn")
+    start = context.Event()
+    results = context.Queue()
+    racers = [
+        context.Process(target=_send_dm, args=(service.url, key["secret"], "usr-bob", start, results)) for _ in range(8)
+    ]
+    for racer in racers:
+        racer.start()
+    start.set()
+    outcomes = [results.get(timeout=60) for _ in racers]
+    for racer in racers:
+        racer.join(30)
+    statuses = sorted(status for status, _ in outcomes)
+    assert statuses == [201] + [429] * 7
+    assert all(30 <= int(retry) <= 45 for status, retry in outcomes if status == 429)
+    me = service.manage("GET", "/v1/me").json()
+    assert me["usage"]["dms"]["sentLastHour"] == 1
+
+
+def test_the_secret_appears_neither_in_output_nor_in_the_database(service: Service, alice: dict[str, Any]) -> None:
+    key = mint(service, name="secret check")
+    secret = key["secret"]
+    assert whoami(service, secret).status_code == 200
+    assert whoami(service, secret[:-1] + ("A" if secret[-1] != "A" else "B")).status_code == 401
+    rotated = service.manage("POST", f"/v1/keys/{key['id']}/rotate").json()
+    assert whoami(service, rotated["secret"]).status_code == 200
+    for value in (secret, rotated["secret"], 'sandbox"', PASSWORD):
+        needle = value.encode()
+        assert needle not in service.log.read_bytes()
+        for path in service.db.parent.glob(service.db.name + "*"):
+            assert needle not in path.read_bytes(), f"found in {path.name}"

@@ -1,0 +1,91 @@
+"""Real processes for integration and end-to-end tests: free loopback ports, start, wait, end by PID."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the process serving {url} exited with {process.returncode}")
+        try:
+            requests.get(url, timeout=1)
+            return
+        except requests.RequestException:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing answered at {url} within {timeout} s")
+
+
+def stop(process: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    """End the process by its PID (and its workers, which gunicorn's master ends on SIGTERM)."""
+    if process.poll() is None:
+        os.kill(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(timeout)
+
+
+@contextmanager
+def serving(
+    args: Sequence[str],
+    health_url: str,
+    env: Mapping[str, str] | None = None,
+    log_path: Path | None = None,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Run ``python args…`` from the project root until the block ends; its output goes to ``log_path``."""
+    full_env = {**os.environ, **(env or {})}
+    log = open(log_path, "wb") if log_path else subprocess.DEVNULL  # noqa: SIM115
+    process = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_for_http(health_url, process)
+        yield process
+    finally:
+        stop(process)
+        if log_path:
+            log.close()  # type: ignore[union-attr]
+
+
+def gunicorn_args(
+    app: str, port: int, workers: int = 3, worker_class: str = "sync", preload: bool = False
+) -> list[str]:
+    args = [
+        "-m",
+        "gunicorn",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        "--worker-class",
+        worker_class,
+        "--timeout",
+        "60",
+        "--access-logfile",
+        "-",
+    ]
+    if worker_class == "gthread":
+        args += ["--threads", "4"]
+    if preload:
+        args.append("--preload")
+    return [*args, app]

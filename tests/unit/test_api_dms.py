@@ -1,0 +1,169 @@
+"""The DM inbox, threads and sending, with the per-connection throttle."""
+
+from __future__ import annotations
+
+import pytest
+
+from community_api.errors import InvalidRequest, PlatformUnavailable
+from tests.unit.conftest import DM_GAP, Ready
+
+
+def test_inbox_pages_by_offset_cursor(ready: Ready) -> None:
+    world = ready.world
+    first = world.get("/v1/dms", ready.key).json
+    assert len(first["conversations"]) == 30
+    assert first["nextCursor"] == "30"
+    second = world.get("/v1/dms", ready.key, params={"cursor": first["nextCursor"]}).json
+    assert 0 < len(second["conversations"]) < 30 and second["nextCursor"] is None
+    ids = [c["id"] for c in first["conversations"] + second["conversations"]]
+    assert len(ids) == len(set(ids)) == 45
+    conversation = first["conversations"][0]
+    assert set(conversation) == {"id", "with", "lastMessage", "unreadCount", "awaitingReply", "updatedAt"}
+    assert set(conversation["with"]) == {"id", "handle", "name"}
+
+
+def test_awaiting_reply_scans_pages_and_keeps_only_those(ready: Ready) -> None:
+    world = ready.world
+    own_id = ready.connection["platformUserId"]
+    every = (
+        world.get("/v1/dms", ready.key).json["conversations"]
+        + world.get("/v1/dms", ready.key, params={"cursor": "30"}).json["conversations"]
+    )
+    expected = [c["id"] for c in every if c["lastMessage"] and c["lastMessage"]["senderId"] != own_id]
+    assert expected and len(expected) < len(every)
+    awaiting = world.get("/v1/dms", ready.key, params={"awaitingReply": "true"}).json
+    assert [c["id"] for c in awaiting["conversations"]] == expected
+    assert all(c["awaitingReply"] for c in awaiting["conversations"])
+    assert awaiting["nextCursor"] is None
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"cursor": "-1"}, {"cursor": "abc"}, {"cursor": "1.5"}, {"awaitingReply": "yes"}, {"awaitingReply": "TRUE!"}],
+)
+def test_bad_inbox_parameters(ready: Ready, params: dict[str, str]) -> None:
+    result = ready.world.get("/v1/dms", ready.key, params=params)
+    assert result.status_code == 400
+
+
+def test_thread_is_oldest_to_newest_and_cursor_returns_older(ready: Ready) -> None:
+    world = ready.world
+    inbox = world.get("/v1/dms", ready.key).json["conversations"]
+    bob = next(c for c in inbox if c["with"]["handle"] == "bob")
+    page = world.get(f"/v1/dms/{bob['id']}", ready.key).json
+    assert set(page) == {"conversation", "messages", "nextCursor"}
+    times = [m["createdAt"] for m in page["messages"]]
+    assert times == sorted(times)
+    assert page["nextCursor"] == page["messages"][0]["id"]
+    seen = [m["id"] for m in page["messages"]]
+    cursor = page["nextCursor"]
+    while cursor:
+        older = world.get(f"/v1/dms/{bob['id']}", ready.key, params={"cursor": cursor}).json
+        assert older["messages"][-1]["createdAt"] <= page["messages"][0]["createdAt"]
+        seen = [m["id"] for m in older["messages"]] + seen
+        cursor = older["nextCursor"]
+    assert len(seen) == len(set(seen)) == 70
+
+
+def test_someone_elses_thread_is_404(ready: Ready) -> None:
+    assert ready.world.get("/v1/dms/not-a-conversation", ready.key).status_code == 404
+
+
+def send(ready: Ready, body: dict, **kwargs):  # type: ignore[no-untyped-def,type-arg]
+    return ready.world.post("/v1/dms", ready.key, body, **kwargs)
+
+
+def test_send_to_a_member_and_to_a_conversation(ready: Ready) -> None:
+    world = ready.world
+    bob = world.gateway.user("bob")
+    sent = send(ready, {"to": bob.id, "content": "hi bob"}, params={"group": "builders-club"})
+    assert sent.status_code == 201
+    assert set(sent.json) == {"message", "conversation"}
+    assert sent.json["message"]["content"] == "hi bob"
+    assert sent.json["conversation"]["with"]["handle"] == "bob"
+    world.clock.advance(seconds=DM_GAP)
+    again = send(ready, {"conversationId": sent.json["conversation"]["id"], "content": "again"})
+    assert again.status_code == 201
+    assert [m.content for m in world.gateway.sent_messages()] == ["hi bob", "again"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"content": "x"},
+        {"to": "u", "conversationId": "c", "content": "x"},
+        {"to": "u"},
+        {"to": "u", "content": ""},
+        {"to": 5, "content": "x"},
+        {"to": "u", "content": "x", "conversationID": "c"},
+        {"to": "u", "content": "x" * 10_001},
+    ],
+)
+def test_send_validation(ready: Ready, body: dict) -> None:  # type: ignore[type-arg]
+    assert send(ready, body).status_code == 400
+    assert ready.world.gateway.sent_messages() == []
+    # A refused request used no quota.
+    assert ready.world.throttle.quota(ready.connection["id"]).next_allowed_at is None
+
+
+def test_second_send_inside_the_gap_gets_429_with_exact_retry_after(ready: Ready) -> None:
+    world = ready.world
+    bob = world.gateway.user("bob")
+    assert send(ready, {"to": bob.id, "content": "one"}).status_code == 201
+    world.clock.advance(seconds=10)
+    refused = send(ready, {"to": bob.id, "content": "two"})
+    assert refused.status_code == 429
+    assert refused.json["error"]["code"] == "rate_limited"
+    assert refused.headers["Retry-After"] == str(int(DM_GAP - 10))
+    assert refused.json["error"]["details"]["retryAfter"] == int(DM_GAP - 10)
+    assert len(world.gateway.sent_messages()) == 1
+
+
+def test_a_send_the_platform_refuses_uses_no_quota(ready: Ready) -> None:
+    world = ready.world
+    bob = world.gateway.user("bob")
+    world.gateway.fail_next("send_message", InvalidRequest("the platform refused the message"))
+    assert send(ready, {"to": bob.id, "content": "one"}).status_code == 400
+    assert send(ready, {"to": bob.id, "content": "one"}).status_code == 201
+    unknown = send(ready, {"conversationId": "nope", "content": "x"})
+    assert unknown.status_code in (404, 429)
+
+
+def test_a_send_with_unknown_outcome_keeps_its_quota(ready: Ready) -> None:
+    world = ready.world
+    bob = world.gateway.user("bob")
+    world.gateway.fail_next("send_message", PlatformUnavailable("no answer in time"))
+    assert send(ready, {"to": bob.id, "content": "one"}).status_code == 503
+    assert send(ready, {"to": bob.id, "content": "one"}).status_code == 429
+
+
+def test_dm_idempotency_sends_once(ready: Ready) -> None:
+    world = ready.world
+    bob = world.gateway.user("bob")
+    headers = {"Idempotency-Key": "dm-1"}
+    first = send(ready, {"to": bob.id, "content": "once"}, headers=headers)
+    second = send(ready, {"to": bob.id, "content": "once"}, headers=headers)
+    assert first.status_code == second.status_code == 201 and first.json == second.json
+    assert len(world.gateway.sent_messages()) == 1
+
+
+def test_throttle_is_per_connection(ready: Ready) -> None:
+    world = ready.world
+    bob_connection = world.link(ready.browser, "bob")
+    alice = world.gateway.user("alice")
+    carol = world.gateway.user("carol")
+    assert send(ready, {"to": carol.id, "content": "from alice"}).status_code == 201
+    other = send(
+        ready, {"to": alice.id, "content": "from bob"}, headers={"X-Community-Connection": bob_connection["id"]}
+    )
+    assert other.status_code == 201
+
+
+def test_me_shows_the_dm_quota(ready: Ready) -> None:
+    world = ready.world
+    bob = world.gateway.user("bob")
+    send(ready, {"to": bob.id, "content": "one"})
+    dms = world.client.simulate_get("/v1/me", headers=ready.browser.headers()).json["usage"]["dms"]
+    assert dms["sentLastHour"] == 1 and dms["sentToday"] == 1
+    assert dms["hourlyLimit"] == 20 and dms["dailyLimit"] == 100
+    assert dms["nextAllowedAt"] is not None

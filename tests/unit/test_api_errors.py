@@ -1,0 +1,159 @@
+"""Every error is our JSON body — Falcon's own ones too — and Planned routes are not live."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.unit.conftest import Ready
+
+
+def assert_error(result, status: int, code: str) -> None:  # type: ignore[no-untyped-def]
+    assert result.status_code == status, result.text
+    assert result.headers["Content-Type"].startswith("application/json")
+    body = result.json
+    assert set(body) == {"error"}
+    assert set(body["error"]) == {"code", "message", "details"}
+    assert body["error"]["code"] == code
+    assert body["error"]["message"]
+    assert "Traceback" not in result.text and "<html" not in result.text.lower()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "code"),
+    [
+        ("GET", "/v1/nope", 404, "not_found"),
+        ("GET", "/", 404, "not_found"),
+        ("GET", "/v2/whoami", 404, "not_found"),
+        # Planned routes answer exactly as unknown paths do.
+        ("GET", "/v1/groups/builders-club/members", 404, "not_found"),
+        ("POST", "/v1/members/m1/approve", 404, "not_found"),
+        ("POST", "/v1/members/m1/reject", 404, "not_found"),
+        ("POST", "/v1/members/m1/ban", 404, "not_found"),
+        ("GET", "/v1/groups/builders-club/courses", 404, "not_found"),
+        ("GET", "/v1/groups/builders-club/events", 404, "not_found"),
+        ("GET", "/v1/groups/builders-club/leaderboard", 404, "not_found"),
+        ("POST", "/v1/posts/p1/pin", 404, "not_found"),
+        # ...or 405 where the path serves other methods.
+        ("PATCH", "/v1/posts/p1", 405, "method_not_allowed"),
+        ("PUT", "/v1/whoami", 405, "method_not_allowed"),
+        ("DELETE", "/v1/groups/g1", 405, "method_not_allowed"),
+    ],
+)
+def test_unknown_and_planned_routes(ready: Ready, method: str, path: str, status: int, code: str) -> None:
+    result = ready.world.client.simulate_request(method, path, headers={"Authorization": f"Bearer {ready.key}"})
+    assert_error(result, status, code)
+
+
+def test_405_lists_the_allowed_methods(ready: Ready) -> None:
+    result = ready.world.client.simulate_request("PATCH", "/v1/posts/p1")
+    assert "GET" in result.headers["Allow"] and "DELETE" in result.headers["Allow"]
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status", "code"),
+    [
+        (b"{not json", "application/json", 400, "invalid_request"),
+        (b'{"title": "x",}', "application/json", 400, "invalid_request"),
+        (b"\xff\xfe", "application/json", 400, "invalid_request"),
+        (b'["a list"]', "application/json", 400, "invalid_request"),
+        (b'"a string"', "application/json", 400, "invalid_request"),
+        (b"null", "application/json", 400, "invalid_request"),
+        (b"", "application/json", 400, "invalid_request"),
+        (b'{"title": "x"}', "text/plain", 415, "unsupported_media_type"),
+        (b"title=x", "application/x-www-form-urlencoded", 415, "unsupported_media_type"),
+        (b'{"title": "' + b"x" * 70_000 + b'"}', "application/json", 413, "payload_too_large"),
+    ],
+)
+def test_bad_bodies(ready: Ready, body: bytes, content_type: str, status: int, code: str) -> None:
+    result = ready.world.client.simulate_post(
+        "/v1/groups/builders-club/posts",
+        body=body,
+        headers={"Authorization": f"Bearer {ready.key}", "Content-Type": content_type},
+    )
+    assert_error(result, status, code)
+    assert ready.world.gateway.created_posts() == []
+
+
+def test_body_over_64k_without_content_length(ready: Ready) -> None:
+    """A chunked upload announces no length; the limit still holds."""
+    import io
+
+    big = json.dumps({"content": "y" * 80_000}).encode()
+    result = ready.world.client.simulate_request(
+        "POST",
+        "/v1/dms",
+        headers={"Authorization": f"Bearer {ready.key}", "Content-Type": "application/json"},
+        extras={"wsgi.input": io.BytesIO(big)},
+        content_type="application/json",
+    )
+    assert result.status_code in (400, 413)
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, "title"),
+        ({"title": ""}, "title"),
+        ({"title": "   "}, "title"),
+        ({"title": 5}, "title"),
+        ({"title": None}, "title"),
+        ({"title": ["x"]}, "title"),
+        ({"title": "x", "content": {"a": 1}}, "content"),
+        ({"title": "x", "label": 3}, "label"),
+        ({"title": "x" * 301}, "title"),
+    ],
+)
+def test_post_body_validation(ready: Ready, body: dict, field: str) -> None:  # type: ignore[type-arg]
+    result = ready.world.post("/v1/groups/builders-club/posts", ready.key, body)
+    assert_error(result, 400, "invalid_request")
+    assert result.json["error"]["details"]["field"] == field
+
+
+def test_unknown_body_fields_are_refused(ready: Ready) -> None:
+    result = ready.world.post("/v1/groups/builders-club/posts", ready.key, {"title": "x", "titel": "y"})
+    assert_error(result, 400, "invalid_request")
+    assert result.json["error"]["details"]["unknown"] == ["titel"]
+
+
+def test_unknown_query_parameters_are_refused(ready: Ready) -> None:
+    result = ready.world.get("/v1/groups/builders-club/posts", ready.key, params={"page": "2"})
+    assert_error(result, 400, "invalid_request")
+
+
+def test_unexpected_failure_is_a_plain_500(ready: Ready) -> None:
+    ready.world.gateway.fail_next("whoami", RuntimeError("boom: internal detail"))
+    result = ready.world.get("/v1/whoami", ready.key)
+    assert_error(result, 500, "internal_error")
+    assert "boom" not in result.text
+
+
+@pytest.mark.parametrize(
+    ("error_name", "status", "code"),
+    [
+        ("PlatformError", 502, "platform_error"),
+        ("PlatformUnavailable", 503, "platform_unavailable"),
+        ("ConnectionExpired", 409, "connection_expired"),
+        ("NotFound", 404, "not_found"),
+    ],
+)
+def test_platform_errors_map_to_statuses(ready: Ready, error_name: str, status: int, code: str) -> None:
+    from community_api import errors
+
+    ready.world.gateway.fail_next("list_groups", getattr(errors, error_name)("the platform said no"))
+    assert_error(ready.world.get("/v1/groups", ready.key), status, code)
+
+
+def test_expired_platform_session_marks_the_connection(ready: Ready) -> None:
+    world = ready.world
+    world.gateway.expire_sessions(ready.connection["platformUserId"])
+    first = world.get("/v1/groups", ready.key)
+    assert_error(first, 409, "connection_expired")
+    assert first.json["error"]["details"]["connectionId"] == ready.connection["id"]
+    listed = world.client.simulate_get("/v1/connections", headers=ready.browser.headers()).json
+    assert listed["connections"][0]["status"] == "expired"
+    # Re-linking refreshes the same connection in place and it works again.
+    again = world.link(ready.browser)
+    assert again["id"] == ready.connection["id"] and again["status"] == "active"
+    assert world.get("/v1/groups", ready.key).status_code == 200

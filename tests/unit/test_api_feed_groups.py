@@ -1,0 +1,162 @@
+"""whoami, groups and the feed through the REST API against the in-memory platform."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from tests.unit.conftest import Ready
+
+FEED = "/v1/groups/builders-club/posts"
+
+
+def parse(ts: str) -> datetime:
+    return datetime.fromisoformat(ts.replace("Z", "+00:00"))
+
+
+def test_whoami_shows_only_id_handle_name(ready: Ready) -> None:
+    result = ready.world.get("/v1/whoami", ready.key)
+    assert result.status_code == 200
+    assert result.json == {"id": ready.connection["platformUserId"], "handle": "alice", "name": "Alice Andersen"}
+
+
+def test_groups_and_group_detail(ready: Ready) -> None:
+    world = ready.world
+    groups = world.get("/v1/groups", ready.key).json["groups"]
+    slugs = {g["slug"] for g in groups}
+    assert {"builders-club", "quiet-garden"} <= slugs and "design-guild" not in slugs
+    by_slug = world.get("/v1/groups/builders-club", ready.key).json
+    by_id = world.get(f"/v1/groups/{by_slug['id']}", ready.key).json
+    assert by_slug == by_id
+    assert {"id", "slug", "name", "description", "memberCount", "labels"} <= set(by_slug)
+    assert {label["name"] for label in by_slug["labels"]} == {"General", "Wins", "Questions", "Resources"}
+    assert all(set(label) == {"id", "name", "postCount"} for label in by_slug["labels"])
+
+
+def test_group_of_which_the_account_is_not_a_member_is_not_found(ready: Ready) -> None:
+    assert ready.world.get("/v1/groups/design-guild", ready.key).status_code == 404
+    assert ready.world.get(f"{'/v1/groups/design-guild/posts'}", ready.key).status_code == 404
+
+
+def test_default_feed_is_one_page_of_newest(ready: Ready) -> None:
+    body = ready.world.get(FEED, ready.key).json
+    assert body["sort"] == "newest" and body["pagesRequested"] == 1 and body["pagesFetched"] == 1
+    assert body["since"] is None and body["stoppedEarly"] is False
+    posts = body["posts"]
+    assert 28 <= len(posts) <= 32
+    assert len({p["id"] for p in posts}) == len(posts)
+    unpinned = [parse(p["createdAt"]) for p in posts if not p["pinned"]]
+    assert unpinned == sorted(unpinned, reverse=True)
+    first = posts[0]
+    assert {
+        "id",
+        "groupId",
+        "title",
+        "content",
+        "labelId",
+        "authorId",
+        "author",
+        "createdAt",
+        "updatedAt",
+        "upvotes",
+        "commentCount",
+        "pinned",
+        "url",
+    } <= set(first)
+
+
+@pytest.mark.parametrize(
+    ("params", "parameter"),
+    [
+        ({"pages": "0"}, "pages"),
+        ({"pages": "31"}, "pages"),
+        ({"pages": "-1"}, "pages"),
+        ({"pages": "1.5"}, "pages"),
+        ({"pages": "abc"}, "pages"),
+        ({"pages": "99999999999"}, "pages"),
+        ({"pages": " 2"}, "pages"),
+        ({"sort": "top"}, "sort"),
+        ({"sort": "NEWEST"}, "sort"),
+        ({"sort": "best-2d"}, "sort"),
+        ({"since": "48h"}, "since"),
+        ({"since": "1d"}, "since"),
+        ({"since": "2026-13-01"}, "since"),
+        ({"since": "2026-02-30"}, "since"),
+        ({"since": "26-01-01"}, "since"),
+        ({"since": "yesterday"}, "since"),
+    ],
+)
+def test_out_of_range_or_unknown_feed_values_are_400_not_clamped(
+    ready: Ready, params: dict[str, str], parameter: str
+) -> None:
+    result = ready.world.get(FEED, ready.key, params=params)
+    assert result.status_code == 400
+    assert result.json["error"]["code"] == "invalid_request"
+    assert result.json["error"]["details"]["parameter"] == parameter
+    assert ready.world.gateway.pages_asked() == 0
+
+
+def test_repeated_parameter_is_refused(ready: Ready) -> None:
+    result = ready.world.get(FEED, ready.key, query_string="pages=1&pages=2")
+    assert result.status_code == 400
+
+
+@pytest.mark.parametrize("pages", [1, 2, 5, 30])
+def test_pages_are_fetched_and_deduplicated(ready: Ready, pages: int) -> None:
+    body = ready.world.get(FEED, ready.key, params={"pages": str(pages)}).json
+    ids = [p["id"] for p in body["posts"]]
+    assert len(ids) == len(set(ids))
+    assert body["pagesRequested"] == pages
+    # 200 posts: 30 a page, so the seventh page is the last with posts and the eighth is empty.
+    assert body["pagesFetched"] == min(pages, 8)
+    assert body["stoppedEarly"] is (pages > 8)
+    if pages >= 7:
+        assert len(ids) == 200  # every post of the group, each once
+
+
+@pytest.mark.parametrize("sort", ["newest-cm", "newest", "unread", "best-1d", "best-1w", "best-1m", "best-1y", "best"])
+def test_each_sort_is_accepted_and_echoed(ready: Ready, sort: str) -> None:
+    body = ready.world.get(FEED, ready.key, params={"sort": sort, "pages": "2"}).json
+    assert body["sort"] == sort
+    if sort.startswith("best"):
+        upvotes = [p["upvotes"] for p in body["posts"] if not p["pinned"]]
+        assert upvotes == sorted(upvotes, reverse=True)
+
+
+@pytest.mark.parametrize("since", ["24h", "7d"])
+def test_since_window_stops_paging_early_with_newest(ready: Ready, since: str) -> None:
+    world = ready.world
+    body = world.get(FEED, ready.key, params={"pages": "30", "since": since}).json
+    cutoff = world.clock.now() - (timedelta(hours=24) if since == "24h" else timedelta(days=7))
+    assert body["posts"], "the seed holds posts in every window"
+    assert all(parse(p["createdAt"]) >= cutoff for p in body["posts"])
+    assert body["stoppedEarly"] is True
+    assert body["pagesFetched"] <= 2
+    assert world.gateway.pages_asked() <= 3  # batches of 1 then 2, not 30 pages
+
+
+def test_since_date_keeps_only_posts_from_that_day_on(ready: Ready) -> None:
+    world = ready.world
+    day = (world.clock.now() - timedelta(days=10)).strftime("%Y-%m-%d")
+    body = world.get(FEED, ready.key, params={"pages": "30", "since": day}).json
+    assert body["posts"]
+    assert all(p["createdAt"][:10] >= day for p in body["posts"])
+    assert body["stoppedEarly"] is True
+
+
+def test_since_with_best_sort_reads_every_requested_page(ready: Ready) -> None:
+    world = ready.world
+    body = world.get(FEED, ready.key, params={"pages": "3", "since": "7d", "sort": "best"}).json
+    assert body["pagesFetched"] == 3
+    cutoff = world.clock.now() - timedelta(days=7)
+    assert all(parse(p["createdAt"]) >= cutoff for p in body["posts"])
+
+
+def test_unread_excludes_a_post_once_read(ready: Ready) -> None:
+    world = ready.world
+    unread = world.get(FEED, ready.key, params={"sort": "unread"}).json["posts"]
+    target = next(p for p in unread if not p["pinned"])
+    world.get(f"/v1/posts/{target['id']}", ready.key)
+    again = world.get(FEED, ready.key, params={"sort": "unread"}).json["posts"]
+    assert target["id"] not in {p["id"] for p in again}

@@ -1,0 +1,179 @@
+"""Accounts, the web session with its CSRF token, connections, keys and usage."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.conftest import PASSWORD, World
+
+
+def test_first_account_then_signup_closed(world: World) -> None:
+    first = world.client.simulate_post("/v1/accounts", json={"email": "Owner@Example.com", "password": PASSWORD})
+    assert first.status_code == 201
+    assert first.json["account"]["email"] == "owner@example.com"
+    assert "password" not in first.text
+    second = world.client.simulate_post("/v1/accounts", json={"email": "b@example.com", "password": PASSWORD})
+    assert second.status_code == 403
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"email": "not-an-email", "password": PASSWORD},
+        {"email": "a@example.com", "password": "short"},
+        {"email": "a@example.com"},
+        {"password": PASSWORD},
+        {"email": "a@example.com", "password": PASSWORD, "admin": True},
+        {"email": ["a@example.com"], "password": PASSWORD},
+    ],
+)
+def test_account_validation(world: World, body: dict) -> None:  # type: ignore[type-arg]
+    assert world.client.simulate_post("/v1/accounts", json=body).status_code == 400
+
+
+def test_session_cookie_is_httponly_and_lax(world: World) -> None:
+    world.client.simulate_post("/v1/accounts", json={"email": "o@example.com", "password": PASSWORD})
+    result = world.client.simulate_post("/v1/session", json={"email": "o@example.com", "password": PASSWORD})
+    cookie = result.cookies["cda_session"]
+    assert cookie.http_only and cookie.same_site.lower() == "lax" and not cookie.secure
+    assert result.json["csrfToken"]
+
+
+def test_wrong_password_and_unknown_email_answer_alike_and_are_throttled(world: World) -> None:
+    world.sign_up("o@example.com")
+    wrong = world.client.simulate_post("/v1/session", json={"email": "o@example.com", "password": "x" * 12})
+    unknown = world.client.simulate_post("/v1/session", json={"email": "n@example.com", "password": "x" * 12})
+    assert wrong.status_code == unknown.status_code == 401
+    assert wrong.json == unknown.json
+    assert "WWW-Authenticate" not in wrong.headers
+    for _ in range(4):
+        world.client.simulate_post("/v1/session", json={"email": "o@example.com", "password": "x" * 12})
+    limited = world.client.simulate_post("/v1/session", json={"email": "o@example.com", "password": PASSWORD})
+    assert limited.status_code == 429 and int(limited.headers["Retry-After"]) > 0
+    world.clock.advance(minutes=16)
+    assert (
+        world.client.simulate_post("/v1/session", json={"email": "o@example.com", "password": PASSWORD}).status_code
+        == 200
+    )
+
+
+def test_management_needs_the_session_and_csrf(world: World) -> None:
+    browser = world.sign_up()
+    assert world.client.simulate_get("/v1/me").status_code == 401
+    no_csrf = world.client.simulate_post("/v1/keys", json={}, headers={"Cookie": f"cda_session={browser.cookie}"})
+    assert no_csrf.status_code == 403 and "CSRF" in no_csrf.json["error"]["message"]
+    wrong_csrf = world.client.simulate_post(
+        "/v1/keys", json={}, headers={"Cookie": f"cda_session={browser.cookie}", "X-CSRF-Token": "nope"}
+    )
+    assert wrong_csrf.status_code == 403
+    assert world.client.simulate_post("/v1/keys", json={}, headers=browser.headers()).status_code == 201
+
+
+def test_api_key_is_not_accepted_on_management_and_cookie_not_on_data(world: World) -> None:
+    browser = world.sign_up()
+    world.link(browser)
+    key = world.mint(browser)["secret"]
+    assert world.get("/v1/me", key).status_code == 401
+    assert world.client.simulate_get("/v1/whoami", headers=browser.headers()).status_code == 401
+
+
+def test_sign_out_ends_the_session(world: World) -> None:
+    browser = world.sign_up()
+    assert world.client.simulate_delete("/v1/session", headers=browser.headers()).status_code == 204
+    assert world.client.simulate_get("/v1/me", headers=browser.headers()).status_code == 401
+
+
+def test_session_expires_after_14_days(world: World) -> None:
+    browser = world.sign_up()
+    world.clock.advance(days=14, seconds=1)
+    assert world.client.simulate_get("/v1/me", headers=browser.headers()).status_code == 401
+
+
+def test_linking_connections(world: World) -> None:
+    browser = world.sign_up()
+    alice = world.link(browser)
+    assert set(alice) == {"id", "platformUserId", "handle", "name", "active", "status", "createdAt"}
+    assert alice["active"] is True and alice["status"] == "active" and alice["handle"] == "alice"
+    bob = world.link(browser, "bob")
+    assert bob["active"] is False
+    carol = world.link(browser, "carol", active=True)
+    listed = world.client.simulate_get("/v1/connections", headers=browser.headers()).json["connections"]
+    assert [c["handle"] for c in listed] == ["alice", "bob", "carol"]
+    assert [c["active"] for c in listed] == [False, False, True]
+    again = world.link(browser)  # the same platform user: refreshed in place
+    assert again["id"] == alice["id"]
+    assert len(world.client.simulate_get("/v1/connections", headers=browser.headers()).json["connections"]) == 3
+    assert carol["id"] != bob["id"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"email": "alice@sandbox.test", "password": "wrong"},
+        {"email": "alice@sandbox.test"},
+        {},
+        {"sessionToken": "forged"},
+        {"sessionToken": "x", "email": "alice@sandbox.test", "password": "sandbox"},
+        {"email": "alice@sandbox.test", "password": "sandbox", "active": "yes"},
+        {"email": "alice@sandbox.test", "password": "sandbox", "remember": True},
+    ],
+)
+def test_linking_refusals(world: World, body: dict) -> None:  # type: ignore[type-arg]
+    browser = world.sign_up()
+    result = world.client.simulate_post("/v1/connections", json=body, headers=browser.headers())
+    assert result.status_code == 400
+    assert "sandbox" not in result.json["error"]["message"]
+
+
+def test_link_by_session_token(world: World) -> None:
+    browser = world.sign_up()
+    token = world.gateway.login("bob@sandbox.test", "sandbox").session_token
+    result = world.client.simulate_post("/v1/connections", json={"sessionToken": token}, headers=browser.headers())
+    assert result.status_code == 201 and result.json["handle"] == "bob"
+
+
+def test_platform_password_is_never_kept(world: World) -> None:
+    browser = world.sign_up()
+    world.link(browser)
+    everything = repr(world.store.__dict__)
+    assert "'sandbox'" not in everything
+
+
+def test_bind_key_to_another_accounts_connection_is_404(world: World) -> None:
+    browser = world.sign_up()
+    from community_api.accounts import create_account_unchecked
+
+    create_account_unchecked(world.store, world.clock, "two@example.com", "another long password")
+    other = world.sign_in("two@example.com", "another long password")
+    theirs = world.link(other, "bob")
+    result = world.client.simulate_post("/v1/keys", json={"connectionId": theirs["id"]}, headers=browser.headers())
+    assert result.status_code == 404
+
+
+@pytest.mark.parametrize(
+    "body", [{"scopes": "posts:read"}, {"scopes": [1]}, {"scopes": []}, {"name": 5}, {"expires": "never"}]
+)
+def test_mint_validation(world: World, body: dict) -> None:  # type: ignore[type-arg]
+    browser = world.sign_up()
+    assert world.client.simulate_post("/v1/keys", json=body, headers=browser.headers()).status_code == 400
+
+
+def test_me_counts_requests_per_key(world: World) -> None:
+    browser = world.sign_up()
+    world.link(browser)
+    one = world.mint(browser)
+    two = world.mint(browser)
+    for _ in range(3):
+        world.get("/v1/whoami", one["secret"])
+    world.get("/v1/groups", two["secret"])
+    me = world.client.simulate_get("/v1/me", headers=browser.headers()).json
+    assert me["account"]["email"] == "owner@example.com"
+    assert me["whoami"]["handle"] == "alice"
+    assert [c["handle"] for c in me["connections"]] == ["alice"]
+    counts = {k["id"]: (k["requestsToday"], k["requestsTotal"]) for k in me["keys"]}
+    assert counts == {one["id"]: (3, 3), two["id"]: (1, 1)}
+    assert me["usage"]["requestsToday"] == 4 and me["usage"]["requestsThisMonth"] == 4
+    world.clock.advance(days=1)
+    me = world.client.simulate_get("/v1/me", headers=browser.headers()).json
+    assert me["usage"]["requestsToday"] == 0
+    assert {k["id"]: k["requestsTotal"] for k in me["keys"]} == {one["id"]: 3, two["id"]: 1}

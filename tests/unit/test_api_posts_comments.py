@@ -1,0 +1,175 @@
+"""Post detail, comments, and publishing as the connected account, with Idempotency-Key."""
+
+from __future__ import annotations
+
+import pytest
+
+from community_api.errors import PlatformUnavailable
+from tests.unit.conftest import Ready
+
+FEED = "/v1/groups/builders-club/posts"
+
+
+def some_post_with_comments(ready: Ready) -> dict:  # type: ignore[type-arg]
+    posts = ready.world.get(FEED, ready.key, params={"pages": "3"}).json["posts"]
+    return next(p for p in posts if p["commentCount"] >= 3)
+
+
+def test_post_detail_has_all_comments_flat(ready: Ready) -> None:
+    post = some_post_with_comments(ready)
+    detail = ready.world.get(f"/v1/posts/{post['id']}", ready.key).json
+    assert detail["post"]["id"] == post["id"]
+    comments = detail["comments"]
+    assert len(comments) == post["commentCount"]
+    ids = {c["id"] for c in comments}
+    for comment in comments:
+        assert comment["postId"] == post["id"]
+        assert comment["parentId"] is None or comment["parentId"] in ids
+        assert comment["authorId"] == comment["author"]["id"]
+        assert set(comment) == {"id", "postId", "parentId", "authorId", "author", "content", "createdAt", "upvotes"}
+    listed = ready.world.get(f"/v1/posts/{post['id']}/comments", ready.key).json["comments"]
+    assert listed == comments
+
+
+def test_unknown_post_is_404(ready: Ready) -> None:
+    assert ready.world.get("/v1/posts/does-not-exist", ready.key).status_code == 404
+    assert ready.world.get("/v1/posts/does-not-exist/comments", ready.key).status_code == 404
+
+
+def test_create_post_answers_201_with_null_author(ready: Ready) -> None:
+    world = ready.world
+    result = world.post(FEED, ready.key, {"title": "Hello", "content": "First!", "label": "Wins"})
+    assert result.status_code == 201
+    post = result.json
+    assert post["title"] == "Hello" and post["content"] == "First!"
+    assert post["author"] is None and post["authorId"] is None
+    labels = world.get("/v1/groups/builders-club", ready.key).json["labels"]
+    wins = next(label for label in labels if label["name"] == "Wins")
+    assert post["labelId"] == wins["id"]
+    created = world.gateway.created_posts()
+    assert [p.id for p in created] == [post["id"]]
+    by_id = world.post(FEED, ready.key, {"title": "By id", "label": wins["id"]})
+    assert by_id.json["labelId"] == wins["id"]
+    plain = world.post(FEED, ready.key, {"title": "Only a title"})
+    # Without a label the platform files the post under the group's first label.
+    assert plain.status_code == 201 and plain.json["labelId"] == labels[0]["id"]
+
+
+def test_unknown_label_is_400_and_lists_labels(ready: Ready) -> None:
+    result = ready.world.post(FEED, ready.key, {"title": "x", "label": "Nope"})
+    assert result.status_code == 400
+    assert {"General", "Wins", "Questions", "Resources"} == {
+        label["name"] for label in result.json["error"]["details"]["allowed"]
+    }
+    assert ready.world.gateway.created_posts() == []
+
+
+def test_delete_post_then_it_is_gone(ready: Ready) -> None:
+    world = ready.world
+    post = world.post(FEED, ready.key, {"title": "Short lived"}).json
+    assert world.delete(f"/v1/posts/{post['id']}", ready.key).status_code == 204
+    assert world.get(f"/v1/posts/{post['id']}", ready.key).status_code == 404
+    assert world.delete(f"/v1/posts/{post['id']}", ready.key).status_code == 404
+
+
+def test_cannot_delete_someone_elses_post(ready: Ready) -> None:
+    post = some_post_with_comments(ready)
+    if post["author"]["handle"] == "alice":
+        pytest.skip("seed gave alice this post")
+    result = ready.world.delete(f"/v1/posts/{post['id']}", ready.key)
+    assert result.status_code == 403
+
+
+def test_comment_and_reply(ready: Ready) -> None:
+    world = ready.world
+    post = some_post_with_comments(ready)
+    top = world.post(f"/v1/posts/{post['id']}/comments", ready.key, {"content": "Nice"})
+    assert top.status_code == 201
+    assert top.json["postId"] == post["id"] and top.json["parentId"] is None
+    reply = world.post(f"/v1/posts/{post['id']}/comments", ready.key, {"content": "Re", "parentId": top.json["id"]})
+    assert reply.status_code == 201 and reply.json["parentId"] == top.json["id"]
+    comments = world.get(f"/v1/posts/{post['id']}/comments", ready.key).json["comments"]
+    assert {top.json["id"], reply.json["id"]} <= {c["id"] for c in comments}
+    assert world.delete(f"/v1/comments/{reply.json['id']}", ready.key).status_code == 204
+    comments = world.get(f"/v1/posts/{post['id']}/comments", ready.key).json["comments"]
+    assert reply.json["id"] not in {c["id"] for c in comments}
+
+
+def test_reply_to_a_comment_of_another_post_is_refused(ready: Ready) -> None:
+    world = ready.world
+    posts = world.get(FEED, ready.key, params={"pages": "3"}).json["posts"]
+    with_comments = [p for p in posts if p["commentCount"] >= 1][:2]
+    other_comment = world.get(f"/v1/posts/{with_comments[1]['id']}/comments", ready.key).json["comments"][0]
+    result = world.post(
+        f"/v1/posts/{with_comments[0]['id']}/comments", ready.key, {"content": "x", "parentId": other_comment["id"]}
+    )
+    assert result.status_code == 400
+    assert world.gateway.created_comments() == []
+
+
+def test_delete_comment_with_a_post_id_is_404(ready: Ready) -> None:
+    post = some_post_with_comments(ready)
+    assert ready.world.delete(f"/v1/comments/{post['id']}", ready.key).status_code == 404
+
+
+@pytest.mark.parametrize("body", [{}, {"content": ""}, {"content": 1}, {"content": "x", "parentId": 5}, {"text": "x"}])
+def test_comment_body_validation(ready: Ready, body: dict) -> None:  # type: ignore[type-arg]
+    post = some_post_with_comments(ready)
+    assert ready.world.post(f"/v1/posts/{post['id']}/comments", ready.key, body).status_code == 400
+
+
+def test_idempotency_key_replays_the_first_answer(ready: Ready) -> None:
+    world = ready.world
+    headers = {"Idempotency-Key": "post-1"}
+    first = world.post(FEED, ready.key, {"title": "Once"}, headers=headers)
+    second = world.post(FEED, ready.key, {"title": "Once"}, headers=headers)
+    assert first.status_code == second.status_code == 201
+    assert first.json == second.json
+    assert second.headers.get("Idempotent-Replayed") == "true"
+    assert len(world.gateway.created_posts()) == 1
+    different = world.post(FEED, ready.key, {"title": "Twice?"}, headers=headers)
+    assert different.status_code == 409
+    assert len(world.gateway.created_posts()) == 1
+    world.clock.advance(hours=24, seconds=1)
+    later = world.post(FEED, ready.key, {"title": "Once"}, headers=headers)
+    assert later.status_code == 201 and later.json["id"] != first.json["id"]
+
+
+def test_idempotency_after_a_refusal_lets_the_retry_act(ready: Ready) -> None:
+    world = ready.world
+    headers = {"Idempotency-Key": "retry-me"}
+    assert world.post(FEED, ready.key, {"title": "x", "label": "Nope"}, headers=headers).status_code == 400
+    assert world.post(FEED, ready.key, {"title": "x", "label": "Nope"}, headers=headers).status_code == 400
+    ok = world.post(FEED, ready.key, {"title": "x"}, headers={"Idempotency-Key": "fresh"})
+    assert ok.status_code == 201
+
+
+def test_idempotency_after_a_timeout_never_double_posts(ready: Ready) -> None:
+    world = ready.world
+    headers = {"Idempotency-Key": "slow"}
+    world.gateway.fail_next("create_post", PlatformUnavailable("no answer in time"))
+    first = world.post(FEED, ready.key, {"title": "Maybe"}, headers=headers)
+    assert first.status_code == 503
+    again = world.post(FEED, ready.key, {"title": "Maybe"}, headers=headers)
+    assert again.status_code == 503 and again.headers.get("Idempotent-Replayed") == "true"
+    assert world.gateway.created_posts() == []
+
+
+@pytest.mark.parametrize("bad", ["", "x" * 256, "has space", "naïve"])
+def test_bad_idempotency_keys(ready: Ready, bad: str) -> None:
+    result = ready.world.post(FEED, ready.key, {"title": "x"}, headers={"Idempotency-Key": bad})
+    assert result.status_code == 400 or (bad == "" and result.status_code == 201)
+
+
+def test_idempotency_keys_are_per_account(ready: Ready) -> None:
+    world = ready.world
+    from community_api.accounts import create_account_unchecked
+
+    create_account_unchecked(world.store, world.clock, "two@example.com", "another long password")
+    other = world.sign_in("two@example.com", "another long password")
+    world.link(other, "bob")
+    other_key = world.mint(other, scopes=["posts:write", "posts:read"])["secret"]
+    headers = {"Idempotency-Key": "shared"}
+    mine = world.post(FEED, ready.key, {"title": "Mine"}, headers=headers).json
+    theirs = world.post(FEED, other_key, {"title": "Mine"}, headers=headers)
+    assert theirs.status_code == 201 and theirs.json["id"] != mine["id"]
