@@ -27,6 +27,7 @@ from community_api.errors import (
     InvalidRequest,
     NotFound,
     PlatformError,
+    PlatformUnavailable,
 )
 from community_api.inputs import check_body
 from community_api.model import Conversation, Message
@@ -135,6 +136,10 @@ def send(deps: Deps, actor: Actor, group: str | None, body: object) -> SentMessa
     except (InvalidRequest, NotFound, Forbidden, ConnectionExpired, PlatformError):
         # The platform said no: nothing went out, so no quota is used.
         deps.throttle.cancel(reservation)
+        raise
+    except PlatformUnavailable:
+        # No answer in time: the message may have gone out, so it counts as sent.
+        deps.throttle.commit(reservation)
         raise
     deps.throttle.commit(reservation)
     conversation = attrs.evolve(

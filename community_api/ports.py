@@ -226,9 +226,11 @@ class Throttle(Protocol):
     """The per-connection DM throttle: one send per drawn gap of 30-45 s (drawn anew after each send),
     20 per rolling hour, 100 per rolling day. Shared by every worker process of the service.
 
-    A send is ``reserve``d before it goes to the platform, then ``commit``ted when the platform took it or
-    ``cancel``led when the platform refused it (a refused send uses no quota). Of concurrent ``reserve``
-    calls for one connection, no more succeed than the limits allow."""
+    A send is ``reserve``d before it goes to the platform, then ``commit``ted when the platform took it (or
+    may have: no answer in time) or ``cancel``led when the platform refused it (a refused send uses no
+    quota). Both follow ``reserve`` within seconds: a reservation left unsettled holds the pace gap only.
+    Windows exclude their end point: a send exactly one gap (or one hour, one day) later is allowed.
+    Of concurrent ``reserve`` calls for one connection, no more succeed than the limits allow."""
 
     def reserve(self, connection_id: str) -> object:
         """Answer an opaque reservation, or raise ``RateLimited`` with the seconds until the next

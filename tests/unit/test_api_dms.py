@@ -125,8 +125,10 @@ def test_a_send_the_platform_refuses_uses_no_quota(ready: Ready) -> None:
     world.gateway.fail_next("send_message", InvalidRequest("the platform refused the message"))
     assert send(ready, {"to": bob.id, "content": "one"}).status_code == 400
     assert send(ready, {"to": bob.id, "content": "one"}).status_code == 201
-    unknown = send(ready, {"conversationId": "nope", "content": "x"})
-    assert unknown.status_code in (404, 429)
+    world.clock.advance(seconds=DM_GAP)
+    assert send(ready, {"conversationId": "nope", "content": "x"}).status_code == 404
+    assert world.throttle.quota(ready.connection["id"]).sent_last_hour == 1
+    assert [m.content for m in world.gateway.sent_messages()] == ["one"]
 
 
 def test_a_send_with_unknown_outcome_keeps_its_quota(ready: Ready) -> None:
@@ -135,6 +137,7 @@ def test_a_send_with_unknown_outcome_keeps_its_quota(ready: Ready) -> None:
     world.gateway.fail_next("send_message", PlatformUnavailable("no answer in time"))
     assert send(ready, {"to": bob.id, "content": "one"}).status_code == 503
     assert send(ready, {"to": bob.id, "content": "one"}).status_code == 429
+    assert world.throttle.quota(ready.connection["id"]).sent_last_hour == 1
 
 
 def test_dm_idempotency_sends_once(ready: Ready) -> None:

@@ -1,0 +1,190 @@
+"""The ``sqlite://`` storage for ``limits``: registered by scheme, the same moving-window answers as the
+storages shipped with ``limits``, and an exact count across processes and threads."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from multiprocessing.synchronize import Barrier
+from pathlib import Path
+from typing import cast
+
+import pytest
+from freezegun import freeze_time
+from freezegun.api import FrozenDateTimeFactory
+from limits import RateLimitItemPerMinute
+from limits.errors import ConfigurationError
+from limits.storage import SCHEMES, MemoryStorage, storage_from_string
+from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
+
+from adapters.throttle.sqlite_limits_storage import SQLiteStorage, path_from_uri
+
+FORK = multiprocessing.get_context("fork")
+START = datetime(2100, 1, 1, tzinfo=UTC)  # after the real clock: see tests/contract/test_throttle.py
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "var" / "service.sqlite3"
+
+
+@pytest.fixture
+def storage(db_path: Path) -> SQLiteStorage:
+    made = storage_from_string(f"sqlite:///{db_path}")
+    assert isinstance(made, SQLiteStorage)
+    return made
+
+
+@pytest.fixture
+def frozen() -> Iterator[FrozenDateTimeFactory]:
+    with freeze_time(START) as clock:
+        yield cast(FrozenDateTimeFactory, clock)
+
+
+def test_the_scheme_is_registered_with_limits() -> None:
+    assert SCHEMES["sqlite"] is SQLiteStorage
+
+
+@pytest.mark.parametrize(
+    ("uri", "path"),
+    [
+        ("sqlite:///srv/api/db.sqlite3", "/srv/api/db.sqlite3"),
+        ("sqlite:////srv/api/db.sqlite3", "/srv/api/db.sqlite3"),
+        ("sqlite://var/db.sqlite3", "var/db.sqlite3"),
+        ("sqlite:///srv/my%20api/db.sqlite3", "/srv/my api/db.sqlite3"),
+    ],
+)
+def test_uri_names_the_database_file(uri: str, path: str) -> None:
+    assert path_from_uri(uri) == path
+
+
+@pytest.mark.parametrize("uri", ["sqlite://", "sqlite:///", "sqlite:///:memory:", "sqlite:///db?x=1"])
+def test_uri_without_a_usable_file_is_refused(uri: str) -> None:
+    with pytest.raises(ConfigurationError):
+        storage_from_string(uri)
+
+
+def test_it_creates_its_tables_in_wal_mode_beside_other_tables(storage: SQLiteStorage, db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(db_path) as other:
+        other.execute("CREATE TABLE api_keys (id TEXT PRIMARY KEY)")
+        other.execute("INSERT INTO api_keys VALUES ('k1')")
+    assert storage.check()
+    assert storage.acquire_entry("k", 1, 10)
+    with sqlite3.connect(db_path) as db:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert {"api_keys", "throttle_entries", "throttle_counters"} <= tables
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    storage.reset()
+    with sqlite3.connect(db_path) as db:
+        assert db.execute("SELECT id FROM api_keys").fetchall() == [("k1",)]
+
+
+def test_moving_window_answers_as_limits_own_storages_do(storage: SQLiteStorage, frozen: FrozenDateTimeFactory) -> None:
+    """The same calls against memory:// and sqlite:// give the same answers (memory:// counts an entry
+    exactly ``expiry`` old out of the window when reading, so reads here avoid that instant)."""
+    memory = MemoryStorage("memory://")
+    for backend in (memory, storage):
+        assert backend.acquire_entry("k", 2, 10)
+    frozen.tick(4)
+    answers = []
+    for backend in (memory, storage):
+        answers.append(
+            (
+                backend.acquire_entry("k", 2, 10),
+                backend.acquire_entry("k", 2, 10),  # a third within 10 s: refused
+                backend.get_moving_window("k", 2, 10),
+                backend.acquire_entry("k", 5, 10, amount=6),  # more than the limit at once
+            )
+        )
+    assert answers[0] == answers[1] == (True, False, (START.timestamp(), 2), False)
+    frozen.tick(6)  # the first entry is exactly 10 s old: acquisition windows are closed
+    assert [b.acquire_entry("k", 2, 10) for b in (memory, storage)] == [False, False]
+    frozen.tick(0.5)
+    assert [b.acquire_entry("k", 2, 10) for b in (memory, storage)] == [True, True]
+    assert [b.get_moving_window("k", 2, 10) for b in (memory, storage)] == [(START.timestamp() + 4, 2)] * 2
+
+
+def test_moving_window_rate_limiter_runs_on_it(storage: SQLiteStorage, frozen: FrozenDateTimeFactory) -> None:
+    limiter = MovingWindowRateLimiter(storage)
+    three_a_minute = RateLimitItemPerMinute(3)
+    assert [limiter.hit(three_a_minute, "c1") for _ in range(4)] == [True, True, True, False]
+    assert limiter.hit(three_a_minute, "c2")
+    stats = limiter.get_window_stats(three_a_minute, "c1")
+    assert (stats.reset_time, stats.remaining) == (START.timestamp() + 60, 0)
+    frozen.tick(60.5)
+    assert limiter.test(three_a_minute, "c1")
+
+
+def test_entries_are_trimmed_and_expire_like_redis_lists(
+    storage: SQLiteStorage, db_path: Path, frozen: FrozenDateTimeFactory
+) -> None:
+    for _ in range(5):
+        assert storage.acquire_entry("k", 3, 100)
+        frozen.tick(40)
+    assert storage.get_moving_window("k", 10, 1000)[1] == 3  # only the newest `limit` are kept
+    frozen.tick(100)  # 100 s after the last acquisition the whole key has expired
+    assert storage.get_moving_window("k", 10, 1000)[1] == 0
+    assert storage.acquire_entry("other", 1, 5)
+    with sqlite3.connect(db_path) as db:
+        keys = [key for (key,) in db.execute("SELECT DISTINCT key FROM throttle_entries")]
+    assert keys == ["other"]
+
+
+def test_counters_for_the_fixed_window_strategy(storage: SQLiteStorage, frozen: FrozenDateTimeFactory) -> None:
+    assert storage.incr("n", 30) == 1
+    assert storage.incr("n", 30, amount=2) == 3
+    assert storage.get("n") == 3
+    assert storage.get_expiry("n") == START.timestamp() + 30
+    frozen.tick(30)
+    assert storage.get("n") == 0
+    assert storage.incr("n", 30) == 1
+    limiter = FixedWindowRateLimiter(storage)
+    two_a_minute = RateLimitItemPerMinute(2)
+    assert [limiter.hit(two_a_minute, "x") for _ in range(3)] == [True, True, False]
+    storage.clear(two_a_minute.key_for("x"))
+    assert limiter.hit(two_a_minute, "x")
+    assert storage.reset() == 2
+    assert storage.get("n") == 0
+
+
+def test_each_thread_uses_its_own_connection(storage: SQLiteStorage) -> None:
+    results: list[bool] = []
+    lock = threading.Lock()
+
+    def hit() -> None:
+        for _ in range(10):
+            won = storage.acquire_entry("shared", 25, 3600)
+            with lock:
+                results.append(won)
+
+    threads = [threading.Thread(target=hit) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results.count(True) == 25 and len(results) == 60
+
+
+def _hit_many(storage: SQLiteStorage, barrier: Barrier, results: multiprocessing.Queue) -> None:  # type: ignore[type-arg,unused-ignore]
+    barrier.wait(timeout=30)
+    results.put([storage.acquire_entry("exact", 20, 3600) for _ in range(5)])
+
+
+def test_an_exact_count_across_forked_processes(storage: SQLiteStorage) -> None:
+    assert storage.check()  # the parent's connection exists before the fork; children must not reuse it
+    barrier = FORK.Barrier(8)
+    results: multiprocessing.Queue = FORK.Queue()  # type: ignore[type-arg,unused-ignore]
+    processes = [FORK.Process(target=_hit_many, args=(storage, barrier, results)) for _ in range(8)]
+    for process in processes:
+        process.start()
+    outcomes = [won for _ in processes for won in results.get(timeout=60)]
+    for process in processes:
+        process.join(30)
+        assert process.exitcode == 0
+    assert outcomes.count(True) == 20
+    assert storage.get_moving_window("exact", 20, 3600)[1] == 20
+    assert storage.acquire_entry("after", 1, 1)  # the parent's own connection still works
