@@ -103,7 +103,7 @@ def keys_mint(args: argparse.Namespace) -> int:
 def demo(args: argparse.Namespace) -> int:
     from adapters.demo import run_demo
 
-    return run_demo(bind=args.bind, sandbox_bind=args.sandbox_bind)
+    return run_demo(bind=args.bind, sandbox_bind=args.sandbox_bind, exit_after_setup=args.exit_after_setup)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -128,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("demo", help="the stand-in platform and the service, ready to try")
     p.add_argument("--bind", default="127.0.0.1:8000")
     p.add_argument("--sandbox-bind", default="127.0.0.1:8700")
+    p.add_argument("--exit-after-setup", action="store_true", help="print the key and curl lines, then stop")
     p.set_defaults(func=demo)
 
     p = commands.add_parser("accounts", help="manage accounts")

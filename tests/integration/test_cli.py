@@ -1,0 +1,73 @@
+"""The command line as an operator uses it: one-line refusals, accounts and keys on a real database."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import requests
+
+from tests.processes import ROOT, free_port, serving
+
+SECRET = "cli-test-secret-" + "s" * 40
+
+
+def run(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("COMMUNITY_API_")}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "adapters.cli", *args],
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=60,
+    )
+
+
+def test_serve_refuses_to_start_without_a_secret(tmp_path: Path) -> None:
+    result = run("serve", "--bind", "127.0.0.1:1", env={"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3")})
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "COMMUNITY_API_SECRET" in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_a_bad_setting_is_one_line(tmp_path: Path) -> None:
+    result = run("serve", env={"COMMUNITY_API_MODE": "staging"})
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_accounts_create_and_keys_mint_then_serve(tmp_path: Path) -> None:
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
+    created = run("accounts", "create", "ops@example.com", stdin="a strong password\n", env=env)
+    assert created.returncode == 0, created.stderr
+    assert "a strong password" not in created.stdout + created.stderr
+    again = run("accounts", "create", "ops@example.com", stdin="a strong password\n", env=env)
+    assert again.returncode == 2 and "exists" in again.stderr
+    weak = run("accounts", "create", "weak@example.com", stdin="short\n", env=env)
+    assert weak.returncode == 2 and "password" in weak.stderr
+    minted = run("keys", "mint", "--email", "ops@example.com", "--scope", "posts:read", env=env)
+    assert minted.returncode == 0, minted.stderr
+    secret = minted.stdout.strip()
+    assert secret.startswith("cda_") and len(secret) == 53
+    unknown = run("keys", "mint", "--email", "nobody@example.com", env=env)
+    assert unknown.returncode == 2 and "no account" in unknown.stderr
+    bad_scope = run("keys", "mint", "--email", "ops@example.com", "--scope", "root", env=env)
+    assert bad_scope.returncode == 2 and "unknown scope" in bad_scope.stderr
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with serving(
+        ["-m", "adapters.cli", "serve", "--bind", f"127.0.0.1:{port}", "--workers", "2"],
+        url + "/v1/openapi.json",
+        env=env,
+    ):
+        signed = requests.post(url + "/v1/session", json={"email": "ops@example.com", "password": "a strong password"})
+        assert signed.status_code == 200
+        # No connection is linked yet: the key authenticates and the answer says what to do.
+        answer = requests.get(url + "/v1/groups/any/posts", headers={"Authorization": f"Bearer {secret}"})
+        assert answer.status_code == 409 and "POST /v1/connections" in answer.json()["error"]["message"]
