@@ -21,8 +21,10 @@ from types import FrameType
 
 import requests
 
+from community_api.scopes import ALL_SCOPES
+
 DEMO_EMAIL = "demo@example.com"
-DEMO_PASSWORD = "demo-password-123"
+DEMO_PASSWORD = "demo-password-123"  # noqa: S105 - the throw-away demo account, printed to the user
 
 
 def _wait(url: str, process: subprocess.Popen[bytes], what: str, timeout: float = 60.0) -> None:
@@ -111,15 +113,7 @@ def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) ->
         )
         if linked.status_code != 201:
             raise SystemExit(f"demo: linking alice failed: {linked.status_code} {linked.text}")
-        scopes = [
-            "groups:read",
-            "posts:read",
-            "comments:read",
-            "dms:read",
-            "posts:write",
-            "comments:write",
-            "dms:write",
-        ]
+        scopes = list(ALL_SCOPES)
         minted = web.post(f"{api}/v1/keys", json={"name": "demo key", "scopes": scopes}, timeout=10)
         minted.raise_for_status()
         key = minted.json()["secret"]
