@@ -67,12 +67,12 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         raise SettingsError(f"a numeric setting is not a number: {error}") from None
     if pool < 1:
         raise SettingsError(f"{PREFIX}BROWSER_POOL_SIZE must be at least 1")
-    defaults = attrs.fields(Settings)
-    platform_url = get("PLATFORM_URL", defaults.platform_url.default).rstrip("/")
+    defaults = Settings()
+    platform_url = get("PLATFORM_URL", defaults.platform_url).rstrip("/")
     hosts = tuple(h.strip() for h in get("MCP_ALLOWED_HOSTS").split(",") if h.strip())
     return Settings(
         mode=mode,
-        db=get("DB", defaults.db.default),
+        db=get("DB", defaults.db),
         secret=secret or "insecure-demo-secret-do-not-use-in-production",
         platform_url=platform_url,
         platform_api_url=get("PLATFORM_API_URL", platform_url + "/api2").rstrip("/"),
@@ -80,7 +80,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         selenium_remote_url=get("SELENIUM_REMOTE_URL"),
         browser_pool_size=pool,
         signup=_bool("SIGNUP", get("SIGNUP", "false")),
-        mcp_allowed_hosts=hosts or defaults.mcp_allowed_hosts.default,
+        mcp_allowed_hosts=hosts or defaults.mcp_allowed_hosts,
         usage_flush_seconds=flush,
         public_url=get("PUBLIC_URL").rstrip("/"),
     )

@@ -17,6 +17,7 @@ from adapters.http import data_resources as data
 from adapters.http import errors
 from adapters.http import management_resources as manage
 from adapters.http.openapi import OpenApiResource
+from adapters.mcp import add_mcp_route
 from adapters.settings import Settings, load_settings
 from community_api.clock import SystemClock
 from community_api.deps import Deps
@@ -76,6 +77,7 @@ def app_for(deps: Deps, settings: Settings) -> falcon.App:
     app.req_options.strip_url_path_trailing_slash = True
     errors.install(app)
     add_rest_routes(app, deps, settings)
+    add_mcp_route(app, deps, settings)
     return app
 
 

@@ -185,6 +185,15 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
     ),
     ("DELETE", "/v1/keys/{key_id}", "Revoke a key at once", "session", [_param("key_id", "path")], None, 204),
     ("GET", "/v1/me", "The account, connections, keys and usage", "session", [], None, 200),
+    (
+        "POST",
+        "/v1/mcp",
+        "The remote MCP server (Streamable HTTP, JSON-RPC); tools are listed per the key's scopes",
+        "key:",
+        [],
+        {"required": True, "content": {"application/json": {"schema": _OBJECT}}},
+        200,
+    ),
     ("GET", "/v1/openapi.json", "This document", "none", [], None, 200),
 ]
 
@@ -203,7 +212,7 @@ def document() -> dict[str, Any]:
             },
         }
         if security.startswith("key:"):
-            operation["security"] = [{"apiKey": [security[4:]]}]
+            operation["security"] = [{"apiKey": [security[4:]] if security[4:] else []}]
         elif security == "session":
             operation["security"] = [{"webSession": []}]
         else:

@@ -1,0 +1,123 @@
+"""``POST /v1/mcp``: the remote MCP server (Streamable HTTP, stateless, JSON responses) behind our own
+authentication and error format.
+
+A request flows: Falcon resource → Bearer key checked and counted (``adapters/http/auth.bearer_key``, the
+same code as every REST route; 401 before any MCP code runs) → body read with our size and media checks →
+the session manager on this process's event-loop thread, handed over with a2wsgi's ASGI scope
+(``bridge.py``) → a tool handler, which runs the core use case on a worker thread (``server.py``).
+
+GET and DELETE answer 405 at once (Falcon's default responder, our JSON body): in stateless mode there is
+no server-to-client stream to open and no session to end, and a GET would otherwise never end.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+import falcon
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+
+from adapters.http.auth import CONNECTION_HEADER, bearer_key
+from adapters.http.body import PayloadTooLarge, UnsupportedMediaType
+from adapters.http.errors import error_body
+from adapters.mcp.bridge import SessionManagerThread
+from adapters.mcp.server import CALLER_ENVIRON_KEY, Caller, build_server
+from adapters.settings import Settings
+from community_api.deps import Deps
+
+PATH = "/v1/mcp"
+# Larger than REST's 64 KiB: the JSON-RPC envelope and escaping wrap arguments up to 20,000 characters.
+MAX_BODY = 256 * 1024
+
+# MCP's own refusals that are not JSON-RPC documents (plain text or empty), as our error codes.
+_CODE_BY_STATUS = {
+    400: "invalid_request",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    421: "misdirected_request",
+}
+_HOP_BY_HOP = frozenset({"content-length", "connection", "transfer-encoding"})
+
+
+def security_settings(settings: Settings) -> TransportSecuritySettings:
+    """DNS-rebinding protection: the Host must be one we serve; a browser's Origin must be one of them."""
+    hosts = list(settings.mcp_allowed_hosts)
+    if settings.public_url:
+        public_host = urlsplit(settings.public_url).netloc
+        if public_host and public_host not in hosts:
+            hosts.append(public_host)
+    origins = [f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+def _read_body(req: falcon.Request) -> bytes:
+    media = (req.content_type or "").split(";")[0].strip().lower()
+    if media != "application/json":
+        raise UnsupportedMediaType("send MCP messages as application/json")
+    if req.content_length is not None and req.content_length > MAX_BODY:
+        raise PayloadTooLarge(f"the request body is larger than {MAX_BODY} bytes", maxBytes=MAX_BODY)
+    data: bytes = req.bounded_stream.read(MAX_BODY + 1)
+    if len(data) > MAX_BODY:
+        raise PayloadTooLarge(f"the request body is larger than {MAX_BODY} bytes", maxBytes=MAX_BODY)
+    return data
+
+
+def _is_json(body: bytes) -> bool:
+    try:
+        json.loads(body)
+    except ValueError:
+        return False
+    return True
+
+
+class McpResource:
+    def __init__(self, deps: Deps, settings: Settings) -> None:
+        self.deps = deps
+        server = build_server(deps)
+        security = security_settings(settings)
+        self.bridge = SessionManagerThread(
+            lambda: StreamableHTTPSessionManager(
+                server,
+                json_response=True,
+                stateless=True,
+                security_settings=security,
+                max_request_body_size=MAX_BODY,
+            )
+        )
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        key = bearer_key(self.deps, req)
+        raw = _read_body(req)
+        environ: dict[str, Any] = dict(req.env)
+        # The body was read here (size limit, chunked uploads): the ASGI side gets it whole.
+        environ["CONTENT_LENGTH"] = str(len(raw))
+        environ.pop("HTTP_TRANSFER_ENCODING", None)
+        environ[CALLER_ENVIRON_KEY] = Caller(key, req.get_header(CONNECTION_HEADER))
+        answer = self.bridge.handle(environ, raw)
+        resp.status = answer.status
+        for name, value in answer.headers:
+            if name.lower() not in _HOP_BY_HOP:
+                resp.set_header(name, value)
+        body = answer.body
+        if answer.status >= 400 and not _is_json(body):
+            # Host, Origin or Accept refusals come back as plain text: give them our error body.
+            message = body.decode("utf-8", "replace").strip() or falcon.code_to_http_status(answer.status)
+            body = error_body(_CODE_BY_STATUS.get(answer.status, "invalid_request"), message).encode()
+            resp.content_type = falcon.MEDIA_JSON
+        resp.data = body
+
+
+def add_mcp_route(app: falcon.App, deps: Deps, settings: Settings) -> McpResource:
+    """Mount ``POST /v1/mcp``; answers the resource so that tests can stop its loop thread."""
+    resource = McpResource(deps, settings)
+    app.add_route(PATH, resource)
+    return resource

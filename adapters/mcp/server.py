@@ -1,0 +1,188 @@
+"""The MCP server: lists the tools a key may use and runs tool calls through the core.
+
+Built on the low-level ``mcp.server.lowlevel.Server`` rather than ``MCPServer``: the tool list depends on
+the caller's key, the input schemas are written from the core's limits (``oneOf`` for ``to`` xor
+``conversationId``), and failures are answered as tool errors carrying our error body — all three fight
+``MCPServer``'s signature-derived schemas and its own error wrapping.
+
+Who is calling reaches a handler through the WSGI environ: the HTTP endpoint authenticates the key before
+any MCP code runs and puts a ``Caller`` in the environ, which a2wsgi hands on as ``scope["wsgi_environ"]``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from importlib import metadata
+from typing import Any
+
+import anyio
+import attrs
+import mcp_types as types
+from mcp.server.caching import CacheHint
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+
+from adapters.http.errors import STATUS_BY_CODE, error_body
+from adapters.mcp.arguments import ArgumentChecker
+from adapters.mcp.tools import TOOLS, TOOLS_BY_NAME, ToolSpec
+from adapters.wire import dumps, to_wire
+from community_api.access import Actor, actor_for
+from community_api.deps import Deps
+from community_api.errors import NotFound, PlatformUnavailable, ServiceError
+from community_api.idempotency import Answer, run_once
+from community_api.keys import UNAUTHORIZED_MESSAGE
+from community_api.model import ApiKey
+
+log = logging.getLogger(__name__)
+
+CALLER_ENVIRON_KEY = "community_api.mcp.caller"
+SUCCESS = 200
+
+INSTRUCTIONS = (
+    "Tools of the Community Data API. Every tool acts as one connected account of a community platform: "
+    "reads show what that account sees, writes publish, delete and message as that account. Start with "
+    "whoami and list_groups. A failed call is a tool error whose text is JSON "
+    '{"error": {"code", "message", "details"}}: invalid_request (fix the arguments), forbidden (the key '
+    "lacks details.requiredScope), not_found, rate_limited (wait details.retryAfter seconds), "
+    "connection_expired (the account must be re-linked by its owner), platform_unavailable (retry later)."
+)
+
+
+@attrs.frozen
+class Caller:
+    """The authenticated key of one MCP request and the connection it asked for."""
+
+    key: ApiKey
+    connection: str | None  # the X-Community-Connection header, as on REST
+
+
+def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller | None:
+    scope = getattr(ctx.request, "scope", None)
+    environ = scope.get("wsgi_environ") if isinstance(scope, Mapping) else None
+    caller = environ.get(CALLER_ENVIRON_KEY) if isinstance(environ, Mapping) else None
+    return caller if isinstance(caller, Caller) else None
+
+
+def error_result(code: str, message: str, details: Mapping[str, Any] | None = None) -> types.CallToolResult:
+    # The same body as a REST error, so an agent reads one format whichever way it came.
+    text = error_body(code, message, dict(details or {}))
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def success_result(payload: Any) -> types.CallToolResult:
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    # The JSON text as well as structured content: clients of older protocol versions read only content.
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=payload)
+
+
+class ToolRunner:
+    """Runs one tool call: scope and connection (core ``actor_for``), arguments, the use case, the answer.
+
+    Synchronous on purpose: the use cases block on the store and the platform, so this runs on a worker
+    thread, never on the event loop that serves every MCP request of the process.
+    """
+
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+        self._checkers = {spec.name: ArgumentChecker(spec.input_schema) for spec in TOOLS}
+
+    def call(self, caller: Caller, name: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
+        spec = TOOLS_BY_NAME.get(name)
+        try:
+            if spec is None:
+                raise NotFound(f"no tool named {name}", allowed=sorted(TOOLS_BY_NAME))
+            # The same order as a REST resource: who (scope, connection) before what (arguments).
+            actor = actor_for(self.deps.store, caller.key, spec.scope, caller.connection)
+            self._checkers[spec.name].check(arguments)
+            if not spec.creates:
+                return success_result(to_wire(spec.run(self.deps, actor, arguments)))
+            return self._create_once(spec, actor, arguments)
+        except ServiceError as error:
+            return error_result(error.code, error.message, error.details)
+        except Exception:
+            log.exception("MCP tool %s failed", name)
+            return error_result("internal_error", "the service failed to handle this call")
+
+    def _create_once(self, spec: ToolSpec, actor: Actor, arguments: Mapping[str, Any]) -> types.CallToolResult:
+        """Act at most once per ``idempotencyKey``, with the core's rules for REST's Idempotency-Key."""
+        body = {name: value for name, value in arguments.items() if name != "idempotencyKey"}
+
+        def action() -> Answer:
+            try:
+                return Answer(SUCCESS, dumps(spec.run(self.deps, actor, body)))
+            except PlatformUnavailable as error:
+                # The platform may have acted: keep this answer for retries with the same key.
+                return Answer(STATUS_BY_CODE[error.code], error_body(error.code, error.message, error.details))
+
+        canonical = json.dumps(body, sort_keys=True, ensure_ascii=False)
+        answer = run_once(
+            self.deps.store,
+            self.deps.clock,
+            account_id=actor.key.account_id,
+            idempotency_key=arguments.get("idempotencyKey"),
+            request_fingerprint="\n".join(["mcp", spec.name, actor.connection.id, canonical]).encode(),
+            action=action,
+        )
+        payload = json.loads(answer.body)
+        if answer.status != SUCCESS:
+            error = payload["error"]
+            return error_result(error["code"], error["message"], error["details"])
+        return success_result(payload)
+
+
+def _listed(spec: ToolSpec) -> types.Tool:
+    return types.Tool(
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=spec.input_schema,
+        output_schema=spec.output_schema,
+        annotations=spec.annotations,
+    )
+
+
+def _version() -> str:
+    try:
+        return metadata.version("community-data-api")
+    except metadata.PackageNotFoundError:
+        return "0"
+
+
+def build_server(deps: Deps) -> Server[Any]:
+    runner = ToolRunner(deps)
+    listed = [(spec, _listed(spec)) for spec in TOOLS]
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        caller = caller_of(ctx)
+        granted = set(caller.key.scopes) if caller else set()
+        # A tool whose scope the key lacks is not offered: an agent should not plan with it.
+        return types.ListToolsResult(tools=[tool for spec, tool in listed if spec.scope in granted])
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        caller = caller_of(ctx)
+        if caller is None:
+            return error_result("unauthorized", UNAUTHORIZED_MESSAGE)
+        return await anyio.to_thread.run_sync(runner.call, caller, params.name, params.arguments or {})
+
+    def input_schema(name: str) -> Mapping[str, Any] | None:
+        spec = TOOLS_BY_NAME.get(name)
+        return spec.input_schema if spec else None
+
+    return Server(
+        "community-api",
+        version=_version(),
+        title="Community Data API",
+        instructions=INSTRUCTIONS,
+        # The list depends on the key's scopes: a client must not share it across keys.
+        cache_hints={"tools/list": CacheHint(ttl_ms=0, scope="private")},
+        # Known without listing, so a 2026 request's Mcp-Param check does not run tools/list again.
+        get_tool_input_schema=input_schema,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )

@@ -1,0 +1,356 @@
+"""The MCP tools: one per Implemented data route, each calling the same core use case as its REST resource.
+
+A tool is data: its name, the scope it needs, what an agent reads about it, its input and output schemas,
+its annotations, and ``run``, a thin call into the core (the REST resource's counterpart, minus HTTP).
+Limits in the schemas come from the core's constants, so the schema an agent reads and the check the core
+makes cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+from mcp_types import ToolAnnotations
+
+from adapters.mcp.schemas import Schema, arguments, deleted, object_schema, text, wrapper
+from community_api import dms, feed, groups, posts, scopes
+from community_api.access import Actor
+from community_api.deps import Deps
+from community_api.model import Comment, Group, PlatformUser, Post, PostDetail
+
+Run = Callable[[Deps, Actor, Mapping[str, Any]], object]
+
+
+@attrs.frozen
+class ToolSpec:
+    name: str
+    title: str
+    scope: str
+    description: str
+    input_schema: Schema
+    output_schema: Schema
+    annotations: ToolAnnotations
+    run: Run
+    # Creating tools take an optional ``idempotencyKey``, the counterpart of REST's Idempotency-Key header.
+    creates: bool = False
+
+
+def _read(title: str) -> ToolAnnotations:
+    return ToolAnnotations(title=title, read_only_hint=True, open_world_hint=True)
+
+
+def _write(title: str, *, destructive: bool, idempotent: bool) -> ToolAnnotations:
+    return ToolAnnotations(
+        title=title,
+        read_only_hint=False,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=True,
+    )
+
+
+def _pick(args: Mapping[str, Any], *names: str) -> dict[str, Any]:
+    """The arguments that form a use case's body, as REST would receive them in its JSON body."""
+    return {name: args[name] for name in names if name in args}
+
+
+# --- argument schemas, limits from the core ------------------------------------------------------
+
+_GROUP = text("Group id or slug (from list_groups).", posts.MAX_ID)
+_GROUP_HINT = text("Group id or slug of the post: optional, speeds up the look-up.", posts.MAX_ID)
+_POST_ID = text("Post id (from get_feed or get_post).", posts.MAX_ID)
+_IDEMPOTENCY_KEY = {
+    "type": "string",
+    "pattern": r"^[\x21-\x7e]{1,255}$",
+    "description": "Optional. Retrying with the same key and the same arguments within 24 hours returns the "
+    "first result instead of acting again: use one when a call may be retried after a time-out.",
+}
+_FEED_ARGS = arguments(
+    {
+        "group": _GROUP,
+        "pages": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": feed.MAX_PAGES,
+            "default": 1,
+            "description": f"Feed pages to read, 1 to {feed.MAX_PAGES}; about 30 posts a page.",
+        },
+        "sort": {
+            "type": "string",
+            "enum": list(feed.SORTS),
+            "default": feed.DEFAULT_SORT,
+            "description": "newest: new posts first; newest-cm: newest comments first; unread: posts this "
+            "account has not read; best-1d/best-1w/best-1m/best-1y/best: top posts of the last day, week, "
+            "month, year, or all time.",
+        },
+        "since": {
+            "type": "string",
+            "pattern": feed.SINCE_PATTERN,
+            "description": "Only posts published in this window: 24h, 7d, or a UTC date YYYY-MM-DD. With "
+            "sort newest or unread, paging stops once the window is passed.",
+        },
+    },
+    ("group",),
+)
+_SEND_ARGS = arguments(
+    {
+        "to": text("Platform user id of the recipient (a post's authorId, a conversation's with.id).", dms.MAX_ID),
+        "conversationId": text("Id of an existing conversation (from list_dms).", dms.MAX_ID),
+        "content": text("The message text.", dms.MAX_MESSAGE),
+        "group": text("With to: a group you share with the recipient (optional).", dms.MAX_ID),
+        "idempotencyKey": _IDEMPOTENCY_KEY,
+    },
+    ("content",),
+    # Exactly one recipient form; the core refuses the other cases with its own message.
+    oneOf=[{"required": ["to"]}, {"required": ["conversationId"]}],
+)
+
+_DM_PACE = (
+    "DMs are throttled per connected account: about one send every 30 to 45 seconds, at most 20 an hour "
+    "and 100 a day. A refused send is a tool error with code rate_limited and details.retryAfter, the "
+    "seconds to wait before the next send is allowed; it did not go out."
+)
+
+
+def _whoami(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+    return groups.whoami(deps, actor)
+
+
+def _list_groups(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+    return {"groups": groups.list_groups(deps, actor)}
+
+
+def _get_group(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+    return groups.get_group(deps, actor, args["group"])
+
+
+def _get_feed(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+    query = feed.parse_feed_query(args.get("pages"), args.get("sort"), args.get("since"))
+    return feed.read_feed(deps, actor, args["group"], query)
+
+
+def _get_post(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+    return posts.post_detail(deps, actor, args["postId"], args.get("group"))
+
+
+def _list_comments(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+    return {"comments": posts.list_comments(deps, actor, args["postId"], args.get("group"))}
+
+
+def _create_post(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+    return posts.create_post(deps, actor, args["group"], _pick(args, "title", "content", "label"))
+
+
+def _delete_post(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+    posts.delete_post(deps, actor, args["postId"])
+    return {"deleted": True, "postId": args["postId"]}
+
+
+def _create_comment(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+    body = _pick(args, "content", "parentId")
+    return posts.create_comment(deps, actor, args["postId"], args.get("group"), body)
+
+
+def _delete_comment(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+    posts.delete_comment(deps, actor, args["commentId"])
+    return {"deleted": True, "commentId": args["commentId"]}
+
+
+def _list_dms(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+    return dms.inbox(deps, actor, args.get("cursor"), args.get("awaitingReply"))
+
+
+def _get_dm_thread(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+    return dms.thread(deps, actor, args["conversationId"], args.get("cursor"))
+
+
+def _send_dm(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+    return dms.send(deps, actor, args.get("group"), _pick(args, "to", "conversationId", "content"))
+
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "whoami",
+        "Who am I",
+        scopes.GROUPS_READ,
+        "The connected community account this key acts as: {id, handle, name}. Compare id with a post's or "
+        "comment's authorId to tell your own posts and comments apart.",
+        arguments({}),
+        object_schema(PlatformUser),
+        _read("Who am I"),
+        _whoami,
+    ),
+    ToolSpec(
+        "list_groups",
+        "List groups",
+        scopes.GROUPS_READ,
+        "The groups the connected account belongs to: {groups: [{id, slug, name, description, memberCount, "
+        "labels}]}. Labels are the group's post categories.",
+        arguments({}),
+        wrapper("groups", Group),
+        _read("List groups"),
+        _list_groups,
+    ),
+    ToolSpec(
+        "get_group",
+        "Get group",
+        scopes.GROUPS_READ,
+        "One group's metadata and its labels (categories), each {id, name, postCount}.",
+        arguments({"group": _GROUP}, ("group",)),
+        object_schema(Group),
+        _read("Get group"),
+        _get_group,
+    ),
+    ToolSpec(
+        "get_feed",
+        "Read a group's feed",
+        scopes.POSTS_READ,
+        "Posts of a group, read through the platform's web feed: about 30 posts per page, 1 to 30 pages per "
+        "call (more pages take longer). Answers {posts, pagesRequested, pagesFetched, stoppedEarly, sort, "
+        "since}. Posts hold title and content but not comments: use get_post for those. Pinned posts are "
+        "listed once.",
+        _FEED_ARGS,
+        object_schema(feed.FeedPage),
+        _read("Read a group's feed"),
+        _get_feed,
+    ),
+    ToolSpec(
+        "get_post",
+        "Get a post with its comments",
+        scopes.POSTS_READ,
+        "A post and all its comments in one answer: {post, comments}. Comments are a flat list; postId is "
+        "the root post, parentId the comment replied to (null at top level).",
+        arguments({"postId": _POST_ID, "group": _GROUP_HINT}, ("postId",)),
+        object_schema(PostDetail),
+        _read("Get a post with its comments"),
+        _get_post,
+    ),
+    ToolSpec(
+        "list_comments",
+        "List a post's comments",
+        scopes.COMMENTS_READ,
+        "All comments of a post as a flat list {comments: [{id, postId, parentId, authorId, author, content, "
+        "createdAt, upvotes}]}; parentId null means a top-level comment.",
+        arguments({"postId": _POST_ID, "group": _GROUP_HINT}, ("postId",)),
+        wrapper("comments", Comment),
+        _read("List a post's comments"),
+        _list_comments,
+    ),
+    ToolSpec(
+        "create_post",
+        "Publish a post",
+        scopes.POSTS_WRITE,
+        "Publish a post in a group as the connected account; everyone in the group sees it. Answers the new "
+        "post; its author fields are null (the platform does not return them). An unknown label is refused "
+        "with the group's labels in details.allowed.",
+        arguments(
+            {
+                "group": _GROUP,
+                "title": text("Post title.", posts.MAX_TITLE),
+                "content": text("Post body (optional).", posts.MAX_CONTENT),
+                "label": text("Label (category) id or name, from get_group (optional).", posts.MAX_ID),
+                "idempotencyKey": _IDEMPOTENCY_KEY,
+            },
+            ("group", "title"),
+        ),
+        object_schema(Post),
+        _write("Publish a post", destructive=False, idempotent=False),
+        _create_post,
+        creates=True,
+    ),
+    ToolSpec(
+        "delete_post",
+        "Delete a post",
+        scopes.POSTS_WRITE,
+        "Delete a post of the connected account, with its comments. It cannot be undone. Answers "
+        "{deleted: true, postId}; deleting it again is a not_found error.",
+        arguments({"postId": _POST_ID}, ("postId",)),
+        deleted("postId"),
+        _write("Delete a post", destructive=True, idempotent=True),
+        _delete_post,
+    ),
+    ToolSpec(
+        "create_comment",
+        "Comment on a post",
+        scopes.COMMENTS_WRITE,
+        "Comment on a post, or reply to one of its comments with parentId, as the connected account. Answers "
+        "the new comment.",
+        arguments(
+            {
+                "postId": _POST_ID,
+                "content": text("Comment text.", posts.MAX_CONTENT),
+                "parentId": text("Id of the comment to reply to (optional).", posts.MAX_ID),
+                "group": _GROUP_HINT,
+                "idempotencyKey": _IDEMPOTENCY_KEY,
+            },
+            ("postId", "content"),
+        ),
+        object_schema(Comment),
+        _write("Comment on a post", destructive=False, idempotent=False),
+        _create_comment,
+        creates=True,
+    ),
+    ToolSpec(
+        "delete_comment",
+        "Delete a comment",
+        scopes.COMMENTS_WRITE,
+        "Delete a comment of the connected account. It cannot be undone. Answers {deleted: true, commentId}.",
+        arguments({"commentId": text("Comment id (from get_post).", posts.MAX_ID)}, ("commentId",)),
+        deleted("commentId"),
+        _write("Delete a comment", destructive=True, idempotent=True),
+        _delete_comment,
+    ),
+    ToolSpec(
+        "list_dms",
+        "List DM conversations",
+        scopes.DMS_READ,
+        f"The private DM inbox, newest activity first, {dms.INBOX_PAGE} conversations a page: {{conversations: "
+        "[{id, with, lastMessage, unreadCount, awaitingReply, updatedAt}], nextCursor}. Pass nextCursor back "
+        "as cursor for the next page (null at the end). awaitingReply true keeps only conversations whose "
+        f"last message is not yours, scanning up to {dms.AWAITING_SCAN_PAGES} pages.",
+        arguments(
+            {
+                "cursor": text("nextCursor of the previous answer.", 20),
+                "awaitingReply": {"type": "boolean", "default": False, "description": "Only conversations "
+                                  "awaiting your reply."},
+            }
+        ),
+        object_schema(dms.Inbox),
+        _read("List DM conversations"),
+        _list_dms,
+    ),
+    ToolSpec(
+        "get_dm_thread",
+        "Read a DM thread",
+        scopes.DMS_READ,
+        "Messages of one conversation, oldest to newest: {conversation, messages, nextCursor}. Pass nextCursor "
+        "back as cursor to get older messages (null when there are none).",
+        arguments(
+            {
+                "conversationId": text("Conversation id (from list_dms).", dms.MAX_ID),
+                "cursor": text("nextCursor of the previous answer: returns older messages.", dms.MAX_ID),
+            },
+            ("conversationId",),
+        ),
+        object_schema(dms.Thread),
+        _read("Read a DM thread"),
+        _get_dm_thread,
+    ),
+    ToolSpec(
+        "send_dm",
+        "Send a DM",
+        scopes.DMS_WRITE,
+        "Send a direct message as the connected account, to a member (to) or in an existing conversation "
+        "(conversationId): give exactly one of them. Sent messages cannot be deleted. Answers {message, "
+        f"conversation}}. {_DM_PACE}",
+        _SEND_ARGS,
+        object_schema(dms.SentMessage),
+        _write("Send a DM", destructive=False, idempotent=False),
+        _send_dm,
+        creates=True,
+    ),
+)
+
+TOOLS_BY_NAME: dict[str, ToolSpec] = {tool.name: tool for tool in TOOLS}

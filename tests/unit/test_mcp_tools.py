@@ -1,0 +1,236 @@
+"""Every MCP tool against the fakes: it answers what the REST route answers (the same use case), and each
+failure is a tool error carrying our error body."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from community_api.errors import ConnectionExpired, PlatformUnavailable
+from tests.unit.test_mcp_world import DM_GAP, McpWorld
+
+FEED = "builders-club"
+
+
+@pytest.fixture
+def world() -> Iterator[McpWorld]:
+    built = McpWorld.build()
+    yield built
+    built.close()
+
+
+def post_with_comments(world: McpWorld) -> dict[str, Any]:
+    posts = world.ok("get_feed", {"group": FEED, "pages": 3})["posts"]
+    return next(p for p in posts if p["commentCount"] >= 3)
+
+
+def other_member(world: McpWorld) -> dict[str, Any]:
+    inbox = world.ok("list_dms", {})["conversations"]
+    return next(c for c in inbox if c["with"]["handle"] == "bob")
+
+
+# --- reads: the same answer as REST -------------------------------------------------------------
+
+
+def test_whoami_groups_and_group_answer_as_rest(world: McpWorld) -> None:
+    assert world.ok("whoami", {}) == world.rest("/v1/whoami") == {
+        "id": world.alice.platform_user_id, "handle": "alice", "name": world.alice.name,
+    }
+    assert world.ok("list_groups", {}) == world.rest("/v1/groups")
+    assert world.ok("get_group", {"group": FEED}) == world.rest(f"/v1/groups/{FEED}")
+
+
+def test_feed_answers_as_rest_for_the_same_query(world: McpWorld) -> None:
+    args = {"group": FEED, "pages": 2, "sort": "best-1y", "since": "2026-01-01"}
+    answer = world.ok("get_feed", args)
+    assert answer == world.rest(f"/v1/groups/{FEED}/posts", pages="2", sort="best-1y", since="2026-01-01")
+    assert answer["pagesRequested"] == 2 and answer["sort"] == "best-1y" and answer["posts"]
+    default = world.ok("get_feed", {"group": FEED})
+    assert (default["pagesRequested"], default["sort"], default["since"]) == (1, "newest", None)
+
+
+def test_post_and_comments_answer_as_rest(world: McpWorld) -> None:
+    post = post_with_comments(world)
+    detail = world.ok("get_post", {"postId": post["id"]})
+    assert detail == world.rest(f"/v1/posts/{post['id']}")
+    assert len(detail["comments"]) == post["commentCount"]
+    comments = world.ok("list_comments", {"postId": post["id"], "group": FEED})
+    assert comments == world.rest(f"/v1/posts/{post['id']}/comments") == {"comments": detail["comments"]}
+
+
+def test_inbox_and_thread_answer_as_rest(world: McpWorld) -> None:
+    first = world.ok("list_dms", {})
+    assert first == world.rest("/v1/dms") and first["nextCursor"] == "30"
+    assert world.ok("list_dms", {"cursor": "30"}) == world.rest("/v1/dms", cursor="30")
+    awaiting = world.ok("list_dms", {"awaitingReply": True})
+    assert awaiting == world.rest("/v1/dms", awaitingReply="true")
+    bob = other_member(world)
+    thread = world.ok("get_dm_thread", {"conversationId": bob["id"]})
+    assert thread == world.rest(f"/v1/dms/{bob['id']}")
+    older = world.ok("get_dm_thread", {"conversationId": bob["id"], "cursor": thread["nextCursor"]})
+    assert older["messages"][-1]["createdAt"] <= thread["messages"][0]["createdAt"]
+
+
+# --- writes ---------------------------------------------------------------------------------------
+
+
+def test_create_and_delete_a_post(world: McpWorld) -> None:
+    post = world.ok("create_post", {"group": FEED, "title": "Hello", "content": "First!", "label": "Wins"})
+    assert post["title"] == "Hello" and post["author"] is None and post["authorId"] is None
+    assert [p.id for p in world.gateway.created_posts()] == [post["id"]]
+    assert world.ok("delete_post", {"postId": post["id"]}) == {"deleted": True, "postId": post["id"]}
+    assert world.fail("get_post", {"postId": post["id"]})["code"] == "not_found"
+    assert world.fail("delete_post", {"postId": post["id"]})["code"] == "not_found"
+
+
+def test_comment_reply_and_delete(world: McpWorld) -> None:
+    post = post_with_comments(world)
+    comment = world.ok("create_comment", {"postId": post["id"], "content": "Nice"})
+    assert comment["postId"] == post["id"] and comment["parentId"] is None
+    reply = world.ok("create_comment", {"postId": post["id"], "content": "Me too", "parentId": comment["id"]})
+    assert reply["parentId"] == comment["id"]
+    assert world.ok("delete_comment", {"commentId": reply["id"]}) == {"deleted": True, "commentId": reply["id"]}
+    ids = {c["id"] for c in world.ok("list_comments", {"postId": post["id"]})["comments"]}
+    assert comment["id"] in ids and reply["id"] not in ids
+
+
+def test_send_a_dm_by_recipient_and_by_conversation(world: McpWorld) -> None:
+    bob = other_member(world)
+    sent = world.ok("send_dm", {"to": bob["with"]["id"], "content": "Hi Bob"})
+    assert sent["message"]["content"] == "Hi Bob" and sent["conversation"]["awaitingReply"] is False
+    world.clock.advance(seconds=DM_GAP)
+    again = world.ok("send_dm", {"conversationId": sent["conversation"]["id"], "content": "Again"})
+    assert again["conversation"]["id"] == sent["conversation"]["id"]
+    assert [m.content for m in world.gateway.sent_messages()] == ["Hi Bob", "Again"]
+
+
+def test_a_throttled_dm_is_a_tool_error_with_the_delay(world: McpWorld) -> None:
+    bob = other_member(world)
+    world.ok("send_dm", {"conversationId": bob["id"], "content": "one"})
+    world.clock.advance(seconds=7)
+    error = world.fail("send_dm", {"conversationId": bob["id"], "content": "two"})
+    assert error["code"] == "rate_limited" and error["details"]["retryAfter"] == DM_GAP - 7
+    assert "30" in error["message"]
+    assert [m.content for m in world.gateway.sent_messages()] == ["one"]
+    world.clock.advance(seconds=DM_GAP - 7)
+    world.ok("send_dm", {"conversationId": bob["id"], "content": "two"})
+
+
+def test_idempotency_key_acts_once(world: McpWorld) -> None:
+    args = {"group": FEED, "title": "Once", "idempotencyKey": "retry-1"}
+    first, second = world.ok("create_post", args), world.ok("create_post", args)
+    assert first == second and len(world.gateway.created_posts()) == 1
+    other = world.fail("create_post", {**args, "title": "Different"})
+    assert other["code"] == "conflict"
+    unknown = PlatformUnavailable("the platform did not answer in time")
+    world.gateway.fail_next("create_post", unknown)
+    kept = {"group": FEED, "title": "Maybe", "idempotencyKey": "retry-2"}
+    assert world.fail("create_post", kept)["code"] == "platform_unavailable"
+    # The platform may have acted: the retry gets the same answer rather than a second post.
+    assert world.fail("create_post", kept)["code"] == "platform_unavailable"
+    assert len(world.gateway.created_posts()) == 1
+
+
+# --- refusals -------------------------------------------------------------------------------------
+
+BAD_ARGUMENTS = [
+    ("get_feed", {"group": FEED, "pages": 0}, "pages"),
+    ("get_feed", {"group": FEED, "pages": 31}, "pages"),
+    ("get_feed", {"group": FEED, "pages": "2"}, "pages"),
+    ("get_feed", {"group": FEED, "pages": True}, "pages"),
+    ("get_feed", {"group": FEED, "sort": "oldest"}, "sort"),
+    ("get_feed", {"group": FEED, "since": "yesterday"}, "since"),
+    ("get_feed", {"group": FEED, "since": "2026-13-45"}, "since"),  # the pattern holds; the core refuses
+    ("get_feed", {"group": FEED, "page": 2}, "page"),
+    ("get_feed", {}, "group"),
+    ("get_group", {"group": ""}, "group"),
+    ("create_post", {"group": FEED}, "title"),
+    ("create_post", {"group": FEED, "title": "x" * 301}, "title"),
+    ("create_post", {"group": FEED, "title": "x", "label": "Nope"}, "label"),
+    ("create_comment", {"postId": "p", "content": 3}, "content"),
+    ("list_dms", {"awaitingReply": "yes"}, "awaitingReply"),
+    ("list_dms", {"cursor": "abc"}, "cursor"),
+    ("send_dm", {"content": "hi"}, None),
+    ("send_dm", {"to": "usr-bob", "conversationId": "c", "content": "hi"}, None),
+    ("send_dm", {"to": "usr-bob", "content": ""}, "content"),
+    ("send_dm", {"to": "usr-bob", "content": "hi", "idempotencyKey": "has space"}, "idempotencyKey"),
+]
+
+
+@pytest.mark.parametrize(("tool", "args", "field"), BAD_ARGUMENTS)
+def test_bad_arguments_are_invalid_request_tool_errors(
+    world: McpWorld, tool: str, args: dict[str, Any], field: str | None
+) -> None:
+    error = world.fail(tool, args)
+    assert error["code"] == "invalid_request", error
+    details = error["details"]
+    if field is not None:
+        assert field in error["message"], error
+        assert field in (details.get("field"), details.get("parameter")) or details.get("unknown") == [field]
+    else:
+        assert error["message"] == "give exactly one of to and conversationId"
+    assert len(error["message"]) < 150  # a refused value is never echoed back
+    assert world.gateway.created_posts() == [] and world.gateway.sent_messages() == []
+
+
+def test_arguments_of_the_wrong_shape_never_give_a_500(world: McpWorld) -> None:
+    for params in ({"name": "whoami", "arguments": [1]}, {"name": 3}, {}):
+        result = world.rpc("tools/call", params)
+        assert result.status_code < 500 and "error" in result.json, result.text
+    assert world.fail("no_such_tool", {})["code"] == "not_found"
+
+
+def test_a_tool_outside_the_keys_scopes_is_refused_naming_the_scope(world: McpWorld) -> None:
+    for tool, args, scope in [
+        ("create_post", {"group": FEED, "title": "x"}, "posts:write"),
+        ("delete_comment", {"commentId": "c"}, "comments:write"),
+        ("list_dms", {}, "dms:read"),
+        ("send_dm", {"to": "usr-bob", "content": "hi"}, "dms:write"),
+    ]:
+        error = world.fail(tool, args, key=world.read_key)
+        assert error["code"] == "forbidden" and scope in error["message"]
+        assert error["details"]["requiredScope"] == scope
+    assert world.gateway.created_posts() == [] and world.gateway.sent_messages() == []
+
+
+def test_connection_header_and_bound_keys_behave_as_on_rest(world: McpWorld) -> None:
+    header = {"X-Community-Connection": world.bob.id}
+    assert world.ok("whoami", {}, **header)["handle"] == "bob"
+    assert world.ok("whoami", {}, key=world.bound_key)["handle"] == "alice"
+    same = {"X-Community-Connection": world.alice.id}
+    assert world.ok("whoami", {}, key=world.bound_key, **same)["handle"] == "alice"
+    mismatch = world.fail("whoami", {}, key=world.bound_key, **header)
+    assert mismatch["code"] == "connection_mismatch"
+    assert mismatch["details"]["boundConnectionId"] == world.alice.id
+    assert world.fail("send_dm", {"to": "usr-carol", "content": "hi"}, key=world.bound_key, **header)["code"] == (
+        "connection_mismatch"
+    )
+    assert world.fail("whoami", {}, **{"X-Community-Connection": "con_other"})["code"] == "not_found"
+    assert world.gateway.sent_messages() == []
+
+
+def test_platform_failures_are_tool_errors(world: McpWorld) -> None:
+    world.gateway.fail_next("whoami", PlatformUnavailable("the platform did not answer in time"))
+    assert world.fail("whoami", {})["code"] == "platform_unavailable"
+    world.gateway.fail_next("list_groups", ConnectionExpired("session expired"))
+    assert world.fail("list_groups", {})["code"] == "connection_expired"
+    # The connection is now marked expired: the next call answers so at once.
+    assert world.fail("whoami", {})["code"] == "connection_expired"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_the_official_client_calls_tools_and_validates_their_output(world: McpWorld, mode: str) -> None:
+    async def session(client: Client) -> None:
+        me = await client.call_tool("whoami", {})
+        assert me.is_error is False and me.structured_content == world.rest("/v1/whoami")
+        feed = await client.call_tool("get_feed", {"group": FEED, "pages": 2})
+        assert feed.structured_content is not None and len(feed.structured_content["posts"]) > 30
+        bad = await client.call_tool("get_feed", {"group": FEED, "pages": 99})
+        assert bad.is_error is True and "invalid_request" in bad.content[0].text  # type: ignore[union-attr]
+        post = await client.call_tool("create_post", {"group": FEED, "title": f"via {mode}"})
+        assert post.structured_content is not None and post.structured_content["title"] == f"via {mode}"
+
+    world.with_client(world.all_key, mode, session)

@@ -1,0 +1,122 @@
+"""``/v1/mcp`` as HTTP: our authentication and error bodies around the MCP machinery, the allowed hosts,
+usage counting, and the per-process loop thread that serves it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import falcon.testing
+import pytest
+
+from adapters.settings import Settings
+from community_api.keys import revoke_key
+from tests.unit.test_mcp_world import HOST, McpWorld
+
+LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+
+
+@pytest.fixture
+def world() -> Iterator[McpWorld]:
+    built = McpWorld.build()
+    yield built
+    built.close()
+
+
+def requests_today(world: McpWorld) -> int:
+    day = world.clock.now().strftime("%Y-%m-%d")
+    return world.store.key_usage(world.all_key.key.id, day).requests_today
+
+
+def assert_error(result: falcon.testing.Result, status: int, code: str) -> None:
+    assert result.status_code == status, result.text
+    assert result.headers["content-type"].startswith("application/json")
+    assert result.json["error"]["code"] == code and result.json["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "authorization", [None, "Bearer", "Basic abc", "Bearer cda_not-a-key", "Bearer " + "cda_" + "A" * 49]
+)
+def test_missing_or_bad_key_is_401_before_any_mcp_code(world: McpWorld, authorization: str | None) -> None:
+    headers = world.headers(None, {"Authorization": authorization} if authorization else None)
+    result = world.client.simulate_post("/v1/mcp", headers=headers, body=b"not even JSON-RPC")
+    assert_error(result, 401, "unauthorized")
+    assert result.headers["www-authenticate"] == 'Bearer realm="community-api"'
+    assert not world.resource.bridge.running  # the MCP machinery was never started
+
+
+def test_revoked_key_and_key_in_the_url_are_401(world: McpWorld) -> None:
+    result = world.client.simulate_post(
+        "/v1/mcp", headers=world.headers(world.all_key), json=LIST, params={"key": world.read_key.secret}
+    )
+    assert_error(result, 401, "unauthorized")
+    revoke_key(world.store, world.clock, account_id=world.account_id, key_id=world.all_key.key.id)
+    assert_error(world.rpc("tools/list", key=world.all_key), 401, "unauthorized")
+
+
+def test_each_mcp_request_counts_once_for_its_key_and_refusals_do_not(world: McpWorld) -> None:
+    world.rpc("tools/list")
+    world.call("whoami", {})
+    world.call("create_post", {"group": "builders-club"})  # a tool error is still a served request
+    world.client.simulate_post("/v1/mcp", headers=world.headers("cda_bad"), json=LIST)
+    assert requests_today(world) == 3
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_get_and_delete_answer_405_at_once(world: McpWorld, method: str) -> None:
+    for headers in (world.headers(world.all_key, {"Accept": "text/event-stream"}), {}):
+        result = world.client.simulate_request(method, "/v1/mcp", headers=headers)
+        assert_error(result, 405, "method_not_allowed")
+        assert "POST" in result.headers["allow"]
+    assert requests_today(world) == 0 and not world.resource.bridge.running
+
+
+def test_unknown_host_is_421_with_our_error_body(world: McpWorld) -> None:
+    assert_error(world.rpc("tools/list", headers={"Host": "evil.example:8000"}), 421, "misdirected_request")
+    assert_error(world.rpc("tools/list", headers={"Origin": "http://evil.example"}), 403, "forbidden")
+    assert world.rpc("tools/list", headers={"Origin": f"http://{HOST}"}).status_code == 200
+
+
+def test_allowed_hosts_come_from_settings() -> None:
+    settings = Settings(mode="test", mcp_allowed_hosts=("api.example.com",), public_url="https://mcp.example.org")
+    world = McpWorld.build(settings)
+    try:
+        assert world.rpc("tools/list", headers={"Host": "api.example.com"}).status_code == 200
+        assert world.rpc("tools/list", headers={"Host": "mcp.example.org"}).status_code == 200
+        assert_error(world.rpc("tools/list", headers={"Host": HOST}), 421, "misdirected_request")
+    finally:
+        world.close()
+
+
+def test_media_type_size_and_malformed_bodies(world: McpWorld) -> None:
+    headers = world.headers(world.all_key)
+    text_body = world.client.simulate_post("/v1/mcp", headers={**headers, "Content-Type": "text/plain"}, body=b"{}")
+    assert_error(text_body, 415, "unsupported_media_type")
+    huge = json.dumps({**LIST, "params": {"padding": "x" * 300_000}})
+    too_big = world.client.simulate_post(
+        "/v1/mcp", headers={**headers, "Content-Type": "application/json"}, body=huge
+    )
+    assert_error(too_big, 413, "payload_too_large")
+    for body in (b"{not json", b"[]", b'{"jsonrpc": "2.0"}'):
+        result = world.client.simulate_post(
+            "/v1/mcp", headers={**headers, "Content-Type": "application/json"}, body=body
+        )
+        assert 400 <= result.status_code < 500 and "error" in result.json, result.text
+
+
+def test_notifications_are_accepted_without_a_body(world: McpWorld) -> None:
+    message = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    result = world.client.simulate_post("/v1/mcp", headers=world.headers(world.all_key), json=message)
+    assert result.status_code == 202 and result.content == b""
+
+
+def test_the_loop_thread_starts_at_the_first_request_and_serves_concurrent_ones(world: McpWorld) -> None:
+    assert not world.resource.bridge.running
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: world.ok("whoami", {})["handle"], range(24)))
+    assert answers == ["alice"] * 24
+    assert world.resource.bridge.running
+    world.resource.bridge.close()
+    assert not world.resource.bridge.running
+    assert world.ok("whoami", {})["handle"] == "alice"  # a fresh session manager after close()
