@@ -12,12 +12,15 @@ from urllib.parse import urlsplit
 
 from adapters.mcp.tools import TOOLS_BY_NAME
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "mcp.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "mcp.md"
+README = ROOT / "README.md"
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
-def blocks(language: str) -> list[str]:
-    return [body for lang, body in FENCE.findall(DOC.read_text()) if lang == language]
+def blocks(language: str, doc: Path = README) -> list[str]:
+    """The snippets a user copies: the README carries the client configurations."""
+    return [body for lang, body in FENCE.findall(doc.read_text()) if lang == language]
 
 
 def servers(config: dict[str, Any]) -> list[dict[str, Any]]:
@@ -52,7 +55,7 @@ def test_command_line_agent_snippet_is_toml_with_url_and_bearer_header() -> None
 
 
 def test_python_snippet_compiles_and_uses_the_endpoint() -> None:
-    (body,) = blocks("python")
+    (body,) = blocks("python", DOC)
     compile(body, "docs/mcp.md", "exec")
     assert "/v1/mcp" in body and '"Authorization": "Bearer ' in body
 
