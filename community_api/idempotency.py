@@ -18,13 +18,12 @@ from collections.abc import Callable
 
 import attrs
 
-from community_api.errors import Conflict, InvalidRequest
+from community_api.errors import Conflict, InvalidRequest, PlatformUnavailable, ServiceError
 from community_api.model import IdempotencyRecord
 from community_api.ports import Clock, KeyStore
 
 _KEY = re.compile(r"[\x21-\x7e]{1,255}")
-# Statuses whose answer is replayed: the platform may have acted.
-_OUTCOME_UNKNOWN = frozenset({503, 504})
+CREATED = 201
 
 
 @attrs.frozen
@@ -41,9 +40,21 @@ def run_once(
     account_id: str,
     idempotency_key: str | None,
     request_fingerprint: bytes,
-    action: Callable[[], Answer],
+    act: Callable[[], str],
+    render_error: Callable[[ServiceError], tuple[int, str]],
 ) -> Answer:
-    """Run ``action`` at most once per (account, idempotency key)."""
+    """Run ``act`` (which creates something and answers its serialized form) at most once per
+    (account, idempotency key). ``render_error`` turns an error whose answer is kept into a status and
+    body; every other error propagates and releases the claim."""
+
+    def action() -> Answer:
+        try:
+            return Answer(CREATED, act())
+        except PlatformUnavailable as error:
+            # The platform may have acted: this answer is kept for retries of the same key.
+            status, body = render_error(error)
+            return Answer(status, body)
+
     if idempotency_key is None:
         return action()
     if not _KEY.fullmatch(idempotency_key):
@@ -63,8 +74,5 @@ def run_once(
     except BaseException:
         store.release_idempotency(record_key)
         raise
-    if 200 <= answer.status < 300 or answer.status in _OUTCOME_UNKNOWN:
-        store.complete_idempotency(record_key, answer.status, answer.body)
-    else:
-        store.release_idempotency(record_key)
+    store.complete_idempotency(record_key, answer.status, answer.body)
     return answer

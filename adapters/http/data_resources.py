@@ -8,13 +8,13 @@ import falcon
 
 from adapters.http.auth import api_actor
 from adapters.http.body import read_json
-from adapters.http.errors import STATUS_BY_CODE, error_body
+from adapters.http.errors import error_answer
 from adapters.wire import dumps
 from community_api import dms, feed, groups, posts, scopes
 from community_api.access import Actor
 from community_api.deps import Deps
-from community_api.errors import InvalidRequest, PlatformUnavailable
-from community_api.idempotency import Answer, run_once
+from community_api.errors import InvalidRequest
+from community_api.idempotency import run_once
 
 
 def query(req: falcon.Request, allowed: Iterable[str]) -> dict[str, str | None]:
@@ -51,14 +51,6 @@ class Resource:
     ) -> None:
         """Answer 201 with what ``make`` created, at most once per ``Idempotency-Key``."""
 
-        def action() -> Answer:
-            try:
-                return Answer(201, dumps(make()))
-            except PlatformUnavailable as error:
-                # The platform may have acted: keep this answer for retries of the same key.
-                status = STATUS_BY_CODE[error.code]
-                return Answer(status, error_body(error.code, error.message, error.details))
-
         fingerprint = b"\n".join([req.method.encode(), req.relative_uri.encode(), (actor.connection.id).encode(), raw])
         answer = run_once(
             self.deps.store,
@@ -66,7 +58,8 @@ class Resource:
             account_id=actor.key.account_id,
             idempotency_key=req.get_header("Idempotency-Key"),
             request_fingerprint=fingerprint,
-            action=action,
+            act=lambda: dumps(make()),
+            render_error=error_answer,
         )
         resp.status = answer.status
         resp.content_type = falcon.MEDIA_JSON

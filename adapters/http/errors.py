@@ -54,6 +54,11 @@ def error_body(code: str, message: str, details: dict[str, Any] | None = None) -
     return json.dumps({"error": {"code": code, "message": message, "details": details or {}}})
 
 
+def error_answer(error: ServiceError) -> tuple[int, str]:
+    """The status and body of an error, for answers kept and replayed (idempotency)."""
+    return STATUS_BY_CODE.get(error.code, 500), error_body(error.code, error.message, error.details)
+
+
 def _respond(resp: falcon.Response, status: int, code: str, message: str, details: dict[str, Any]) -> None:
     resp.status = status
     resp.content_type = falcon.MEDIA_JSON

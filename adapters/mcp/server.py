@@ -24,21 +24,20 @@ from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
-from adapters.http.errors import STATUS_BY_CODE, error_body
+from adapters.http.errors import error_answer, error_body
 from adapters.mcp.arguments import ArgumentChecker
 from adapters.mcp.tools import TOOLS, TOOLS_BY_NAME, ToolSpec
 from adapters.wire import dumps, to_wire
 from community_api.access import Actor, actor_for
 from community_api.deps import Deps
-from community_api.errors import NotFound, PlatformUnavailable, ServiceError
-from community_api.idempotency import Answer, run_once
+from community_api.errors import NotFound, ServiceError
+from community_api.idempotency import run_once
 from community_api.keys import UNAUTHORIZED_MESSAGE
 from community_api.model import ApiKey
 
 log = logging.getLogger(__name__)
 
 CALLER_ENVIRON_KEY = "community_api.mcp.caller"
-SUCCESS = 200
 
 INSTRUCTIONS = (
     "Tools of the Community Data API. Every tool acts as one connected account of a community platform: "
@@ -109,13 +108,6 @@ class ToolRunner:
         """Act at most once per ``idempotencyKey``, with the core's rules for REST's Idempotency-Key."""
         body = {name: value for name, value in arguments.items() if name != "idempotencyKey"}
 
-        def action() -> Answer:
-            try:
-                return Answer(SUCCESS, dumps(spec.run(self.deps, actor, body)))
-            except PlatformUnavailable as error:
-                # The platform may have acted: keep this answer for retries with the same key.
-                return Answer(STATUS_BY_CODE[error.code], error_body(error.code, error.message, error.details))
-
         canonical = json.dumps(body, sort_keys=True, ensure_ascii=False)
         answer = run_once(
             self.deps.store,
@@ -123,10 +115,11 @@ class ToolRunner:
             account_id=actor.key.account_id,
             idempotency_key=arguments.get("idempotencyKey"),
             request_fingerprint="\n".join(["mcp", spec.name, actor.connection.id, canonical]).encode(),
-            action=action,
+            act=lambda: dumps(spec.run(self.deps, actor, body)),
+            render_error=error_answer,
         )
         payload = json.loads(answer.body)
-        if answer.status != SUCCESS:
+        if not 200 <= answer.status < 300:
             error = payload["error"]
             return error_result(error["code"], error["message"], error["details"])
         return success_result(payload)
