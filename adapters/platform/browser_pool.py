@@ -1,0 +1,302 @@
+"""Headless Chromium browsers and the bounded pool that keeps one warm per connection.
+
+- One browser per connection id, so each keeps its own cookie jar (session and firewall token) and
+  build id. Calls for one connection are serialised on a lock of their own (a page runs one script at a
+  time); calls for other connections run in parallel.
+- At most ``size`` browsers live at once: starting one more first closes the least recently used idle
+  browser; when every browser is busy, the start waits a bounded time, then gives up.
+- A browser that crashed or hung is ``discard``ed by the caller and started afresh on the next use.
+
+Local browsers are Debian's Chromium driven by Debian's chromedriver with explicit paths, so Selenium
+Manager never runs (it would try to download a driver). Each gets a fresh temporary profile, removed
+when the browser is closed. With ``remote_url`` the browsers come from a Selenium Grid instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.remote.webdriver import WebDriver
+
+log = logging.getLogger(__name__)
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+# Checked on this stack (DESIGN §8): headless without a sandbox or GPU, and without Chromium's own
+# background traffic (component updates, sync, first-run pages) that would only cost time and memory.
+FLAGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+
+START_SECONDS = 30.0  # the most a browser may take to start and show its first (blank) page
+DriverFactory = Callable[[], WebDriver]
+
+
+class BrowserFailure(Exception):
+    """The browser (or its driver) failed: crashed, hung, or could not start."""
+
+
+class PoolBusy(Exception):
+    """No browser could be had in time: every one is busy, or the pool is closed."""
+
+
+class Browser:
+    """A driver and what the gateway knows about its page.
+
+    ``on_origin``: a page of the platform is loaded and its firewall script has run. ``token``: the
+    ``auth_token`` cookie set in it. ``build_id``: the Next.js build id read from the last page loaded.
+    """
+
+    def __init__(self, driver: WebDriver, cleanup: Callable[[], None] | None = None) -> None:
+        self.driver = driver
+        self._cleanup = cleanup
+        self.on_origin = False
+        self.token: str | None = None
+        self.build_id: str | None = None
+
+    def pids(self) -> list[int]:
+        """The PIDs of the Chromium browser processes (children of the local chromedriver); [] when the
+        browser is remote or already gone."""
+        service = getattr(self.driver, "service", None)
+        process = getattr(service, "process", None)
+        pid = getattr(process, "pid", None)
+        return _children(pid) if isinstance(pid, int) else []
+
+    def quit(self) -> None:
+        """Close the browser whatever state it is in; never raises."""
+        try:
+            self.driver.quit()
+        except Exception:  # a dead browser cannot be closed politely; that is fine
+            log.debug("quitting a browser failed", exc_info=True)
+            service = getattr(self.driver, "service", None)
+            with contextlib.suppress(Exception):
+                if service is not None:
+                    service.stop()
+        if self._cleanup is not None:
+            self._cleanup()
+            self._cleanup = None
+
+
+def _children(parent: int) -> list[int]:
+    """PIDs whose parent is ``parent``, read from /proc (Linux)."""
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and fields[1] == str(parent):
+            found.append(int(entry))
+    return sorted(found)
+
+
+def chrome_options(user_data_dir: str | None) -> webdriver.ChromeOptions:
+    options = webdriver.ChromeOptions()
+    for flag in FLAGS:
+        options.add_argument(flag)
+    if user_data_dir is not None:
+        options.add_argument(f"--user-data-dir={user_data_dir}")
+    return options
+
+
+def local_browser(timeout: float) -> Browser:
+    """Debian's Chromium with a fresh profile directory (removed when the browser is closed)."""
+    profile = tempfile.mkdtemp(prefix="cda-chromium-")
+    options = chrome_options(profile)
+    options.binary_location = CHROMIUM
+    try:
+        driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+        ready_driver(driver, timeout)
+    except Exception:
+        shutil.rmtree(profile, ignore_errors=True)
+        raise
+    return Browser(driver, cleanup=lambda: shutil.rmtree(profile, ignore_errors=True))
+
+
+def remote_browser(remote_url: str, timeout: float) -> Browser:
+    """A browser from a Selenium Grid; the node keeps its own profiles, so no profile flag is passed."""
+    driver = webdriver.Remote(command_executor=remote_url, options=chrome_options(None))
+    ready_driver(driver, timeout)
+    return Browser(driver)
+
+
+def ready_driver(driver: WebDriver, timeout: float) -> None:
+    """Settle a new driver's first navigation and set its time-outs (every browser goes through here)."""
+    # A fresh Chromium sometimes holds its first navigation for about 5 s (seen here on a loaded
+    # machine: chromedriver waits on the first tab's pending navigation). Absorb that while starting,
+    # with a wait of its own, so that it never eats into the time allowed for a platform page.
+    try:
+        driver.set_page_load_timeout(max(START_SECONDS, timeout))
+        driver.get("about:blank")
+    except Exception:
+        with contextlib.suppress(Exception):
+            driver.quit()
+        raise
+    # The in-page fetches stop themselves after ``timeout``; the script time-out is a little longer so
+    # that a fetch that timed out still reports back, and only a hung page trips Selenium's time-out.
+    driver.set_script_timeout(timeout + 5)
+    driver.set_page_load_timeout(timeout)
+
+
+class _Slot:
+    __slots__ = ("browser", "key", "lock", "users")
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.lock = threading.Lock()
+        self.browser: Browser | None = None
+        self.users = 0  # threads holding or waiting for ``lock``
+
+
+class Lease:
+    """The caller's hold on one connection's browser, for the length of one gateway call."""
+
+    def __init__(self, pool: BrowserPool, slot: _Slot) -> None:
+        self._pool = pool
+        self._slot = slot
+
+    def browser(self) -> Browser:
+        """The connection's browser, started if there is none (``BrowserFailure`` if it cannot start)."""
+        if self._slot.browser is None:
+            self._pool._start(self._slot)
+        assert self._slot.browser is not None
+        return self._slot.browser
+
+    def discard(self) -> None:
+        """Close the browser (it crashed or hung); the next ``browser()`` starts a fresh one."""
+        self._pool._discard(self._slot)
+
+
+class BrowserPool:
+    def __init__(self, factory: Callable[[], Browser], size: int, wait: float) -> None:
+        if size < 1:
+            raise ValueError("the pool needs room for at least one browser")
+        self._factory = factory
+        self._size = size
+        self._wait = wait
+        self._cond = threading.Condition()
+        self._slots: OrderedDict[str, _Slot] = OrderedDict()  # least recently used first
+        self._live = 0  # browsers running or starting
+        self._closed = False
+
+    @contextlib.contextmanager
+    def lease(self, key: str) -> Iterator[Lease]:
+        with self._cond:
+            if self._closed:
+                raise PoolBusy("the browser pool is closed")
+            slot = self._slots.get(key)
+            if slot is None:
+                slot = self._slots[key] = _Slot(key)
+            self._slots.move_to_end(key)
+            slot.users += 1
+        try:
+            if not slot.lock.acquire(timeout=self._wait):
+                raise PoolBusy("the browser of this connection is busy with earlier calls")
+            try:
+                yield Lease(self, slot)
+            finally:
+                slot.lock.release()
+        finally:
+            with self._cond:
+                slot.users -= 1
+                if slot.users == 0 and slot.browser is None and self._slots.get(key) is slot:
+                    del self._slots[key]
+                self._cond.notify_all()
+
+    def pids(self, key: str) -> list[int]:
+        with self._cond:
+            slot = self._slots.get(key)
+            browser = slot.browser if slot is not None else None
+        return browser.pids() if browser is not None else []
+
+    def live(self) -> int:
+        """How many browsers are running or starting."""
+        with self._cond:
+            return self._live
+
+    def close(self) -> None:
+        """Quit every browser. Calls still running fail; later calls are refused."""
+        with self._cond:
+            self._closed = True
+            browsers = [s.browser for s in self._slots.values() if s.browser is not None]
+            for slot in self._slots.values():
+                slot.browser = None
+            self._slots.clear()
+            self._live = 0
+            self._cond.notify_all()
+        for browser in browsers:
+            browser.quit()
+
+    # -- used by Lease, with the slot's lock held ----------------------------------------------------
+    def _start(self, slot: _Slot) -> None:
+        evicted: list[Browser] = []
+        deadline = time.monotonic() + self._wait
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise PoolBusy("the browser pool is closed")
+                if self._live < self._size:
+                    break
+                victim = next((s for s in self._slots.values()
+                               if s is not slot and s.users == 0 and s.browser is not None), None)
+                if victim is not None:
+                    assert victim.browser is not None
+                    evicted.append(victim.browser)
+                    victim.browser = None
+                    del self._slots[victim.key]
+                    self._live -= 1
+                    continue
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise PoolBusy(f"all {self._size} browsers are busy")
+                self._cond.wait(remaining)
+            self._live += 1
+        for browser in evicted:
+            log.info("closing the least recently used browser (pool of %d)", self._size)
+            browser.quit()
+        try:
+            browser = self._factory()
+        except Exception as error:
+            with self._cond:
+                self._live -= 1
+                self._cond.notify_all()
+            raise BrowserFailure(f"the browser could not start: {type(error).__name__}") from error
+        with self._cond:
+            if not self._closed:
+                slot.browser = browser
+                return
+        browser.quit()
+        raise PoolBusy("the browser pool is closed")
+
+    def _discard(self, slot: _Slot) -> None:
+        with self._cond:
+            browser, slot.browser = slot.browser, None
+            if browser is not None and not self._closed:
+                self._live -= 1
+            self._cond.notify_all()
+        if browser is not None:
+            browser.quit()

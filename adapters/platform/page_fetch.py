@@ -1,0 +1,255 @@
+"""Requests made from inside the platform's page, and what their answers mean.
+
+``PageRunner`` readies a browser (a page of the platform loaded, its firewall token obtained, the session
+cookie set) and runs a batch of requests in one ``execute_async_script``. Two quirks of the real site are
+handled here, invisibly to the caller, by loading an HTML page again and re-running the affected
+requests once:
+- a 403 HTML "Request blocked" page: the firewall token expired (it lives about a day). Re-running is
+  safe even for writes: the firewall stopped the request before the platform saw it.
+- a 404 HTML page from ``/_next/data/{buildId}/…``: the site was deployed and the build id is stale
+  (``/_next/data`` is only read, so re-running is safe).
+
+``raise_for_status`` turns the platform's statuses into core errors (PLATFORM.md on sessions).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import attrs
+from selenium.common.exceptions import WebDriverException
+from urllib3.exceptions import HTTPError as Urllib3Error
+
+from adapters.platform import page_scripts
+from adapters.platform.browser_pool import Browser, BrowserFailure
+from adapters.platform.platform_mapping import EXPIRED
+from community_api.errors import (
+    ConnectionExpired,
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    PlatformError,
+    PlatformUnavailable,
+)
+
+SESSION_COOKIE = "auth_token"
+# An HTML page of the platform that every visitor may load: it carries the firewall script and
+# ``__NEXT_DATA__``. Signed in, the real site may redirect it to the home page, which carries both too.
+READY_PATH = "/login"
+# What a dead browser or driver raises: Selenium's own errors, and the HTTP client's when chromedriver
+# itself is gone.
+DRIVER_ERRORS = (WebDriverException, Urllib3Error, OSError)
+
+
+@attrs.frozen
+class Req:
+    """One request. ``data_path`` (page data) is resolved against ``/_next/data/{buildId}`` when run."""
+
+    method: str
+    url: str = ""
+    body: Any = None
+    data_path: str | None = None
+
+    @classmethod
+    def data(cls, path: str, query: Mapping[str, object]) -> Req:
+        return cls("GET", data_path=f"{path}.json?{urlencode(query)}")
+
+
+@attrs.frozen
+class Resp:
+    status: int
+    content_type: str
+    text: str
+    error: str | None = None
+
+    @property
+    def is_html(self) -> bool:
+        return "text/html" in self.content_type.lower()
+
+    @property
+    def blocked(self) -> bool:
+        """The firewall's block page (not a JSON 403 of the platform itself)."""
+        return self.status == 403 and self.is_html
+
+    def json(self) -> Any:
+        if "json" not in self.content_type.lower() and not self.text.lstrip().startswith(("{", "[")):
+            raise PlatformError(f"the platform answered {self.status} with something other than JSON")
+        try:
+            return json.loads(self.text)
+        except ValueError:
+            raise PlatformError("the platform answered with malformed JSON") from None
+
+    def message(self) -> str:
+        """The platform's ``{"message": …}``, or ''."""
+        try:
+            data = json.loads(self.text)
+        except ValueError:
+            return ""
+        message = data.get("message") if isinstance(data, dict) else None
+        return message.strip()[:300] if isinstance(message, str) else ""
+
+
+def raise_for_status(resp: Resp, what: str) -> None:
+    """Raise the core error an answer means; return for a 2xx. ``what`` names the thing asked for, e.g.
+    "post abc", and appears in NotFound messages."""
+    status = resp.status
+    if 200 <= status < 300:
+        return
+    message = resp.message()
+    if status == 0:
+        if resp.error == "timeout":
+            raise PlatformUnavailable("the platform did not answer in time")
+        raise PlatformUnavailable("the platform could not be reached")
+    if status == 401:
+        # The platform answers 401 both for a dead session and for "not a member of that group".
+        if "not permitted" in message.lower():
+            raise NotFound(f"{what} not found")
+        raise ConnectionExpired(EXPIRED)
+    if status == 403:
+        if resp.is_html:
+            raise PlatformError("the platform's firewall blocked the request")
+        raise Forbidden(message or "the platform does not allow this")
+    if status == 404:
+        raise NotFound(f"{what} not found")
+    if status == 429:
+        raise PlatformError("the platform refused: too many requests from this account; try later")
+    if 400 <= status < 500:
+        raise InvalidRequest(message or f"the platform refused the request ({status})")
+    if status >= 500:
+        raise PlatformError(f"the platform failed to answer ({status})")
+    raise PlatformError(f"unexpected answer from the platform ({status})")
+
+
+def checked_json(resp: Resp, what: str) -> Any:
+    raise_for_status(resp, what)
+    return resp.json()
+
+
+class PageRunner:
+    def __init__(self, platform_url: str, api_url: str, timeout: float) -> None:
+        self.platform_url = platform_url.rstrip("/")
+        self.api_url = api_url.rstrip("/")
+        self.timeout = timeout
+        parts = urlsplit(self.platform_url)
+        self.secure = parts.scheme == "https"
+        self.cookie_domain = _cookie_domain(parts.hostname or "", urlsplit(self.api_url).hostname or "")
+
+    def api(self, path: str, query: Mapping[str, object] | None = None) -> str:
+        url = f"{self.api_url}/{path.lstrip('/')}"
+        return f"{url}?{urlencode(query)}" if query else url
+
+    # -- readying a browser ----------------------------------------------------------------------------
+    def prepare(self, browser: Browser, token: str, *, check_alive: bool = False) -> None:
+        """Be on a page of the platform with its firewall token, and with ``token`` as the session.
+        ``check_alive`` makes sure the browser answers before a write is sent: a browser that died while
+        idle then fails here, where running the write on a fresh one cannot send it twice."""
+        if not browser.on_origin:
+            self.renew(browser)
+        elif check_alive:
+            try:
+                browser.driver.execute_script("return 1")
+            except DRIVER_ERRORS as error:
+                raise BrowserFailure(f"the browser does not answer: {type(error).__name__}") from error
+        if browser.token != token:
+            self.set_session(browser, token)
+
+    def set_session(self, browser: Browser, token: str) -> None:
+        cookie: dict[str, Any] = {"name": SESSION_COOKIE, "value": token, "path": "/", "httpOnly": True,
+                                  "secure": self.secure, "sameSite": "Lax"}
+        if self.cookie_domain:
+            cookie["domain"] = self.cookie_domain
+        try:
+            browser.driver.delete_cookie(SESSION_COOKIE)
+            browser.driver.add_cookie(cookie)
+        except WebDriverException as error:
+            if _is_cookie_refusal(error):
+                raise InvalidRequest("the platform session token is not a valid cookie value") from None
+            raise BrowserFailure(f"setting the session cookie failed: {type(error).__name__}") from error
+        except DRIVER_ERRORS as error:
+            raise BrowserFailure(f"setting the session cookie failed: {type(error).__name__}") from error
+        browser.token = token
+
+    def renew(self, browser: Browser) -> None:
+        """Load an HTML page: it runs the firewall script (a fresh token) and names the current build."""
+        browser.on_origin = False
+        try:
+            browser.driver.get(self.platform_url + READY_PATH)
+            state = browser.driver.execute_async_script(page_scripts.WAIT_READY, int(self.timeout * 1000))
+        except DRIVER_ERRORS as error:
+            raise BrowserFailure(f"loading a platform page failed: {type(error).__name__}") from error
+        if not isinstance(state, dict) or not state.get("ok"):
+            raise PlatformUnavailable("the platform's page did not pass its firewall check in time")
+        build_id = state.get("buildId")
+        browser.build_id = build_id if isinstance(build_id, str) and build_id else None
+        browser.on_origin = True
+
+    # -- running requests ------------------------------------------------------------------------------
+    def fetch(self, browser: Browser, reqs: Sequence[Req]) -> list[Resp]:
+        """Run ``reqs`` at once; renew the firewall token or the build id once if the answers say so."""
+        resps = self._run(browser, reqs)
+        redo = [i for i, (req, resp) in enumerate(zip(reqs, resps, strict=True))
+                if resp.blocked or (req.data_path is not None and resp.status == 404 and resp.is_html)]
+        if redo:
+            self.renew(browser)
+            again = self._run(browser, [reqs[i] for i in redo])
+            for i, resp in zip(redo, again, strict=True):
+                resps[i] = resp
+        return resps
+
+    def _run(self, browser: Browser, reqs: Sequence[Req]) -> list[Resp]:
+        if not reqs:
+            return []
+        payload = [{"url": self._url(browser, r), "method": r.method,
+                    "body": None if r.body is None else json.dumps(r.body),
+                    # Next.js' client router marks its page-data requests with this header.
+                    "headers": {"x-nextjs-data": "1"} if r.data_path is not None else {}}
+                   for r in reqs]
+        try:
+            answers = browser.driver.execute_async_script(
+                page_scripts.FETCH_ALL, payload, int(self.timeout * 1000))
+        except DRIVER_ERRORS as error:
+            raise BrowserFailure(f"the in-page request failed: {type(error).__name__}") from error
+        if not isinstance(answers, list) or len(answers) != len(reqs):
+            raise BrowserFailure("the in-page request script answered nonsense")
+        return [_resp(answer) for answer in answers]
+
+    def _url(self, browser: Browser, req: Req) -> str:
+        if req.data_path is None:
+            return req.url
+        if browser.build_id is None:
+            raise PlatformError("the platform's page names no build id (__NEXT_DATA__ missing)")
+        return f"{self.platform_url}/_next/data/{browser.build_id}{req.data_path}"
+
+
+def _resp(answer: object) -> Resp:
+    if not isinstance(answer, dict):
+        raise BrowserFailure("the in-page request script answered nonsense")
+    status = answer.get("status")
+    content_type = answer.get("contentType")
+    text = answer.get("text")
+    error = answer.get("error")
+    return Resp(status=status if isinstance(status, int) else 0,
+                content_type=content_type if isinstance(content_type, str) else "",
+                text=text if isinstance(text, str) else "",
+                error=error if isinstance(error, str) else None)
+
+
+def _cookie_domain(www_host: str, api_host: str) -> str | None:
+    """The session cookie must reach both hosts. On one host (the stand-in) it is a host-only cookie;
+    on two (``www.x`` and ``api2.x``) it is set on their shared parent domain, as the platform does."""
+    if not www_host or www_host == api_host or www_host.replace(".", "").isdigit():
+        return None
+    www, api = www_host.split("."), api_host.split(".")
+    shared: list[str] = []
+    while www and api and www[-1] == api[-1]:
+        shared.insert(0, www.pop())
+        api.pop()
+    return "." + ".".join(shared) if len(shared) >= 2 else None
+
+
+def _is_cookie_refusal(error: WebDriverException) -> bool:
+    text = (error.msg or "").lower()
+    return "invalid cookie" in text or "unable to set cookie" in text or "invalid argument" in text

@@ -1,0 +1,269 @@
+"""The browser side of the gateway: signing in, running calls in a connection's browser, and what it
+learns along the way (who a session is, which slug a group id has, which group a post is in).
+
+Retry rules (spec: a retry must never act twice on the platform):
+- reads: a 5xx is asked again once; a crashed or hung browser is replaced and the read run again once;
+- writes: never run again once sent, except after the firewall's block page, which the platform itself
+  never saw (``page_fetch``). A browser failure during a write raises ``PlatformUnavailable`` (outcome
+  unknown); one that happens before the write was sent (a browser that died while idle) is replaced and
+  the write sent on the fresh browser.
+- a request the platform did not answer in time (``timeout``) is not retried: the browser is fine and the
+  platform is slow; asking again would only double the client's wait.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.wait import WebDriverWait
+
+from adapters.platform import page_scripts
+from adapters.platform import platform_mapping as m
+from adapters.platform.bounded_cache import BoundedCache
+from adapters.platform.browser_pool import Browser, BrowserFailure, BrowserPool, PoolBusy
+from adapters.platform.page_fetch import (
+    DRIVER_ERRORS,
+    SESSION_COOKIE,
+    PageRunner,
+    Req,
+    Resp,
+    checked_json,
+    raise_for_status,
+)
+from community_api.errors import (
+    ConnectionExpired,
+    InvalidRequest,
+    NotFound,
+    PlatformError,
+    PlatformUnavailable,
+)
+from community_api.model import LinkedAccount, PlatformSession, PlatformUser
+
+log = logging.getLogger(__name__)
+
+GROUPS_PAGE = 30  # the platform's largest page for group lists
+POLL_SECONDS = 0.1
+# Selenium logs every WebDriver command with its body at DEBUG level, typed keys included.
+DRIVER_LOGGER = "selenium.webdriver.remote.remote_connection"
+
+
+@attrs.frozen
+class GroupRef:
+    id: str
+    slug: str
+
+
+class PlatformClient:
+    def __init__(self, runner: PageRunner, pool: BrowserPool, new_browser: Callable[[], Browser],
+                 timeout: float) -> None:
+        self.page = runner
+        self.pool = pool
+        self._new_browser = new_browser
+        self.timeout = timeout
+        self._selves: BoundedCache[str, PlatformUser] = BoundedCache(4096)  # sha256(token) -> self
+        self._groups: BoundedCache[str, GroupRef] = BoundedCache(8192)  # id or slug -> ref
+        self.post_groups: BoundedCache[str, str] = BoundedCache(50_000)  # post id -> group id
+
+    def api(self, path: str, query: Mapping[str, object] | None = None) -> str:
+        return self.page.api(path, query)
+
+    # -- calls in a connection's browser -------------------------------------------------------------
+    def call(self, session: PlatformSession, reqs: Sequence[Req], *, read: bool = True) -> list[Resp]:
+        """Run ``reqs`` at once in the connection's browser and answer their raw answers."""
+        try:
+            with self.pool.lease(session.connection_id) as lease:
+                for attempt in (1, 2):
+                    sent = False
+                    try:
+                        browser = lease.browser()
+                        self.page.prepare(browser, session.token, check_alive=not read)
+                        sent = True
+                        resps = self.page.fetch(browser, reqs)
+                        if read:
+                            self._retry_server_errors(browser, reqs, resps)
+                        return resps
+                    except BrowserFailure as error:
+                        lease.discard()
+                        # A write may run again only if the browser failed before sending anything
+                        # (e.g. it had died while idle).
+                        if (read or not sent) and attempt == 1:
+                            log.warning("browser failed (%s): replacing it and trying again", error)
+                            continue
+                        log.warning("browser failed (%s): browser replaced", error)
+                        if read:
+                            raise PlatformUnavailable("the browser in front of the platform failed") from None
+                        raise PlatformUnavailable(
+                            "the browser failed during a write: it may or may not have reached the platform"
+                        ) from None
+        except PoolBusy as error:
+            raise PlatformUnavailable(f"no browser is free: {error}") from None
+        raise AssertionError("unreachable")
+
+    def _retry_server_errors(self, browser: Browser, reqs: Sequence[Req], resps: list[Resp]) -> None:
+        failed = [i for i, resp in enumerate(resps) if resp.status >= 500]
+        if failed:
+            log.info("platform answered %d on a read: asking again once", resps[failed[0]].status)
+            again = self.page.fetch(browser, [reqs[i] for i in failed])
+            for i, resp in zip(failed, again, strict=True):
+                resps[i] = resp
+
+    def one(self, session: PlatformSession, req: Req, what: str, *, read: bool = True) -> Any:
+        return checked_json(self.call(session, [req], read=read)[0], what)
+
+    # -- who the session is --------------------------------------------------------------------------
+    def me(self, session: PlatformSession, *, fresh: bool = False) -> PlatformUser:
+        """The session's user (cached per token; ``fresh`` asks the platform, which also checks that the
+        session is alive)."""
+        key = hashlib.sha256(session.token.encode()).hexdigest()
+        cached = None if fresh else self._selves.get(key)
+        if cached is not None:
+            return cached
+        resp = self.call(session, [Req("GET", self.api("self"))])[0]
+        user = _self_from(resp)
+        self._selves.put(key, user)
+        return user
+
+    # -- groups --------------------------------------------------------------------------------------
+    def my_groups(self, session: PlatformSession) -> list[dict[str, Any]]:
+        """The raw group records of the session's user (api2), remembering each id and slug."""
+        me = self.me(session)
+        found: list[dict[str, Any]] = []
+        while True:
+            query = {"offset": len(found), "limit": GROUPS_PAGE}
+            data = self.one(session, Req("GET", self.api(f"users/{me.id}/groups", query)), "groups")
+            page = m.items(m.obj(data, "groups").get("groups"), "groups")
+            found += page
+            if len(page) < GROUPS_PAGE:
+                break
+        for record in found:
+            self.remember_group(record)
+        return found
+
+    def remember_group(self, record: dict[str, Any]) -> GroupRef:
+        ref = GroupRef(id=m.text(record, "id"), slug=m.text(record, "name"))
+        self._groups.put(ref.id, ref)
+        self._groups.put(ref.slug, ref)
+        return ref
+
+    def group_ref(self, session: PlatformSession, group: str) -> GroupRef:
+        """Id and slug of ``group`` (named by either). Unknown names refresh the user's group list once;
+        a group the user is not in is ``NotFound``. A remembered group may still be one the user is not
+        in: the platform then refuses the call itself (also ``NotFound``)."""
+        ref = self._groups.get(group)
+        if ref is None:
+            self.my_groups(session)
+            ref = self._groups.get(group)
+        if ref is None:
+            raise NotFound(f"group {group} not found")
+        return ref
+
+    # -- signing in ----------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def fresh_browser(self) -> Iterator[Browser]:
+        """A browser of its own (clean cookie jar) for signing in, closed afterwards."""
+        try:
+            browser = self._new_browser()
+        except Exception as error:  # any start failure means no browser
+            raise PlatformUnavailable(f"the browser could not start: {type(error).__name__}") from error
+        try:
+            yield browser
+        finally:
+            browser.quit()
+
+    def login(self, email: str, password: str) -> LinkedAccount:
+        with self.fresh_browser() as browser:
+            driver = browser.driver
+            try:
+                driver.get(self.page.platform_url + "/login")
+                WebDriverWait(driver, self.timeout).until(
+                    expected_conditions.presence_of_element_located(("css selector", "#password")))
+                with _quiet_driver_log():  # the typed password would be logged at DEBUG level
+                    driver.find_element("css selector", "#email").send_keys(email)
+                    driver.find_element("css selector", "#password").send_keys(password)
+                driver.find_element("css selector", "button[type='submit']").click()
+            except DRIVER_ERRORS as error:
+                raise PlatformUnavailable(
+                    f"the platform's login page did not work in the browser: {type(error).__name__}") from None
+            token = self._await_login(browser)
+            try:
+                # Settle on a fresh page (the site navigates away after signing in), then ask who we are.
+                browser.token = token
+                self.page.renew(browser)
+                resp = self.page.fetch(browser, [Req("GET", self.api("self"))])[0]
+            except BrowserFailure as error:
+                raise PlatformUnavailable(f"the browser failed after login: {error}") from None
+            try:
+                user = _self_from(resp)
+            except ConnectionExpired:
+                raise PlatformError("the platform did not accept the session it had just issued") from None
+        return LinkedAccount(user=user, session_token=token)
+
+    def _await_login(self, browser: Browser) -> str:
+        """Wait (bounded) for the session cookie, a refusal, or a challenge we cannot pass unattended."""
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            try:
+                cookie = browser.driver.get_cookie(SESSION_COOKIE)
+                if cookie and cookie.get("value"):
+                    return str(cookie["value"])
+                state = browser.driver.execute_script(page_scripts.LOGIN_STATE)
+            except DRIVER_ERRORS:
+                state = None  # the page is navigating; look again
+            if isinstance(state, dict):
+                if state.get("challenge"):
+                    raise InvalidRequest(
+                        "the platform asks this account for a two-factor code or a captcha, which cannot be "
+                        "answered here: link it with a session token instead")
+                error = str(state.get("error") or "")
+                if "blocked" in error.lower():
+                    raise PlatformError("the platform's firewall blocked the login")
+                if error:
+                    raise InvalidRequest("the platform refused these credentials (wrong email or password)")
+            time.sleep(POLL_SECONDS)
+        raise PlatformUnavailable("the platform's login did not finish in time")
+
+    def adopt(self, token: str) -> LinkedAccount:
+        if not token.strip() or any(ch in token for ch in ";, \t\r\n"):
+            raise InvalidRequest("the platform session token is not valid (unknown or expired)")
+        with self.fresh_browser() as browser:
+            try:
+                self.page.prepare(browser, token)
+                resp = self.page.fetch(browser, [Req("GET", self.api("self"))])[0]
+            except BrowserFailure as error:
+                raise PlatformUnavailable(f"the browser failed: {error}") from None
+            try:
+                user = _self_from(resp)
+            except ConnectionExpired:
+                raise InvalidRequest("the platform session token is not valid (unknown or expired)") from None
+        return LinkedAccount(user=user, session_token=token)
+
+
+def _self_from(resp: Resp) -> PlatformUser:
+    raise_for_status(resp, "self")
+    if not resp.text.strip():  # the platform's answer for a dead session: 200 and nothing
+        raise ConnectionExpired(m.EXPIRED)
+    return m.self_user(resp.text, resp.json())
+
+
+class _DropAll:
+    def filter(self, record: object) -> bool:
+        return False
+
+
+@contextlib.contextmanager
+def _quiet_driver_log() -> Iterator[None]:
+    logger = logging.getLogger(DRIVER_LOGGER)
+    dropper = _DropAll()
+    logger.addFilter(dropper)
+    try:
+        yield
+    finally:
+        logger.removeFilter(dropper)
+

@@ -1,0 +1,139 @@
+"""Direct messages through the platform's chat routes (api2).
+
+Quirks handled here:
+- the inbox ``limit`` is at most 30 (above, the platform answers 400 "invalid limit");
+- a thread answers about 30 messages a call and no total: after a full page the gateway asks for the
+  page before it, so ``has_older`` is exact (a thread of exactly 30·k messages would otherwise end in an
+  empty page);
+- there is no route that describes one channel: a thread's conversation (the member, unread count, last
+  message) is taken from the first inbox page, fetched in the same script as the messages; a quieter
+  conversation comes from what the gateway saw of it before, else from scanning the inbox;
+- a channel opened by a chat request has no message yet and is not listed in the inbox;
+- opening a chat needs a group both members share (``g``); none given, the first group of the account's
+  own list that the other member is in is used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from adapters.platform import platform_mapping as m
+from adapters.platform.bounded_cache import BoundedCache
+from adapters.platform.page_fetch import Req, checked_json
+from adapters.platform.platform_client import PlatformClient
+from community_api.errors import InvalidRequest, NotFound
+from community_api.model import Conversation, Message, MessagePage, PlatformSession
+
+INBOX_LIMIT = 30
+THREAD_PAGE = 30
+SCAN_PAGES_AT_ONCE = 10  # inbox pages fetched in one script while looking for a quiet conversation
+SCAN_MAX = 1_000  # conversations scanned at most
+
+
+class PlatformDms:
+    def __init__(self, client: PlatformClient) -> None:
+        self._client = client
+        # What we last saw of a conversation (channel ids are the platform's, unique across accounts;
+        # the messages route still checks that the channel is the caller's).
+        self._seen: BoundedCache[str, Conversation] = BoundedCache(20_000)
+
+    def _inbox_req(self, offset: int, limit: int = INBOX_LIMIT) -> Req:
+        query = {"offset": offset, "limit": limit, "last": "true", "unread-only": "false"}
+        return Req("GET", self._client.api("self/chat-channels", query))
+
+    def _channels(self, data: Any) -> list[Conversation]:
+        found = [m.conversation(c) for c in m.items(m.obj(data, "inbox").get("channels"), "channels")]
+        for conversation in found:
+            self._seen.put(conversation.id, conversation)
+        return found
+
+    def list_conversations(self, session: PlatformSession, offset: int, limit: int) -> list[Conversation]:
+        if not 1 <= limit <= INBOX_LIMIT:
+            raise InvalidRequest(f"limit must be from 1 to {INBOX_LIMIT}")
+        if offset < 0:
+            raise InvalidRequest("offset must not be negative")
+        return self._channels(self._client.one(session, self._inbox_req(offset, limit), "inbox"))
+
+    def get_messages(self, session: PlatformSession, conversation_id: str, before: str | None) -> MessagePage:
+        query: dict[str, object] = {"before": before} if before else {}
+        thread = Req("GET", self._client.api(f"channels/{conversation_id}/messages", query))
+        thread_resp, inbox_resp = self._client.call(session, [thread, self._inbox_req(0)])
+        data = checked_json(thread_resp, f"conversation {conversation_id}")
+        messages = sorted((m.message(x, conversation_id) for x in m.items(m.obj(data, "thread").get("messages"),
+                                                                          "messages")),
+                          key=lambda x: (x.created_at, x.id))
+        conversation = None
+        if inbox_resp.status == 200:
+            conversation = next((c for c in self._channels(inbox_resp.json()) if c.id == conversation_id), None)
+        if conversation is None:
+            conversation = self._seen.get(conversation_id) or self._scan(session, conversation_id)
+        if conversation is None:
+            conversation = Conversation(id=conversation_id, with_=None, last_message=None)
+        newest = messages[-1] if messages and before is None else None
+        if newest is not None and (conversation.last_message is None
+                                   or conversation.last_message.created_at < newest.created_at):
+            conversation = attrs.evolve(conversation, last_message=newest, updated_at=newest.created_at)
+        return MessagePage(conversation=conversation, messages=tuple(messages),
+                           has_older=self._has_older(session, conversation_id, messages))
+
+    def _has_older(self, session: PlatformSession, conversation_id: str, messages: list[Message]) -> bool:
+        """A short page is the start of the thread. A full one may be too (the platform gives no total):
+        ask for what lies before it, so that a client never pages into an empty page."""
+        if len(messages) < THREAD_PAGE:
+            return False
+        req = Req("GET", self._client.api(f"channels/{conversation_id}/messages", {"before": messages[0].id}))
+        data = self._client.one(session, req, f"conversation {conversation_id}")
+        return bool(m.items(m.obj(data, "thread").get("messages"), "messages"))
+
+    def _scan(self, session: PlatformSession, conversation_id: str) -> Conversation | None:
+        """Look through the inbox, several pages per script, for a conversation not seen lately."""
+        offset = INBOX_LIMIT  # page 0 was just read
+        while offset < SCAN_MAX:
+            offsets = [offset + i * INBOX_LIMIT for i in range(SCAN_PAGES_AT_ONCE)]
+            resps = self._client.call(session, [self._inbox_req(o) for o in offsets])
+            for resp in resps:
+                page = self._channels(checked_json(resp, "inbox"))
+                found = next((c for c in page if c.id == conversation_id), None)
+                if found is not None:
+                    return found
+                if len(page) < INBOX_LIMIT:
+                    return None
+            offset = offsets[-1] + INBOX_LIMIT
+        return None
+
+    def open_conversation(self, session: PlatformSession, user_id: str, group: str | None) -> Conversation:
+        me = self._client.me(session)
+        if user_id == me.id:
+            raise InvalidRequest("cannot open a conversation with yourself")
+        if group is not None:
+            group_id = self._client.group_ref(session, group).id
+        else:
+            group_id = self._shared_group(session, user_id)
+        req = Req("POST", self._client.api(f"users/{user_id}/chat-request", {"g": group_id}))
+        conversation = m.conversation(self._client.one(session, req, f"user {user_id}", read=False))
+        self._seen.put(conversation.id, conversation)
+        return conversation
+
+    def _shared_group(self, session: PlatformSession, user_id: str) -> str:
+        mine = self._client.my_groups(session)
+        query = {"offset": 0, "limit": INBOX_LIMIT}
+        data = self._client.one(session, Req("GET", self._client.api(f"users/{user_id}/groups", query)),
+                                f"user {user_id}")
+        theirs = {m.text(g, "id") for g in m.items(m.obj(data, "groups").get("groups"), "groups")}
+        shared = [m.text(g, "id") for g in mine if m.text(g, "id") in theirs]
+        if not shared:
+            raise NotFound(f"user {user_id} not found in a group you share")
+        return shared[0]
+
+    def send_message(self, session: PlatformSession, conversation_id: str, content: str) -> Message:
+        # Never retried (``read=False``): a second attempt could deliver the message twice.
+        req = Req("POST", self._client.api(f"channels/{conversation_id}/messages", {"ct": "wdm"}),
+                  body={"content": content, "attachments": []})
+        message = m.message(self._client.one(session, req, f"conversation {conversation_id}", read=False),
+                            conversation_id)
+        seen = self._seen.get(conversation_id)
+        if seen is not None:
+            self._seen.put(conversation_id, attrs.evolve(seen, last_message=message, updated_at=message.created_at))
+        return message

@@ -1,0 +1,248 @@
+"""Platform JSON → the core's attrs model, checked on the way.
+
+The platform has two spellings: page data (``__NEXT_DATA__``, ``/_next/data``) is camelCase, the api2 host
+snake_case (``createdAt`` / ``created_at``, ``firstName`` / ``first_name``); every reader here accepts both.
+Any shape we did not expect raises ``PlatformError``: an unannounced change on the platform must give the
+client a clean 502, never a crash or a half-filled record.
+
+Privacy: a user maps to id, handle (the platform's ``name``) and display name (first and last name) and
+nothing else, so the private fields of ``self`` (email, payment methods, other services' keys) cannot leave
+the gateway through a mapper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from community_api.errors import ConnectionExpired, NotFound, PlatformError
+from community_api.model import (
+    Comment,
+    Conversation,
+    Group,
+    Label,
+    Message,
+    PlatformUser,
+    Post,
+)
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+EXPIRED = "the platform session has expired: link the account again"
+
+
+def obj(value: object, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise PlatformError(f"unexpected answer from the platform ({what} is not an object)")
+    return value
+
+
+def items(value: object, what: str) -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        raise PlatformError(f"unexpected answer from the platform ({what} is not a list)")
+    return [obj(v, what) for v in value]
+
+
+def _pick(data: Mapping[str, Any], *names: str) -> Any:
+    for name in names:
+        if name in data and data[name] is not None:
+            return data[name]
+    return None
+
+
+def text(data: Mapping[str, Any], *names: str, default: str | None = None) -> str:
+    value = _pick(data, *names)
+    if value is None and default is not None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise PlatformError(f"unexpected answer from the platform (no {names[0]})")
+    return str(value)
+
+
+def optional_text(data: Mapping[str, Any], *names: str) -> str | None:
+    value = _pick(data, *names)
+    return str(value) if isinstance(value, str | int) and not isinstance(value, bool) and value != "" else None
+
+
+def number(data: Mapping[str, Any], *names: str) -> int:
+    value = _pick(data, *names)
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    raise PlatformError(f"unexpected answer from the platform ({names[0]} is not a number)")
+
+
+def timestamp(data: Mapping[str, Any], *names: str) -> datetime:
+    value = _pick(data, *names)
+    if not isinstance(value, str):
+        raise PlatformError(f"unexpected answer from the platform (no {names[0]})")
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise PlatformError(f"unexpected answer from the platform ({names[0]} is not a time)") from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def micros(moment: datetime) -> int:
+    """Microseconds since the epoch: the platform's comment cursor (``created-gt``)."""
+    return (moment - EPOCH) // _MICROSECOND
+
+
+_MICROSECOND = datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC) - EPOCH
+
+
+def meta(data: Mapping[str, Any]) -> dict[str, Any]:
+    value = data.get("metadata")
+    return value if isinstance(value, dict) else {}
+
+
+# --- users --------------------------------------------------------------------------------------------
+def user(data: object) -> PlatformUser:
+    """A member: only id, handle (``name``) and ``first last``, whatever else the record holds."""
+    record = obj(data, "user")
+    first = optional_text(record, "firstName", "first_name") or ""
+    last = optional_text(record, "lastName", "last_name") or ""
+    handle = text(record, "name")
+    return PlatformUser(id=text(record, "id"), handle=handle, name=f"{first} {last}".strip() or handle)
+
+
+def self_user(resp_text: str, data: object) -> PlatformUser:
+    """``api2/self``: a dead session answers 200 with an empty body (PLATFORM.md)."""
+    if not resp_text.strip() or data in (None, {}):
+        raise ConnectionExpired(EXPIRED)
+    return user(data)
+
+
+# --- groups -------------------------------------------------------------------------------------------
+def label(data: object) -> Label:
+    record = obj(data, "label")
+    info = meta(record)
+    return Label(id=text(record, "id"), name=text(info, "displayName", "display_name", default=""),
+                 post_count=number(info, "posts"))
+
+
+def group(data: object, labels: list[dict[str, Any]] | None = None) -> Group:
+    record = obj(data, "group")
+    info = meta(record)
+    slug = text(record, "name")
+    members = _pick(info, "totalMembers", "total_members")
+    raw_labels = labels if labels is not None else record.get("labels") or []
+    return Group(
+        id=text(record, "id"), slug=slug,
+        name=text(info, "displayName", "display_name", default=slug),
+        description=text(info, "description", default=""),
+        member_count=number(info, "totalMembers", "total_members") if members is not None else None,
+        labels=tuple(label(lb) for lb in items(raw_labels, "labels")),
+    )
+
+
+# --- posts and comments -------------------------------------------------------------------------------
+def is_comment(record: Mapping[str, Any]) -> bool:
+    """A comment has a parent; a root post is its own root (and its type is not "comment")."""
+    own = record.get("id")
+    root = _pick(record, "rootId", "root_id")
+    return (_pick(record, "postType", "post_type") == "comment" or bool(_pick(record, "parentId", "parent_id"))
+            or (root not in (None, "") and root != own))
+
+
+def post(data: object, platform_url: str, slug: str | None, *, with_author: bool = True) -> Post:
+    record = obj(data, "post")
+    info = meta(record)
+    name = optional_text(record, "name")
+    author = user(record["user"]) if with_author and isinstance(record.get("user"), dict) else None
+    author_id = optional_text(record, "userId", "user_id") if with_author else None
+    return Post(
+        id=text(record, "id"),
+        group_id=text(record, "groupId", "group_id"),
+        title=text(info, "title", default=""),
+        content=text(info, "content", default=""),
+        label_id=optional_text(record, "labelId", "label_id"),
+        author_id=author_id or (author.id if author else None),
+        author=author,
+        created_at=timestamp(record, "createdAt", "created_at"),
+        updated_at=timestamp(record, "updatedAt", "updated_at") if _pick(record, "updatedAt", "updated_at")
+        else None,
+        upvotes=number(info, "upvotes"),
+        comment_count=number(info, "comments"),
+        pinned=bool(number(info, "pinned")),
+        url=f"{platform_url}/{slug}/{name}" if slug and name else None,
+    )
+
+
+def comment(data: object, root_id: str) -> Comment:
+    record = obj(data, "comment")
+    parent = optional_text(record, "parentId", "parent_id")
+    author = user(record["user"]) if isinstance(record.get("user"), dict) else None
+    return Comment(
+        id=text(record, "id"),
+        post_id=optional_text(record, "rootId", "root_id") or root_id,
+        parent_id=None if parent in (None, root_id) else parent,
+        author_id=optional_text(record, "userId", "user_id") or (author.id if author else None),
+        author=author,
+        content=text(meta(record), "content", default=""),
+        created_at=timestamp(record, "createdAt", "created_at"),
+        upvotes=number(meta(record), "upvotes"),
+    )
+
+
+def walk_tree(children: object, root_id: str) -> Iterator[Comment]:
+    """The comment tree flattened depth first: each comment followed by its replies, oldest first."""
+    for node in items(children, "children"):
+        yield comment(node.get("post"), root_id)
+        yield from walk_tree(node.get("children") or [], root_id)
+
+
+def page_props(data: object, what: str) -> dict[str, Any]:
+    """``pageProps`` of a page-data answer, with the platform's ways of saying no turned into errors."""
+    record = obj(data, "page data")
+    if record.get("notFound"):
+        raise NotFound(f"{what} not found")
+    props = obj(record.get("pageProps"), "pageProps")
+    if props.get("__N_REDIRECT"):
+        # Signed in but not a member: Next redirects to the group's about page.
+        raise NotFound(f"{what} not found")
+    if "self" not in props:
+        # Not the shape we know: a clean 502 rather than marking every connection expired.
+        raise PlatformError("unexpected answer from the platform (page data without self)")
+    if props["self"] is None:
+        # Signed out (an expired session): the site serves its logged-out view, with no posts.
+        raise ConnectionExpired(EXPIRED)
+    return props
+
+
+# --- direct messages ----------------------------------------------------------------------------------
+def message(data: object, conversation_id: str | None = None) -> Message:
+    record = obj(data, "message")
+    info = meta(record)
+    return Message(
+        id=text(record, "id"),
+        conversation_id=optional_text(record, "channelId", "channel_id") or conversation_id or "",
+        sender_id=text(info, "src"),
+        content=text(info, "content", default=""),
+        created_at=timestamp(record, "createdAt", "created_at"),
+    )
+
+
+def conversation(data: object) -> Conversation:
+    record = obj(data, "channel")
+    cid = text(record, "id")
+    other = record.get("user")
+    last = record.get("lastMessage", record.get("last_message"))
+    last_message = message(last, cid) if last else None
+    updated = _pick(record, "updatedAt", "updated_at")
+    return Conversation(
+        id=cid,
+        with_=user(other) if isinstance(other, dict) else None,
+        last_message=last_message,
+        unread_count=number(meta(record), "numUnread", "num_unread"),
+        awaiting_reply=False,
+        updated_at=timestamp(record, "updatedAt", "updated_at") if updated
+        else (last_message.created_at if last_message else None),
+    )

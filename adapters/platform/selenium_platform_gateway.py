@@ -1,0 +1,304 @@
+"""``SeleniumPlatformGateway``: the ``PlatformGateway`` port served by headless Chromium (DESIGN §4).
+
+The platform has no public API and its firewall only lets real browsers through, so every call is a
+``fetch`` made inside a page of the platform, in a browser kept warm per connection (``browser_pool``),
+with the connection's session cookie. Pieces: ``page_scripts`` (the JavaScript), ``page_fetch`` (running
+it, firewall and build-id renewal, statuses → errors), ``platform_mapping`` (platform JSON → our model),
+``platform_client`` (sign-in, retries, caches), ``platform_dms`` (chat).
+
+Quirks of the real platform handled here (PLATFORM.md):
+- feed sorts: our ``newest-cm`` is the site's default (no ``s``); ``unread`` is ``s=newest&fl=unr``;
+- every requested feed page is fetched in one script (``Promise.all`` over ``/_next/data``), and the
+  pinned posts that lead page 1 and reappear in their own place on page 1 are listed once;
+- comments come as a snake_case tree from ``posts/{id}/comments``, 30 top-level comments a call, walked
+  with the ``created-gt`` cursor (microseconds); a reply's ``parent_id`` equal to the post means top level;
+- that route may need the group (``group-id``). When the caller names none: the group the gateway saw
+  the post in (feeds, details), else the route is asked without it, and if the platform insists (400)
+  every group of the account is asked at once and the one that answers is the post's group;
+- ``DELETE posts/{id}`` deletes posts and comments alike, so the kind is checked first with the comments
+  route, which answers a post's tree and refuses (404) a comment id;
+- reading a post marks it read on the real site only when its page is opened, so ``post_detail`` also
+  loads the post's page data (``/_next/data/…/{group}/{post}.json``), as the site's reader does; the
+  ``unread`` feed then behaves as on the site.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from adapters.platform import platform_mapping as m
+from adapters.platform.browser_pool import Browser, BrowserPool, local_browser, ready_driver, remote_browser
+from adapters.platform.page_fetch import PageRunner, Req, Resp, checked_json
+from adapters.platform.platform_client import PlatformClient
+from adapters.platform.platform_dms import PlatformDms
+from adapters.settings import Settings
+from community_api.errors import InvalidRequest, NotFound, ServiceError
+from community_api.model import (
+    Comment,
+    Conversation,
+    Group,
+    LinkedAccount,
+    Message,
+    MessagePage,
+    PlatformSession,
+    PlatformUser,
+    Post,
+    PostDetail,
+)
+
+log = logging.getLogger(__name__)
+
+SORT_QUERY: dict[str, dict[str, str]] = {
+    "newest-cm": {},  # the site's own default: recent activity
+    "newest": {"s": "newest"},
+    "unread": {"s": "newest", "fl": "unr"},  # the site's unread tab only exists with newest
+    "best-1d": {"s": "best-1d"},
+    "best-1w": {"s": "best-1w"},
+    "best-1m": {"s": "best-1m"},
+    "best-1y": {"s": "best-1y"},
+    "best": {"s": "best"},
+}
+COMMENTS_PAGE = 30  # the platform refuses a larger limit ("invalid limit")
+
+
+class SeleniumPlatformGateway:
+    def __init__(
+        self,
+        platform_url: str,
+        api_url: str,
+        *,
+        pool_size: int = 4,
+        remote_url: str | None = None,
+        timeout: float = 20.0,
+        driver_factory: Callable[[], WebDriver] | None = None,
+    ) -> None:
+        """``timeout`` bounds each platform request and each wait for a page; a browser is started by
+        ``driver_factory`` when given, else from the Selenium Grid at ``remote_url``, else locally."""
+        self.platform_url = platform_url.rstrip("/")
+        factory: Callable[[], Browser]
+        if driver_factory is not None:
+            factory = lambda: _custom_browser(driver_factory, timeout)  # noqa: E731
+        elif remote_url:
+            factory = lambda: remote_browser(remote_url, timeout)  # noqa: E731
+        else:
+            factory = lambda: local_browser(timeout)  # noqa: E731
+        # A call waits for the connection's earlier calls, or for a free browser, at most ``timeout``.
+        self._pool = BrowserPool(factory, pool_size, wait=timeout)
+        self._client = PlatformClient(PageRunner(platform_url, api_url, timeout), self._pool, factory, timeout)
+        self._dms = PlatformDms(self._client)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SeleniumPlatformGateway:
+        gateway = cls(settings.platform_url, settings.platform_api_url, pool_size=settings.browser_pool_size,
+                      remote_url=settings.selenium_remote_url or None)
+        atexit.register(gateway.close)  # no Chromium outlives the worker process
+        return gateway
+
+    def close(self) -> None:
+        """Quit every browser of the pool."""
+        self._pool.close()
+
+    def browser_pids(self, connection_id: str) -> list[int]:
+        """The Chromium processes of a connection's browser ([] if none is running or it is remote)."""
+        return self._pool.pids(connection_id)
+
+    def live_browsers(self) -> int:
+        return self._pool.live()
+
+    # -- sessions --------------------------------------------------------------------------------------
+    def login(self, email: str, password: str) -> LinkedAccount:
+        return self._client.login(email, password)
+
+    def adopt_session(self, session_token: str) -> LinkedAccount:
+        return self._client.adopt(session_token)
+
+    def whoami(self, session: PlatformSession) -> PlatformUser:
+        return self._client.me(session, fresh=True)
+
+    # -- groups ----------------------------------------------------------------------------------------
+    def list_groups(self, session: PlatformSession) -> list[Group]:
+        records = self._client.my_groups(session)
+        label_reqs = [Req("GET", self._client.api(f"groups/{m.text(r, 'id')}/labels")) for r in records]
+        resps = self._client.call(session, label_reqs) if label_reqs else []
+        return [m.group(record, labels=_labels(resp, record)) for record, resp in zip(records, resps, strict=True)]
+
+    def get_group(self, session: PlatformSession, group: str) -> Group:
+        ref = self._client.group_ref(session, group)
+        info, labels = self._client.call(session, [Req("GET", self._client.api(f"groups/{ref.id}")),
+                                                   Req("GET", self._client.api(f"groups/{ref.id}/labels"))])
+        record = m.obj(checked_json(info, f"group {group}"), "group")
+        self._client.remember_group(record)
+        return m.group(record, labels=_labels(labels, record))
+
+    # -- feed ------------------------------------------------------------------------------------------
+    def feed_pages(
+        self, session: PlatformSession, group: str, sort: str, pages: Sequence[int]
+    ) -> list[list[Post]]:
+        query = SORT_QUERY.get(sort)
+        if query is None:
+            raise InvalidRequest(f"unknown sort: {sort}")
+        if any(page < 1 for page in pages):
+            raise InvalidRequest("pages are numbered from 1")
+        if not pages:
+            return []
+        ref = self._client.group_ref(session, group)
+        reqs = [Req.data(f"/{ref.slug}", {"group": ref.slug, "p": page, **query}) for page in pages]
+        answer: list[list[Post]] = []
+        for page, resp in zip(pages, self._client.call(session, reqs), strict=True):
+            props = m.page_props(checked_json(resp, f"group {group}"), f"group {group}")
+            trees = m.items(props.get("postTrees") or [], "postTrees")
+            posts = [m.post(tree.get("post"), self.platform_url, ref.slug) for tree in trees]
+            if page == 1:  # the pinned posts lead page 1 and may repeat in their own place on it
+                posts = _once(posts)
+            for post in posts:
+                self._client.post_groups.put(post.id, post.group_id)
+            answer.append(posts)
+        return answer
+
+    # -- posts and comments ----------------------------------------------------------------------------
+    def _comments_req(self, post_id: str, group_id: str | None, limit: int, after: int | None = None) -> Req:
+        query: dict[str, object] = {"limit": limit}
+        if group_id:
+            query["group-id"] = group_id
+        if after is not None:
+            query["created-gt"] = after
+        return Req("GET", self._client.api(f"posts/{post_id}/comments", query))
+
+    def _post_tree(self, session: PlatformSession, post_id: str, group: str | None,
+                   limit: int = COMMENTS_PAGE) -> dict[str, Any]:
+        """The first page of a post's tree; ``NotFound`` for an unknown post or a comment id."""
+        group_id = self._client.group_ref(session, group).id if group else self._client.post_groups.get(post_id)
+        resp = self._client.call(session, [self._comments_req(post_id, group_id, limit)])[0]
+        if resp.status == 400 and group_id is None:
+            found = self._ask_every_group(session, post_id, limit)
+            if found is None:
+                raise NotFound(f"post {post_id} not found")
+            resp = found
+        data = m.obj(checked_json(resp, f"post {post_id}"), "comments")
+        tree = m.obj(data.get("post_tree", data.get("postTree")), "post_tree")
+        root = m.obj(tree.get("post"), "post")
+        if m.is_comment(root) or m.text(root, "id") != post_id:
+            raise NotFound(f"post {post_id} not found")
+        self._client.post_groups.put(post_id, m.text(root, "groupId", "group_id"))
+        return tree
+
+    def _ask_every_group(self, session: PlatformSession, post_id: str, limit: int) -> Resp | None:
+        groups = [m.text(g, "id") for g in self._client.my_groups(session)]
+        resps = self._client.call(session, [self._comments_req(post_id, g, limit) for g in groups])
+        return next((r for r in resps if r.status == 200), None)
+
+    def post_detail(self, session: PlatformSession, post_id: str, group: str | None) -> PostDetail:
+        tree = self._post_tree(session, post_id, group)
+        root = tree["post"]
+        slug = self._client.group_ref(session, m.text(root, "groupId", "group_id")).slug
+        post = m.post(root, self.platform_url, slug)
+        comments = list(m.walk_tree(tree.get("children") or [], post_id))
+        # Opening the post's page is what marks it read on the site; sent along with the next call.
+        name = m.text(root, "name", default="")
+        pending = [Req.data(f"/{slug}/{name}", {"group": slug, "post": name})] if name else []
+        children = m.items(tree.get("children") or [], "children")
+        while len(children) >= COMMENTS_PAGE:
+            last = m.comment(children[-1].get("post"), post_id)
+            resps = self._client.call(session, [self._comments_req(post_id, post.group_id, COMMENTS_PAGE,
+                                                                   m.micros(last.created_at)), *pending])
+            pending = []
+            data = m.obj(checked_json(resps[0], f"post {post_id}"), "comments")
+            page = m.obj(data.get("post_tree", data.get("postTree")), "post_tree")
+            children = m.items(page.get("children") or [], "children")
+            comments += m.walk_tree(children, post_id)
+        if pending:
+            try:
+                self._client.call(session, pending)
+            except ServiceError as error:  # the post was read; failing to mark it so is not the client's
+                log.info("marking post read failed: %s", error.code)
+        return PostDetail(post=post, comments=tuple(comments))
+
+    def create_post(
+        self, session: PlatformSession, group: str, title: str, content: str, label_id: str | None
+    ) -> Post:
+        ref = self._client.group_ref(session, group)
+        body = {"post_type": "generic", "group_id": ref.id,
+                "metadata": {"title": title, "content": content, "labels": label_id or "",
+                             "attachments": "", "action": 0, "video_ids": ""}}
+        req = Req("POST", self._client.api("posts", {"follow": "true"}), body=body)
+        data = self._client.one(session, req, f"group {group}", read=False)
+        post = m.post(data, self.platform_url, ref.slug, with_author=False)  # the answer has no author
+        self._client.post_groups.put(post.id, post.group_id)
+        return post
+
+    def delete_post(self, session: PlatformSession, post_id: str) -> None:
+        self._post_tree(session, post_id, None, limit=1)  # NotFound for a comment id
+        self._client.one(session, Req("DELETE", self._client.api(f"posts/{post_id}")), f"post {post_id}",
+                         read=False)
+        self._client.post_groups.pop(post_id)
+
+    def create_comment(
+        self,
+        session: PlatformSession,
+        post_id: str,
+        content: str,
+        parent_id: str | None,
+        group: str | None,
+    ) -> Comment:
+        # Checked first: the platform answers a comment id or a post of another group with a 400, which
+        # to our clients is an unknown post; this also finds the group the platform wants in the body.
+        tree = self._post_tree(session, post_id, group, limit=1)
+        me = self._client.me(session)
+        body = {"post_type": "comment", "group_id": m.text(tree["post"], "groupId", "group_id"),
+                "root_id": post_id, "parent_id": parent_id or post_id,
+                "metadata": {"content": content, "attachments": "", "action": 0, "video_ids": ""}}
+        req = Req("POST", self._client.api("posts", {"follow": "true"}), body=body)
+        data = self._client.one(session, req, f"post {post_id}", read=False)
+        comment = m.comment(data, post_id)
+        # The answer carries no author; it is the signed-in user.
+        return attrs.evolve(comment, author_id=me.id, author=me)
+
+    def delete_comment(self, session: PlatformSession, comment_id: str) -> None:
+        try:
+            self._post_tree(session, comment_id, None, limit=1)
+        except NotFound:
+            pass  # not a post: a comment, or nothing (the DELETE says which)
+        else:
+            raise NotFound(f"comment {comment_id} not found")
+        self._client.one(session, Req("DELETE", self._client.api(f"posts/{comment_id}")),
+                         f"comment {comment_id}", read=False)
+
+    # -- direct messages -------------------------------------------------------------------------------
+    def list_conversations(self, session: PlatformSession, offset: int, limit: int) -> list[Conversation]:
+        return self._dms.list_conversations(session, offset, limit)
+
+    def get_messages(self, session: PlatformSession, conversation_id: str, before: str | None) -> MessagePage:
+        return self._dms.get_messages(session, conversation_id, before)
+
+    def open_conversation(self, session: PlatformSession, user_id: str, group: str | None) -> Conversation:
+        return self._dms.open_conversation(session, user_id, group)
+
+    def send_message(self, session: PlatformSession, conversation_id: str, content: str) -> Message:
+        return self._dms.send_message(session, conversation_id, content)
+
+
+def _custom_browser(driver_factory: Callable[[], WebDriver], timeout: float) -> Browser:
+    driver = driver_factory()
+    ready_driver(driver, timeout)
+    return Browser(driver)
+
+
+def _labels(resp: Resp, group: dict[str, Any]) -> list[dict[str, Any]]:
+    data = checked_json(resp, f"group {group.get('id')}")
+    return m.items(m.obj(data, "labels").get("labels"), "labels")
+
+
+def _once(posts: list[Post]) -> list[Post]:
+    seen: set[str] = set()
+    unique = []
+    for post in posts:
+        if post.id not in seen:
+            seen.add(post.id)
+            unique.append(post)
+    return unique

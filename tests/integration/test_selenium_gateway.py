@@ -1,0 +1,302 @@
+"""``SeleniumPlatformGateway`` in headless Chromium against the stand-in platform, under the faults the
+real site produces: a deploy (stale build id), an expired firewall token, an expired session, 5xx
+answers, slowness, a crashed browser. One sandbox process (session fixture) and one gateway serve the
+module; the sandbox is reset around each test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import pytest
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from adapters.platform.selenium_platform_gateway import SeleniumPlatformGateway
+from community_api.errors import ConnectionExpired, InvalidRequest, PlatformError, PlatformUnavailable
+from community_api.model import PlatformSession
+from scripts.sandbox.seed import build_world
+from tests.integration.conftest import SandboxProcess
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+GROUP = "builders-club"
+TIMEOUT = 5.0
+INBOX = "/api2/self/chat-channels"
+
+
+@pytest.fixture(scope="module")
+def gateway(sandbox: SandboxProcess) -> Iterator[SeleniumPlatformGateway]:
+    gw = SeleniumPlatformGateway(sandbox.url, sandbox.api_url, pool_size=3, timeout=TIMEOUT)
+    try:
+        yield gw
+    finally:
+        gw.close()
+
+
+@pytest.fixture(scope="module")
+def alice(gateway: SeleniumPlatformGateway, sandbox: SandboxProcess) -> PlatformSession:
+    sandbox.reset()
+    linked = gateway.login("alice@sandbox.test", "sandbox")
+    return PlatformSession(connection_id="con-alice", token=linked.session_token)
+
+
+@pytest.fixture(autouse=True)
+def clean(sandbox: SandboxProcess) -> Iterator[None]:
+    sandbox.reset()
+    yield
+    sandbox.reset()
+
+
+def faults(sandbox: SandboxProcess) -> list[dict[str, Any]]:
+    return list(sandbox.control("state")["faults"])
+
+
+# --- renewals the client never sees ------------------------------------------------------------------
+def test_stale_build_id_is_renewed_invisibly(gateway: SeleniumPlatformGateway, alice: PlatformSession,
+                                             sandbox: SandboxProcess) -> None:
+    before = gateway.feed_pages(alice, GROUP, "newest", [1, 2])
+    old = sandbox.control("state")["buildId"]
+    new = sandbox.control("build-id", {})["buildId"]
+    assert new != old
+    assert gateway.feed_pages(alice, GROUP, "newest", [1, 2]) == before
+    assert gateway.feed_pages(alice, GROUP, "newest", [1, 2]) == before
+
+
+def test_expired_firewall_token_is_renewed_invisibly_for_reads_and_writes(
+        gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess) -> None:
+    assert gateway.list_conversations(alice, 0, 30)
+    sandbox.control("expire-firewall", {})
+    assert len(gateway.list_conversations(alice, 0, 30)) == 30
+    sandbox.control("expire-firewall", {})
+    post = gateway.create_post(alice, GROUP, "Through a fresh firewall token", "", None)
+    # The blocked attempt never reached the platform, so running it again created exactly one post.
+    assert [r["id"] for r in sandbox.control("created")["created"]] == [post.id]
+
+
+def test_expired_session_is_connection_expired(gateway: SeleniumPlatformGateway, sandbox: SandboxProcess) -> None:
+    linked = gateway.login("carol@sandbox.test", "sandbox")
+    carol = PlatformSession(connection_id="con-carol", token=linked.session_token)
+    post = gateway.feed_pages(carol, GROUP, "newest", [1])[0][0]
+    sandbox.control("expire-session", {"user": "carol"})
+    calls = {
+        "whoami (200, empty body)": lambda: gateway.whoami(carol),
+        "feed (signed-out page data)": lambda: gateway.feed_pages(carol, GROUP, "newest", [1]),
+        "inbox (401)": lambda: gateway.list_conversations(carol, 0, 30),
+        "post detail (401)": lambda: gateway.post_detail(carol, post.id, GROUP),
+    }
+    for name, call in calls.items():
+        with pytest.raises(ConnectionExpired):
+            call()
+            pytest.fail(f"{name} did not raise")
+
+
+# --- server errors and slowness ----------------------------------------------------------------------
+def test_one_500_on_a_read_is_asked_again(gateway: SeleniumPlatformGateway, alice: PlatformSession,
+                                          sandbox: SandboxProcess) -> None:
+    sandbox.control("errors", {"route": INBOX, "status": 500, "count": 1})
+    assert len(gateway.list_conversations(alice, 0, 30)) == 30
+    assert faults(sandbox)[0]["remaining"] == 0  # the 500 was served, then the read asked again
+
+
+def test_repeated_500s_on_a_read_are_a_platform_error_after_one_retry(
+        gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess) -> None:
+    sandbox.control("errors", {"route": INBOX, "status": 500, "count": 3})
+    with pytest.raises(PlatformError):
+        gateway.list_conversations(alice, 0, 30)
+    assert faults(sandbox)[0]["remaining"] == 1  # asked exactly twice
+
+
+def test_a_500_on_a_write_is_never_retried(gateway: SeleniumPlatformGateway, alice: PlatformSession,
+                                           sandbox: SandboxProcess) -> None:
+    sandbox.control("errors", {"route": "^/api2/posts$", "status": 500, "count": 1})
+    with pytest.raises(PlatformError):
+        gateway.create_post(alice, GROUP, "Refused once", "", None)
+    assert sandbox.control("created")["created"] == []
+    gateway.create_post(alice, GROUP, "Accepted", "", None)
+    assert [r["title"] for r in sandbox.control("created")["created"]] == ["Accepted"]
+
+
+def test_latency_beyond_the_timeout_is_platform_unavailable(
+        gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess) -> None:
+    gateway.list_conversations(alice, 0, 30)  # warm
+    sandbox.control("latency", {"route": INBOX, "ms": int((TIMEOUT + 3) * 1000)})
+    started = time.monotonic()
+    with pytest.raises(PlatformUnavailable):
+        gateway.list_conversations(alice, 0, 30)
+    assert time.monotonic() - started < TIMEOUT + 2
+    sandbox.control("clear-faults", {})
+    assert gateway.list_conversations(alice, 0, 30)  # the browser is still fine
+
+
+# --- the browser itself ------------------------------------------------------------------------------
+def test_killed_chromium_is_replaced_and_the_read_succeeds(
+        gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess) -> None:
+    expected = [c.id for c in gateway.list_conversations(alice, 0, 30)]
+    old = gateway.browser_pids(alice.connection_id)
+    assert old
+    sandbox.control("latency", {"route": INBOX, "ms": 1500})
+    outcome: dict[str, Any] = {}
+
+    def read() -> None:
+        try:
+            outcome["ids"] = [c.id for c in gateway.list_conversations(alice, 0, 30)]
+        except Exception as error:  # reported below
+            outcome["error"] = error
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    time.sleep(0.7)  # the request is waiting on the platform now
+    for pid in old:
+        os.kill(pid, signal.SIGKILL)
+    reader.join(30)
+    assert not reader.is_alive()
+    assert "error" not in outcome, outcome.get("error")
+    assert outcome["ids"] == expected
+    new = gateway.browser_pids(alice.connection_id)
+    assert new and not set(new) & set(old)
+
+
+def test_a_browser_that_died_while_idle_is_replaced_before_a_write(
+        gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess) -> None:
+    gateway.feed_pages(alice, GROUP, "newest", [1])  # the group is known: the write is the next call
+    old = gateway.browser_pids(alice.connection_id)
+    for pid in old:
+        os.kill(pid, signal.SIGKILL)
+    post = gateway.create_post(alice, GROUP, "After a crash", "", None)
+    # Nothing had been sent when the dead browser failed, so the write went out once, on a fresh one.
+    assert [r["id"] for r in sandbox.control("created")["created"]] == [post.id]
+    assert not set(gateway.browser_pids(alice.connection_id)) & set(old)
+
+
+def test_thirty_feed_pages_are_fetched_in_one_script_call(
+        gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    gateway.feed_pages(alice, GROUP, "newest", [1])  # warm: browser, firewall token, build id
+    sandbox.control("latency", {"route": "/_next/data/", "ms": 100})
+    scripts: list[str] = []
+    original = WebDriver.execute_async_script
+
+    def counting(self: WebDriver, script: str, *args: Any) -> Any:
+        scripts.append(script)
+        return original(self, script, *args)
+
+    monkeypatch.setattr(WebDriver, "execute_async_script", counting)
+    started = time.monotonic()
+    pages = gateway.feed_pages(alice, GROUP, "newest", list(range(1, 31)))
+    elapsed = time.monotonic() - started
+    assert len(scripts) == 1
+    assert len(pages) == 30 and all(len(page) >= 30 for page in pages)
+    # One page after another would take 30 × 100 ms of latency alone.
+    assert elapsed < 2.0, f"30 pages took {elapsed:.2f} s"
+
+
+def test_close_quits_every_browser_and_removes_its_profile(
+        alice: PlatformSession, sandbox: SandboxProcess) -> None:
+    own = SeleniumPlatformGateway(sandbox.url, sandbox.api_url, pool_size=2, timeout=TIMEOUT)
+    try:
+        assert own.whoami(alice).handle == "alice"
+        pids = own.browser_pids(alice.connection_id)
+        assert pids
+        profiles = [_profile_dir(pid) for pid in pids]
+        assert all(p and os.path.isdir(p) for p in profiles)
+    finally:
+        own.close()
+    time.sleep(0.5)
+    assert not any(_alive(pid) for pid in pids)
+    assert not any(p and os.path.exists(p) for p in profiles)
+    assert own.live_browsers() == 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _profile_dir(pid: int) -> str | None:
+    with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+        args = cmdline.read().decode(errors="replace").split("\0")
+    return next((a.split("=", 1)[1] for a in args if a.startswith("--user-data-dir=")), None)
+
+
+# --- sign-in -----------------------------------------------------------------------------------------
+def test_sign_in_refusals_are_clear_and_bounded(gateway: SeleniumPlatformGateway) -> None:
+    started = time.monotonic()
+    with pytest.raises(InvalidRequest, match="two-factor"):
+        gateway.login("mallory@sandbox.test", "sandbox")
+    assert time.monotonic() - started < TIMEOUT + 10  # a browser start plus the form, never a hang
+    with pytest.raises(InvalidRequest, match="refused these credentials"):
+        gateway.login("alice@sandbox.test", "wrong")
+    with pytest.raises(InvalidRequest, match="not valid"):
+        gateway.adopt_session("eyJhbGciOiJIUzI1NiJ9.e30.forged")
+
+
+# --- comments beyond one page ------------------------------------------------------------------------
+def test_post_detail_walks_every_page_of_comments(gateway: SeleniumPlatformGateway, alice: PlatformSession) -> None:
+    post = gateway.create_post(alice, GROUP, "Many comments", "", None)
+    made = [gateway.create_comment(alice, post.id, f"Comment {n}", None, GROUP).id for n in range(33)]
+    reply = gateway.create_comment(alice, post.id, "A reply to the last", made[-1], None)
+    detail = gateway.post_detail(alice, post.id, None)
+    assert [c.id for c in detail.comments] == [*made, reply.id]
+    assert detail.comments[-1].parent_id == made[-1]
+    assert detail.post.comment_count == 34
+
+
+# --- privacy -----------------------------------------------------------------------------------------
+def test_nothing_private_leaves_the_gateway(gateway: SeleniumPlatformGateway, sandbox: SandboxProcess) -> None:
+    linked = gateway.login("alice@sandbox.test", "sandbox")
+    session = PlatformSession(connection_id="con-alice-privacy", token=linked.session_token)
+    group = gateway.get_group(session, GROUP)
+    pages = gateway.feed_pages(session, GROUP, "newest", [1, 2])
+    inbox = gateway.list_conversations(session, 0, 30)
+    returned: list[Any] = [
+        linked.user, gateway.whoami(session), gateway.list_groups(session), group, pages,
+        gateway.post_detail(session, pages[0][0].id, None), inbox,
+        gateway.get_messages(session, inbox[0].id, None),
+    ]
+    text = json.dumps([_plain(item) for item in returned], default=str)
+    secrets = _private_values()
+    assert secrets
+    leaked = sorted(s for s in secrets if s in text)
+    assert leaked == []
+    assert linked.session_token not in text
+
+
+def _plain(value: Any) -> Any:
+    if attrs.has(type(value)):
+        return attrs.asdict(value)
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _private_values() -> set[str]:
+    """Every private value of the sandbox's sign-in users (their ``self`` record): emails, payment
+    methods, other services' keys, customer ids, and the field names themselves."""
+    world = build_world(1, 0)
+    found: set[str] = {"paymentMethods", "apiKeys", "stripeCustomerId", "payment_methods", "api_keys"}
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+        elif isinstance(value, str) and len(value) >= 6:
+            found.add(value)
+
+    for user in world.users.values():
+        if user.email:
+            found.add(user.email)
+            walk(user.private)
+    return found

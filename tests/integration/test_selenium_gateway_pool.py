@@ -1,0 +1,150 @@
+"""The browser pool behind ``SeleniumPlatformGateway``, with stand-in browsers (no Chromium needed): one
+browser per connection, least recently used closed first, calls of one connection one at a time, other
+connections in parallel, bounded waits, replacement and closing."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, cast
+
+import pytest
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from adapters.platform.browser_pool import Browser, BrowserFailure, BrowserPool, PoolBusy
+
+
+class FakeDriver:
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.quit_called = False
+
+    def quit(self) -> None:
+        self.quit_called = True
+
+
+class Factory:
+    def __init__(self) -> None:
+        self.made: list[FakeDriver] = []
+        self.fail = False
+
+    def __call__(self) -> Browser:
+        if self.fail:
+            raise RuntimeError("chromium is missing")
+        driver = FakeDriver(len(self.made))
+        self.made.append(driver)
+        return Browser(cast(WebDriver, driver))
+
+
+def driver_of(browser: Browser) -> FakeDriver:
+    return cast(Any, browser.driver)
+
+
+def use(pool: BrowserPool, key: str) -> FakeDriver:
+    with pool.lease(key) as lease:
+        return driver_of(lease.browser())
+
+
+def test_one_browser_per_connection_kept_warm() -> None:
+    factory = Factory()
+    pool = BrowserPool(factory, size=2, wait=1)
+    assert use(pool, "a") is use(pool, "a")
+    assert use(pool, "b") is not use(pool, "a")
+    assert len(factory.made) == 2 and pool.live() == 2
+
+
+def test_least_recently_used_browser_is_closed_beyond_the_size() -> None:
+    factory = Factory()
+    pool = BrowserPool(factory, size=2, wait=1)
+    a, b = use(pool, "a"), use(pool, "b")
+    use(pool, "a")  # b is now the least recently used
+    c = use(pool, "c")
+    assert b.quit_called and not a.quit_called and not c.quit_called
+    assert pool.live() == 2
+    assert use(pool, "b") is not b  # started afresh, closing a (now the least recently used)
+    assert a.quit_called
+
+
+def test_calls_of_one_connection_are_serialised_and_others_run_in_parallel() -> None:
+    pool = BrowserPool(Factory(), size=4, wait=5)
+    active: dict[str, int] = {"a": 0, "b": 0}
+    peak: dict[str, int] = {"a": 0, "b": 0}
+    overlap = threading.Event()
+    lock = threading.Lock()
+
+    def call(key: str) -> None:
+        with pool.lease(key) as lease:
+            lease.browser()
+            with lock:
+                active[key] += 1
+                peak[key] = max(peak[key], active[key])
+                if active["a"] and active["b"]:
+                    overlap.set()
+            time.sleep(0.15)
+            with lock:
+                active[key] -= 1
+
+    threads = [threading.Thread(target=call, args=(key,)) for key in ("a", "a", "a", "b", "b")]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert peak == {"a": 1, "b": 1}
+    assert overlap.is_set()
+    assert time.monotonic() - started >= 3 * 0.15  # a's three calls one after another
+
+
+def test_a_start_waits_a_bounded_time_when_every_browser_is_busy() -> None:
+    pool = BrowserPool(Factory(), size=1, wait=0.3)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with pool.lease("a") as lease:
+            lease.browser()
+            holding.set()
+            release.wait(5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    holding.wait(5)
+    started = time.monotonic()
+    with pytest.raises(PoolBusy), pool.lease("b") as lease:
+        lease.browser()
+    assert 0.25 <= time.monotonic() - started < 2
+    release.set()
+    holder.join()
+    assert use(pool, "b").number == 1  # once a is idle, it makes room
+
+
+def test_a_discarded_browser_is_replaced_on_next_use() -> None:
+    factory = Factory()
+    pool = BrowserPool(factory, size=1, wait=1)
+    with pool.lease("a") as lease:
+        first = driver_of(lease.browser())
+        lease.discard()
+        assert first.quit_called and pool.live() == 0
+        second = driver_of(lease.browser())
+    assert second is not first and pool.live() == 1
+
+
+def test_a_browser_that_cannot_start_is_a_browser_failure_and_frees_its_place() -> None:
+    factory = Factory()
+    factory.fail = True
+    pool = BrowserPool(factory, size=1, wait=1)
+    with pytest.raises(BrowserFailure), pool.lease("a") as lease:
+        lease.browser()
+    assert pool.live() == 0
+    factory.fail = False
+    assert use(pool, "a").number == 0
+
+
+def test_close_quits_every_browser_and_refuses_later_calls() -> None:
+    factory = Factory()
+    pool = BrowserPool(factory, size=3, wait=1)
+    for key in ("a", "b", "c"):
+        use(pool, key)
+    pool.close()
+    assert all(d.quit_called for d in factory.made) and pool.live() == 0
+    with pytest.raises(PoolBusy), pool.lease("a"):
+        pass
