@@ -107,9 +107,12 @@ def delete(sb: Sandbox, user: User, post_id: str) -> None:
         member_group(sb, user, post.group_id)
         if post.user_id != user.id:
             raise ApiError(403, "must be admin or level 5 to do this")
-        gone = [post] + [sb.world.posts[c] for c in post.children]
-        if not post.is_root:
-            gone += [sb.world.posts[r] for c in post.children for r in sb.world.posts[c].children]
+        # A post takes its whole thread with it; a comment takes its replies.
+        gone, queue = [], [post]
+        while queue:
+            current = queue.pop()
+            gone.append(current)
+            queue.extend(sb.world.posts[c] for c in current.children)
         for p in gone:
             p.deleted = True
         if not post.is_root:

@@ -176,3 +176,18 @@ def test_home_lists_the_users_groups(alice):
     page = alice.get("/")
     assert page.status_code == 200
     assert 'href="/builders-club"' in page.text and 'href="/design-guild"' not in page.text
+
+
+
+def test_deleting_a_post_takes_its_replies_with_it(client, alice):
+    gid = group_id(client)
+    new = alice.post("/api2/posts", json={"post_type": "generic", "group_id": gid,
+                                          "metadata": {"title": "Thread", "content": "x"}}).json
+    c1 = alice.post("/api2/posts", json={"post_type": "comment", "root_id": new["id"], "parent_id": new["id"],
+                                         "metadata": {"content": "c1"}}).json
+    r1 = alice.post("/api2/posts", json={"post_type": "comment", "root_id": new["id"], "parent_id": c1["id"],
+                                         "metadata": {"content": "r1"}}).json
+    assert alice.delete(f"/api2/posts/{new['id']}").status_code == 200
+    assert alice.delete(f"/api2/posts/{r1['id']}").status_code == 404
+    created = {c["id"]: c for c in client.simulate_get("/__sandbox/created").json["created"]}
+    assert created[r1["id"]]["deleted"] and created[c1["id"]]["deleted"]
