@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-DEBIAN_PACKAGES := chromium chromium-driver redis-server
+DEBIAN_PACKAGES := chromium chromium-driver redis-server curl
 BENCH_PACKAGES := wrk
 
 .PHONY: install system-deps lint test demo bench clean

@@ -1,0 +1,71 @@
+"""``community-api demo`` (what ``make demo`` runs) on a fresh database: it prints a working key and curl
+lines that work when pasted, and SIGTERM ends it with its processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.processes import ROOT, free_port
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def test_demo_prints_curl_lines_that_work() -> None:
+    api_port, platform_port = free_port(), free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COMMUNITY_API_")}
+    demo = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "adapters.cli",
+            "demo",
+            "--bind",
+            f"127.0.0.1:{api_port}",
+            "--sandbox-bind",
+            f"127.0.0.1:{platform_port}",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 180
+        assert demo.stdout is not None
+        while time.monotonic() < deadline:
+            line = demo.stdout.readline()
+            if not line:
+                break
+            lines.append(line.rstrip("\n"))
+            if line.startswith("Press Ctrl-C"):
+                break
+        output = "\n".join(lines)
+        assert "Press Ctrl-C" in output, output
+        curls = [line.strip() for line in lines if line.strip().startswith("curl ")]
+        assert len(curls) >= 13
+        for command in curls:
+            if "-X DELETE" in command or " -d " in command or "openapi" in command:
+                continue  # reads only: the demo's writes would post as alice
+            result = subprocess.run(shlex.split(command), capture_output=True, text=True, timeout=120)
+            body = json.loads(result.stdout)
+            assert "error" not in body, (command, body)
+        config_start = output.index("{", output.index("MCP client configuration"))
+        config = json.loads(output[config_start : output.index("\nOpenAPI")])
+        assert config["mcpServers"]["community"]["url"].endswith("/v1/mcp")
+    finally:
+        demo.send_signal(signal.SIGTERM)
+        demo.wait(30)
+    assert demo.returncode == 0
+    for port in (api_port, platform_port):
+        probe = subprocess.run(["curl", "-s", "-o", "/dev/null", f"http://127.0.0.1:{port}/"], timeout=10)
+        assert probe.returncode != 0, f"something still listens on {port}"
