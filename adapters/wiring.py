@@ -19,6 +19,7 @@ from adapters.http import management_resources as manage
 from adapters.http.openapi import OpenApiResource
 from adapters.mcp import add_mcp_route
 from adapters.settings import Settings, load_settings
+from adapters.web import add_web_routes
 from community_api.clock import SystemClock
 from community_api.deps import Deps
 from community_api.ports import Clock, KeyStore, PlatformGateway, Throttle
@@ -78,6 +79,7 @@ def app_for(deps: Deps, settings: Settings) -> falcon.App:
     errors.install(app)
     add_rest_routes(app, deps, settings)
     add_mcp_route(app, deps, settings)
+    add_web_routes(app, deps, settings)
     return app
 
 

@@ -38,7 +38,7 @@ DISPLAY_PREFIX_LENGTH = 8
 ROTATION_GRACE = timedelta(hours=24)
 MAX_NAME_LENGTH = 100
 
-_KEY_SHAPE = re.compile(rf"cda_[0-9A-Za-z]{{{RANDOM_LENGTH + CHECKSUM_LENGTH}}}")
+_SECRET_TAIL = re.compile(rf"[0-9A-Za-z]{{{RANDOM_LENGTH + CHECKSUM_LENGTH}}}")
 UNAUTHORIZED_MESSAGE = "a valid API key is required in the Authorization header (Bearer)"
 
 
@@ -54,17 +54,30 @@ def _checksum(body: str) -> str:
     return _base62(zlib.crc32(body.encode("ascii")), CHECKSUM_LENGTH)
 
 
-def generate_secret() -> str:
-    body = KEY_PREFIX + random_base62(RANDOM_LENGTH)
+def new_secret(prefix: str) -> str:
+    """``prefix`` + 43 base62 characters of randomness + 6 of checksum: the shape of API keys (``cda_``)
+    and of OAuth tokens (``oauth.py``), so scanners recognise each and typos fail before a look-up."""
+    body = prefix + random_base62(RANDOM_LENGTH)
     return body + _checksum(body)
+
+
+def has_secret_shape(value: str, prefix: str) -> bool:
+    """True when ``value`` is ``prefix`` + the random part + a checksum that holds (no store look-up)."""
+    if len(value) != len(prefix) + RANDOM_LENGTH + CHECKSUM_LENGTH or not value.startswith(prefix):
+        return False
+    if not _SECRET_TAIL.fullmatch(value[len(prefix) :]):
+        return False
+    body, checksum = value[:-CHECKSUM_LENGTH], value[-CHECKSUM_LENGTH:]
+    return hmac.compare_digest(_checksum(body), checksum)
+
+
+def generate_secret() -> str:
+    return new_secret(KEY_PREFIX)
 
 
 def has_valid_shape(value: str) -> bool:
     """True when ``value`` looks exactly like a key and its checksum holds (no store look-up)."""
-    if len(value) != KEY_LENGTH or not _KEY_SHAPE.fullmatch(value):
-        return False
-    body, checksum = value[:-CHECKSUM_LENGTH], value[-CHECKSUM_LENGTH:]
-    return hmac.compare_digest(_checksum(body), checksum)
+    return has_secret_shape(value, KEY_PREFIX)
 
 
 def hash_secret(value: str) -> str:
@@ -144,6 +157,10 @@ def rotate_key(store: KeyStore, clock: Clock, *, account_id: str, key_id: str, g
     """
     old = _own_key(store, account_id, key_id)
     now = clock.now()
+    if old.kind == KEY_CONNECTOR:
+        # Its credentials are OAuth tokens that the client refreshes itself; a new secret would turn
+        # the grant into a plain key shown to whoever rotated it.
+        raise Conflict("a connector key cannot be rotated: its client refreshes its own tokens; revoke it instead")
     if old.revoked_at is not None:
         raise Conflict("this key is revoked and cannot be rotated")
     if old.expires_at is not None:
@@ -177,7 +194,8 @@ def rotate_key(store: KeyStore, clock: Clock, *, account_id: str, key_id: str, g
 
 
 def revoke_key(store: KeyStore, clock: Clock, *, account_id: str, key_id: str) -> ApiKey:
-    """End the key at once, and any predecessor of it still in its grace window. Idempotent."""
+    """End the key at once, and any predecessor of it still in its grace window; a connector key's OAuth
+    tokens are forgotten. Idempotent."""
     key = _own_key(store, account_id, key_id)
     now = clock.now()
     if key.revoked_at is not None:
@@ -187,6 +205,10 @@ def revoke_key(store: KeyStore, clock: Clock, *, account_id: str, key_id: str) -
     for sibling in store.list_keys(account_id):
         if sibling.lineage_id == key.lineage_id and sibling.id != key.id and sibling.is_live(now):
             store.update_key(attrs.evolve(sibling, revoked_at=now))
+    if key.kind == KEY_CONNECTOR:
+        # Its tokens already fail (they answer only for a live key); forgetting them keeps no dead
+        # credentials around.
+        store.delete_oauth_tokens(key.id)
     store.add_audit(AuditEvent(at=now, event="key.revoked", account_id=account_id, key_id=key.id))
     return revoked
 

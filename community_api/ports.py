@@ -30,6 +30,7 @@ from community_api.model import (
     PostDetail,
     WebSession,
 )
+from community_api.oauth_model import AuthorizationCode, OAuthClient, OAuthToken
 
 
 class Clock(Protocol):
@@ -125,7 +126,8 @@ class PlatformGateway(Protocol):
 
 class KeyStore(Protocol):
     """Durable records of the service: accounts, web sessions, connections, API keys, usage, the audit
-    trail and idempotency records. Look-ups answer None when nothing matches; they never raise for that.
+    trail, idempotency records, and OAuth clients, codes and tokens. Look-ups answer None when nothing
+    matches; they never raise for that.
     ``Conflict`` is raised where a uniqueness rule is broken."""
 
     # accounts and web sessions
@@ -219,6 +221,43 @@ class KeyStore(Protocol):
 
     def release_idempotency(self, key: str) -> None:
         """Forget an in-flight claim (the request failed before acting), so a retry may act."""
+        ...
+
+    # OAuth for MCP connectors (``oauth.py``): clients, codes and tokens; secrets only as hex SHA-256
+    def add_oauth_client(self, client: OAuthClient) -> None:
+        """``Conflict`` if the id is taken. ``redirect_uris`` keep their order."""
+        ...
+
+    def get_oauth_client(self, client_id: str) -> OAuthClient | None: ...
+
+    def add_authorization_code(self, code: AuthorizationCode) -> None:
+        """``code_hash`` is unique (``Conflict``)."""
+        ...
+
+    def use_authorization_code(self, code_hash: str, at: datetime) -> AuthorizationCode | None:
+        """Mark the code used at ``at`` (unless it already was) and answer the record as it was before
+        this call: ``used_at`` None means this call used it. None for an unknown code. Atomic across
+        processes: of concurrent calls for one code exactly one sees ``used_at`` None."""
+        ...
+
+    def set_authorization_code_key(self, code_hash: str, key_id: str) -> None:
+        """Record the grant (connector key) that redeeming the code created. No-op for an unknown code."""
+        ...
+
+    def add_oauth_token(self, token: OAuthToken) -> None:
+        """``token_hash`` is unique (``Conflict``). The store may forget tokens of the same grant whose
+        ``expires_at`` has passed ``token.created_at``: they can never be accepted again."""
+        ...
+
+    def get_oauth_token(self, token_hash: str) -> OAuthToken | None: ...
+
+    def use_oauth_token(self, token_hash: str, at: datetime) -> OAuthToken | None:
+        """As ``use_authorization_code``, for a refresh token being rotated: answers the record as it was
+        before (``used_at`` None: this call used it), None when unknown; atomic across processes."""
+        ...
+
+    def delete_oauth_tokens(self, key_id: str) -> None:
+        """Forget every token of the grant (on revocation of its connector key). No-op when none."""
         ...
 
 

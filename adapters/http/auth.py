@@ -3,39 +3,79 @@
 The two never mix: a key is not accepted on a management route and a session cookie is not accepted on
 a data route, so a page in someone's browser cannot spend their keys' scopes, nor a leaked key manage
 the account.
+
+OAuth access tokens (``community_api/oauth.py``) are Bearer credentials too, but only on a route that
+names itself as their resource (``bearer_key(..., resource=resource_url(settings, req))``: the MCP
+endpoint). There a 401 also points the client at the protected resource metadata (RFC 9728), from which
+an MCP client finds where to get a token.
 """
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import falcon
 
+from adapters.settings import Settings
 from community_api import accounts
 from community_api.access import Actor, actor_for
 from community_api.deps import Deps
 from community_api.errors import Unauthorized
-from community_api.keys import UNAUTHORIZED_MESSAGE, authenticate_key
+from community_api.keys import UNAUTHORIZED_MESSAGE
 from community_api.model import Account, ApiKey, WebSession
+from community_api.oauth import ACCESS_PREFIX, REFRESH_PREFIX, authenticate_bearer
+from community_api.scopes import DEFAULT_SCOPES
 
 SESSION_COOKIE = "cda_session"
 CONNECTION_HEADER = "X-Community-Connection"
 CSRF_HEADER = "X-CSRF-Token"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_SECRET_PREFIXES = ("cda_", ACCESS_PREFIX, REFRESH_PREFIX)
+PROTECTED_RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
 
 
-def bearer_key(deps: Deps, req: falcon.Request) -> ApiKey:
-    """The live key of the request, counted in its usage; ``Unauthorized`` otherwise."""
+def public_base(settings: Settings, req: falcon.Request) -> str:
+    """The service's own origin (and root path): ``settings.public_url`` when set (behind a proxy the
+    request's host may be an internal one), else the request's scheme and host."""
+    return settings.public_url or req.prefix
+
+
+def resource_url(settings: Settings, req: falcon.Request) -> str:
+    """The URL of the resource this request is for (its path on the public base): for an OAuth token
+    presented to the MCP endpoint, ``{base}/v1/mcp``."""
+    return public_base(settings, req) + req.path
+
+
+def resource_metadata_url(resource: str) -> str:
+    """RFC 9728 §3.1: the metadata of ``https://host/path`` is at ``https://host/.well-known/…/path``."""
+    parts = urlsplit(resource)
+    return f"{parts.scheme}://{parts.netloc}{PROTECTED_RESOURCE_METADATA}{parts.path.rstrip('/')}"
+
+
+def bearer_key(deps: Deps, req: falcon.Request, *, resource: str | None = None) -> ApiKey:
+    """The live key of the request, counted in its usage; ``Unauthorized`` otherwise.
+
+    ``resource`` None (REST routes): API keys only. ``resource`` given (the MCP endpoint): OAuth access
+    tokens issued for that resource are accepted too, answering their connector key, and a 401 carries
+    ``WWW-Authenticate: Bearer realm=…, resource_metadata="…", scope="<default read scopes>"``.
+    """
+    if resource is not None:
+        req.context.www_authenticate = (
+            f'Bearer realm="community-api", resource_metadata="{resource_metadata_url(resource)}", '
+            f'scope="{" ".join(DEFAULT_SCOPES)}"'
+        )
     for values in req.params.values():
         for value in values if isinstance(values, list) else [values]:
-            if isinstance(value, str) and value.startswith("cda_"):
+            if isinstance(value, str) and value.startswith(_SECRET_PREFIXES):
                 raise Unauthorized(
-                    "API keys are accepted only in the Authorization header, never in the URL "
+                    "API keys and tokens are accepted only in the Authorization header, never in the URL "
                     "(URLs end up in logs): rotate this key"
                 )
     header = req.get_header("Authorization") or ""
     scheme, _, presented = header.partition(" ")
     if scheme.lower() != "bearer" or not presented:
         raise Unauthorized(UNAUTHORIZED_MESSAGE)
-    key = authenticate_key(deps.store, deps.clock, presented)
+    key = authenticate_bearer(deps.store, deps.clock, presented, resource)
     deps.usage.record(key.id)
     req.context.key = key
     return key

@@ -11,6 +11,7 @@
   key secrets never reach the store, only their SHA-256 (column ``secret_hash``).
 - A platform session sealed under another secret reads back as None (not an error): the core treats a
   missing session as an expired connection, and re-linking is the remedy.
+- OAuth clients, codes and tokens are in ``sqlite_oauth.py`` (a mixin over the same connections).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import os
 import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,12 @@ from sqlite_utils import Database
 
 from adapters.store.session_cipher import SessionCipher
 from adapters.store.sqlite_connections import ThreadConnections
+from adapters.store.sqlite_oauth import SqliteOAuthRecords
 from adapters.store.sqlite_schema import connect
+from adapters.store.sqlite_schema import dt as _dt
+from adapters.store.sqlite_schema import dt_or_none as _dt_or_none
+from adapters.store.sqlite_schema import ts as _ts
+from adapters.store.sqlite_schema import ts_or_none as _ts_or_none
 from community_api.errors import Conflict
 from community_api.model import (
     Account,
@@ -55,29 +61,11 @@ _KEYS_BY_PREFIX = _KEY + " WHERE prefix = ? ORDER BY created_at, rowid"
 _KEYS_OF = _KEY + " WHERE account_id = ? ORDER BY created_at, rowid"
 
 
-def _ts(value: datetime) -> str:
-    if value.tzinfo is None:
-        raise ValueError("the key store keeps timezone-aware datetimes only")
-    return value.astimezone(UTC).isoformat(timespec="microseconds")
-
-
-def _ts_or_none(value: datetime | None) -> str | None:
-    return None if value is None else _ts(value)
-
-
-def _dt(value: str) -> datetime:
-    return datetime.fromisoformat(value).astimezone(UTC)
-
-
-def _dt_or_none(value: str | None) -> datetime | None:
-    return None if value is None else _dt(value)
-
-
 def _email_key(email: str) -> str:
     return email.strip().casefold()
 
 
-class SqliteKeyStore:
+class SqliteKeyStore(SqliteOAuthRecords):
     """``SqliteKeyStore(path, secret)``: ``path`` is the database file (its folder is created and the
     file opened lazily, per thread), ``secret`` the service secret from which the session encryption
     key is derived. ``SqliteKeyStore.open`` does the same eagerly."""

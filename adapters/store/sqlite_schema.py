@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 _V1 = (
@@ -96,7 +97,44 @@ _V1 = (
     )""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+# Version 2: OAuth for MCP connectors. Codes and tokens are kept as hex SHA-256 only; a grant is a
+# connector key (``keys``), named by ``key_id``.
+_V2 = (
+    """CREATE TABLE IF NOT EXISTS oauth_clients (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        redirect_uris TEXT NOT NULL,  -- JSON array, in the order registered
+        created_at TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS oauth_codes (
+        code_hash TEXT PRIMARY KEY,
+        client_id TEXT NOT NULL,
+        account_id TEXT NOT NULL,
+        redirect_uri TEXT NOT NULL,
+        code_challenge TEXT NOT NULL,
+        resource TEXT NOT NULL,
+        scopes TEXT NOT NULL,  -- space-separated
+        connection_id TEXT,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        used_at TEXT,
+        key_id TEXT
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS oauth_codes_expiry ON oauth_codes (expires_at)",
+    """CREATE TABLE IF NOT EXISTS oauth_tokens (
+        token_hash TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,  -- access or refresh
+        key_id TEXT NOT NULL,
+        client_id TEXT NOT NULL,
+        resource TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        used_at TEXT
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS oauth_tokens_key ON oauth_tokens (key_id, expires_at)",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -165,3 +203,24 @@ def ensure_schema(conn: sqlite3.Connection) -> None:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+# --- timestamps as stored (fixed-width ISO 8601 UTC, so that text order is time order) -----------
+
+
+def ts(value: datetime) -> str:
+    if value.tzinfo is None:
+        raise ValueError("the key store keeps timezone-aware datetimes only")
+    return value.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def ts_or_none(value: datetime | None) -> str | None:
+    return None if value is None else ts(value)
+
+
+def dt(value: str) -> datetime:
+    return datetime.fromisoformat(value).astimezone(UTC)
+
+
+def dt_or_none(value: str | None) -> datetime | None:
+    return None if value is None else dt(value)

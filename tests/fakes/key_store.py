@@ -25,6 +25,7 @@ from community_api.model import (
     KeyUsage,
     WebSession,
 )
+from community_api.oauth_model import AuthorizationCode, OAuthClient, OAuthToken
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
 IN_FLIGHT = 0
@@ -47,6 +48,9 @@ class FakeKeyStore:
         self._usage: dict[tuple[str, str], int] = {}
         self._audit: list[AuditEvent] = []
         self._idempotency: dict[str, IdempotencyRecord] = {}
+        self._oauth_clients: dict[str, OAuthClient] = {}
+        self._oauth_codes: dict[str, AuthorizationCode] = {}
+        self._oauth_tokens: dict[str, OAuthToken] = {}
 
     # --- accounts and web sessions ---------------------------------------------------------------
 
@@ -247,6 +251,66 @@ class FakeKeyStore:
             # Only an in-flight claim is forgotten: a completed answer stays for the retries.
             if found is not None and found.status == IN_FLIGHT:
                 del self._idempotency[key]
+
+    # --- OAuth clients, codes and tokens ---------------------------------------------------------
+
+    def add_oauth_client(self, client: OAuthClient) -> None:
+        with self._lock:
+            if client.id in self._oauth_clients:
+                raise Conflict(f"client {client.id} exists")
+            self._oauth_clients[client.id] = client
+
+    def get_oauth_client(self, client_id: str) -> OAuthClient | None:
+        with self._lock:
+            return self._oauth_clients.get(client_id)
+
+    def add_authorization_code(self, code: AuthorizationCode) -> None:
+        with self._lock:
+            if code.code_hash in self._oauth_codes:
+                raise Conflict("authorization code exists")
+            self._oauth_codes[code.code_hash] = code
+
+    def use_authorization_code(self, code_hash: str, at: datetime) -> AuthorizationCode | None:
+        with self._lock:
+            found = self._oauth_codes.get(code_hash)
+            if found is not None and found.used_at is None:
+                self._oauth_codes[code_hash] = attrs.evolve(found, used_at=at)
+            return found
+
+    def set_authorization_code_key(self, code_hash: str, key_id: str) -> None:
+        with self._lock:
+            found = self._oauth_codes.get(code_hash)
+            if found is not None:
+                self._oauth_codes[code_hash] = attrs.evolve(found, key_id=key_id)
+
+    def add_oauth_token(self, token: OAuthToken) -> None:
+        with self._lock:
+            if token.token_hash in self._oauth_tokens:
+                raise Conflict("token exists")
+            # Like the SQLite store: the grant's tokens that can never be accepted again are forgotten.
+            for stale in [
+                t.token_hash
+                for t in self._oauth_tokens.values()
+                if t.key_id == token.key_id and t.expires_at <= token.created_at
+            ]:
+                del self._oauth_tokens[stale]
+            self._oauth_tokens[token.token_hash] = token
+
+    def get_oauth_token(self, token_hash: str) -> OAuthToken | None:
+        with self._lock:
+            return self._oauth_tokens.get(token_hash)
+
+    def use_oauth_token(self, token_hash: str, at: datetime) -> OAuthToken | None:
+        with self._lock:
+            found = self._oauth_tokens.get(token_hash)
+            if found is not None and found.used_at is None:
+                self._oauth_tokens[token_hash] = attrs.evolve(found, used_at=at)
+            return found
+
+    def delete_oauth_tokens(self, key_id: str) -> None:
+        with self._lock:
+            for token_hash in [h for h, t in self._oauth_tokens.items() if t.key_id == key_id]:
+                del self._oauth_tokens[token_hash]
 
 
 def _later(stored: datetime | None, new: datetime | None) -> datetime | None:

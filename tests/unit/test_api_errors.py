@@ -24,7 +24,7 @@ def assert_error(result, status: int, code: str) -> None:  # type: ignore[no-unt
     ("method", "path", "status", "code"),
     [
         ("GET", "/v1/nope", 404, "not_found"),
-        ("GET", "/", 404, "not_found"),
+        ("GET", "/nope", 404, "not_found"),  # "/" is the dashboard (adapters/web)
         ("GET", "/v2/whoami", 404, "not_found"),
         # Planned routes answer exactly as unknown paths do.
         ("GET", "/v1/groups/builders-club/members", 404, "not_found"),

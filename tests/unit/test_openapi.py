@@ -12,8 +12,11 @@ PLANNED = re.compile(r"/(members|courses|events|leaderboard)\b|/pin$")
 
 
 def live_routes(world: World) -> set[tuple[str, str]]:
+    """The JSON API's routes: those under ``/v1/`` (the dashboard and OAuth pages are not part of it)."""
     routes = set()
     for route in falcon.inspect.inspect_routes(world.client.app):
+        if not route.path.startswith("/v1/"):
+            continue
         path = re.sub(r"\{(\w+)\}", r"{\1}", route.path)
         for method in route.methods:
             if method.internal or method.method == "OPTIONS":

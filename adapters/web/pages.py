@@ -1,0 +1,302 @@
+"""What every dashboard page and OAuth endpoint shares: templates, security headers, forms, the web
+session, and the defences against cross-site requests.
+
+Rules:
+- Every answer carries a Content-Security-Policy without inline script (the one script, the copy button,
+  is a file of our own), ``frame-ancestors 'none'``, ``X-Content-Type-Options: nosniff``,
+  ``Referrer-Policy: same-origin`` (no page URL leaves the site, consent URLs carry OAuth parameters; not
+  ``no-referrer``, under which browsers send ``Origin: null`` with our own forms) and ``Cache-Control: no-store``
+  (pages show secrets and CSRF tokens); HSTS when served over HTTPS.
+- Every form POST is refused (403) when the browser says it came from another site (``Sec-Fetch-Site:
+  cross-site``, or an ``Origin`` that is not ours), and when it lacks the CSRF token: the web session's
+  token for signed-in forms, a double-submit cookie for the sign-in and sign-up forms (login CSRF).
+- Cookies are HttpOnly and SameSite=Lax, and Secure when the service is served over HTTPS
+  (``settings.public_url`` is https, or the request came over https).
+- A page that needs a session sends a signed-out browser to the sign-in page, and back afterwards; a
+  ``next`` target is only ever a path on this site.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
+
+import falcon
+import jinja2
+
+from adapters.http.auth import SESSION_COOKIE, public_base
+from adapters.http.body import UnsupportedMediaType, read_raw
+from adapters.settings import Settings
+from community_api import accounts
+from community_api.deps import Deps
+from community_api.errors import InvalidRequest, ServiceError, Unauthorized
+from community_api.model import Account, WebSession
+
+TEMPLATES = Path(__file__).parent / "templates"
+STATIC = Path(__file__).parent / "static"
+FORM_COOKIE = "cda_form"  # double-submit CSRF token of the forms shown before a session exists
+HTML = "text/html; charset=utf-8"
+FORM_MEDIA = "application/x-www-form-urlencoded"
+MAX_FORM_FIELDS = 100
+_SELF_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'none'; "
+    "form-action {form_action}; frame-ancestors 'none'; base-uri 'none'"
+)
+
+
+class PageRefused(Exception):
+    """A request a page answers with an HTML refusal (rendered by ``render_refusal``)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _when(moment: datetime | None) -> str:
+    return "never" if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _duration(delta: timedelta | None) -> str:
+    if delta is None:
+        return ""
+    minutes = max(0, int(delta.total_seconds()) // 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min"
+
+
+ENVIRONMENT = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(TEMPLATES),
+    autoescape=True,  # every template is HTML: client names, handles and key names are untrusted text
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+ENVIRONMENT.filters["when"] = _when
+ENVIRONMENT.filters["duration"] = _duration
+
+
+class Form:
+    """A url-encoded form body: every field may hold several values (check-boxes)."""
+
+    def __init__(self, fields: dict[str, list[str]]) -> None:
+        self.fields = fields
+
+    def get(self, name: str) -> str | None:
+        values = self.fields.get(name)
+        return values[0] if values else None
+
+    def getall(self, name: str) -> list[str]:
+        return list(self.fields.get(name, []))
+
+    def one(self, name: str) -> str | None:
+        """The value of a field that may appear at most once (OAuth parameters, RFC 6749 §3.1)."""
+        values = self.fields.get(name, [])
+        if len(values) > 1:
+            raise InvalidRequest(f"{name} may be given once")
+        return values[0] if values else None
+
+
+def read_form(req: falcon.Request) -> Form:
+    media = (req.content_type or "").split(";")[0].strip().lower()
+    if media != FORM_MEDIA:
+        raise UnsupportedMediaType(f"send the form as {FORM_MEDIA}")
+    try:
+        text = read_raw(req).decode("utf-8")
+        return Form(parse_qs(text, keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS))
+    except (UnicodeDecodeError, ValueError):
+        raise InvalidRequest("the form could not be read") from None
+
+
+def security_headers(resp: falcon.Response, *, https: bool, form_targets: Iterable[str] = ()) -> None:
+    """The headers of every answer of the web side. ``form_targets`` are origins (or schemes) a form may
+    lead to besides this site: Chromium applies ``form-action`` to the redirect after a POST too, and the
+    consent form's answer redirects to the client's redirect URI."""
+    form_action = " ".join(["'self'", *form_targets])
+    resp.set_header("Content-Security-Policy", _SELF_CSP.format(form_action=form_action))
+    resp.set_header("X-Content-Type-Options", "nosniff")
+    resp.set_header("Referrer-Policy", "same-origin")
+    resp.set_header("X-Frame-Options", "DENY")
+    resp.set_header("Cross-Origin-Opener-Policy", "same-origin")
+    if resp.get_header("Cache-Control") is None:
+        resp.set_header("Cache-Control", "no-store")
+    if https:
+        resp.set_header("Strict-Transport-Security", "max-age=31536000")
+
+
+def form_target(uri: str) -> str:
+    """The CSP source that allows a form to lead to ``uri``: its origin, or its scheme for a native app."""
+    parts = urlsplit(uri)
+    if parts.scheme in ("http", "https"):
+        return f"{parts.scheme}://{parts.netloc}"
+    return f"{parts.scheme}:"
+
+
+def safe_next(target: str | None) -> str:
+    """A path on this site to go to after signing in; anything else (another site, ``//host``) is ``/``."""
+    if not target or not target.startswith("/") or target.startswith(("//", "/\\")) or "\\" in target:
+        return "/"
+    return target
+
+
+class WebResource:
+    """Base of the web side's resources: the collaborators, and the helpers every page uses."""
+
+    def __init__(self, deps: Deps, settings: Settings) -> None:
+        self.deps = deps
+        self.settings = settings
+
+    # --- answers ---------------------------------------------------------------------------------
+
+    def https(self, req: falcon.Request) -> bool:
+        return self.settings.public_url.startswith("https://") or req.scheme == "https"
+
+    def base(self, req: falcon.Request) -> str:
+        return public_base(self.settings, req)
+
+    def render(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        template: str,
+        *,
+        status: int = 200,
+        form_targets: Iterable[str] = (),
+        **context: Any,
+    ) -> None:
+        signed_in = getattr(req.context, "web", None)
+        values: dict[str, Any] = {
+            "account": signed_in[0] if signed_in else None,
+            "csrf_token": signed_in[1].csrf_token if signed_in else getattr(req.context, "form_token", ""),
+            "notice": None,
+            "error": None,
+            "section": "",
+            **context,
+        }
+        resp.status = status
+        resp.content_type = HTML
+        resp.text = ENVIRONMENT.get_template(template).render(values)
+        security_headers(resp, https=self.https(req), form_targets=form_targets)
+
+    def redirect(self, req: falcon.Request, resp: falcon.Response, location: str) -> None:
+        resp.status = falcon.HTTP_303
+        resp.location = location
+        security_headers(resp, https=self.https(req))
+
+    def set_cookie(self, req: falcon.Request, resp: falcon.Response, name: str, value: str, max_age: int) -> None:
+        resp.set_cookie(
+            name,
+            value,
+            max_age=max_age,
+            path="/",
+            http_only=True,
+            secure=self.https(req),
+            same_site="Lax",
+        )
+
+    # --- the web session -------------------------------------------------------------------------
+
+    def signed_in(self, req: falcon.Request) -> tuple[Account, WebSession] | None:
+        cookies = req.get_cookie_values(SESSION_COOKIE) or []
+        try:
+            found = accounts.session_account(self.deps.store, self.deps.clock, cookies[0] if cookies else None)
+        except Unauthorized:
+            return None
+        req.context.web = found
+        return found
+
+    def page_session(self, req: falcon.Request, resp: falcon.Response) -> tuple[Account, WebSession] | None:
+        """The session of a page (GET); None after sending a signed-out browser to sign in."""
+        found = self.signed_in(req)
+        if found is None:
+            self.redirect(req, resp, "/login?next=" + quote(req.relative_uri, safe=""))
+        return found
+
+    def form_session(self, req: falcon.Request) -> tuple[Account, WebSession, Form]:
+        """The session and form of a signed-in POST, after the cross-site and CSRF checks."""
+        form = self.same_site_form(req)
+        found = self.signed_in(req)
+        if found is None:
+            raise PageRefused(403, "Your session has ended, or this form was sent from another site. Sign in again.")
+        try:
+            accounts.check_csrf(found[1], form.get("csrf_token"))
+        except ServiceError:
+            raise PageRefused(403, "This form has expired or did not come from this site: reload the page.") from None
+        return found[0], found[1], form
+
+    def same_site_form(self, req: falcon.Request) -> Form:
+        """The form of a POST that the browser says came from this site."""
+        if (req.get_header("Sec-Fetch-Site") or "").lower() == "cross-site":
+            raise PageRefused(403, "Forms of this dashboard are accepted only from this site.")
+        origin = req.get_header("Origin")
+        if origin is not None and origin not in self._own_origins(req):
+            raise PageRefused(403, "Forms of this dashboard are accepted only from this site.")
+        try:
+            return read_form(req)
+        except ServiceError as error:
+            raise PageRefused(400, error.message) from None
+
+    def _own_origins(self, req: falcon.Request) -> set[str]:
+        origins = {form_target(req.prefix)}
+        if self.settings.public_url:
+            origins.add(form_target(self.settings.public_url))
+        return origins
+
+    # --- the forms shown before a session exists (sign in, sign up) ------------------------------
+
+    def issue_form_token(self, req: falcon.Request, resp: falcon.Response) -> None:
+        """Keep (or set) the double-submit cookie, and put its value in the form to render."""
+        existing = (req.get_cookie_values(FORM_COOKIE) or [""])[0]
+        token = existing if 20 <= len(existing) <= 100 else secrets.token_urlsafe(32)
+        if token != existing:
+            self.set_cookie(req, resp, FORM_COOKIE, token, max_age=24 * 3600)
+        req.context.form_token = token
+
+    def check_form_token(self, req: falcon.Request, form: Form) -> None:
+        cookie = (req.get_cookie_values(FORM_COOKIE) or [""])[0]
+        sent = form.get("csrf_token") or ""
+        if not cookie or not hmac.compare_digest(cookie.encode(), sent.encode()):
+            raise PageRefused(403, "This form has expired or did not come from this site: reload the page.")
+        req.context.form_token = cookie
+
+
+def refusal_handler(settings: Settings) -> Any:
+    """The app's handler of ``PageRefused``: a small HTML page with the reason, and the usual headers."""
+
+    def render_refusal(req: falcon.Request, resp: falcon.Response, error: PageRefused, params: Any) -> None:
+        resp.status = error.status
+        resp.content_type = HTML
+        resp.text = ENVIRONMENT.get_template("refused.html").render(
+            {
+                "title": "Request refused",
+                "message": error.message,
+                "account": None,
+                "csrf_token": "",
+                "notice": None,
+                "error": None,
+                "section": "",
+            }
+        )
+        security_headers(resp, https=settings.public_url.startswith("https://") or req.scheme == "https")
+
+    return render_refusal
+
+
+class StaticResource:
+    """The dashboard's CSS and its one script, from files of this package (nothing else is served)."""
+
+    TYPES = {"dashboard.css": "text/css; charset=utf-8", "copy.js": "text/javascript; charset=utf-8"}
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
+        media = self.TYPES.get(name)
+        if media is None:
+            raise falcon.HTTPNotFound()
+        resp.content_type = media
+        resp.data = (STATIC / name).read_bytes()
+        resp.set_header("Cache-Control", "public, max-age=3600")
+        security_headers(resp, https=req.scheme == "https")

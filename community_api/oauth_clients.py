@@ -1,0 +1,198 @@
+"""OAuth clients for MCP connectors: dynamic registration (RFC 7591) and the checks of an authorization
+request (OAuth 2.1 §4.1.1, PKCE RFC 7636, resource indicators RFC 8707). Tokens are in ``oauth.py``.
+
+Rules:
+- registration is open (MCP clients register themselves) but throttled: 20 per client address per hour;
+- every client is public (``token_endpoint_auth_method: none``): it proves itself with PKCE, never with
+  a secret; a request for a secret-based method is answered with ``none``, as RFC 7591 §3.2.1 allows;
+- metadata we do not understand is ignored (RFC 7591 §2), but redirect URIs are strict: 1 to 10, no
+  fragment, ``https``, ``http`` on a loopback host only (RFC 8252 §7.3), or a private-use scheme of a
+  native app (RFC 8252 §7.1); nothing that a browser would run or read locally; a plain host and port
+  (no user info, spaces or separators: the origin goes into the consent page's CSP);
+- a redirect URI is matched exactly, character for character, with one registered for the client;
+- an authorization request must use ``response_type=code`` and PKCE with ``S256`` (``plain`` is refused);
+  ``resource``, when given, must name this service's MCP endpoint (else ``invalid_target``); an unknown
+  scope is ``invalid_scope`` (``offline_access`` is ignored: refresh tokens are always issued).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import timedelta
+from urllib.parse import SplitResult, urlsplit
+
+import attrs
+
+from community_api.errors import ServiceError
+from community_api.ids import new_id
+from community_api.model import AuditEvent
+from community_api.oauth_model import OAuthClient
+from community_api.ports import Clock, KeyStore
+from community_api.scopes import ALL_SCOPES, DEFAULT_SCOPES
+
+REGISTRATION_WINDOW = timedelta(hours=1)
+MAX_REGISTRATIONS_PER_ADDRESS = 20
+MAX_REDIRECT_URIS = 10
+MAX_URI_LENGTH = 2000
+MAX_CLIENT_NAME = 100
+MAX_STATE = 1000
+DEFAULT_CLIENT_NAME = "MCP client"
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+# Schemes a browser would act on itself rather than hand to a native app.
+_FORBIDDEN_SCHEMES = frozenset({"javascript", "data", "file", "vbscript", "about", "blob", "ftp", "ws", "wss"})
+_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
+# A host and port only: no user info, and nothing that could end a header value or a CSP source list.
+_NETLOC = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?")
+_CHALLENGE = re.compile(r"[A-Za-z0-9_-]{43}")  # base64url of a SHA-256, unpadded
+IGNORED_SCOPES = frozenset({"offline_access"})
+
+
+class OAuthError(ServiceError):
+    """A refusal in OAuth's own terms: ``error`` is the RFC 6749 / 7591 / 8707 error code
+    (``invalid_request``, ``invalid_client``, ``invalid_grant``, ``invalid_scope``, ``invalid_target``,
+    ``unsupported_response_type``, ``invalid_redirect_uri``, ``invalid_client_metadata`` …) and the
+    message its ``error_description``. The web adapter answers it in OAuth's format."""
+
+    code = "invalid_request"
+
+    def __init__(self, error: str, description: str) -> None:
+        super().__init__(description, error=error)
+        self.error = error
+
+
+class RegistrationThrottled(OAuthError):
+    """Too many registrations from one address; ``retry_after`` in seconds."""
+
+    code = "rate_limited"
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__("invalid_request", "too many client registrations from this address; try again later")
+        self.retry_after = retry_after
+
+
+@attrs.frozen
+class AuthorizationRequest:
+    """A checked authorization request, ready for the consent page."""
+
+    client: OAuthClient
+    redirect_uri: str
+    state: str | None
+    code_challenge: str
+    requested_scopes: tuple[str, ...]
+    resource: str
+
+
+def check_redirect_uri(uri: str) -> str:
+    """The URI if a client may register it, else ``OAuthError(invalid_redirect_uri)``."""
+    if not isinstance(uri, str) or not uri or len(uri) > MAX_URI_LENGTH:
+        raise OAuthError("invalid_redirect_uri", f"each redirect URI must be a string of 1 to {MAX_URI_LENGTH}")
+    if any(c.isspace() or not c.isprintable() for c in uri):
+        raise OAuthError("invalid_redirect_uri", "a redirect URI must not contain spaces or control characters")
+    parts = urlsplit(uri)
+    scheme = parts.scheme
+    if parts.fragment or "#" in uri:
+        raise OAuthError("invalid_redirect_uri", "a redirect URI must not have a fragment")
+    if not _SCHEME.fullmatch(scheme) or scheme in _FORBIDDEN_SCHEMES:
+        raise OAuthError("invalid_redirect_uri", f"redirect URI scheme not allowed: {uri}")
+    if scheme in ("http", "https") and not _NETLOC.fullmatch(parts.netloc):
+        raise OAuthError("invalid_redirect_uri", f"a redirect URI needs a plain host (and port): {uri}")
+    if scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
+        raise OAuthError("invalid_redirect_uri", "http redirect URIs are allowed on a loopback host only")
+    if scheme not in ("http", "https") and not (parts.netloc or parts.path):
+        raise OAuthError("invalid_redirect_uri", f"a private-use redirect URI needs a path: {uri}")
+    return uri
+
+
+def register_client(store: KeyStore, clock: Clock, body: object, client_address: str) -> OAuthClient:
+    """Register a public client from RFC 7591 metadata (a JSON object)."""
+    now = clock.now()
+    subject = f"addr:{client_address}"
+    recent = store.count_audit("oauth.client_registered", subject, now - REGISTRATION_WINDOW)
+    if recent >= MAX_REGISTRATIONS_PER_ADDRESS:
+        raise RegistrationThrottled(int(REGISTRATION_WINDOW.total_seconds()))
+    if not isinstance(body, Mapping):
+        raise OAuthError("invalid_client_metadata", "the request body must be a JSON object")
+    uris = body.get("redirect_uris")
+    if not isinstance(uris, list) or not 1 <= len(uris) <= MAX_REDIRECT_URIS:
+        raise OAuthError("invalid_redirect_uri", f"redirect_uris must list 1 to {MAX_REDIRECT_URIS} URIs")
+    checked = tuple(dict.fromkeys(check_redirect_uri(uri) for uri in uris))
+    name = body.get("client_name")
+    if name is not None and not isinstance(name, str):
+        raise OAuthError("invalid_client_metadata", "client_name must be a string")
+    name = " ".join((name or "").split())[:MAX_CLIENT_NAME] or DEFAULT_CLIENT_NAME
+    grant_types = body.get("grant_types")
+    if grant_types is not None and (not isinstance(grant_types, list) or "authorization_code" not in grant_types):
+        raise OAuthError("invalid_client_metadata", "grant_types must include authorization_code")
+    response_types = body.get("response_types")
+    if response_types is not None and (not isinstance(response_types, list) or "code" not in response_types):
+        raise OAuthError("invalid_client_metadata", "response_types must include code")
+    client = OAuthClient(id=new_id("ocl"), name=name, redirect_uris=checked, created_at=now)
+    store.add_oauth_client(client)
+    store.add_audit(AuditEvent(at=now, event="oauth.client_registered", subject=subject, detail=client.id))
+    return client
+
+
+def check_client_redirect(store: KeyStore, client_id: str | None, redirect_uri: str | None) -> tuple[OAuthClient, str]:
+    """The client and its redirect URI, exactly as registered. A failure here must be shown to the person,
+    never sent to the redirect URI (RFC 6749 §4.1.2.1): it is not known to belong to the client."""
+    client = store.get_oauth_client(client_id) if client_id else None
+    if client is None:
+        raise OAuthError("invalid_client", "unknown client_id: the application must register again")
+    if redirect_uri is None and len(client.redirect_uris) == 1:
+        return client, client.redirect_uris[0]
+    if redirect_uri not in client.redirect_uris:
+        raise OAuthError("invalid_request", "redirect_uri is not one the application registered")
+    return client, redirect_uri
+
+
+def parse_scopes(value: str | None) -> tuple[str, ...]:
+    """Requested scope names in canonical order; none asked for gives the default read scopes."""
+    names = [n for n in (value or "").split() if n not in IGNORED_SCOPES]
+    if not names:
+        return DEFAULT_SCOPES
+    unknown = sorted({n for n in names if n not in ALL_SCOPES})
+    if unknown:
+        raise OAuthError("invalid_scope", f"unknown scope: {', '.join(unknown)}")
+    return tuple(s for s in ALL_SCOPES if s in names)
+
+
+def check_authorization_request(
+    client: OAuthClient, redirect_uri: str, params: Mapping[str, str | None], resource: str
+) -> AuthorizationRequest:
+    """Check the rest of an authorization request whose client and redirect URI passed
+    ``check_client_redirect``; a failure here is sent back to the redirect URI. ``resource`` is this
+    service's MCP endpoint, the only resource tokens are issued for."""
+    if params.get("response_type") != "code":
+        raise OAuthError("unsupported_response_type", "response_type must be code")
+    challenge = params.get("code_challenge")
+    if not challenge:
+        raise OAuthError("invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256")
+    if params.get("code_challenge_method") != "S256":
+        raise OAuthError("invalid_request", "code_challenge_method must be S256 (plain is not accepted)")
+    if not _CHALLENGE.fullmatch(challenge):
+        raise OAuthError("invalid_request", "code_challenge must be the base64url SHA-256 of the verifier")
+    state = params.get("state")
+    if state is not None and len(state) > MAX_STATE:
+        raise OAuthError("invalid_request", f"state is longer than {MAX_STATE} characters")
+    asked = params.get("resource")
+    if asked is not None and not same_resource(asked, resource):
+        raise OAuthError("invalid_target", f"this server issues tokens only for {resource}")
+    return AuthorizationRequest(
+        client=client,
+        redirect_uri=redirect_uri,
+        state=state,
+        code_challenge=challenge,
+        requested_scopes=parse_scopes(params.get("scope")),
+        resource=resource,
+    )
+
+
+def same_resource(asked: str, resource: str) -> bool:
+    """RFC 8707 resource comparison: exact, except that scheme and host are case-insensitive and a
+    trailing slash is ignored (clients canonicalise URLs differently)."""
+
+    def canonical(parts: SplitResult) -> tuple[str, str, str, str, str]:
+        return parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, parts.fragment
+
+    return canonical(urlsplit(asked)) == canonical(urlsplit(resource))

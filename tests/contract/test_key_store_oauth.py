@@ -1,0 +1,160 @@
+"""The OAuth part of the ``KeyStore`` contract (clients, codes, tokens), against the fake and SQLite alike.
+Beside ``test_key_store.py`` (whose ``store`` fixture it uses), to keep each module readable."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from datetime import timedelta
+from pathlib import Path
+
+import attrs
+import pytest
+
+from adapters.store.sqlite_key_store import SqliteKeyStore
+from adapters.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
+from community_api.errors import Conflict
+from community_api.oauth_model import TOKEN_ACCESS, TOKEN_REFRESH, AuthorizationCode, OAuthClient, OAuthToken
+from community_api.ports import KeyStore
+from tests.contract.test_key_store import T0, store  # noqa: F401 - the parametrised fixture
+
+CLIENT = OAuthClient(
+    id="ocl_1", name="Claude", redirect_uris=("https://b.example/cb", "http://127.0.0.1:9/cb"), created_at=T0
+)
+
+
+def code(n: int = 1, **changes: object) -> AuthorizationCode:
+    record = AuthorizationCode(
+        code_hash=f"{n:064x}",
+        client_id="ocl_1",
+        account_id="acc_1",
+        redirect_uri="https://b.example/cb",
+        code_challenge="c" * 43,
+        resource="https://api.example/v1/mcp",
+        scopes=("groups:read", "posts:write"),
+        connection_id="con_1",
+        created_at=T0,
+        expires_at=T0 + timedelta(minutes=10),
+    )
+    return attrs.evolve(record, **changes)  # type: ignore[arg-type]
+
+
+def token(n: int, kind: str = TOKEN_ACCESS, key_id: str = "key_1", **changes: object) -> OAuthToken:
+    record = OAuthToken(
+        token_hash=f"{n:064x}",
+        kind=kind,
+        key_id=key_id,
+        client_id="ocl_1",
+        resource="https://api.example/v1/mcp",
+        created_at=T0,
+        expires_at=T0 + timedelta(hours=1),
+    )
+    return attrs.evolve(record, **changes)  # type: ignore[arg-type]
+
+
+def test_client_round_trip_keeps_redirect_uri_order(store: KeyStore) -> None:  # noqa: F811
+    store.add_oauth_client(CLIENT)
+    assert store.get_oauth_client("ocl_1") == CLIENT
+    with pytest.raises(Conflict):
+        store.add_oauth_client(CLIENT)
+
+
+def test_code_round_trip_and_single_use(store: KeyStore) -> None:  # noqa: F811
+    store.add_authorization_code(code())
+    later = T0 + timedelta(seconds=5)
+    first = store.use_authorization_code(code().code_hash, later)
+    assert first == code()  # as it was before: unused
+    second = store.use_authorization_code(code().code_hash, later + timedelta(seconds=1))
+    assert second == code(used_at=later)  # the first use is kept, not moved
+    with pytest.raises(Conflict):
+        store.add_authorization_code(code())
+
+
+def test_code_remembers_the_grant_it_created(store: KeyStore) -> None:  # noqa: F811
+    store.add_authorization_code(code(connection_id=None))
+    store.use_authorization_code(code().code_hash, T0)
+    store.set_authorization_code_key(code().code_hash, "key_9")
+    again = store.use_authorization_code(code().code_hash, T0 + timedelta(seconds=1))
+    assert again is not None and again.key_id == "key_9" and again.connection_id is None
+    store.set_authorization_code_key("f" * 64, "key_9")  # unknown: not an error
+
+
+def test_concurrent_code_redemptions_one_wins(store: KeyStore) -> None:  # noqa: F811
+    store.add_authorization_code(code())
+    winners: list[bool] = []
+    barrier = threading.Barrier(8)
+
+    def redeem() -> None:
+        barrier.wait()
+        found = store.use_authorization_code(code().code_hash, T0)
+        winners.append(found is not None and found.used_at is None)
+
+    threads = [threading.Thread(target=redeem) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(winners) == [False] * 7 + [True]
+
+
+def test_token_round_trip_and_rotation_use(store: KeyStore) -> None:  # noqa: F811
+    store.add_oauth_token(token(1))
+    store.add_oauth_token(token(2, TOKEN_REFRESH, expires_at=T0 + timedelta(days=30)))
+    assert store.get_oauth_token(token(1).token_hash) == token(1)
+    later = T0 + timedelta(minutes=1)
+    assert store.use_oauth_token(token(2).token_hash, later) == token(
+        2, TOKEN_REFRESH, expires_at=T0 + timedelta(days=30)
+    )
+    replay = store.use_oauth_token(token(2).token_hash, later + timedelta(minutes=1))
+    assert replay is not None and replay.used_at == later
+    with pytest.raises(Conflict):
+        store.add_oauth_token(token(1))
+
+
+def test_delete_tokens_of_one_grant_only(store: KeyStore) -> None:  # noqa: F811
+    store.add_oauth_token(token(1))
+    store.add_oauth_token(token(2, TOKEN_REFRESH))
+    store.add_oauth_token(token(3, key_id="key_2"))
+    store.delete_oauth_tokens("key_1")
+    assert store.get_oauth_token(token(1).token_hash) is None
+    assert store.get_oauth_token(token(2).token_hash) is None
+    assert store.get_oauth_token(token(3).token_hash) == token(3, key_id="key_2")
+    store.delete_oauth_tokens("key_404")  # not an error
+
+
+def test_tokens_that_cannot_be_accepted_again_may_be_forgotten(store: KeyStore) -> None:  # noqa: F811
+    store.add_oauth_token(token(1))  # expires T0 + 1 h
+    store.add_oauth_token(token(2, key_id="key_2"))
+    store.add_oauth_token(token(3, created_at=T0 + timedelta(hours=2), expires_at=T0 + timedelta(hours=3)))
+    assert store.get_oauth_token(token(1).token_hash) is None  # past expiry, same grant
+    assert store.get_oauth_token(token(2).token_hash) is not None  # another grant is left alone
+
+
+def test_unknown_oauth_records_answer_none(store: KeyStore) -> None:  # noqa: F811
+    assert store.get_oauth_client("ocl_404") is None
+    assert store.use_authorization_code("0" * 64, T0) is None
+    assert store.get_oauth_token("0" * 64) is None
+    assert store.use_oauth_token("0" * 64, T0) is None
+
+
+def test_a_version_1_file_is_migrated_with_its_records_kept(tmp_path: Path) -> None:
+    path = tmp_path / "v1.sqlite3"
+    with sqlite3.connect(path) as conn:
+        for statement in MIGRATIONS[0]:
+            conn.execute(statement)
+        conn.execute(
+            "INSERT INTO accounts (id, email, email_key, password_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+            ("acc_1", "a@example.com", "a@example.com", "hash", T0.isoformat(timespec="microseconds")),
+        )
+        conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    migrated = SqliteKeyStore(str(path), secret="contract-test-secret")
+    try:
+        assert migrated.get_account("acc_1") is not None
+        migrated.add_oauth_client(CLIENT)
+        assert migrated.get_oauth_client("ocl_1") == CLIENT
+    finally:
+        migrated.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    conn.close()

@@ -1,0 +1,247 @@
+"""OAuth for MCP connectors, in process: metadata, registration, the authorization request with PKCE, the
+consent page, tokens, refresh rotation, and the grant as a connector key (listed, scoped, revocable)."""
+
+from __future__ import annotations
+
+import falcon.testing
+import pytest
+
+from adapters.settings import Settings
+from adapters.wiring import app_for
+from community_api.errors import Unauthorized
+from community_api.keys import hash_secret
+from community_api.oauth import authenticate_bearer
+from tests.unit.conftest import PASSWORD, World
+from tests.unit.oauth_support import REDIRECT_URI, RESOURCE, Connector, Grant, pkce, redirect_query
+from tests.unit.web_support import HOST, ORIGIN, WebBrowser, account_id, form, query_of
+
+
+@pytest.fixture
+def owner(world: World) -> WebBrowser:
+    browser = WebBrowser(world)
+    browser.sign_up()
+    browser.link("alice")
+    browser.link("bob")
+    return browser
+
+
+@pytest.fixture
+def connector(world: World) -> Connector:
+    connector = Connector(world)
+    assert connector.register().status_code == 201
+    return connector
+
+
+def accepted(world: World, token: str, resource: str = RESOURCE) -> bool:
+    try:
+        authenticate_bearer(world.store, world.clock, token, resource)
+    except Unauthorized:
+        return False
+    return True
+
+
+def test_protected_resource_and_authorization_server_metadata(world: World) -> None:
+    for path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/v1/mcp"):
+        prm = world.client.simulate_get(path, headers={"Host": HOST})
+        assert prm.status_code == 200 and prm.headers["access-control-allow-origin"] == "*"
+        assert prm.json["resource"] == RESOURCE and prm.json["authorization_servers"] == [ORIGIN]
+        assert "dms:write" in prm.json["scopes_supported"]
+    asm = world.client.simulate_get("/.well-known/oauth-authorization-server", headers={"Host": HOST}).json
+    assert asm["issuer"] == ORIGIN
+    assert asm["authorization_endpoint"] == f"{ORIGIN}/oauth/authorize"
+    assert asm["token_endpoint"] == f"{ORIGIN}/oauth/token"
+    assert asm["registration_endpoint"] == f"{ORIGIN}/oauth/register"
+    assert asm["code_challenge_methods_supported"] == ["S256"]
+    assert asm["token_endpoint_auth_methods_supported"] == ["none"]
+    assert asm["authorization_response_iss_parameter_supported"] is True
+    preflight = world.client.simulate_options("/oauth/token", headers={"Host": HOST, "Origin": "https://app.example"})
+    assert preflight.status_code == 204 and "POST" in preflight.headers["access-control-allow-methods"]
+
+
+def test_metadata_names_the_public_url_when_one_is_set(world: World) -> None:
+    settings = Settings(mode="test", usage_flush_seconds=0, public_url="https://api.example")
+    prm = (
+        falcon.testing.TestClient(app_for(world.deps, settings))
+        .simulate_get("/.well-known/oauth-protected-resource")
+        .json
+    )
+    assert prm == {**prm, "resource": "https://api.example/v1/mcp", "authorization_servers": ["https://api.example"]}
+
+
+def test_registration_answers_a_public_client(world: World) -> None:
+    connector = Connector(world)
+    result = connector.register(token_endpoint_auth_method="client_secret_post", software_id="x", logo_uri="")
+    assert result.status_code == 201
+    body = result.json
+    assert body["client_id"].startswith("ocl_") and "client_secret" not in body
+    assert body["token_endpoint_auth_method"] == "none"  # RFC 7591 §3.2.1: the server may substitute
+    assert body["redirect_uris"] == [REDIRECT_URI] and body["client_name"] == "Test Agent"
+    assert body["grant_types"] == ["authorization_code", "refresh_token"]
+
+
+@pytest.mark.parametrize(
+    "uris",
+    [
+        [],
+        ["http://app.example/cb"],  # plain http only on loopback
+        ["https://app.example/cb#frag"],
+        ["javascript:alert(1)"],
+        ["data:text/html,hi"],
+        ["/relative"],
+        ["https://app.example;script-src */cb"],  # would end a CSP source
+        ["https://user@app.example/cb"],
+        ["https://app.example/c b"],
+        "https://app.example/cb",
+    ],
+)
+def test_registration_refuses_unsafe_redirect_uris(world: World, uris: object) -> None:
+    result = Connector(world).register(redirect_uris=uris)
+    assert result.status_code == 400 and result.json["error"] == "invalid_redirect_uri"
+    assert result.json["error_description"]
+
+
+def test_registration_accepts_loopback_https_and_native_app_uris(world: World) -> None:
+    uris = ["http://localhost:5000/cb", "http://[::1]:5/cb", "https://app.example/cb?x=1", "cursor://anysphere/cb"]
+    assert Connector(world).register(redirect_uris=uris).json["redirect_uris"] == uris
+
+
+def test_registration_is_throttled_per_address(world: World) -> None:
+    for _ in range(20):
+        assert Connector(world).register().status_code == 201
+    limited = Connector(world).register()
+    assert limited.status_code == 429 and int(limited.headers["retry-after"]) > 0
+    world.clock.advance(hours=1, seconds=1)
+    assert Connector(world).register().status_code == 201
+
+
+def test_the_whole_flow_signs_in_asks_consent_and_issues_tokens(
+    world: World, owner: WebBrowser, connector: Connector
+) -> None:
+    owner.cookies.pop("cda_session")  # signed out: the authorization request goes through sign-in
+    verifier, challenge = pkce()
+    asked = owner.get(connector.authorize_path(challenge, state="xyz"))
+    assert asked.status_code == 303 and asked.headers["location"].startswith("/login?next=%2Foauth%2Fauthorize%3F")
+    signed_in = owner.submit(owner.follow(asked), "/login", {"email": "owner@example.com", "password": PASSWORD})
+    consent = owner.follow(signed_in)
+    assert consent.status_code == 200 and "Connect Test Agent?" in consent.text
+    assert f"form-action 'self' {REDIRECT_URI.rsplit('/', 1)[0]}" in consent.headers["content-security-policy"]
+    ticked = [f.value for f in form(consent.text, "/oauth/authorize").fields if f.name == "granted_scope" and f.checked]
+    assert ticked == ["groups:read", "posts:read"]  # what the client asked for
+    assert "Acts as the account." in consent.text
+    bob = next(c for c in world.store.list_connections(account_id(world)) if c.handle == "bob")
+    approved = owner.submit(
+        consent,
+        "/oauth/authorize",
+        {"granted_scope": ["groups:read", "posts:read", "posts:write"], "connection_id": bob.id},
+        button=("decision", "approve"),
+    )
+    assert approved.status_code == 303
+    location = approved.headers["location"]
+    assert location.startswith(REDIRECT_URI + "?")
+    answer = query_of(location)
+    assert answer["state"] == "xyz" and answer["iss"] == ORIGIN and answer["code"].startswith("cdc_")
+
+    tokens = connector.redeem(Grant(answer["code"], verifier, "xyz"))
+    assert tokens.status_code == 200, tokens.text
+    body = tokens.json
+    assert body["token_type"] == "Bearer" and body["expires_in"] == 3600
+    assert body["access_token"].startswith("cdo_") and body["refresh_token"].startswith("cdr_")
+    assert body["scope"] == "groups:read posts:read posts:write"  # what the person chose
+    assert tokens.headers["cache-control"] == "no-store" and tokens.headers["pragma"] == "no-cache"
+
+    me = world.client.simulate_get("/v1/me", headers=owner.headers()).json
+    connector_keys = [k for k in me["keys"] if k["kind"] == "connector"]
+    assert len(connector_keys) == 1
+    grant = connector_keys[0]
+    assert grant["name"] == "Test Agent" and grant["connectionId"] == bob.id
+    assert grant["scopes"] == ["groups:read", "posts:read", "posts:write"]
+    keys_page = owner.get("/keys")
+    assert "OAuth connector" in keys_page.text and f"/keys/{grant['id']}/rotate" not in keys_page.text
+    assert accepted(world, body["access_token"])
+    assert world.store.get_key(grant["id"]).kind == "connector"  # type: ignore[union-attr]
+
+
+def test_refresh_rotates_both_tokens(world: World, owner: WebBrowser, connector: Connector) -> None:
+    first = connector.redeem(connector.approve(owner)).json
+    world.clock.advance(minutes=59)
+    second = connector.refresh(first["refresh_token"])
+    assert second.status_code == 200, second.text
+    renewed = second.json
+    assert renewed["refresh_token"] != first["refresh_token"] and renewed["access_token"] != first["access_token"]
+    assert renewed["scope"] == first["scope"] == "groups:read posts:read"
+    assert accepted(world, renewed["access_token"]) and accepted(world, first["access_token"])
+    world.clock.advance(minutes=2)
+    assert not accepted(world, first["access_token"])  # an access token lives one hour
+    assert accepted(world, renewed["access_token"])
+    third = connector.refresh(renewed["refresh_token"], scope="groups:read")  # narrower: allowed
+    assert third.status_code == 200 and third.json["scope"] == "groups:read posts:read"
+
+
+def test_deny_answers_access_denied_with_the_state(world: World, owner: WebBrowser, connector: Connector) -> None:
+    _, challenge = pkce()
+    page = owner.get(connector.authorize_path(challenge, state="s-9"))
+    denied = owner.submit(page, "/oauth/authorize", button=("decision", "deny"))
+    assert redirect_query(denied) == {
+        "error": "access_denied",
+        "error_description": "the person declined to connect this application",
+        "state": "s-9",
+        "iss": ORIGIN,
+    }
+    assert [k for k in world.store.list_keys(account_id(world)) if k.kind == "connector"] == []
+
+
+def test_consent_needs_a_scope_and_an_own_connection(world: World, owner: WebBrowser, connector: Connector) -> None:
+    _, challenge = pkce()
+    page = owner.get(connector.authorize_path(challenge))
+    none = owner.submit(page, "/oauth/authorize", {"granted_scope": None}, button=("decision", "approve"))
+    assert none.status_code == 400 and "at least one scope" in none.text
+    other = owner.submit(
+        page, "/oauth/authorize", {"connection_id": "con_someone_else"}, button=("decision", "approve")
+    )
+    assert other.status_code == 404
+
+
+def test_revoking_the_connector_key_ends_its_tokens_at_once(
+    world: World, owner: WebBrowser, connector: Connector
+) -> None:
+    tokens = connector.redeem(connector.approve(owner)).json
+    grant = next(k for k in world.store.list_keys(account_id(world)) if k.kind == "connector")
+    headers = owner.headers({"X-CSRF-Token": owner.csrf()})
+    revoked = world.client.simulate_delete(f"/v1/keys/{grant.id}", headers=headers)
+    assert revoked.status_code == 204
+    assert not accepted(world, tokens["access_token"])
+    for value in tokens["access_token"], tokens["refresh_token"]:
+        assert world.store.get_oauth_token(hash_secret(value)) is None  # dropped, not merely refused
+    refused = connector.refresh(tokens["refresh_token"])
+    assert refused.status_code == 400 and refused.json["error"] == "invalid_grant"
+
+
+def test_revoking_from_the_dashboard_says_it_disconnects_the_client(
+    world: World, owner: WebBrowser, connector: Connector
+) -> None:
+    tokens = connector.redeem(connector.approve(owner)).json
+    grant = next(k for k in world.store.list_keys(account_id(world)) if k.kind == "connector")
+    confirm = owner.get(f"/keys/{grant.id}/revoke")
+    assert "disconnects that" in confirm.text
+    assert owner.submit(confirm, f"/keys/{grant.id}/revoke").status_code == 303
+    assert not accepted(world, tokens["access_token"])
+    assert connector.refresh(tokens["refresh_token"]).json["error"] == "invalid_grant"
+
+
+def test_a_connector_key_cannot_be_rotated(world: World, owner: WebBrowser, connector: Connector) -> None:
+    connector.redeem(connector.approve(owner))
+    grant = next(k for k in world.store.list_keys(account_id(world)) if k.kind == "connector")
+    page = owner.get(f"/keys/{grant.id}/rotate")
+    refused = owner.submit(page, f"/keys/{grant.id}/rotate")
+    assert refused.status_code == 409 and "cannot be rotated" in refused.text
+
+
+def test_a_new_scope_needs_a_new_consent(world: World, owner: WebBrowser, connector: Connector) -> None:
+    tokens = connector.redeem(connector.approve(owner)).json
+    wider = connector.refresh(tokens["refresh_token"], scope="groups:read posts:write")
+    assert wider.status_code == 400 and wider.json["error"] == "invalid_scope"
+    assert "new consent" in wider.json["error_description"]
+    again = connector.redeem(connector.approve(owner, scope="groups:read posts:write")).json
+    assert again["scope"] == "groups:read posts:write"
+    grants = [k for k in world.store.list_keys(account_id(world)) if k.kind == "connector"]
+    assert [g.scopes for g in grants] == [("groups:read", "posts:read"), ("groups:read", "posts:write")]

@@ -1,0 +1,235 @@
+"""What OAuth for MCP connectors refuses, each on its own: a wrong verifier, a reused code, a mismatched
+redirect URI, a replayed refresh token (which revokes the grant), a token for another resource, plain
+PKCE, and the rest of the malformed requests a client or an attacker may send."""
+
+from __future__ import annotations
+
+import pytest
+
+from community_api.errors import Unauthorized
+from community_api.model import ApiKey
+from community_api.oauth import authenticate_bearer
+from tests.unit.conftest import World
+from tests.unit.oauth_support import REDIRECT_URI, RESOURCE, Connector, pkce, redirect_query
+from tests.unit.web_support import HOST, ORIGIN, WebBrowser, account_id
+
+OTHER_RESOURCE = "https://other.example/v1/mcp"
+
+
+@pytest.fixture
+def owner(world: World) -> WebBrowser:
+    browser = WebBrowser(world)
+    browser.sign_up()
+    browser.link("alice")
+    return browser
+
+
+@pytest.fixture
+def connector(world: World) -> Connector:
+    connector = Connector(world)
+    assert connector.register().status_code == 201
+    return connector
+
+
+def accepted(world: World, token: str, resource: str = RESOURCE) -> bool:
+    try:
+        authenticate_bearer(world.store, world.clock, token, resource)
+    except Unauthorized:
+        return False
+    return True
+
+
+def oauth_error(result: object, error: str, status: int = 400) -> None:
+    assert result.status_code == status, result.text  # type: ignore[attr-defined]
+    assert result.json["error"] == error and result.json["error_description"]  # type: ignore[attr-defined]
+
+
+def grants(world: World) -> list[ApiKey]:
+    return [k for k in world.store.list_keys(account_id(world)) if k.kind == "connector"]
+
+
+# --- at the token endpoint --------------------------------------------------------------------------
+
+
+def test_a_wrong_verifier_is_refused_and_spends_the_code(owner: WebBrowser, connector: Connector, world: World) -> None:
+    grant = connector.approve(owner)
+    wrong, _ = pkce()
+    oauth_error(connector.redeem(grant, code_verifier=wrong), "invalid_grant")
+    oauth_error(connector.redeem(grant), "invalid_grant")  # a code serves one request, good or bad
+    assert grants(world) == []
+
+
+def test_a_missing_verifier_is_an_invalid_request(owner: WebBrowser, connector: Connector) -> None:
+    oauth_error(connector.redeem(connector.approve(owner), code_verifier=None), "invalid_request")
+
+
+def test_a_reused_code_is_refused_and_ends_the_grant_it_made(
+    owner: WebBrowser, connector: Connector, world: World
+) -> None:
+    grant = connector.approve(owner)
+    first = connector.redeem(grant).json
+    oauth_error(connector.redeem(grant), "invalid_grant")
+    assert not accepted(world, first["access_token"])
+    oauth_error(connector.refresh(first["refresh_token"]), "invalid_grant")
+    assert grants(world)[0].revoked_at is not None
+
+
+def test_a_mismatched_redirect_uri_at_the_token_endpoint(owner: WebBrowser, connector: Connector) -> None:
+    grant = connector.approve(owner)
+    oauth_error(connector.redeem(grant, redirect_uri=REDIRECT_URI + "x"), "invalid_grant")
+
+
+def test_a_code_of_another_client_or_an_expired_code(owner: WebBrowser, connector: Connector, world: World) -> None:
+    other = Connector(world)
+    other.register()
+    oauth_error(other.redeem(connector.approve(owner)), "invalid_grant")
+    late = connector.approve(owner)
+    world.clock.advance(minutes=10, seconds=1)
+    oauth_error(connector.redeem(late), "invalid_grant")
+    oauth_error(connector.redeem(late, code="cdc_garbage"), "invalid_grant")
+
+
+def test_unknown_client_and_unknown_grant_type(connector: Connector, world: World) -> None:
+    oauth_error(
+        connector.token([("grant_type", "refresh_token"), ("client_id", "ocl_nope"), ("refresh_token", "cdr_x")]),
+        "invalid_client",
+        401,
+    )
+    oauth_error(
+        connector.token([("grant_type", "password"), ("client_id", connector.client_id)]), "unsupported_grant_type"
+    )
+    as_json = world.client.simulate_post("/oauth/token", json={"grant_type": "refresh_token"}, headers={"Host": HOST})
+    oauth_error(as_json, "invalid_request", 415)
+    twice = connector.token([("grant_type", "authorization_code"), ("grant_type", "refresh_token")])
+    oauth_error(twice, "invalid_request")
+
+
+def test_a_replayed_refresh_token_revokes_the_whole_grant(
+    owner: WebBrowser, connector: Connector, world: World
+) -> None:
+    first = connector.redeem(connector.approve(owner)).json
+    rotated = connector.refresh(first["refresh_token"]).json
+    oauth_error(connector.refresh(first["refresh_token"]), "invalid_grant")  # the replay
+    oauth_error(connector.refresh(rotated["refresh_token"]), "invalid_grant")  # the rotated one died too
+    assert not accepted(world, rotated["access_token"]) and not accepted(world, first["access_token"])
+    assert grants(world)[0].revoked_at is not None
+    assert "oauth.refresh_replayed" in [e.event for e in world.store.list_audit(account_id(world))]
+
+
+def test_a_refresh_token_of_another_client_is_refused_without_spending_it(
+    owner: WebBrowser, connector: Connector, world: World
+) -> None:
+    tokens = connector.redeem(connector.approve(owner)).json
+    thief = Connector(world)
+    thief.register()
+    oauth_error(thief.refresh(tokens["refresh_token"]), "invalid_grant")
+    assert connector.refresh(tokens["refresh_token"]).status_code == 200  # the owner's grant lives on
+
+
+def test_a_refresh_token_expires_after_30_days(owner: WebBrowser, connector: Connector, world: World) -> None:
+    tokens = connector.redeem(connector.approve(owner)).json
+    world.clock.advance(days=30, seconds=1)
+    oauth_error(connector.refresh(tokens["refresh_token"]), "invalid_grant")
+
+
+# --- tokens for another resource --------------------------------------------------------------------
+
+
+def test_a_token_for_another_resource_is_refused_everywhere(
+    owner: WebBrowser, connector: Connector, world: World
+) -> None:
+    _, challenge = pkce()
+    asked = owner.get(connector.authorize_path(challenge, resource=OTHER_RESOURCE))
+    assert redirect_query(asked)["error"] == "invalid_target"
+    grant = connector.approve(owner)
+    oauth_error(connector.redeem(grant, resource=OTHER_RESOURCE), "invalid_target")
+    tokens = connector.redeem(connector.approve(owner)).json
+    oauth_error(connector.refresh(tokens["refresh_token"], resource=OTHER_RESOURCE), "invalid_target")
+    access = tokens["access_token"]
+    assert accepted(world, access)
+    assert accepted(world, access, f"HTTP://{HOST}/v1/mcp/")  # scheme and host case, a trailing slash
+    assert not accepted(world, access, f"{ORIGIN}/V1/MCP")  # the path is compared exactly
+    assert not accepted(world, access, OTHER_RESOURCE)
+    assert not accepted(world, access, f"{ORIGIN}/v1/whoami")
+    # REST routes are not the token's resource: there it is refused like an unknown key.
+    assert world.get("/v1/whoami", access).status_code == 401
+    assert world.client.simulate_get("/v1/whoami", params={"token": access}).status_code == 401
+
+
+def test_a_request_without_resource_gets_a_token_for_the_mcp_endpoint(
+    owner: WebBrowser, connector: Connector, world: World
+) -> None:
+    tokens = connector.redeem(connector.approve(owner, resource=None), resource=None).json
+    assert accepted(world, tokens["access_token"])
+
+
+# --- at the authorization endpoint ------------------------------------------------------------------
+
+
+def test_a_mismatched_redirect_uri_is_shown_never_followed(owner: WebBrowser, connector: Connector) -> None:
+    _, challenge = pkce()
+    for overrides in (
+        {"redirect_uri": "https://evil.example/cb"},
+        {"redirect_uri": REDIRECT_URI + "/"},
+        {"client_id": "ocl_unknown"},
+    ):
+        page = owner.get(connector.authorize_path(challenge, **overrides))
+        assert page.status_code == 400 and "location" not in page.headers
+        assert "cannot be completed" in page.text
+
+
+@pytest.mark.parametrize(
+    ("overrides", "error", "words"),
+    [
+        ({"code_challenge_method": "plain"}, "invalid_request", "S256"),
+        ({"code_challenge_method": None}, "invalid_request", "S256"),
+        ({"code_challenge": None}, "invalid_request", "PKCE is required"),
+        ({"code_challenge": "short"}, "invalid_request", "base64url"),
+        ({"response_type": "token"}, "unsupported_response_type", "code"),
+        ({"scope": "groups:read admin"}, "invalid_scope", "admin"),
+    ],
+)
+def test_faulty_requests_go_back_with_the_error_and_state(
+    owner: WebBrowser, connector: Connector, overrides: dict[str, str | None], error: str, words: str
+) -> None:
+    _, challenge = pkce()
+    answer = redirect_query(owner.get(connector.authorize_path(challenge, state="keep-me", **overrides)))
+    assert answer["error"] == error and words in answer["error_description"]
+    assert answer["state"] == "keep-me" and answer["iss"] == ORIGIN
+
+
+def test_offline_access_is_ignored_and_a_repeated_parameter_refused(owner: WebBrowser, connector: Connector) -> None:
+    _, challenge = pkce()
+    page = owner.get(connector.authorize_path(challenge, scope="offline_access groups:read"))
+    assert page.status_code == 200
+    twice = owner.get(connector.authorize_path(challenge) + "&state=second")
+    assert twice.status_code == 400 and "more than once" in twice.text
+
+
+def test_the_consent_form_needs_the_csrf_token_and_this_site(
+    owner: WebBrowser, connector: Connector, world: World
+) -> None:
+    _, challenge = pkce()
+    page = owner.get(connector.authorize_path(challenge))
+    no_token = owner.submit(page, "/oauth/authorize", {"csrf_token": None}, button=("decision", "approve"))
+    assert no_token.status_code == 403
+    cross = owner.submit(
+        page,
+        "/oauth/authorize",
+        button=("decision", "approve"),
+        same_site=False,
+        headers={"Origin": "https://evil.example"},
+    )
+    assert cross.status_code == 403
+    assert grants(world) == [] and world.store.count_audit("oauth.consented", "x", world.clock.now()) == 0
+
+
+def test_hidden_fields_are_checked_again_when_the_consent_is_posted(owner: WebBrowser, connector: Connector) -> None:
+    _, challenge = pkce()
+    page = owner.get(connector.authorize_path(challenge))
+    swapped = owner.submit(
+        page, "/oauth/authorize", {"redirect_uri": "https://evil.example/cb"}, button=("decision", "approve")
+    )
+    assert swapped.status_code == 400 and "location" not in swapped.headers
+    plain = owner.submit(page, "/oauth/authorize", {"code_challenge_method": "plain"}, button=("decision", "approve"))
+    assert redirect_query(plain)["error"] == "invalid_request"

@@ -1,0 +1,224 @@
+"""The dashboard's pages, driven like a browser: each form's happy path and its refusals, and that the
+pages act through the same core use cases as the JSON API (a key minted here works there, and so on)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from community_api.accounts import create_account_unchecked
+from community_api.keys import mint_key
+from community_api.scopes import DEFAULT_SCOPES
+from tests.unit.conftest import PASSWORD, World
+from tests.unit.web_support import WebBrowser, account_id, form, key_id_of, secret_on
+
+
+@pytest.fixture
+def browser(world: World) -> WebBrowser:
+    return WebBrowser(world)
+
+
+@pytest.fixture
+def owner(world: World) -> WebBrowser:
+    """Signed up, alice linked."""
+    browser = WebBrowser(world)
+    browser.sign_up()
+    browser.link("alice")
+    return browser
+
+
+def test_a_new_service_leads_to_sign_up_then_to_connections(browser: WebBrowser) -> None:
+    first = browser.get("/")
+    assert first.status_code == 303 and first.headers["location"] == "/signup"
+    signed_up = browser.sign_up("Owner@Example.com")
+    assert signed_up.headers["location"] == "/connections"
+    page = browser.follow(signed_up)
+    assert page.status_code == 200 and "owner@example.com" in page.text
+    assert "No platform account is linked yet" in page.text
+    assert browser.get("/").headers["location"] == "/connections"
+
+
+@pytest.mark.parametrize(
+    ("fill", "message"),
+    [
+        ({"password": PASSWORD, "password_again": PASSWORD + "x"}, "The two passwords differ."),
+        ({"password": "short", "password_again": "short"}, "at least 10 characters"),
+        ({"email": "not-an-email"}, "email is not a valid address"),
+    ],
+)
+def test_sign_up_refusals_are_shown_on_the_form(browser: WebBrowser, fill: dict[str, str], message: str) -> None:
+    page = browser.get("/signup")
+    values = {"email": "o@example.com", "password": PASSWORD, "password_again": PASSWORD, **fill}
+    refused = browser.submit(page, "/signup", values)
+    assert refused.status_code == 400 and message in refused.text
+    assert 'value="o@example.com"' in refused.text or fill.get("email")  # the email is kept
+    assert PASSWORD not in refused.text  # a password never comes back
+    assert "cda_session" not in browser.cookies
+
+
+def test_sign_up_closes_after_the_first_account(world: World, browser: WebBrowser) -> None:
+    browser.sign_up()
+    other = WebBrowser(world)
+    page = other.get("/signup")
+    assert "Sign-up is closed" in page.text and 'action="/signup"' not in page.text
+    token = other.cookies["cda_form"]
+    pairs = [("csrf_token", token), ("email", "b@example.com"), ("password", PASSWORD), ("password_again", PASSWORD)]
+    refused = other.post("/signup", pairs)
+    assert refused.status_code == 403 and "sign-up is closed" in refused.text
+    assert world.store.count_accounts() == 1
+
+
+def test_sign_in_goes_back_to_next_but_never_to_another_site(world: World, browser: WebBrowser) -> None:
+    browser.sign_up()
+    browser.cookies.clear()
+    asked = browser.get("/keys")
+    assert asked.status_code == 303 and asked.headers["location"] == "/login?next=%2Fkeys"
+    page = browser.follow(asked)
+    done = browser.submit(page, "/login", {"email": "owner@example.com", "password": PASSWORD})
+    assert done.status_code == 303 and done.headers["location"] == "/keys"
+    other = WebBrowser(world)
+    page = other.get("/login?next=//evil.example/x")
+    done = other.submit(page, "/login", {"email": "owner@example.com", "password": PASSWORD})
+    assert done.headers["location"] == "/"
+
+
+def test_wrong_password_is_refused_alike_and_throttled(world: World, browser: WebBrowser) -> None:
+    browser.sign_up()
+    other = WebBrowser(world)
+    wrong = other.sign_in(password="x" * 12)
+    unknown = other.sign_in(email="nobody@example.com", password="x" * 12)
+    assert wrong.status_code == unknown.status_code == 401
+    assert "wrong email or password" in wrong.text and "cda_session" not in other.cookies
+    for _ in range(4):
+        other.sign_in(password="x" * 12)
+    limited = other.sign_in()
+    assert limited.status_code == 429 and int(limited.headers["retry-after"]) > 0
+
+
+def test_sign_out_ends_the_session(world: World, owner: WebBrowser) -> None:
+    cookie = owner.cookies["cda_session"]
+    done = owner.submit(owner.get("/keys"), "/logout")
+    assert done.status_code == 303 and done.headers["location"] == "/login"
+    assert "cda_session" not in owner.cookies
+    owner.cookies["cda_session"] = cookie  # the old cookie is worthless now
+    assert owner.get("/keys").status_code == 303
+
+
+def test_link_by_password_and_by_session_token_and_choose_the_active_one(world: World, owner: WebBrowser) -> None:
+    page = owner.get("/connections?notice=linked")
+    assert "The platform account is linked." in page.text
+    assert "@alice" in page.text and "Active connection" in page.text
+    token = world.gateway.login("carol@sandbox.test", "sandbox").session_token
+    done = owner.submit(page, "/connections", {"session_token": token}, index=1)  # the session-token form
+    assert done.status_code == 303, done.text
+    linked = {c.handle: c for c in world.store.list_connections(account_id(world))}
+    assert set(linked) == {"alice", "carol"} and linked["alice"].active and not linked["carol"].active
+    page = owner.get("/connections")
+    activated = owner.submit(page, f"/connections/{linked['carol'].id}/activate")
+    assert activated.status_code == 303 and activated.headers["location"] == "/connections?notice=activated"
+    assert world.store.get_connection(linked["carol"].id).active  # type: ignore[union-attr]
+    assert not world.store.get_connection(linked["alice"].id).active  # type: ignore[union-attr]
+
+
+def test_linking_with_a_wrong_password_shows_the_platforms_refusal(owner: WebBrowser) -> None:
+    page = owner.get("/connections")
+    refused = owner.submit(page, "/connections", {"email": "bob@sandbox.test", "password": "wrong"})
+    assert refused.status_code == 400 and 'role="alert"' in refused.text
+    assert "@bob" not in refused.text
+
+
+def test_mint_with_the_default_scopes_shows_the_value_once_and_it_works(world: World, owner: WebBrowser) -> None:
+    page = owner.get("/keys")
+    mint_form = form(page.text, "/keys")
+    ticked = {f.value for f in mint_form.fields if f.name == "scope" and f.checked}
+    assert ticked == set(DEFAULT_SCOPES)
+    assert page.text.count("Acts as the account.") == 3 and "Private: reads the account's inbox." in page.text
+    done = owner.submit(page, "/keys", {"name": "reader"})
+    assert done.status_code == 201 and "shown only this once" in done.text
+    secret = secret_on(done.text)
+    assert world.get("/v1/whoami", secret).json["handle"] == "alice"
+    assert secret not in owner.get("/keys").text  # never shown again
+    assert world.post("/v1/groups/builders-club/posts", secret, {"title": "x"}).status_code == 403
+
+
+def test_mint_with_write_scopes_bound_to_a_connection(world: World, owner: WebBrowser) -> None:
+    alice = world.store.list_connections(account_id(world))[0]
+    secret = owner.mint({"scope": ["posts:read", "posts:write"], "connection_id": alice.id})
+    created = world.post("/v1/groups/builders-club/posts", secret, {"title": "from the dashboard"})
+    assert created.status_code == 201
+    mismatch = world.get("/v1/whoami", secret, headers={"X-Community-Connection": "con_other"})
+    assert mismatch.status_code == 403  # bound keys keep their connection
+
+
+def test_mint_without_any_scope_is_refused_on_the_form(owner: WebBrowser) -> None:
+    refused = owner.submit(owner.get("/keys"), "/keys", {"scope": None})
+    assert refused.status_code == 400 and "at least one scope" in refused.text
+
+
+def test_rotate_shows_the_old_keys_grace_and_the_old_key_keeps_working(world: World, owner: WebBrowser) -> None:
+    old = owner.mint()
+    key_id = key_id_of(world, old)
+    confirm = owner.get(f"/keys/{key_id}/rotate")
+    assert confirm.status_code == 200 and "Keeps working for 24 hours" in confirm.text
+    world.clock.advance(minutes=1)
+    done = owner.submit(confirm, f"/keys/{key_id}/rotate")
+    assert done.status_code == 201 and "24 h 0 min left" in done.text
+    new = secret_on(done.text)
+    assert new != old
+    assert world.get("/v1/whoami", old).status_code == 200
+    assert world.get("/v1/whoami", new).status_code == 200
+    assert "in grace: 24 h 0 min left" in owner.get("/keys").text
+    world.clock.advance(hours=24)
+    assert world.get("/v1/whoami", old).status_code == 401
+
+
+def test_rotate_with_no_grace_ends_the_old_key_now(world: World, owner: WebBrowser) -> None:
+    old = owner.mint()
+    key_id = key_id_of(world, old)
+    done = owner.submit(owner.get(f"/keys/{key_id}/rotate"), f"/keys/{key_id}/rotate", {"grace": "0"})
+    assert done.status_code == 201 and "has stopped working" in done.text
+    assert world.get("/v1/whoami", old).status_code == 401
+    again = owner.submit(owner.get(f"/keys/{key_id}/rotate"), f"/keys/{key_id}/rotate")
+    assert again.status_code == 409 and "already rotated" in again.text
+
+
+def test_revoke_asks_first_then_stops_the_key_at_once(world: World, owner: WebBrowser) -> None:
+    secret = owner.mint()
+    key_id = key_id_of(world, secret)
+    confirm = owner.get(f"/keys/{key_id}/revoke")
+    assert confirm.status_code == 200 and "cannot be undone" in confirm.text
+    assert world.get("/v1/whoami", secret).status_code == 200  # asking did nothing
+    done = owner.submit(confirm, f"/keys/{key_id}/revoke")
+    assert done.status_code == 303 and done.headers["location"] == "/keys?notice=revoked"
+    assert world.get("/v1/whoami", secret).status_code == 401
+    page = owner.follow(done)
+    assert "stopped working at once" in page.text and "Ended keys (1)" in page.text
+
+
+def test_another_accounts_key_is_not_found(world: World, owner: WebBrowser) -> None:
+    other = create_account_unchecked(world.store, world.clock, "other@example.com", PASSWORD)
+    key = mint_key(world.store, world.clock, account_id=other.id, name="theirs", scopes=None, connection_id=None)
+    assert owner.get(f"/keys/{key.key.id}/revoke").status_code == 404
+    csrf = dict(form(owner.get("/keys").text, "/keys").defaults())["csrf_token"]
+    refused = owner.post(f"/keys/{key.key.id}/revoke", [("csrf_token", csrf)])
+    assert refused.status_code == 404
+    assert world.store.get_key(key.key.id).revoked_at is None  # type: ignore[union-attr]
+
+
+def test_usage_shows_requests_per_key_and_the_dm_quota(world: World, owner: WebBrowser) -> None:
+    secret = owner.mint({"scope": ["groups:read", "dms:write"]})
+    key_id = key_id_of(world, secret)
+    before = owner.get("/usage")
+    assert re.search(rf'id="usage-{key_id}".*?class="num today">0<', before.text, re.S)
+    assert "0 of 20" in before.text and "now" in before.text
+    for _ in range(3):
+        world.get("/v1/whoami", secret)
+    bob = world.gateway.login("bob@sandbox.test", "sandbox").user.id
+    assert world.post("/v1/dms", secret, {"to": bob, "content": "hello"}).status_code == 201
+    after = owner.get("/usage")
+    assert re.search(rf'id="usage-{key_id}".*?class="num today">4<.*?class="num month">4<', after.text, re.S)
+    assert 'id="total-today">4<' in after.text
+    assert "1 of 20" in after.text and "1 of 100" in after.text
+    next_send = world.throttle.quota(world.store.list_connections(account_id(world))[0].id).next_allowed_at
+    assert next_send is not None and next_send.strftime("%Y-%m-%d %H:%M UTC") in after.text

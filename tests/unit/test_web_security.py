@@ -1,0 +1,144 @@
+"""The dashboard's defences: CSRF tokens on every form, cross-site posts refused, security headers on
+every page and OAuth answer, cookies HttpOnly/SameSite (Secure over HTTPS), output escaped."""
+
+from __future__ import annotations
+
+import re
+
+import falcon.testing
+import pytest
+
+from adapters.settings import Settings
+from adapters.wiring import app_for
+from tests.unit.conftest import World, build_world
+from tests.unit.web_support import HOST, WebBrowser, account_id, form, key_id_of
+
+
+@pytest.fixture
+def owner(world: World) -> WebBrowser:
+    browser = WebBrowser(world)
+    browser.sign_up()
+    browser.link("alice")
+    return browser
+
+
+def csrf_of(page: falcon.testing.Result, action: str = "/keys") -> str:
+    return dict(form(page.text, action).defaults())["csrf_token"]
+
+
+def assert_secure_headers(result: falcon.testing.Result, *, cache: bool = False) -> None:
+    csp = result.headers["content-security-policy"]
+    assert "frame-ancestors 'none'" in csp and "default-src 'none'" in csp and "script-src 'self'" in csp
+    assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
+    assert result.headers["x-content-type-options"] == "nosniff"
+    assert result.headers["referrer-policy"] == "same-origin"
+    assert result.headers["x-frame-options"] == "DENY"
+    assert ("no-store" in result.headers["cache-control"]) is not cache
+
+
+def test_every_kind_of_answer_carries_the_security_headers(world: World, owner: WebBrowser) -> None:
+    answers = {
+        "page": owner.get("/keys"),
+        "signed-out page": WebBrowser(world).get("/login"),
+        "redirect": WebBrowser(world).get("/usage"),
+        "refusal": owner.post("/keys", [("name", "x")]),
+        "resource metadata": owner.get("/.well-known/oauth-protected-resource"),
+        "server metadata": owner.get("/.well-known/oauth-authorization-server"),
+        "token endpoint": owner.post("/oauth/token", [("grant_type", "password")], same_site=False),
+        "bad authorization request": owner.get("/oauth/authorize?client_id=nope"),
+    }
+    for name, result in answers.items():
+        assert result.status_code < 500, name
+        assert_secure_headers(result)
+    assert_secure_headers(owner.get("/static/dashboard.css"), cache=True)
+    assert owner.get("/static/copy.js").headers["content-type"].startswith("text/javascript")
+    assert owner.get("/static/../pages.py").status_code == 404
+
+
+def test_no_page_has_an_inline_script(world: World, owner: WebBrowser) -> None:
+    secret_page = owner.submit(owner.get("/keys"), "/keys")
+    for page in (owner.get("/keys"), owner.get("/connections"), owner.get("/usage"), secret_page):
+        scripts = re.findall(r"<script[^>]*>", page.text)
+        assert scripts == ['<script src="/static/copy.js" defer>']
+        assert not re.search(r"<[^>]+\son[a-z]+=", page.text)  # no inline event handlers either
+
+
+@pytest.mark.parametrize("token", [None, "", "wrong-token"])
+def test_a_form_without_the_right_csrf_token_is_refused(world: World, owner: WebBrowser, token: str | None) -> None:
+    pairs = [("name", "sneaky"), ("scope", "posts:write")] + ([("csrf_token", token)] if token is not None else [])
+    refused = owner.post("/keys", pairs)
+    assert refused.status_code == 403 and "reload the page" in refused.text
+    assert world.store.list_keys(account_id(world)) == []
+
+
+def test_a_cross_site_post_is_refused_even_with_the_cookie_and_token(world: World, owner: WebBrowser) -> None:
+    secret = owner.mint()
+    key_id = key_id_of(world, secret)
+    page = owner.get(f"/keys/{key_id}/revoke")
+    pairs = [("csrf_token", csrf_of(page, f"/keys/{key_id}/revoke"))]
+    for headers in ({"Origin": "https://evil.example"}, {"Sec-Fetch-Site": "cross-site"}, {"Origin": "null"}):
+        refused = owner.post(f"/keys/{key_id}/revoke", pairs, same_site=False, headers=headers)
+        assert refused.status_code == 403 and "only from this site" in refused.text
+    assert world.get("/v1/whoami", secret).status_code == 200  # still live
+
+
+def test_a_post_without_the_session_cookie_is_refused(world: World, owner: WebBrowser) -> None:
+    # What a cross-site form post looks like once SameSite=Lax has kept the cookie back.
+    csrf = csrf_of(owner.get("/keys"))
+    stranger = WebBrowser(world)
+    refused = stranger.post("/keys", [("csrf_token", csrf), ("name", "x")], same_site=False)
+    assert refused.status_code == 403 and "Sign in again" in refused.text
+    logout = stranger.post("/logout", [("csrf_token", csrf)])
+    assert logout.status_code == 403
+
+
+def test_the_sign_in_form_has_its_own_csrf_token(world: World, owner: WebBrowser) -> None:
+    # Login CSRF: another site must not sign a browser in to an account of its choosing.
+    stranger = WebBrowser(world)
+    pairs = [("email", "owner@example.com"), ("password", "correct horse battery")]
+    assert stranger.post("/login", [*pairs, ("csrf_token", "made-up")]).status_code == 403
+    stranger.get("/login")
+    assert stranger.post("/login", [*pairs, ("csrf_token", "made-up")]).status_code == 403
+    token = stranger.cookies["cda_form"]
+    assert (
+        stranger.post(
+            "/login", [*pairs, ("csrf_token", token)], headers={"Origin": "https://evil.example"}, same_site=False
+        ).status_code
+        == 403
+    )
+    assert stranger.post("/login", [*pairs, ("csrf_token", token)]).status_code == 303
+
+
+def test_cookies_are_httponly_and_lax_and_not_secure_over_http(world: World) -> None:
+    browser = WebBrowser(world)
+    page = browser.get("/signup")
+    form_cookie = page.cookies["cda_form"]
+    assert form_cookie.http_only and str(form_cookie.same_site).lower() == "lax" and not form_cookie.secure
+    done = browser.submit(page, "/signup", {"email": "o@example.com", "password": "x" * 12, "password_again": "x" * 12})
+    session = done.cookies["cda_session"]
+    assert session.http_only and str(session.same_site).lower() == "lax" and not session.secure
+    assert "strict-transport-security" not in done.headers
+
+
+@pytest.mark.parametrize("how", ["public url", "request scheme"])
+def test_cookies_are_secure_over_https(how: str) -> None:
+    settings = Settings(mode="test", usage_flush_seconds=0, public_url="https://api.example")
+    world = build_world()
+    if how == "public url":
+        world.client = falcon.testing.TestClient(app_for(world.deps, settings))
+        page = world.client.simulate_get("/login", headers={"Host": HOST})
+    else:
+        page = world.client.simulate_get("/login", headers={"Host": HOST}, protocol="https")
+    assert page.cookies["cda_form"].secure
+    assert page.headers["strict-transport-security"].startswith("max-age=")
+
+
+def test_untrusted_text_is_escaped(world: World, owner: WebBrowser) -> None:
+    owner.submit(owner.get("/keys"), "/keys", {"name": "<script>alert(1)</script>"})
+    page = owner.get("/keys")
+    assert "<script>alert(1)" not in page.text and "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+
+
+def test_notices_are_fixed_texts_never_echoed(owner: WebBrowser) -> None:
+    page = owner.get("/keys?notice=%3Cb%3Ehi")
+    assert "<b>hi" not in page.text and "&lt;b&gt;" not in page.text
