@@ -42,36 +42,30 @@ def require_scope(key: ApiKey, scope: str) -> None:
         raise Forbidden(f"this key lacks the scope {scope}", requiredScope=scope)
 
 
-def select_connection(store: KeyStore, key: ApiKey, requested: str | None) -> Connection:
+def select_connection(store: KeyStore, key: ApiKey, requested: str | None) -> tuple[Connection, str | None]:
+    """The connection the key acts through, with its platform session (one store look-up)."""
     requested = (requested or "").strip() or None
     if key.connection_id is not None:
         if requested is not None and requested != key.connection_id:
-            raise ConnectionMismatch("this key is bound to another connection", boundConnectionId=key.connection_id)
-        connection = store.get_connection(key.connection_id)
-        if connection is None:
+            raise ConnectionMismatch(
+                "this key is bound to another connection", boundConnectionId=key.connection_id
+            )
+        found = store.load_connection(key.account_id, key.connection_id)
+        if found is None:
             raise NotFound("the connection this key is bound to no longer exists")
-        return connection
-    if requested is not None:
-        connection = store.get_connection(requested)
-        if connection is None or connection.account_id != key.account_id:
-            raise NotFound(f"no connection {requested}")
-        return connection
-    connections = store.list_connections(key.account_id)
-    for connection in connections:
-        if connection.active:
-            return connection
-    if connections:
-        return connections[0]
-    raise Conflict("this account has no linked platform account: link one with POST /v1/connections")
+        return found
+    found = store.load_connection(key.account_id, requested)
+    if requested is not None and (found is None or found[0].account_id != key.account_id):
+        raise NotFound(f"no connection {requested}")
+    if found is None:
+        raise Conflict("this account has no linked platform account: link one with POST /v1/connections")
+    return found
 
 
 def actor_for(store: KeyStore, key: ApiKey, scope: str, requested_connection: str | None) -> Actor:
     """Check the scope, pick the connection and load its platform session."""
     require_scope(key, scope)
-    connection = select_connection(store, key, requested_connection)
-    if connection.status == CONNECTION_EXPIRED:
-        raise ConnectionExpired(EXPIRED_MESSAGE, connectionId=connection.id)
-    token = store.get_platform_session(connection.id)
-    if token is None:
+    connection, token = select_connection(store, key, requested_connection)
+    if connection.status == CONNECTION_EXPIRED or token is None:
         raise ConnectionExpired(EXPIRED_MESSAGE, connectionId=connection.id)
     return Actor(key=key, connection=connection, session=PlatformSession(connection.id, token))

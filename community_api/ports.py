@@ -164,6 +164,13 @@ class KeyStore(Protocol):
 
     def get_platform_session(self, connection_id: str) -> str | None: ...
 
+    def load_connection(self, account_id: str, connection_id: str | None) -> tuple[Connection, str | None] | None:
+        """One look-up for the hot path of every data request: the connection ``connection_id`` (of any
+        account: the caller checks ownership) or, when it is None, the account's active connection (its
+        oldest when none is active), with its platform session (None if it cannot be read). None when
+        nothing matches."""
+        ...
+
     def set_active_connection(self, account_id: str, connection_id: str) -> None:
         """Make one connection the active one; every other connection of the account becomes inactive."""
         ...

@@ -29,7 +29,7 @@ class UsageRecorder:
     def record(self, key_id: str) -> None:
         now = self._clock.now()
         with self._lock:
-            self._counts[(key_id, now.strftime("%Y-%m-%d"))] += 1
+            self._counts[(key_id, now.date().isoformat())] += 1
             self._last_used[key_id] = now
             due = time.monotonic() - self._last_flush >= self._flush_interval
         if due:
@@ -45,4 +45,4 @@ class UsageRecorder:
 
     def usage(self, key_id: str) -> KeyUsage:
         self.flush()
-        return self._store.key_usage(key_id, self._clock.now().strftime("%Y-%m-%d"))
+        return self._store.key_usage(key_id, self._clock.now().date().isoformat())

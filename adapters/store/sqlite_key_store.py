@@ -56,6 +56,11 @@ _KEY = (
 _CONNECTION_BY_ID = _CONNECTION + " WHERE id = ?"
 _CONNECTION_BY_USER = _CONNECTION + " WHERE account_id = ? AND platform_user_id = ?"
 _CONNECTIONS_OF = _CONNECTION + " WHERE account_id = ? ORDER BY created_at, rowid"
+_CONNECTION_WITH_SESSION = _CONNECTION.replace(" FROM ", ", session FROM ", 1) + " WHERE id = ?"
+_ACTIVE_CONNECTION_WITH_SESSION = (
+    _CONNECTION.replace(" FROM ", ", session FROM ", 1)
+    + " WHERE account_id = ? ORDER BY active DESC, created_at, rowid LIMIT 1"
+)
 _KEY_BY_ID = _KEY + " WHERE id = ?"
 _KEYS_BY_PREFIX = _KEY + " WHERE prefix = ? ORDER BY created_at, rowid"
 _KEYS_OF = _KEY + " WHERE account_id = ? ORDER BY created_at, rowid"
@@ -233,6 +238,15 @@ class SqliteKeyStore(SqliteOAuthRecords):
     def get_platform_session(self, connection_id: str) -> str | None:
         row = self._one("SELECT session FROM connections WHERE id = ?", (connection_id,))
         return None if row is None else self._cipher.open(row[0], connection_id)
+
+    def load_connection(self, account_id: str, connection_id: str | None) -> tuple[Connection, str | None] | None:
+        if connection_id is None:
+            row = self._one(_ACTIVE_CONNECTION_WITH_SESSION, (account_id,))
+        else:
+            row = self._one(_CONNECTION_WITH_SESSION, (connection_id,))
+        if row is None:
+            return None
+        return self._connection(row), self._cipher.open(row[8], row[0])
 
     def set_active_connection(self, account_id: str, connection_id: str) -> None:
         with self._immediate() as db:

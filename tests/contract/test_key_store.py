@@ -193,6 +193,24 @@ def test_set_active_connection_leaves_exactly_one_active(store: KeyStore) -> Non
     assert active_ids("acc_2") == ["con_9"]
 
 
+def test_load_connection_by_id_or_the_active_one_with_its_session(store: KeyStore) -> None:
+    assert store.load_connection("acc_1", None) is None
+    assert store.load_connection("acc_1", "con_404") is None
+    store.save_connection(connection(1, at=T0), "token-1")
+    store.save_connection(connection(2, at=T0 + timedelta(seconds=1)), "token-2")
+    store.save_connection(connection(9, "acc_2", active=True), "token-9")
+    # None active: the oldest.
+    found = store.load_connection("acc_1", None)
+    assert found is not None and found[0].id == "con_1" and found[1] == "token-1"
+    store.set_active_connection("acc_1", "con_2")
+    found = store.load_connection("acc_1", None)
+    assert found is not None and found[0].id == "con_2" and found[0].active and found[1] == "token-2"
+    assert found[0] == store.get_connection("con_2")
+    # By id, whatever the account: the caller checks ownership.
+    other = store.load_connection("acc_1", "con_9")
+    assert other is not None and other[0].account_id == "acc_2" and other[1] == "token-9"
+
+
 def test_saving_a_new_active_connection_deactivates_the_others(store: KeyStore) -> None:
     store.save_connection(connection(1, active=True), "t")
     store.save_connection(connection(2, active=True, at=T0 + timedelta(seconds=1)), "t")

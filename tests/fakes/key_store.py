@@ -134,6 +134,16 @@ class FakeKeyStore:
         with self._lock:
             return self._platform_sessions.get(connection_id)
 
+    def load_connection(self, account_id: str, connection_id: str | None) -> tuple[Connection, str | None] | None:
+        if connection_id is None:
+            mine = self.list_connections(account_id)
+            found = next((c for c in mine if c.active), mine[0] if mine else None)
+        else:
+            found = self.get_connection(connection_id)
+        if found is None:
+            return None
+        return found, self.get_platform_session(found.id)
+
     def set_active_connection(self, account_id: str, connection_id: str) -> None:
         with self._lock:
             target = self._connections.get(connection_id)
