@@ -4,14 +4,19 @@ own read-outs (what was created or sent, and its own feed ordering)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import anyio
 import attrs
+import httpx2
 import pytest
 import requests
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from community_api.scopes import ALL_SCOPES
 from tests.integration.conftest import SandboxProcess
@@ -46,6 +51,7 @@ PRIVATE_MARKERS = (
 class Api:
     url: str
     key: str
+    bob_connection: str
     answers: list[str] = attrs.field(factory=list)
 
     def call(self, method: str, path: str, **kwargs: Any) -> requests.Response:
@@ -79,8 +85,10 @@ def api(sandbox: SandboxProcess, tmp_path_factory: pytest.TempPathFactory) -> It
             url + "/v1/connections", json={"email": "alice@sandbox.test", "password": "sandbox"}, timeout=120
         )
         assert linked.status_code == 201, linked.text
+        bob = web.post(url + "/v1/connections", json={"email": "bob@sandbox.test", "password": "sandbox"}, timeout=120)
+        assert bob.status_code == 201, bob.text
         key = web.post(url + "/v1/keys", json={"scopes": list(ALL_SCOPES)}, timeout=10).json()["secret"]
-        yield Api(url, key)
+        yield Api(url, key, bob.json()["id"])
         log = (folder / "service.log").read_text()
         assert "sandbox\n" not in log and '"sandbox"' not in log  # the platform password is never logged
 
@@ -195,6 +203,45 @@ def test_dm_inbox_thread_and_a_send_that_arrives_once(api: Api, sandbox: Sandbox
     assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
     arrived = [m for m in sandbox.control("sent")["sent"] if m["content"] in ("hello once", "too soon")]
     assert [m["content"] for m in arrived] == ["hello once"]
+
+
+def test_mcp_write_tools_act_on_the_platform(api: Api, sandbox: SandboxProcess) -> None:
+    """The official MCP client, acting as bob (the other connection of the key's account): what the write
+    tools do is checked in the stand-in's own read-outs."""
+
+    async def session(client: Client) -> dict[str, Any]:
+        async def call(name: str, args: dict[str, Any]) -> Any:
+            result = await client.call_tool(name, args)
+            assert result.is_error is False, (name, result.content)
+            api.answers.append(json.dumps(result.structured_content))
+            return result.structured_content
+
+        me = await call("whoami", {})
+        post = await call("create_post", {"group": GROUP, "title": "Posted over MCP", "content": "hi"})
+        top = await call("create_comment", {"postId": post["id"], "content": "first"})
+        reply = await call("create_comment", {"postId": post["id"], "content": "second", "parentId": top["id"]})
+        await call("delete_comment", {"commentId": reply["id"]})
+        inbox = await call("list_dms", {})
+        alice = next(c for c in inbox["conversations"] if c["with"]["handle"] == "alice")
+        sent = await call("send_dm", {"conversationId": alice["id"], "content": "hello over MCP"})
+        refused = await client.call_tool("send_dm", {"conversationId": alice["id"], "content": "again"})
+        assert refused.is_error and '"rate_limited"' in refused.content[0].text
+        await call("delete_post", {"postId": post["id"]})
+        return {"me": me, "post": post, "top": top, "reply": reply, "sent": sent}
+
+    async def run() -> dict[str, Any]:
+        headers = {"Authorization": f"Bearer {api.key}", "X-Community-Connection": api.bob_connection}
+        http = httpx2.AsyncClient(headers=headers, timeout=120)
+        async with http, Client(streamable_http_client(api.url + "/v1/mcp", http_client=http), mode="auto") as client:
+            return await session(client)
+
+    done = anyio.run(run)
+    assert done["me"]["handle"] == "bob"
+    created = {c["id"]: c for c in sandbox.control("created")["created"]}
+    assert created[done["post"]["id"]]["title"] == "Posted over MCP" and created[done["post"]["id"]]["deleted"]
+    assert created[done["reply"]["id"]]["parentId"] == done["top"]["id"] and created[done["reply"]["id"]]["deleted"]
+    sent = [m for m in sandbox.control("sent")["sent"] if m["content"] in ("hello over MCP", "again")]
+    assert [m["content"] for m in sent] == ["hello over MCP"]
 
 
 def test_no_private_field_ever_reaches_a_client(api: Api) -> None:
