@@ -1,18 +1,26 @@
 """Serving the MCP session manager (an ASGI app) from a WSGI worker.
 
 The session manager only answers while its ``run()`` context is open (else "Task group is not
-initialized"), and WSGI has no lifespan to open it in. So each worker process gets one event loop on a
-daemon thread that holds ``run()`` open, and each request is handed to that loop as one coroutine.
+initialized"), and WSGI has no lifespan to open it in. So each thread that serves MCP requests owns an
+event loop with a session manager held open on it, and runs that loop itself, one request at a time, while
+it serves a request (``loop.run_until_complete``); between requests the loop is idle and costs nothing.
 
-The thread is started at the first MCP request of a process, never at import or app creation: under
-``gunicorn --preload`` the app is built in the master and forked, and a thread started before the fork
-would not exist in the workers. The process id is checked so that a forked copy starts its own.
+An earlier version held one loop per process on a daemon thread and handed each request over to it, and
+each tool call on to a worker thread (the handler blocks on the store and the platform, which must not
+stall a loop that other requests share): four thread hand-overs per call. With a loop per thread, the loop
+serves only the request of its own thread, so the tool handler runs inline (``server.py``) and a request
+never leaves its thread. Measured (``scripts/bench/mcp.py``), a ``whoami`` tool call went from 2.5 to 1.8 ms
+in process and from 3.4 to 2.9 ms of worker CPU under gunicorn on the handshake-era wire, and from 1.5 to
+1.0 ms and 2.5 to 1.8 ms on the 2026-07-28 wire.
+
+Loops are made lazily, at the first MCP request of a thread, never at import or app creation: under
+``gunicorn --preload`` the app is built in the master and forked, and a loop (its selector) must not be
+shared with a fork. The process id is checked so that a forked copy makes its own.
 
 The request is bridged with a2wsgi's ``build_scope`` (the ASGI scope of a WSGI environ, which keeps the
-environ as ``scope["wsgi_environ"]``) but not with its ``ASGIMiddleware``: that one moves every ASGI
-message between the two threads in a round trip of its own, and here the body is already read and the
-answer is one JSON document (stateless mode, JSON responses). One hand-over each way measured 2.3 ms
-against 4.6 ms per tool call (median, in process, on the 2-core test machine under load).
+environ as ``scope["wsgi_environ"]``) but not with its ``ASGIMiddleware``, which runs the app on a loop
+thread of its own and moves every ASGI message across: here the body is already read and the answer is one
+JSON document (stateless mode, JSON responses).
 """
 
 from __future__ import annotations
@@ -22,13 +30,12 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import attrs
 from a2wsgi.asgi import build_scope
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-
-START_TIMEOUT = 10.0
 
 
 @attrs.frozen
@@ -72,70 +79,130 @@ async def exchange(app: Any, scope: Any, body: bytes) -> Answer:
     return Answer(int(start["status"]), headers, b"".join(chunks))
 
 
-class SessionManagerThread:
-    def __init__(self, make_manager: Callable[[], StreamableHTTPSessionManager]) -> None:
-        self._make_manager = make_manager
-        self._lock = threading.Lock()
-        self._pid: int | None = None
-        self._manager: StreamableHTTPSessionManager | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._thread: threading.Thread | None = None
+_WIND_DOWN_STEPS = 20
 
-    def handle(self, environ: dict[str, Any], body: bytes) -> Answer:
-        """Serve one request (its environ, and its body already read) and wait for the answer."""
-        manager, loop = self._started()
-        scope = build_scope(environ)  # type: ignore[arg-type]  # a2wsgi's Environ is a TypedDict
-        return asyncio.run_coroutine_threadsafe(exchange(manager.handle_request, scope, body), loop).result()
 
-    def _started(self) -> tuple[StreamableHTTPSessionManager, asyncio.AbstractEventLoop]:
-        pid = os.getpid()
-        with self._lock:
-            if self._manager is None or self._loop is None or self._pid != pid:
-                self._start(pid)
-            assert self._manager is not None and self._loop is not None
-            return self._manager, self._loop
+class _ThreadLoop:
+    """A session manager held open on an event loop that its thread runs while serving a request."""
 
-    def _start(self, pid: int) -> None:
-        # A session manager runs once: a fresh one per process (and after close()).
-        manager = self._make_manager()
-        loop = asyncio.new_event_loop()
-        ready = threading.Event()
-        failure: list[BaseException] = []
+    def __init__(self, manager: StreamableHTTPSessionManager) -> None:
+        self.manager = manager
+        self.pid = os.getpid()
+        self.lock = threading.Lock()  # held while the loop runs: by its thread, or by close()
+        self.loop = asyncio.new_event_loop()
+        self._stop = asyncio.Event()
+        ready = asyncio.Event()
+        self._held = self.loop.create_task(self._hold_open(ready))
+        self.loop.run_until_complete(ready.wait())
+        if self._held.done():
+            failure = None if self._held.cancelled() else self._held.exception()
+            self.loop.close()
+            raise RuntimeError("the MCP session manager did not start") from failure
 
-        async def hold_open() -> None:
-            self._stop = asyncio.Event()
-            try:
-                async with manager.run():
-                    ready.set()
-                    await self._stop.wait()
-            except BaseException as error:  # reported to the starting thread below
-                failure.append(error)
+    async def _hold_open(self, ready: asyncio.Event) -> None:
+        try:
+            async with self.manager.run():
                 ready.set()
-                raise
+                await self._stop.wait()
+        finally:
+            ready.set()  # a failure to start is read from the task
 
-        def run() -> None:
-            asyncio.set_event_loop(loop)
-            with contextlib.suppress(BaseException):
-                loop.run_until_complete(hold_open())
-            loop.close()
+    def serve(self, scope: Any, body: bytes) -> Answer | None:
+        """The answer, or None if this loop was closed meanwhile (``close()`` from another thread)."""
+        with self.lock:
+            if self.loop.is_closed():
+                return None
+            return self.loop.run_until_complete(self._exchange(scope, body))
 
-        thread = threading.Thread(target=run, name=f"mcp-session-manager-{pid}", daemon=True)
-        thread.start()
-        if not ready.wait(START_TIMEOUT) or failure:
-            raise RuntimeError("the MCP session manager did not start") from (failure[0] if failure else None)
-        self._manager, self._loop, self._thread, self._pid = manager, loop, thread, pid
+    async def _exchange(self, scope: Any, body: bytes) -> Answer:
+        answer = await exchange(self.manager.handle_request, scope, body)
+        # The request's server task is still winding down (closing its streams): let it finish before the
+        # loop stops, so that nothing of this request waits for the next one.
+        me = asyncio.current_task()
+        for _ in range(_WIND_DOWN_STEPS):
+            if all(task is me or task is self._held for task in asyncio.all_tasks()):
+                break
+            await asyncio.sleep(0)
+        return answer
 
     def close(self) -> None:
-        """End the loop thread of this process (tests; a worker's exit ends the daemon thread anyway)."""
+        with self.lock:
+            if self.loop.is_closed():
+                return
+            if self.pid == os.getpid():
+
+                async def finish() -> None:
+                    self._stop.set()
+                    with contextlib.suppress(BaseException):
+                        await self._held
+
+                self.loop.run_until_complete(finish())
+                self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.close()
+
+
+class SessionManagers:
+    """One session manager per thread that serves MCP requests, each held open on that thread's loop."""
+
+    def __init__(self, make_manager: Callable[[], StreamableHTTPSessionManager]) -> None:
+        # A session manager runs once: a fresh one per thread and process (and after close()).
+        self._make_manager = make_manager
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._loops: list[_ThreadLoop] = []
+        self._helper: ThreadPoolExecutor | None = None
+
+    def handle(self, environ: dict[str, Any], body: bytes) -> Answer:
+        """Serve one request (its environ, and its body already read) on this thread and answer it."""
+        if _loop_running():
+            # Called from async code (a test client driven from a coroutine): this thread's loop cannot
+            # run inside that one, so a helper thread serves the request on its own loop.
+            return self._helper_pool().submit(self.handle, environ, body).result()
+        scope = build_scope(environ)  # type: ignore[arg-type]  # a2wsgi's Environ is a TypedDict
+        while True:
+            answer = self._thread_loop().serve(scope, body)
+            if answer is not None:
+                return answer
+
+    def _thread_loop(self) -> _ThreadLoop:
+        held: _ThreadLoop | None = getattr(self._local, "loop", None)
+        if held is not None and held.pid == os.getpid() and not held.loop.is_closed():
+            return held
+        fresh = _ThreadLoop(self._make_manager())
+        self._local.loop = fresh
         with self._lock:
-            loop, stop, thread = self._loop, self._stop, self._thread
-            self._manager = self._loop = self._stop = self._thread = None
-            self._pid = None
-        if loop is not None and stop is not None and thread is not None and thread.is_alive():
-            loop.call_soon_threadsafe(stop.set)
-            thread.join(START_TIMEOUT)
+            pid = os.getpid()
+            self._loops = [loop for loop in self._loops if loop.pid == pid and not loop.loop.is_closed()]
+            self._loops.append(fresh)
+        return fresh
+
+    def _helper_pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._helper is None:
+                self._helper = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mcp-helper")
+            return self._helper
+
+    def close(self) -> None:
+        """Close the session managers and loops of this process (tests; a worker's exit ends them anyway)."""
+        with self._lock:
+            loops, self._loops = self._loops, []
+            helper, self._helper = self._helper, None
+        if helper is not None:
+            helper.shutdown(wait=True)
+        for loop in loops:
+            loop.close()
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive() and self._pid == os.getpid()
+        """Whether a session manager is open in this process."""
+        pid = os.getpid()
+        with self._lock:
+            return any(loop.pid == pid and not loop.loop.is_closed() for loop in self._loops)
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

@@ -3,8 +3,8 @@ authentication and error format.
 
 A request flows: Falcon resource → Bearer key checked and counted (``adapters/http/auth.bearer_key``, the
 same code as every REST route; 401 before any MCP code runs) → body read with our size and media checks →
-the session manager on this process's event-loop thread, handed over with a2wsgi's ASGI scope
-(``bridge.py``) → a tool handler, which runs the core use case on a worker thread (``server.py``).
+the session manager held open on this thread's own event loop, given a2wsgi's ASGI scope (``bridge.py``)
+→ a tool handler, which runs the core use case inline (``server.py``). The request never leaves its thread.
 
 GET and DELETE answer 405 at once (Falcon's default responder, our JSON body): in stateless mode there is
 no server-to-client stream to open and no session to end, and a GET would otherwise never end.
@@ -20,10 +20,10 @@ import falcon
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
-from adapters.http.auth import CONNECTION_HEADER, bearer_key
+from adapters.http.auth import CONNECTION_HEADER, bearer_key, resource_url
 from adapters.http.body import PayloadTooLarge, UnsupportedMediaType
 from adapters.http.errors import error_body
-from adapters.mcp.bridge import SessionManagerThread
+from adapters.mcp.bridge import SessionManagers
 from adapters.mcp.server import CALLER_ENVIRON_KEY, Caller, build_server
 from adapters.settings import Settings
 from community_api.deps import Deps
@@ -82,9 +82,10 @@ def _is_json(body: bytes) -> bool:
 class McpResource:
     def __init__(self, deps: Deps, settings: Settings) -> None:
         self.deps = deps
+        self.settings = settings
         server = build_server(deps)
         security = security_settings(settings)
-        self.bridge = SessionManagerThread(
+        self.bridge = SessionManagers(
             lambda: StreamableHTTPSessionManager(
                 server,
                 json_response=True,
@@ -95,7 +96,8 @@ class McpResource:
         )
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        key = bearer_key(self.deps, req)
+        # API keys, and OAuth access tokens issued for this endpoint (connector keys).
+        key = bearer_key(self.deps, req, resource=resource_url(self.settings, req))
         raw = _read_body(req)
         environ: dict[str, Any] = dict(req.env)
         # The body was read here (size limit, chunked uploads): the ASGI side gets it whole.
@@ -117,7 +119,7 @@ class McpResource:
 
 
 def add_mcp_route(app: falcon.App, deps: Deps, settings: Settings) -> McpResource:
-    """Mount ``POST /v1/mcp``; answers the resource so that tests can stop its loop thread."""
+    """Mount ``POST /v1/mcp``; answers the resource so that tests can close its session managers."""
     resource = McpResource(deps, settings)
     app.add_route(PATH, resource)
     return resource

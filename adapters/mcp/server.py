@@ -15,9 +15,8 @@ import json
 import logging
 from collections.abc import Mapping
 from importlib import metadata
-from typing import Any
+from typing import Any, cast
 
-import anyio
 import attrs
 import mcp_types as types
 from mcp.server.caching import CacheHint
@@ -64,30 +63,38 @@ def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller | None:
     return caller if isinstance(caller, Caller) else None
 
 
-def error_result(code: str, message: str, details: Mapping[str, Any] | None = None) -> types.CallToolResult:
+# A CallToolResult in its wire form, as ``CallToolResult.model_dump(by_alias=True, exclude_none=True)`` gives
+# it (``resultType`` is dropped again for handshake-era clients). The runner takes a dict result as it is and
+# checks it against the protocol version's result schema on the way out (``mcp.server.runner``): building
+# the pydantic model first would only add a dump of all the structured content (0.3 ms for a 3-page feed).
+ToolResult = dict[str, Any]
+
+
+def error_result(code: str, message: str, details: Mapping[str, Any] | None = None) -> ToolResult:
     # The same body as a REST error, so an agent reads one format whichever way it came.
     text = error_body(code, message, dict(details or {}))
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+    return {"content": [{"type": "text", "text": text}], "isError": True, "resultType": "complete"}
 
 
-def success_result(payload: Any) -> types.CallToolResult:
+def success_result(payload: Any) -> ToolResult:
     text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
     # The JSON text as well as structured content: clients of older protocol versions read only content.
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=payload)
+    content = [{"type": "text", "text": text}]
+    return {"content": content, "structuredContent": payload, "isError": False, "resultType": "complete"}
 
 
 class ToolRunner:
     """Runs one tool call: scope and connection (core ``actor_for``), arguments, the use case, the answer.
 
-    Synchronous on purpose: the use cases block on the store and the platform, so this runs on a worker
-    thread, never on the event loop that serves every MCP request of the process.
+    Synchronous on purpose: the use cases block on the store and the platform. It runs inline on the
+    request's own thread, whose event loop serves no other request (``bridge.py``): no thread hand-over.
     """
 
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
         self._checkers = {spec.name: ArgumentChecker(spec.input_schema) for spec in TOOLS}
 
-    def call(self, caller: Caller, name: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
+    def call(self, caller: Caller, name: str, arguments: Mapping[str, Any]) -> ToolResult:
         spec = TOOLS_BY_NAME.get(name)
         try:
             if spec is None:
@@ -104,7 +111,7 @@ class ToolRunner:
             log.exception("MCP tool %s failed", name)
             return error_result("internal_error", "the service failed to handle this call")
 
-    def _create_once(self, spec: ToolSpec, actor: Actor, arguments: Mapping[str, Any]) -> types.CallToolResult:
+    def _create_once(self, spec: ToolSpec, actor: Actor, arguments: Mapping[str, Any]) -> ToolResult:
         """Act at most once per ``idempotencyKey``, with the core's rules for REST's Idempotency-Key."""
         body = {name: value for name, value in arguments.items() if name != "idempotencyKey"}
 
@@ -155,13 +162,12 @@ def build_server(deps: Deps) -> Server[Any]:
         # A tool whose scope the key lacks is not offered: an agent should not plan with it.
         return types.ListToolsResult(tools=[tool for spec, tool in listed if spec.scope in granted])
 
-    async def call_tool(
-        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> ToolResult:
         caller = caller_of(ctx)
         if caller is None:
             return error_result("unauthorized", UNAUTHORIZED_MESSAGE)
-        return await anyio.to_thread.run_sync(runner.call, caller, params.name, params.arguments or {})
+        # Inline, blocking: this loop serves this one request only (bridge.py), so nothing waits behind it.
+        return runner.call(caller, params.name, params.arguments or {})
 
     def input_schema(name: str) -> Mapping[str, Any] | None:
         spec = TOOLS_BY_NAME.get(name)
@@ -177,5 +183,6 @@ def build_server(deps: Deps) -> Server[Any]:
         # Known without listing, so a 2026 request's Mcp-Param check does not run tools/list again.
         get_tool_input_schema=input_schema,
         on_list_tools=list_tools,
-        on_call_tool=call_tool,
+        # Declared as answering a CallToolResult; a dict in its wire form is accepted as well (see ToolResult).
+        on_call_tool=cast(Any, call_tool),
     )

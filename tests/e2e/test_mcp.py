@@ -234,7 +234,7 @@ def test_a_bad_key_is_refused_with_401(service: Service, mode: str) -> None:
     assert statuses and set(statuses) == {401}
     answer = requests.post(service.mcp, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=10)
     assert answer.status_code == 401
-    assert answer.headers["WWW-Authenticate"] == 'Bearer realm="community-api"'
+    assert answer.headers["WWW-Authenticate"].startswith('Bearer realm="community-api", resource_metadata="')
     assert answer.json()["error"]["code"] == "unauthorized"
 
 

@@ -42,7 +42,7 @@ def test_missing_or_bad_key_is_401_before_any_mcp_code(world: McpWorld, authoriz
     headers = world.headers(None, {"Authorization": authorization} if authorization else None)
     result = world.client.simulate_post("/v1/mcp", headers=headers, body=b"not even JSON-RPC")
     assert_error(result, 401, "unauthorized")
-    assert result.headers["www-authenticate"] == 'Bearer realm="community-api"'
+    assert result.headers["www-authenticate"].startswith('Bearer realm="community-api", resource_metadata="')
     assert not world.resource.bridge.running  # the MCP machinery was never started
 
 
