@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Generic, TypeVar
 
 K = TypeVar("K")
@@ -29,6 +30,15 @@ class BoundedCache(Generic[K, V]):
         with self._lock:
             self._data[key] = value
             self._data.move_to_end(key)
+            while len(self._data) > self._size:
+                self._data.popitem(last=False)
+
+    def put_many(self, items: Iterable[tuple[K, V]]) -> None:
+        """``put`` each pair, in order, under one hold of the lock."""
+        with self._lock:
+            for key, value in items:
+                self._data[key] = value
+                self._data.move_to_end(key)
             while len(self._data) > self._size:
                 self._data.popitem(last=False)
 

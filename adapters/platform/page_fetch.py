@@ -14,7 +14,9 @@ requests once:
 
 from __future__ import annotations
 
+import base64
 import json
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -42,6 +44,10 @@ READY_PATH = "/login"
 # What a dead browser or driver raises: Selenium's own errors, and the HTTP client's when chromedriver
 # itself is gone.
 DRIVER_ERRORS = (WebDriverException, Urllib3Error, OSError)
+# Answers whose bodies hold this many bytes or more are gzipped in the page before they leave the
+# browser (``page_scripts.FETCH_ALL``): above it, packing costs less than the transfer it saves.
+PACK_MIN_BYTES = 64 * 1024
+GZIP_WBITS = 16 + zlib.MAX_WBITS
 
 
 @attrs.frozen
@@ -209,9 +215,11 @@ class PageRunner:
                    for r in reqs]
         try:
             answers = browser.driver.execute_async_script(
-                page_scripts.FETCH_ALL, payload, int(self.timeout * 1000))
+                page_scripts.FETCH_ALL, payload, int(self.timeout * 1000), PACK_MIN_BYTES)
         except DRIVER_ERRORS as error:
             raise BrowserFailure(f"the in-page request failed: {type(error).__name__}") from error
+        if isinstance(answers, dict) and "packed" in answers:
+            answers = unpack(answers["packed"], len(reqs))
         if not isinstance(answers, list) or len(answers) != len(reqs):
             raise BrowserFailure("the in-page request script answered nonsense")
         return [_resp(answer) for answer in answers]
@@ -222,6 +230,39 @@ class PageRunner:
         if browser.build_id is None:
             raise PlatformError("the platform's page names no build id (__NEXT_DATA__ missing)")
         return f"{self.platform_url}/_next/data/{browser.build_id}{req.data_path}"
+
+
+def unpack(packed: object, count: int) -> list[dict[str, Any]]:
+    """The ``count`` answers the page packed (``page_scripts.FETCH_ALL``), in the order of the requests:
+    base64 of a gzip of frames, each the JSON line ``[index, status, contentType, error, byteLength]``
+    followed by that many bytes of body (decoded as UTF-8, as ``Response.text()`` does)."""
+    try:
+        if not isinstance(packed, str):
+            raise ValueError("not a string")
+        raw = zlib.decompress(base64.b64decode(packed, validate=True), wbits=GZIP_WBITS)
+    except (ValueError, zlib.error) as error:  # binascii.Error is a ValueError
+        raise BrowserFailure(f"the in-page request script answered a broken package: {error}") from None
+    answers: list[dict[str, Any] | None] = [None] * count
+    pos = 0
+    while pos < len(raw):
+        end = raw.find(b"\n", pos)
+        try:
+            head = json.loads(raw[pos:end]) if end >= 0 else None
+        except ValueError:
+            raise BrowserFailure("the in-page request script answered a broken package") from None
+        if not isinstance(head, list) or len(head) != 5:
+            raise BrowserFailure("the in-page request script answered a broken package")
+        index, status, content_type, failure, size = head
+        if (not isinstance(index, int) or not 0 <= index < count or answers[index] is not None
+                or not isinstance(size, int) or not 0 <= size <= len(raw) - end - 1):
+            raise BrowserFailure("the in-page request script answered a broken package")
+        pos = end + 1 + size
+        text = raw[end + 1:pos].decode("utf-8", errors="replace").removeprefix("\ufeff")
+        answers[index] = {"status": status, "contentType": content_type, "text": text, "error": failure}
+    found = [answer for answer in answers if answer is not None]
+    if len(found) != count:
+        raise BrowserFailure("the in-page request script answered a package with answers missing")
+    return found
 
 
 def _resp(answer: object) -> Resp:

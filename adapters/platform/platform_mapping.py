@@ -43,15 +43,20 @@ def items(value: object, what: str) -> list[dict[str, Any]]:
     return [obj(v, what) for v in value]
 
 
+# These readers run for every field of every post of a feed (30 pages are about 900 posts), so each
+# takes the common case (a plain str or int under the first name) first.
 def _pick(data: Mapping[str, Any], *names: str) -> Any:
     for name in names:
-        if name in data and data[name] is not None:
-            return data[name]
+        value = data.get(name)
+        if value is not None:
+            return value
     return None
 
 
 def text(data: Mapping[str, Any], *names: str, default: str | None = None) -> str:
     value = _pick(data, *names)
+    if type(value) is str:
+        return value
     if value is None and default is not None:
         return default
     if isinstance(value, bool) or not isinstance(value, str | int):
@@ -61,11 +66,15 @@ def text(data: Mapping[str, Any], *names: str, default: str | None = None) -> st
 
 def optional_text(data: Mapping[str, Any], *names: str) -> str | None:
     value = _pick(data, *names)
+    if type(value) is str:
+        return value or None
     return str(value) if isinstance(value, str | int) and not isinstance(value, bool) and value != "" else None
 
 
 def number(data: Mapping[str, Any], *names: str) -> int:
     value = _pick(data, *names)
+    if type(value) is int:
+        return value
     if value is None:
         return 0
     if isinstance(value, bool):
@@ -87,6 +96,8 @@ def timestamp(data: Mapping[str, Any], *names: str) -> datetime:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         raise PlatformError(f"unexpected answer from the platform ({names[0]} is not a time)") from None
+    if parsed.tzinfo is UTC:  # the platform's own spelling (…Z): already what we want
+        return parsed
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
@@ -104,9 +115,21 @@ def meta(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # --- users --------------------------------------------------------------------------------------------
-def user(data: object) -> PlatformUser:
-    """A member: only id, handle (``name``) and ``first last``, whatever else the record holds."""
+_USER_FIELDS = ("id", "name", "firstName", "first_name", "lastName", "last_name")
+
+
+def user(data: object, seen: dict[tuple[Any, ...], PlatformUser] | None = None) -> PlatformUser:
+    """A member: only id, handle (``name``) and ``first last``, whatever else the record holds.
+    ``seen`` remembers the members already read (by the fields read), for a page of posts by a few
+    authors."""
     record = obj(data, "user")
+    if seen is not None:
+        key = tuple(record.get(name) for name in _USER_FIELDS)
+        if all(value is None or type(value) is str for value in key):  # else: checked afresh below
+            found = seen.get(key)
+            if found is None:
+                found = seen[key] = user(record)
+            return found
     first = optional_text(record, "firstName", "first_name") or ""
     last = optional_text(record, "lastName", "last_name") or ""
     handle = text(record, "name")
@@ -152,11 +175,13 @@ def is_comment(record: Mapping[str, Any]) -> bool:
             or (root not in (None, "") and root != own))
 
 
-def post(data: object, platform_url: str, slug: str | None, *, with_author: bool = True) -> Post:
+def post(data: object, platform_url: str, slug: str | None, *, with_author: bool = True,
+         authors: dict[tuple[Any, ...], PlatformUser] | None = None) -> Post:
+    """``authors``: see ``user``; pass one dict for the posts of one answer."""
     record = obj(data, "post")
     info = meta(record)
     name = optional_text(record, "name")
-    author = user(record["user"]) if with_author and isinstance(record.get("user"), dict) else None
+    author = user(record["user"], authors) if with_author and isinstance(record.get("user"), dict) else None
     author_id = optional_text(record, "userId", "user_id") if with_author else None
     return Post(
         id=text(record, "id"),

@@ -150,15 +150,15 @@ class SeleniumPlatformGateway:
         ref = self._client.group_ref(session, group)
         reqs = [Req.data(f"/{ref.slug}", {"group": ref.slug, "p": page, **query}) for page in pages]
         answer: list[list[Post]] = []
+        authors: dict[tuple[Any, ...], PlatformUser] = {}  # a few authors write most posts of a feed
         for page, resp in zip(pages, self._client.call(session, reqs), strict=True):
             props = m.page_props(checked_json(resp, f"group {group}"), f"group {group}")
             trees = m.items(props.get("postTrees") or [], "postTrees")
-            posts = [m.post(tree.get("post"), self.platform_url, ref.slug) for tree in trees]
+            posts = [m.post(tree.get("post"), self.platform_url, ref.slug, authors=authors) for tree in trees]
             if page == 1:  # the pinned posts lead page 1 and may repeat in their own place on it
                 posts = _once(posts)
-            for post in posts:
-                self._client.post_groups.put(post.id, post.group_id)
             answer.append(posts)
+        self._client.post_groups.put_many((post.id, post.group_id) for posts in answer for post in posts)
         return answer
 
     # -- posts and comments ----------------------------------------------------------------------------

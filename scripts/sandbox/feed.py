@@ -15,8 +15,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import islice
 
 from scripts.sandbox.model import DAY_US, Post, User, World
 
@@ -45,37 +46,60 @@ class FeedQuery:
         return cls(sort=sort, unread=unread, label_id=params.get("c") or None, page=page)
 
 
-def _candidates(world: World, group_id: str, q: FeedQuery, viewer: User | None) -> list[Post]:
-    read = world.reads.get(viewer.id, {}) if viewer else {}
-    out = []
-    for pid in world.group_posts.get(group_id, []):
-        p = world.posts[pid]
-        if p.deleted or (q.label_id and p.label_id != q.label_id) or (q.unread and pid in read):
+# The three orders, as sort keys (descending). Every key ends with the post id, so each order is total.
+_ORDERS: dict[str, Callable[[Post], tuple[int | str, ...]]] = {
+    "newest": lambda p: (p.created_us, p.id),
+    DEFAULT_SORT: lambda p: (p.activity_us, p.created_us, p.id),
+    "best": lambda p: (p.upvotes, p.created_us, p.id),
+}
+
+
+def _order(world: World, group_id: str, sort: str) -> tuple[Post, ...]:
+    """Every live post of the group in the order of ``sort`` (windowed sorts: ``best``), memoised until
+    the posts change (``World.memo``): only the filters below run for each page."""
+    name = sort if sort in _ORDERS else "best"
+
+    def compute() -> tuple[Post, ...]:
+        live = [world.posts[pid] for pid in world.group_posts.get(group_id, [])]
+        return tuple(sorted((p for p in live if not p.deleted), key=_ORDERS[name], reverse=True))
+
+    return world.memo(("feed-order", group_id, name), compute)
+
+
+def _pinned(world: World, group_id: str) -> tuple[Post, ...]:
+    return world.memo(("feed-pinned", group_id),
+                      lambda: tuple(p for p in _order(world, group_id, "newest") if p.pinned))
+
+
+def _filtered(posts: Iterable[Post], label: str | None, read: Mapping[str, int],
+              since_us: int | None) -> Iterator[Post]:
+    """``posts`` of ``label`` (if any), not in ``read``, and created at ``since_us`` or later (if any)."""
+    for p in posts:
+        if (label and p.label_id != label) or (read and p.id in read):
             continue
-        out.append(p)
-    return out
+        if since_us is not None and p.created_us < since_us:
+            continue
+        yield p
+
+
+def _walk(world: World, group_id: str, q: FeedQuery, viewer: User | None,
+          now_us: int) -> tuple[list[Post], Iterator[Post]]:
+    read = world.reads.get(viewer.id, {}) if viewer and q.unread else {}
+    since = now_us - WINDOWS[q.sort] * DAY_US if q.sort in WINDOWS else None
+    pinned = list(_filtered(_pinned(world, group_id), q.label_id, read, None))
+    return pinned, _filtered(_order(world, group_id, q.sort), q.label_id, read, since)
 
 
 def ordered(world: World, group_id: str, q: FeedQuery, viewer: User | None,
             now_us: int) -> tuple[list[Post], list[Post]]:
     """``(pinned, ordered)``: the pinned posts that lead page 1, and every post of the query in order."""
-    posts = _candidates(world, group_id, q, viewer)
-    pinned = sorted((p for p in posts if p.pinned), key=lambda p: (p.created_us, p.id), reverse=True)
-    if q.sort in WINDOWS:
-        since = now_us - WINDOWS[q.sort] * DAY_US
-        posts = [p for p in posts if p.created_us >= since]
-    if q.sort == "newest":
-        posts.sort(key=lambda p: (p.created_us, p.id), reverse=True)
-    elif q.sort == DEFAULT_SORT:
-        posts.sort(key=lambda p: (p.activity_us, p.created_us, p.id), reverse=True)
-    else:
-        posts.sort(key=lambda p: (p.upvotes, p.created_us, p.id), reverse=True)
-    return pinned, posts
+    pinned, posts = _walk(world, group_id, q, viewer, now_us)
+    return pinned, list(posts)
 
 
 def page(world: World, group_id: str, q: FeedQuery, viewer: User | None, now_us: int) -> list[Post]:
     """The posts of page ``q.page``, pinned ones first on page 1."""
-    pinned, posts = ordered(world, group_id, q, viewer, now_us)
+    pinned, posts = _walk(world, group_id, q, viewer, now_us)
     start = (q.page - 1) * PAGE_SIZE
-    chunk = posts[start:start + PAGE_SIZE]
+    chunk = list(islice(posts, start, start + PAGE_SIZE))
     return pinned + chunk if q.page == 1 else chunk

@@ -6,16 +6,23 @@ cursor ``created-gt`` are microseconds too); the serializers turn them into ISO 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 US = 1_000_000
 HOUR_US = 3600 * US
 DAY_US = 24 * HOUR_US
 
 
+@lru_cache(maxsize=1 << 16)
 def iso(us: int) -> str:
-    """ISO 8601 UTC with microseconds and a Z, as the platform writes ``createdAt``."""
+    """ISO 8601 UTC with microseconds and a Z, as the platform writes ``createdAt`` (memoised: the same
+    few thousand times are written for every feed page)."""
     return datetime.fromtimestamp(us / US, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
@@ -129,7 +136,12 @@ class Channel:
 
 @dataclass(slots=True)
 class World:
-    """Everything the seed builds and the API changes."""
+    """Everything the seed builds and the API changes.
+
+    ``version`` counts the changes to posts (created, commented, deleted): whatever is derived from the
+    posts alone (a feed's order, label counts) is kept in ``memo`` for the current version only. Read
+    state is not part of it: what depends on the viewer is applied on top of the memoised results.
+    """
 
     seed: int
     now_us: int
@@ -142,6 +154,24 @@ class World:
     channels: dict[str, Channel] = field(default_factory=dict)
     user_channels: dict[str, list[str]] = field(default_factory=dict)
     pair_channel: dict[frozenset[str], str] = field(default_factory=dict)
+    version: int = 0
+    _memo: dict[object, Any] = field(default_factory=dict, repr=False)
+    _memo_version: int = field(default=0, repr=False)
+
+    def posts_changed(self) -> None:
+        """Call after any change to a post (new post or comment, deletion, counts): drops the memo."""
+        self.version += 1
+
+    def memo(self, key: object, compute: Callable[[], T]) -> T:
+        """``compute()`` for the posts as they are now, computed once per ``version``."""
+        if self._memo_version != self.version:
+            self._memo.clear()
+            self._memo_version = self.version
+        try:
+            return self._memo[key]
+        except KeyError:
+            value = self._memo[key] = compute()
+            return value
 
     def user_by_email(self, email: str) -> User | None:
         email = email.strip().lower()
@@ -156,6 +186,7 @@ class World:
         return next((g for g in self.groups.values() if g.slug == slug), None)
 
     def add_post(self, post: Post) -> None:
+        self.posts_changed()
         self.posts[post.id] = post
         if post.is_root:
             self.group_posts.setdefault(post.group_id, []).append(post.id)

@@ -115,6 +115,7 @@ def delete(sb: Sandbox, user: User, post_id: str) -> None:
             queue.extend(sb.world.posts[c] for c in current.children)
         for p in gone:
             p.deleted = True
+        sb.world.posts_changed()
         if not post.is_root:
             _recount(sb, sb.world.posts[post.root_id])
         ids = {p.id for p in gone}

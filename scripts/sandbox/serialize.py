@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import Any
 
 from scripts.sandbox.model import Channel, Group, Message, Post, User, World, iso
@@ -31,8 +32,13 @@ def public_user(user: User) -> dict[str, Any]:
     return {
         "id": user.id, "name": user.handle, "firstName": user.first_name, "lastName": user.last_name,
         "metadata": {"pictureProfile": user.picture,
-                     "spData": json.dumps({"pts": user.points, "lv": user.level})},
+                     "spData": _sp_data(user.points, user.level)},
     }
+
+
+@lru_cache(maxsize=1024)
+def _sp_data(points: int, level: int) -> str:
+    return json.dumps({"pts": points, "lv": level})
 
 
 def self_user(user: User) -> dict[str, Any]:
@@ -72,12 +78,22 @@ def tree(world: World, p: Post, viewer: User | None) -> dict[str, Any]:
 
 
 def label_counts(world: World, group: Group) -> dict[str, int]:
+    return dict(world.memo(("label-counts", group.id), lambda: _label_counts(world, group)))
+
+
+def _label_counts(world: World, group: Group) -> dict[str, int]:
     counts = {lb.id: 0 for lb in group.labels}
     for pid in world.group_posts.get(group.id, []):
         p = world.posts[pid]
         if not p.deleted and p.label_id in counts:
             counts[p.label_id] += 1
     return counts
+
+
+def live_posts(world: World, group: Group) -> int:
+    """How many root posts of the group are not deleted (memoised until the posts change)."""
+    return world.memo(("live-posts", group.id),
+                      lambda: sum(1 for pid in world.group_posts.get(group.id, []) if not world.posts[pid].deleted))
 
 
 def labels(world: World, group: Group) -> list[dict[str, Any]]:
@@ -89,7 +105,7 @@ def labels(world: World, group: Group) -> list[dict[str, Any]]:
 
 def group(world: World, g: Group, with_labels: bool = False) -> dict[str, Any]:
     """``name`` is the slug; metadata: displayName, description, totalMembers, totalPosts, privacy."""
-    live = sum(1 for pid in world.group_posts.get(g.id, []) if not world.posts[pid].deleted)
+    live = live_posts(world, g)
     out: dict[str, Any] = {
         "id": g.id, "name": g.slug, "createdAt": iso(g.created_us),
         "metadata": {"displayName": g.display_name, "description": g.description,
