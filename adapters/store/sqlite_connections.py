@@ -22,11 +22,12 @@ from adapters.store.sqlite_schema import connect
 class _Handle:
     """One thread's connection and the process that opened it (weak-referenceable, unlike sqlite3's)."""
 
-    __slots__ = ("db", "pid", "__weakref__")
+    __slots__ = ("db", "pid", "closed", "__weakref__")
 
     def __init__(self, db: Database, pid: int) -> None:
         self.db = db
         self.pid = pid
+        self.closed = False
 
 
 _INHERITED: list[_Handle] = []
@@ -58,7 +59,7 @@ class ThreadConnections:
         """This thread's connection; a dead thread's connection is closed when its locals go."""
         handle: _Handle | None = getattr(self._local, "handle", None)
         pid = os.getpid()
-        if handle is not None and handle.pid == pid and handle in self._handles:
+        if handle is not None and handle.pid == pid and not handle.closed:
             return handle.db
         if handle is not None and handle.pid != pid:
             _INHERITED.append(handle)
@@ -77,5 +78,6 @@ class ThreadConnections:
             for handle in [h for h in self._handles if h.pid == pid]:
                 self._handles.discard(handle)
                 _OPEN.discard(handle)
+                handle.closed = True
                 handle.db.close()
         self._local.__dict__.clear()

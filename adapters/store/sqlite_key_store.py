@@ -26,6 +26,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from adapters.store.read_cache import ReadCache
 from adapters.store.session_cipher import SessionCipher
 from adapters.store.sqlite_connections import ThreadConnections
 from adapters.store.sqlite_oauth import SqliteOAuthRecords
@@ -82,6 +83,7 @@ class SqliteKeyStore(SqliteOAuthRecords):
         self._path = str(Path(path).expanduser())
         self._cipher = SessionCipher(secret)
         self._connections = ThreadConnections(self._path, busy_timeout_ms)
+        self._reads = ReadCache(lambda: self._db.conn)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], secret: str, *, busy_timeout_ms: int = 5000) -> SqliteKeyStore:
@@ -240,6 +242,9 @@ class SqliteKeyStore(SqliteOAuthRecords):
         return None if row is None else self._cipher.open(row[0], connection_id)
 
     def load_connection(self, account_id: str, connection_id: str | None) -> tuple[Connection, str | None] | None:
+        return self._reads.get(("connection", account_id, connection_id), lambda: self._load(account_id, connection_id))
+
+    def _load(self, account_id: str, connection_id: str | None) -> tuple[Connection, str | None] | None:
         if connection_id is None:
             row = self._one(_ACTIVE_CONNECTION_WITH_SESSION, (account_id,))
         else:
@@ -301,7 +306,10 @@ class SqliteKeyStore(SqliteOAuthRecords):
         return None if row is None else self._key(row)
 
     def find_keys_by_prefix(self, prefix: str) -> list[tuple[ApiKey, str]]:
-        return [(self._key(r), r[12]) for r in self._db.execute(_KEYS_BY_PREFIX, (prefix,))]
+        found = self._reads.get(
+            ("prefix", prefix), lambda: [(self._key(r), r[12]) for r in self._db.execute(_KEYS_BY_PREFIX, (prefix,))]
+        )
+        return list(found)
 
     def list_keys(self, account_id: str) -> list[ApiKey]:
         return [self._key(r) for r in self._db.execute(_KEYS_OF, (account_id,))]

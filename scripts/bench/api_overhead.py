@@ -66,6 +66,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--worker-class", default="sync", choices=("sync", "gthread"))
     args = parser.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed: `make bench` installs it (Debian package wrk)")
@@ -77,8 +78,8 @@ def main() -> None:
         bare_url = f"http://127.0.0.1:{bare_port}/v1/whoami"
         service_url = f"http://127.0.0.1:{service_port}/v1/whoami"
         quiet = ["--access-logfile", "/dev/null"]
-        bare_args = gunicorn_args("scripts.bench.apps:bare_app()", bare_port, workers=args.workers)
-        service_args = gunicorn_args("scripts.bench.apps:service_app()", service_port, workers=args.workers)
+        bare_args = gunicorn_args("scripts.bench.apps:bare_app()", bare_port, args.workers, args.worker_class)
+        service_args = gunicorn_args("scripts.bench.apps:service_app()", service_port, args.workers, args.worker_class)
         with (
             serving(bare_args + quiet, bare_url, env=env),
             serving(service_args + quiet, service_url.replace("whoami", "openapi.json"), env=env),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import falcon
 
 from adapters.settings import load_settings
@@ -21,6 +23,7 @@ def bare_app() -> falcon.App:
     """A Falcon route that does nothing but answer: the floor of any route."""
     app = falcon.App()
     app.add_route("/v1/whoami", _Bare())
+    gc.freeze()  # as get_app() does: the same process settings for both
     return app
 
 
@@ -28,10 +31,12 @@ def service_app() -> falcon.App:
     """The real service (SQLite key store, usage accounting on, SQLite throttle) with the in-memory
     platform, so the figure measures our overhead and not the platform's."""
     settings = load_settings()
-    return create_app(
+    app = create_app(
         key_store=SqliteKeyStore(settings.db, settings.secret),
         gateway=FakePlatformGateway(signing_key=settings.secret.encode()),
         throttle=LimitsThrottle(settings.throttle_uri, salt=settings.secret),
         clock=SystemClock(),
         settings=settings,
     )
+    gc.freeze()  # as get_app() does
+    return app

@@ -386,6 +386,7 @@ class FakePlatformGateway:
         user_id = body.partition(".")[0]
         if not hmac.compare_digest(signature, expected) or user_id in self._expired_users:
             return None
+        self._sessions[token] = user_id  # verified once; expire_sessions forgets it like any session
         return user_id
 
     def _me(self, session: PlatformSession) -> str:

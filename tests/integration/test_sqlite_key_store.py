@@ -284,3 +284,37 @@ def test_eight_forked_processes_count_usage_exactly(store: SqliteKeyStore) -> No
     assert (usage.requests_today, usage.requests_this_month, usage.requests_total) == (1600, 1600, 1600)
     found = store.get_key("key_1")
     assert found is not None and found.last_used_at == T0 + timedelta(seconds=7 * 1000 + 199)
+
+
+def test_the_read_cache_never_outlives_a_change(tmp_path: Path) -> None:
+    """Two stores on one file stand for two worker processes: a revocation or a re-link written through
+    one is seen by the very next look-up through the other, and by the writer itself."""
+    import attrs
+
+    from community_api.model import Account
+
+    path = tmp_path / "shared.sqlite3"
+    worker_a = SqliteKeyStore(path, "s" * 40)
+    worker_b = SqliteKeyStore(path, "s" * 40)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    worker_a.add_account(Account(id="acc_1", email="a@example.com", created_at=t0), "hash")
+    key = ApiKey(
+        id="key_1", account_id="acc_1", name="k", prefix="ABCDEFGH", scopes=("posts:read",),
+        connection_id=None, kind="standard", created_at=t0, lineage_id="key_1",
+    )  # fmt: skip
+    worker_a.add_key(key, "h" * 64)
+    assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at is None  # cached in b now
+    worker_a.update_key(attrs.evolve(key, revoked_at=t0))
+    assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at == t0
+    worker_b.update_key(attrs.evolve(key, revoked_at=t0, expires_at=t0))
+    assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].expires_at == t0  # its own write
+    connection = Connection(
+        id="con_1", account_id="acc_1", platform_user_id="u1", handle="h", name="n",
+        active=True, status="active", created_at=t0,
+    )  # fmt: skip
+    worker_a.save_connection(connection, "old-session")
+    assert worker_b.load_connection("acc_1", None) == (connection, "old-session")
+    worker_a.save_connection(connection, "new-session")
+    worker_a.set_connection_status("con_1", "expired")
+    loaded = worker_b.load_connection("acc_1", None)
+    assert loaded is not None and loaded[1] == "new-session" and loaded[0].status == "expired"
