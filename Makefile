@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 DEBIAN_PACKAGES := chromium chromium-driver redis-server curl
 BENCH_PACKAGES := wrk
 
-.PHONY: install system-deps lint test demo bench bench-feed bench-mcp clean
+.PHONY: install system-deps lint test demo bench bench-deps bench-feed bench-mcp clean
 
 install: system-deps $(STAMP)
 
@@ -36,15 +36,17 @@ test: lint
 demo: install
 	$(BIN)/community-api demo
 
-bench: install
+bench-deps: install
 	@command -v wrk >/dev/null || { sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $(BENCH_PACKAGES) >/dev/null; }
+
+bench: bench-deps
 	$(BIN)/python scripts/bench/api_overhead.py
 
 bench-feed: install
 	$(BIN)/python scripts/bench/feed.py
 
-bench-mcp: install
+bench-mcp: bench-deps
 	$(BIN)/python scripts/bench/mcp.py
 
 clean:
