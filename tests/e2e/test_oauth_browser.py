@@ -44,7 +44,12 @@ class Callback:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
-                queries.append({k: v[0] for k, v in parse_qs(urlsplit(self.path).query).items()})
+                url = urlsplit(self.path)
+                if url.path != "/callback":  # e.g. the browser's own /favicon.ico request
+                    self.send_response(404)
+                    self.end_headers()
+                    return
+                queries.append({k: v[0] for k, v in parse_qs(url.query).items()})
                 arrived.set()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain")
