@@ -47,7 +47,7 @@ bench-feed: install
 	$(BIN)/python scripts/bench/feed.py
 
 bench-mcp: bench-deps
-	$(BIN)/python scripts/bench/mcp.py
+	$(BIN)/python scripts/bench/mcp_vs_rest.py
 
 clean:
 	rm -rf $(VENV) build var

@@ -9,7 +9,7 @@ An earlier version held one loop per process on a daemon thread and handed each 
 each tool call on to a worker thread (the handler blocks on the store and the platform, which must not
 stall a loop that other requests share): four thread hand-overs per call. With a loop per thread, the loop
 serves only the request of its own thread, so the tool handler runs inline (``server.py``) and a request
-never leaves its thread. Measured (``scripts/bench/mcp.py``), a ``whoami`` tool call went from 2.5 to 1.8 ms
+never leaves its thread. Measured (``scripts/bench/mcp_vs_rest.py``), a ``whoami`` tool call went from 2.5 to 1.8 ms
 in process and from 3.4 to 2.9 ms of worker CPU under gunicorn on the handshake-era wire, and from 1.5 to
 1.0 ms and 2.5 to 1.8 ms on the 2026-07-28 wire.
 

@@ -18,36 +18,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from adapters.store.sqlite_key_store import SqliteKeyStore  # noqa: E402
-from community_api.clock import SystemClock  # noqa: E402
-from community_api.connections import link_connection  # noqa: E402
-from community_api.deps import Deps  # noqa: E402
-from community_api.keys import mint_key  # noqa: E402
-from community_api.model import Account  # noqa: E402
-from community_api.usage import UsageRecorder  # noqa: E402
-from tests.fakes.clock import FakeClock  # noqa: E402
-from tests.fakes.platform import FakePlatformGateway  # noqa: E402
-from tests.fakes.throttle import FakeThrottle  # noqa: E402
+from scripts.bench.apps import prepare_database  # noqa: E402
 from tests.processes import free_port, gunicorn_args, serving  # noqa: E402
 
 SECRET = "bench-secret-" + "b" * 40
 
 
 def prepare(db: Path) -> str:
-    """An account, alice linked, and a key, written to the database the service will read."""
-    store = SqliteKeyStore(str(db), SECRET)
-    clock = SystemClock()
-    account = Account(id="acc_bench", email="bench@example.com", created_at=clock.now())
-    store.add_account(account, "not-a-real-hash")
-    deps = Deps(
-        store=store,
-        gateway=FakePlatformGateway(signing_key=SECRET.encode()),
-        throttle=FakeThrottle(FakeClock()),
-        clock=clock,
-        usage=UsageRecorder(store, clock),
-    )
-    link_connection(deps, account.id, {"email": "alice@sandbox.test", "password": "sandbox"})
-    return mint_key(store, clock, account_id=account.id, name="bench", scopes=None, connection_id=None).secret
+    return prepare_database(db, SECRET, None)
 
 
 def wrk(url: str, key: str | None, seconds: int) -> float:

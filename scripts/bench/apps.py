@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterable
+from pathlib import Path
 
 import falcon
 
@@ -11,7 +13,14 @@ from adapters.store.sqlite_key_store import SqliteKeyStore
 from adapters.throttle.limits_throttle import LimitsThrottle
 from adapters.wiring import create_app
 from community_api.clock import SystemClock
+from community_api.connections import link_connection
+from community_api.deps import Deps
+from community_api.keys import mint_key
+from community_api.model import Account
+from community_api.usage import UsageRecorder
+from tests.fakes.clock import FakeClock
 from tests.fakes.platform import FakePlatformGateway
+from tests.fakes.throttle import FakeThrottle
 
 
 class _Bare:
@@ -40,3 +49,21 @@ def service_app() -> falcon.App:
     )
     gc.freeze()  # as get_app() does
     return app
+
+
+def prepare_database(db: Path, secret: str, scopes: Iterable[str] | None = None) -> str:
+    """An account, alice linked and a key (``scopes``; None: the default read scopes), written to the
+    database the service will read. Answers the key."""
+    store = SqliteKeyStore(str(db), secret)
+    clock = SystemClock()
+    account = Account(id="acc_bench", email="bench@example.com", created_at=clock.now())
+    store.add_account(account, "not-a-real-hash")
+    deps = Deps(
+        store=store,
+        gateway=FakePlatformGateway(signing_key=secret.encode()),
+        throttle=FakeThrottle(FakeClock()),
+        clock=clock,
+        usage=UsageRecorder(store, clock),
+    )
+    link_connection(deps, account.id, {"email": "alice@sandbox.test", "password": "sandbox"})
+    return mint_key(store, clock, account_id=account.id, name="bench", scopes=scopes, connection_id=None).secret

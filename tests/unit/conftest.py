@@ -115,3 +115,13 @@ def ready(world: World) -> Ready:
     connection = world.link(browser)
     key = world.mint(browser, scopes=ALL_SCOPES)["secret"]
     return Ready(world, browser, connection, key)
+
+
+@pytest.fixture
+def connector(world: World) -> Any:
+    """A registered OAuth client (``tests/unit/oauth_support.Connector``)."""
+    from tests.unit.oauth_support import Connector
+
+    registered = Connector(world)
+    assert registered.register().status_code == 201
+    return registered

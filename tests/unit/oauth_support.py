@@ -14,6 +14,8 @@ import attrs
 import falcon.testing
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
+from community_api.errors import Unauthorized
+from community_api.oauth import authenticate_bearer
 from tests.unit.conftest import World
 from tests.unit.web_support import HOST, ORIGIN, WebBrowser, query_of
 
@@ -127,3 +129,12 @@ def redirect_query(result: falcon.testing.Result) -> dict[str, str]:
     location = result.headers["location"]
     assert urlsplit(location).netloc == urlsplit(REDIRECT_URI).netloc
     return query_of(location)
+
+
+def accepted(world: World, token: str, resource: str = RESOURCE) -> bool:
+    """Whether the service takes ``token`` as a Bearer credential for ``resource``."""
+    try:
+        authenticate_bearer(world.store, world.clock, token, resource)
+    except Unauthorized:
+        return False
+    return True

@@ -8,11 +8,9 @@ import pytest
 
 from adapters.settings import Settings
 from adapters.wiring import app_for
-from community_api.errors import Unauthorized
 from community_api.keys import hash_secret
-from community_api.oauth import authenticate_bearer
 from tests.unit.conftest import PASSWORD, World
-from tests.unit.oauth_support import REDIRECT_URI, RESOURCE, Connector, Grant, pkce, redirect_query
+from tests.unit.oauth_support import REDIRECT_URI, RESOURCE, Connector, Grant, accepted, pkce, redirect_query
 from tests.unit.web_support import HOST, ORIGIN, WebBrowser, account_id, form, query_of
 
 
@@ -23,21 +21,6 @@ def owner(world: World) -> WebBrowser:
     browser.link("alice")
     browser.link("bob")
     return browser
-
-
-@pytest.fixture
-def connector(world: World) -> Connector:
-    connector = Connector(world)
-    assert connector.register().status_code == 201
-    return connector
-
-
-def accepted(world: World, token: str, resource: str = RESOURCE) -> bool:
-    try:
-        authenticate_bearer(world.store, world.clock, token, resource)
-    except Unauthorized:
-        return False
-    return True
 
 
 def test_protected_resource_and_authorization_server_metadata(world: World) -> None:

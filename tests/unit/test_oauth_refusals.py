@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from community_api.errors import Unauthorized
 from community_api.model import ApiKey
-from community_api.oauth import authenticate_bearer
 from tests.unit.conftest import World
-from tests.unit.oauth_support import REDIRECT_URI, RESOURCE, Connector, pkce, redirect_query
+from tests.unit.oauth_support import REDIRECT_URI, Connector, accepted, pkce, redirect_query
 from tests.unit.web_support import HOST, ORIGIN, WebBrowser, account_id
 
 OTHER_RESOURCE = "https://other.example/v1/mcp"
@@ -22,21 +20,6 @@ def owner(world: World) -> WebBrowser:
     browser.sign_up()
     browser.link("alice")
     return browser
-
-
-@pytest.fixture
-def connector(world: World) -> Connector:
-    connector = Connector(world)
-    assert connector.register().status_code == 201
-    return connector
-
-
-def accepted(world: World, token: str, resource: str = RESOURCE) -> bool:
-    try:
-        authenticate_bearer(world.store, world.clock, token, resource)
-    except Unauthorized:
-        return False
-    return True
 
 
 def oauth_error(result: object, error: str, status: int = 400) -> None:

@@ -12,7 +12,7 @@ under load with wrk: requests/s and worker CPU per request (read from /proc, so 
 other work shares the machine), then a few calls through the official ``mcp`` client for a sanity figure.
 Ratios are of medians; the goal is a tool call at most 2x its REST call.
 
-    .venv/bin/python scripts/bench/mcp.py [--calls 200] [--rounds 3] [--wrk-rounds 5] [--seconds 2]
+    .venv/bin/python scripts/bench/mcp_vs_rest.py [--calls 200] [--rounds 3] [--wrk-rounds 5] [--seconds 2]
 """
 
 from __future__ import annotations
@@ -32,10 +32,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-# Run as a script, this file's folder comes first on sys.path and this file would shadow the mcp package.
-HERE = Path(__file__).resolve().parent
-sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != HERE]
-sys.path.insert(0, str(HERE.parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import anyio  # noqa: E402
 import attrs  # noqa: E402
@@ -44,17 +41,8 @@ import requests  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
-from adapters.store.sqlite_key_store import SqliteKeyStore  # noqa: E402
-from community_api.clock import SystemClock  # noqa: E402
-from community_api.connections import link_connection  # noqa: E402
-from community_api.deps import Deps  # noqa: E402
-from community_api.keys import mint_key  # noqa: E402
-from community_api.model import Account  # noqa: E402
 from community_api.scopes import ALL_SCOPES  # noqa: E402
-from community_api.usage import UsageRecorder  # noqa: E402
-from tests.fakes.clock import FakeClock  # noqa: E402
-from tests.fakes.platform import FakePlatformGateway  # noqa: E402
-from tests.fakes.throttle import FakeThrottle  # noqa: E402
+from scripts.bench.apps import prepare_database  # noqa: E402
 from tests.processes import free_port, gunicorn_args, serving  # noqa: E402
 
 SECRET = "bench-secret-" + "m" * 40
@@ -67,21 +55,7 @@ TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T[\d:.]+Z")
 
 
 def prepare(db: Path) -> str:
-    """An account, alice linked, and a key with every scope, written to the database the service reads."""
-    store = SqliteKeyStore(str(db), SECRET)
-    clock = SystemClock()
-    account = Account(id="acc_bench", email="bench@example.com", created_at=clock.now())
-    store.add_account(account, "not-a-real-hash")
-    deps = Deps(
-        store=store,
-        gateway=FakePlatformGateway(signing_key=SECRET.encode()),
-        throttle=FakeThrottle(FakeClock()),
-        clock=clock,
-        usage=UsageRecorder(store, clock),
-    )
-    link_connection(deps, account.id, {"email": "alice@sandbox.test", "password": "sandbox"})
-    issued = mint_key(store, clock, account_id=account.id, name="bench", scopes=ALL_SCOPES, connection_id=None)
-    return issued.secret
+    return prepare_database(db, SECRET, ALL_SCOPES)
 
 
 # --- the requests compared -------------------------------------------------------------------------
