@@ -6,7 +6,7 @@ Timestamps are timezone-aware UTC ``datetime`` objects.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import attrs
 
@@ -212,6 +212,11 @@ class DmQuota:
     hourly_limit: int
     daily_limit: int
     next_allowed_at: datetime | None
+
+
+# An idempotency record answers retries for this long; status IN_FLIGHT marks a first request not done yet.
+IDEMPOTENCY_WINDOW = timedelta(hours=24)
+IN_FLIGHT = 0
 
 
 @attrs.frozen

@@ -20,7 +20,7 @@ import os
 import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,8 @@ from adapters.store.sqlite_schema import ts as _ts
 from adapters.store.sqlite_schema import ts_or_none as _ts_or_none
 from community_api.errors import Conflict
 from community_api.model import (
+    IDEMPOTENCY_WINDOW,
+    IN_FLIGHT,
     Account,
     ApiKey,
     AuditEvent,
@@ -45,9 +47,6 @@ from community_api.model import (
     KeyUsage,
     WebSession,
 )
-
-IDEMPOTENCY_WINDOW = timedelta(hours=24)
-IN_FLIGHT = 0
 
 _CONNECTION = "SELECT id, account_id, platform_user_id, handle, name, active, status, created_at FROM connections"
 _KEY = (

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import attrs
 
 from community_api.errors import Conflict
 from community_api.model import (
+    IDEMPOTENCY_WINDOW,
+    IN_FLIGHT,
     Account,
     ApiKey,
     AuditEvent,
@@ -26,9 +28,6 @@ from community_api.model import (
     WebSession,
 )
 from community_api.oauth_model import AuthorizationCode, OAuthClient, OAuthToken
-
-IDEMPOTENCY_WINDOW = timedelta(hours=24)
-IN_FLIGHT = 0
 
 
 def _email_key(email: str) -> str:
