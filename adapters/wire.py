@@ -6,6 +6,11 @@ Shared by the REST resources, the MCP tools and the web pages, so a post looks t
 - timestamps become RFC 3339 UTC strings with a ``Z``;
 - tuples become lists;
 - fields that are ours alone (the owning account of a key or connection, a key's lineage) stay out.
+
+JSON text comes from orjson (a 30-page feed is about 900 posts: the standard library's encoder took
+15–25 ms for it, orjson about a tenth of that). orjson refuses strings holding lone surrogates (which
+``json.loads`` lets through from ``"\\ud800"`` escapes, e.g. in an MCP tool's arguments); such an answer
+is written by the standard library with every non-ASCII character escaped, which is the same JSON value.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 
 import attrs
 import cattrs
+import orjson
 from cattrs.gen import make_dict_unstructure_fn, override
 
 from community_api.me import KeyWithUsage
@@ -70,5 +76,14 @@ def to_wire(value: object) -> Any:
     return converter.unstructure(value)
 
 
+def encode(value: object) -> bytes:
+    """The JSON text (UTF-8) of a core value or a structure of them."""
+    data = to_wire(value)
+    try:
+        return orjson.dumps(data)
+    except orjson.JSONEncodeError:
+        return json.dumps(data, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
 def dumps(value: object) -> str:
-    return json.dumps(to_wire(value), ensure_ascii=False, separators=(",", ":"))
+    return encode(value).decode("utf-8")

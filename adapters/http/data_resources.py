@@ -9,7 +9,7 @@ import falcon
 from adapters.http.auth import api_actor
 from adapters.http.body import read_json
 from adapters.http.errors import error_answer
-from adapters.wire import dumps
+from adapters.wire import dumps, encode
 from community_api import dms, feed, groups, posts, scopes
 from community_api.access import Actor
 from community_api.deps import Deps
@@ -36,7 +36,7 @@ def query(req: falcon.Request, allowed: Iterable[str]) -> dict[str, str | None]:
 def send_json(resp: falcon.Response, value: object, status: int = 200) -> None:
     resp.status = status
     resp.content_type = falcon.MEDIA_JSON
-    resp.text = dumps(value)
+    resp.data = encode(value)
 
 
 class Resource:

@@ -57,6 +57,9 @@ def test_405_lists_the_allowed_methods(ready: Ready) -> None:
         (b"{not json", "application/json", 400, "invalid_request"),
         (b'{"title": "x",}', "application/json", 400, "invalid_request"),
         (b"\xff\xfe", "application/json", 400, "invalid_request"),
+        # A lone surrogate is no character: it could be neither stored nor sent on to the platform.
+        (b'{"title": "\\ud800"}', "application/json", 400, "invalid_request"),
+        (b'{"title": "x", "n": NaN}', "application/json", 400, "invalid_request"),
         (b'["a list"]', "application/json", 400, "invalid_request"),
         (b'"a string"', "application/json", 400, "invalid_request"),
         (b"null", "application/json", 400, "invalid_request"),
