@@ -7,6 +7,7 @@ keep the same contracts, checked by contract tests run against fake and real ali
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
 
@@ -163,6 +164,13 @@ class KeyStore(Protocol):
         ...
 
     def get_platform_session(self, connection_id: str) -> str | None: ...
+
+    def one_check(self) -> AbstractContextManager[None]:
+        """A block whose look-ups may all answer as the store stood at the block's start (the look-ups of
+        one request: its key, then its connection). A store that must ask whether its cache is still
+        fresh may then ask once for the block rather than once per look-up. Writes made inside the block
+        are seen by the block's later look-ups."""
+        ...
 
     def load_connection(self, account_id: str, connection_id: str | None) -> tuple[Connection, str | None] | None:
         """One look-up for the hot path of every data request: the connection ``connection_id`` (of any

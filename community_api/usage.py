@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from datetime import datetime
+from datetime import date, datetime
 
 from community_api.model import KeyUsage
 from community_api.ports import Clock, KeyStore
@@ -22,14 +22,15 @@ class UsageRecorder:
         self._clock = clock
         self._flush_interval = flush_interval
         self._lock = threading.Lock()
-        self._counts: Counter[tuple[str, str]] = Counter()
+        # Counted by (key id, UTC day as a date); the day becomes its ISO text only when written.
+        self._counts: Counter[tuple[str, date]] = Counter()
         self._last_used: dict[str, datetime] = {}
         self._last_flush = time.monotonic()
 
     def record(self, key_id: str) -> None:
         now = self._clock.now()
         with self._lock:
-            self._counts[(key_id, now.date().isoformat())] += 1
+            self._counts[(key_id, now.date())] += 1
             self._last_used[key_id] = now
             due = time.monotonic() - self._last_flush >= self._flush_interval
         if due:
@@ -41,7 +42,7 @@ class UsageRecorder:
             last_used, self._last_used = self._last_used, {}
             self._last_flush = time.monotonic()
         if counts:
-            self._store.add_usage(dict(counts), last_used)
+            self._store.add_usage({(key_id, day.isoformat()): n for (key_id, day), n in counts.items()}, last_used)
 
     def usage(self, key_id: str) -> KeyUsage:
         self.flush()

@@ -82,8 +82,10 @@ def bearer_key(deps: Deps, req: falcon.Request, *, resource: str | None = None) 
 
 
 def api_actor(deps: Deps, req: falcon.Request, scope: str) -> Actor:
-    key = bearer_key(deps, req)
-    return actor_for(deps.store, key, scope, req.get_header(CONNECTION_HEADER))
+    # The key and the connection as the store stood when the request arrived (one freshness check).
+    with deps.store.one_check():
+        key = bearer_key(deps, req)
+        return actor_for(deps.store, key, scope, req.get_header(CONNECTION_HEADER))
 
 
 def web_session(deps: Deps, req: falcon.Request) -> tuple[Account, WebSession]:

@@ -7,7 +7,14 @@ outlive a change. Each use first asks SQLite whether anything changed since the 
 the throttle's storage) commits, and ``total_changes`` counts this connection's own writes. A revocation
 is committed before its answer is sent, so the request after it — in any worker — sees a new stamp and
 reads the database again. The cache only saves the reads (and the decryption) of an unchanged database;
-it never answers from older data than a fresh read would.
+it never answers from older data than a fresh read would at the moment the stamp was taken.
+
+``one_check()`` lets the look-ups of one request share one ``data_version`` question (the pragma is the
+largest part of a cached look-up): inside the block, the version read at its start stands for the
+database as the request found it, as if the request's look-ups had all run at that instant. This thread's
+own writes are still seen at once (``total_changes`` is read on every use). A value loaded inside the
+block is never older than that version, so keeping it under that stamp cannot hide a later change: the
+next check outside the block sees a new version and drops it.
 
 Why it is worth it: on an unchanged database the stamp costs one cheap pragma instead of two queries,
 their row parsing and an AES-GCM decryption on every request (see docs/performance.md).
@@ -22,25 +29,61 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 MAX_ENTRIES = 4096  # garbage prefixes must not grow it without bound
+_DATA_VERSION = "PRAGMA data_version"
+
+
+class _Local(threading.local):
+    def __init__(self) -> None:
+        self.stamp: tuple[int, int, int] | None = None
+        self.entries: dict[Hashable, Any] = {}
+        self.held: tuple[sqlite3.Connection, int] | None = None  # inside one_check(): (connection, version)
 
 
 class ReadCache:
     def __init__(self, connection: Callable[[], sqlite3.Connection]) -> None:
         self._connection = connection
-        self._local = threading.local()
+        self._local = _Local()
 
     def get(self, key: Hashable, load: Callable[[], T]) -> T:
         conn = self._connection()
-        stamp = (id(conn), conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
-        entries: dict[Hashable, Any] | None = getattr(self._local, "entries", None)
-        if entries is None or getattr(self._local, "stamp", None) != stamp or len(entries) >= MAX_ENTRIES:
-            entries = {}
-            self._local.entries = entries
-            self._local.stamp = stamp
-        if key in entries:
+        local = self._local
+        held = local.held
+        fresh = held is None or held[0] is not conn
+        version = conn.execute(_DATA_VERSION).fetchone()[0] if fresh else held[1]  # type: ignore[index]
+        stamp = (version, conn.total_changes, id(conn))
+        entries = local.entries
+        if local.stamp != stamp or len(entries) >= MAX_ENTRIES:
+            entries = local.entries = {}
+            local.stamp = stamp
+        elif key in entries:
             value: T = entries[key]
             return value
         value = load()
         # Loading reads only, so the stamp taken before it still describes what was read.
         entries[key] = value
         return value
+
+    def one_check(self) -> _OneCheck:
+        """Look-ups inside the block (on this thread) ask for the database's version once, at its start."""
+        return _OneCheck(self)
+
+
+class _OneCheck:
+    """``ReadCache.one_check()``: a class rather than a generator, as it wraps every data request."""
+
+    __slots__ = ("_cache", "_outer")
+
+    def __init__(self, cache: ReadCache) -> None:
+        self._cache = cache
+        self._outer = False
+
+    def __enter__(self) -> None:
+        local = self._cache._local
+        self._outer = local.held is None
+        if self._outer:  # nested: the outer block's version stands
+            conn = self._cache._connection()
+            local.held = (conn, conn.execute(_DATA_VERSION).fetchone()[0])
+
+    def __exit__(self, *exc: object) -> None:
+        if self._outer:
+            self._cache._local.held = None

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -239,6 +239,9 @@ class SqliteKeyStore(SqliteOAuthRecords):
     def get_platform_session(self, connection_id: str) -> str | None:
         row = self._one("SELECT session FROM connections WHERE id = ?", (connection_id,))
         return None if row is None else self._cipher.open(row[0], connection_id)
+
+    def one_check(self) -> AbstractContextManager[None]:
+        return self._reads.one_check()
 
     def load_connection(self, account_id: str, connection_id: str | None) -> tuple[Connection, str | None] | None:
         return self._reads.get(("connection", account_id, connection_id), lambda: self._load(account_id, connection_id))

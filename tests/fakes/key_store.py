@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 
 import attrs
@@ -132,6 +133,9 @@ class FakeKeyStore:
     def get_platform_session(self, connection_id: str) -> str | None:
         with self._lock:
             return self._platform_sessions.get(connection_id)
+
+    def one_check(self) -> AbstractContextManager[None]:
+        return nullcontext()  # nothing cached: every look-up reads the records as they are
 
     def load_connection(self, account_id: str, connection_id: str | None) -> tuple[Connection, str | None] | None:
         if connection_id is None:

@@ -318,3 +318,66 @@ def test_the_read_cache_never_outlives_a_change(tmp_path: Path) -> None:
     worker_a.set_connection_status("con_1", "expired")
     loaded = worker_b.load_connection("acc_1", None)
     assert loaded is not None and loaded[1] == "new-session" and loaded[0].status == "expired"
+
+
+def test_one_check_blocks_never_outlive_a_change(tmp_path: Path) -> None:
+    """``one_check()`` (the look-ups of one request) asks for the file's version once: a change another
+    worker commits during the block is seen by the first look-up after it; the block's own writes are
+    seen inside it; blocks nest."""
+    import attrs
+
+    path = tmp_path / "shared.sqlite3"
+    worker_a = SqliteKeyStore(path, "s" * 40)
+    worker_b = SqliteKeyStore(path, "s" * 40)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    worker_a.add_account(Account(id="acc_1", email="a@example.com", created_at=t0), "hash")
+    key = ApiKey(
+        id="key_1", account_id="acc_1", name="k", prefix="ABCDEFGH", scopes=("posts:read",),
+        connection_id=None, kind="standard", created_at=t0, lineage_id="key_1",
+    )  # fmt: skip
+    worker_a.add_key(key, "h" * 64)
+    with worker_b.one_check():
+        assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at is None
+        worker_a.update_key(attrs.evolve(key, revoked_at=t0))  # another worker, during the request
+        with worker_b.one_check():
+            worker_b.find_keys_by_prefix("ABCDEFGH")  # as of the block's start, or newer: either is fine
+    assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at == t0  # the next request sees it
+
+    with worker_b.one_check():
+        assert worker_b.load_connection("acc_1", None) is None
+        worker_b.update_key(attrs.evolve(key, revoked_at=t0, expires_at=t0))  # its own write
+        assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].expires_at == t0
+        worker_a.save_connection(
+            Connection(id="con_1", account_id="acc_1", platform_user_id="u1", handle="h", name="n",
+                       active=True, status="active", created_at=t0),
+            "session",
+        )  # fmt: skip
+    loaded = worker_b.load_connection("acc_1", None)
+    assert loaded is not None and loaded[1] == "session"
+
+
+def test_one_check_is_per_thread(tmp_path: Path) -> None:
+    """A block on one thread does not hold back the look-ups of another thread's requests."""
+    import attrs
+
+    store = SqliteKeyStore(tmp_path / "shared.sqlite3", "s" * 40)
+    writer = SqliteKeyStore(tmp_path / "shared.sqlite3", "s" * 40)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    writer.add_account(Account(id="acc_1", email="a@example.com", created_at=t0), "hash")
+    key = ApiKey(
+        id="key_1", account_id="acc_1", name="k", prefix="ABCDEFGH", scopes=("posts:read",),
+        connection_id=None, kind="standard", created_at=t0, lineage_id="key_1",
+    )  # fmt: skip
+    writer.add_key(key, "h" * 64)
+    seen: list[datetime | None] = []
+
+    def other_request() -> None:
+        seen.append(store.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at)
+
+    with store.one_check():
+        store.find_keys_by_prefix("ABCDEFGH")
+        writer.update_key(attrs.evolve(key, revoked_at=t0))
+        thread = threading.Thread(target=other_request)
+        thread.start()
+        thread.join()
+    assert seen == [t0]
