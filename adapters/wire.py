@@ -16,12 +16,14 @@ is written by the standard library with every non-ASCII character escaped, which
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import attrs
 import cattrs
 import orjson
+from cattrs.fns import identity
 from cattrs.gen import make_dict_unstructure_fn, override
 
 from community_api.me import KeyWithUsage
@@ -40,12 +42,27 @@ def camel_case(name: str) -> str:
 
 
 def rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    if moment.tzinfo is not UTC:  # the core's times are UTC already; anything else is converted
+        moment = moment.astimezone(UTC)
+    return moment.isoformat()[:-6] + "Z"  # "+00:00" → "Z"
 
 
-def _make_converter() -> cattrs.Converter:
+def _utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is UTC else moment.astimezone(UTC)
+
+
+def _make_converter(*, times_as_text: bool) -> cattrs.Converter:
+    """The rules of the wire format. ``times_as_text`` False leaves timestamps as UTC datetimes for
+    orjson to write (``encode``): the same text as ``rfc3339`` (a test holds them equal), ten times
+    faster, and a feed answer holds ~1,800 of them."""
     converter = cattrs.Converter()
-    converter.register_unstructure_hook(datetime, rfc3339)
+    time_hook: Callable[[datetime], Any] = rfc3339 if times_as_text else _utc
+    converter.register_unstructure_hook(datetime, time_hook)
+    # Optional fields would each go through cattrs' run-time union dispatch (a feed answer is ~900 posts
+    # of seven optional fields): say once what they become.
+    converter.register_unstructure_hook(datetime | None, lambda moment: None if moment is None else time_hook(moment))
+    for plain in (str, int, bool):
+        converter.register_unstructure_hook(plain | None, identity)
 
     def attrs_hook(cls: type) -> Any:
         hidden = _HIDDEN.get(cls, frozenset())
@@ -68,7 +85,8 @@ def _make_converter() -> cattrs.Converter:
     return converter
 
 
-converter = _make_converter()
+converter = _make_converter(times_as_text=True)
+_encoding_converter = _make_converter(times_as_text=False)
 
 
 def to_wire(value: object) -> Any:
@@ -78,11 +96,10 @@ def to_wire(value: object) -> Any:
 
 def encode(value: object) -> bytes:
     """The JSON text (UTF-8) of a core value or a structure of them."""
-    data = to_wire(value)
     try:
-        return orjson.dumps(data)
+        return orjson.dumps(_encoding_converter.unstructure(value), option=orjson.OPT_UTC_Z)
     except orjson.JSONEncodeError:
-        return json.dumps(data, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+        return json.dumps(to_wire(value), ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
 def dumps(value: object) -> str:

@@ -40,3 +40,24 @@ def test_lone_surrogates_are_escaped_not_a_crash(value: str) -> None:
     text = encode(_post(title=value))
     assert text.isascii()
     assert json.loads(text)["title"] == value
+
+
+@pytest.mark.parametrize(
+    "moment",
+    [
+        datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+        datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC),
+        datetime(2026, 1, 2, 3, 4, 5, 1000, tzinfo=UTC),
+        datetime(2026, 1, 2, 3, 4, 5, 7, tzinfo=timezone(timedelta(hours=-7, minutes=-30))),
+        datetime(1, 1, 1, tzinfo=UTC),
+    ],
+)
+def test_encoded_text_and_json_ready_data_agree(moment: datetime) -> None:
+    """``encode`` (orjson writes the times) and ``to_wire`` (the MCP tools' structured results) give
+    the same values, times included."""
+    from adapters.wire import rfc3339, to_wire
+
+    post = _post(created_at=moment, updated_at=moment)
+    assert json.loads(encode(post)) == to_wire(post)
+    assert to_wire(post)["updatedAt"] == rfc3339(moment)
+    assert rfc3339(moment).endswith("Z") and "+" not in rfc3339(moment)
