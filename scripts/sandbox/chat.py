@@ -54,6 +54,7 @@ def mark_read(sb: Sandbox, user: User, channel_id: str) -> dict[str, Any]:
     with sb.lock:
         channel = _own_channel(sb, user, channel_id)
         channel.read_upto[user.id] = len(channel.messages)
+        sb.changed()
         return {}
 
 
@@ -74,6 +75,7 @@ def send(sb: Sandbox, user: User, channel_id: str, body: dict[str, Any]) -> dict
         channel.append(msg)
         channel.read_upto[user.id] = len(channel.messages)
         sb.record_dm(user)
+        sb.changed()
         sb.sent.append({"id": msg.id, "channelId": channel.id, "from": user.handle, "fromId": user.id,
                         "to": sb.world.users[other].handle, "toId": other, "content": content,
                         "createdAt": iso(now)})
@@ -96,4 +98,5 @@ def chat_request(sb: Sandbox, user: User, target_id: str, group_id: str | None) 
         else:
             channel = Channel(id=uuid.uuid4().hex, user_ids=(user.id, target.id), created_us=sb.now_us())
             sb.world.add_channel(channel)
+            sb.changed()
         return serialize.channel(sb.world, channel, user)

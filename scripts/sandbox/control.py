@@ -66,7 +66,9 @@ class Control:
         if action not in self.posts:
             raise ApiError(404, "not found")
         data = body(req) if req.content_length else {}
-        resp.media = self.posts[action](data) or {"ok": True}
+        with self.sb.lock:  # every action counts as a change: no cached page outlives one
+            resp.media = self.posts[action](data) or {"ok": True}
+            self.sb.changed()
 
     # -- actions ---------------------------------------------------------------------------------
     def reset(self, data: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import islice
@@ -82,10 +83,28 @@ def _filtered(posts: Iterable[Post], label: str | None, read: Mapping[str, int],
         yield p
 
 
+def _since(q: FeedQuery, now_us: int) -> int | None:
+    """The oldest creation time a windowed sort keeps, else None."""
+    return now_us - WINDOWS[q.sort] * DAY_US if q.sort in WINDOWS else None
+
+
+def window_size(world: World, group_id: str, q: FeedQuery, now_us: int) -> int | None:
+    """How many live posts of the group are recent enough for the window of ``q.sort`` (None: no window).
+
+    The window keeps the posts created at ``since`` or later, a prefix of the ``newest`` order, so for
+    the same posts this count tells which posts the window holds: a cached page keyed by it is rendered
+    again as soon as the clock takes a post out of the window.
+    """
+    since = _since(q, now_us)
+    if since is None:
+        return None
+    return bisect_right(_order(world, group_id, "newest"), -since, key=lambda p: -p.created_us)
+
+
 def _walk(world: World, group_id: str, q: FeedQuery, viewer: User | None,
           now_us: int) -> tuple[list[Post], Iterator[Post]]:
     read = world.reads.get(viewer.id, {}) if viewer and q.unread else {}
-    since = now_us - WINDOWS[q.sort] * DAY_US if q.sort in WINDOWS else None
+    since = _since(q, now_us)
     pinned = list(_filtered(_pinned(world, group_id), q.label_id, read, None))
     return pinned, _filtered(_order(world, group_id, q.sort), q.label_id, read, since)
 

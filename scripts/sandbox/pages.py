@@ -12,12 +12,15 @@
   ``/{group}/about``, the page data 200 ``{"pageProps": {"__N_REDIRECT": "/{group}/about",
   "__N_REDIRECT_STATUS": 307}, "__N_SSP": true}``.
 - Every page carries the firewall script (see ``firewall.py``); the login page waits for it.
+- Feed answers (the page and its page data) are kept rendered in ``Sandbox.pages`` (see ``cached_feed``);
+  the session, the firewall and the faults are still checked on every request, before the cache.
 """
 
 from __future__ import annotations
 
 import html
 import json
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,11 +29,13 @@ import falcon
 from scripts.sandbox import feed, posts, serialize
 from scripts.sandbox.firewall import FIREWALL_SCRIPT
 from scripts.sandbox.model import User
+from scripts.sandbox.pagecache import Rendered
 from scripts.sandbox.state import Sandbox
-from scripts.sandbox.web import html_page, viewer
+from scripts.sandbox.web import html_page, html_text, viewer
 
 ABOUT = "about"
 RESERVED = {"api2", "__sandbox", "__fw", "_next"}  # never group slugs: their 404 comes from web.not_found
+NOT_FOUND_HTML = html_text("404", "<h1>404</h1><p>This page could not be found.</p>").encode()
 
 
 @dataclass(slots=True)
@@ -56,6 +61,31 @@ def feed_result(sb: Sandbox, slug: str, params: dict[str, str], user: User | Non
             "sortType": q.sort,
             "self": serialize.self_user(user) if user else None,
         })
+
+
+def cached_feed(sb: Sandbox, route: tuple[Hashable, ...], slug: str, params: dict[str, str],
+                user: User | None, render: Callable[[PageResult], Rendered]) -> Rendered:
+    """``render(feed_result(…))``, kept in ``sb.pages`` and served again while nothing has changed.
+
+    ``route`` names the route and whatever it takes from the request besides the parsed query. The rest
+    of the key is read under the lock, and the answer is rendered under the same hold, so an entry always
+    matches its key: the parsed query, the viewer (signed out: None), the build id, the sandbox's change
+    counter (every change to the world bumps it: posts, comments, read state, a reset, a new build id,
+    any control action), the posts' version, and for a windowed sort how many posts the window holds
+    now (the clock alone moves it). A ``render`` that raises keeps nothing.
+    """
+    q = feed.FeedQuery.parse(params)
+    with sb.lock:
+        world = sb.world
+        window = None
+        if user is not None and q.sort in feed.WINDOWS and (group := world.group_by_slug(slug)) is not None:
+            window = feed.window_size(world, group.id, q, sb.now_us())
+        key = (*route, slug, q, user.id if user else None, world.build_id, sb.changes, world.version, window)
+        found = sb.pages.get(key)
+        if found is None:
+            found = render(feed_result(sb, slug, params, user))
+            sb.pages.put(key, found)
+        return found
 
 
 def post_result(sb: Sandbox, slug: str, name: str, user: User | None) -> PageResult:
@@ -94,15 +124,35 @@ def _document(title: str, main: str, next_data: str, extra_script: str = "") -> 
             f"{extra_script}</body></html>")
 
 
-def _send_result(sb: Sandbox, resp: falcon.Response, result: PageResult, page: str, query: dict[str, str],
-                 title: str, main: str) -> None:
+def _html_answer(sb: Sandbox, result: PageResult, page: str, query: dict[str, str], title: str,
+                 main: str) -> Rendered:
+    """The HTML page of ``result``; a redirect is raised (Falcon writes it)."""
     if result.not_found:
-        html_page(resp, 404, "404", "<h1>404</h1><p>This page could not be found.</p>")
-        return
+        return Rendered(404, falcon.MEDIA_HTML, NOT_FOUND_HTML)
     if result.redirect:
         raise falcon.HTTPTemporaryRedirect(result.redirect)
-    resp.content_type = falcon.MEDIA_HTML
-    resp.text = _document(title, main, _next_data(sb, page, query, result.props))
+    text = _document(title, main, _next_data(sb, page, query, result.props))
+    return Rendered(200, falcon.MEDIA_HTML, text.encode())
+
+
+def _data_answer(result: PageResult) -> Rendered:
+    """The page data of ``result``, encoded as Falcon encodes ``resp.media`` (``ensure_ascii=False``)."""
+    if result.not_found:
+        return _json(404, {"notFound": True, "__N_SSP": True})
+    if result.redirect:
+        return _json(200, {"pageProps": {"__N_REDIRECT": result.redirect, "__N_REDIRECT_STATUS": 307},
+                           "__N_SSP": True})
+    return _json(200, {"pageProps": result.props, "__N_SSP": True})
+
+
+def _json(status: int, media: dict[str, Any]) -> Rendered:
+    return Rendered(status, falcon.MEDIA_JSON, json.dumps(media, ensure_ascii=False).encode())
+
+
+def send(resp: falcon.Response, answer: Rendered) -> None:
+    resp.status = answer.status
+    resp.content_type = answer.content_type
+    resp.data = answer.data
 
 
 class FeedPage:
@@ -113,13 +163,18 @@ class FeedPage:
         if slug in RESERVED:
             raise falcon.HTTPNotFound()
         params = {k: str(v) for k, v in req.params.items()}
-        result = feed_result(self.sb, slug, params, viewer(self.sb, req))
-        items = "".join(
-            f'<li class="post"><a class="post-link" href="/{html.escape(slug)}/{html.escape(t["post"]["name"])}">'
-            f'{html.escape(t["post"]["metadata"]["title"])}</a></li>'
-            for t in result.props.get("postTrees", []))
-        main = f'<h1>{html.escape(slug)}</h1><ul id="feed">{items}</ul>'
-        _send_result(self.sb, resp, result, "/[group]", {"group": slug, **params}, slug, main)
+
+        def render(result: PageResult) -> Rendered:
+            items = "".join(
+                f'<li class="post"><a class="post-link" href="/{html.escape(slug)}/'
+                f'{html.escape(t["post"]["name"])}">{html.escape(t["post"]["metadata"]["title"])}</a></li>'
+                for t in result.props.get("postTrees", []))
+            main = f'<h1>{html.escape(slug)}</h1><ul id="feed">{items}</ul>'
+            return _html_answer(self.sb, result, "/[group]", {"group": slug, **params}, slug, main)
+
+        # The page echoes its query string in __NEXT_DATA__, so the key holds it as given.
+        route = ("page", tuple(params.items()))
+        send(resp, cached_feed(self.sb, route, slug, params, viewer(self.sb, req), render))
 
 
 class PostPage:
@@ -136,7 +191,7 @@ class PostPage:
             post = tree["post"]
             main = (f'<article><h1>{html.escape(post["metadata"]["title"])}</h1>'
                     f'<div class="content">{html.escape(post["metadata"]["content"])}</div></article>')
-        _send_result(self.sb, resp, result, "/[group]/[post]", {"group": slug, "post": name}, name, main)
+        send(resp, _html_answer(self.sb, result, "/[group]/[post]", {"group": slug, "post": name}, name, main))
 
 
 class PageData:
@@ -154,17 +209,9 @@ class PageData:
         user = viewer(self.sb, req)
         if name is None:
             params = {k: str(v) for k, v in req.params.items() if k != "group"}
-            result = feed_result(self.sb, slug.removesuffix(".json"), params, user)
-        else:
-            result = post_result(self.sb, slug, name.removesuffix(".json"), user)
-        if result.not_found:
-            resp.status = 404
-            resp.media = {"notFound": True, "__N_SSP": True}
-        elif result.redirect:
-            resp.media = {"pageProps": {"__N_REDIRECT": result.redirect, "__N_REDIRECT_STATUS": 307},
-                          "__N_SSP": True}
-        else:
-            resp.media = {"pageProps": result.props, "__N_SSP": True}
+            send(resp, cached_feed(self.sb, ("data",), slug.removesuffix(".json"), params, user, _data_answer))
+        else:  # reading a post marks it read: never cached
+            send(resp, _data_answer(post_result(self.sb, slug, name.removesuffix(".json"), user)))
 
 
 class HomePage:

@@ -42,6 +42,7 @@ def live_post(sb: Sandbox, post_id: str) -> Post:
 def mark_read(sb: Sandbox, user: User, post: Post) -> None:
     with sb.lock:
         sb.world.reads.setdefault(user.id, {})[post.id] = sb.now_us()
+        sb.changed()  # the unread tab and hasNewComments of this viewer
 
 
 def _text(value: Any) -> str:
@@ -90,6 +91,7 @@ def create(sb: Sandbox, user: User, body: dict[str, Any]) -> dict[str, Any]:
         sb.world.add_post(post)
         if post.is_root:
             sb.world.reads.setdefault(user.id, {})[post.id] = now  # your own post is read
+        sb.changed()
         sb.created.append({
             "id": post.id, "type": post.post_type, "author": user.handle, "authorId": user.id,
             "group": group.slug, "groupId": group.id, "title": post.title, "content": post.content,
@@ -118,6 +120,7 @@ def delete(sb: Sandbox, user: User, post_id: str) -> None:
         sb.world.posts_changed()
         if not post.is_root:
             _recount(sb, sb.world.posts[post.root_id])
+        sb.changed()
         ids = {p.id for p in gone}
         for rec in sb.created:
             if rec["id"] in ids:

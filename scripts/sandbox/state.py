@@ -8,6 +8,9 @@ Choices worth knowing:
   anti-spam state and flags, and restores the seed's build id. It keeps the signing key and the expiry
   marks, so a browser signed in before a reset stays signed in (the fixed users keep their ids).
 - Time comes from ``clock`` (``time.time`` by default); tests may pass their own.
+- ``changes`` counts the changes to the world (posts, comments, read state, DMs, build id, a reset) and the
+  control actions: whatever changes the world calls ``changed()`` while it holds the lock. Rendered feed
+  answers are cached (``pages``) under keys that include it, so none outlives a change.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from scripts.sandbox.model import US, User, World
+from scripts.sandbox.pagecache import PageCache
 from scripts.sandbox.seed import build_world
 from scripts.sandbox.tokens import Signer
 
@@ -78,6 +82,8 @@ class Sandbox:
         self.session_floor: dict[str, int] = {}  # user id -> first session serial still valid
         self.firewall_floor = 0
         self.release_hangs = threading.Event()
+        self.changes = 0
+        self.pages = PageCache()
         self.reset(seed)
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -91,6 +97,15 @@ class Sandbox:
             self.dm_times: dict[str, list[float]] = {}
             self.antispam = AntiSpam()
             self.clear_faults()
+            self.changed()
+
+    def changed(self) -> None:
+        """Call after any change to the world or the sandbox's settings, in the same hold of ``lock`` as the
+        change (else a request could find a page rendered before the change in between): no page cached
+        before it is served again."""
+        with self.lock:
+            self.changes += 1
+            self.pages.clear()
 
     def clear_faults(self) -> None:
         with self.lock:

@@ -4,6 +4,10 @@ The session token is JWT-shaped (``header.payload.signature``, HS256) and carrie
 like the platform's. Both kinds are signed with HMAC-SHA256 under a random key drawn once per process, so
 they cannot be forged and do not survive a restart. Each token carries a serial number; "expire every
 session of alice" or "expire every firewall token" only needs to remember the first serial still valid.
+
+What a token says never changes, so the checks remember the last few thousand tokens they decoded: a
+browser sends the same two cookies with every request. Whether a token is still good (its expiry, the
+serial floors) is decided by the caller on every request.
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ import hmac
 import json
 import secrets
 from dataclasses import dataclass
+from functools import lru_cache
+
+REMEMBERED = 4096  # decoded tokens kept per kind
 
 
 def _b64(data: bytes) -> str:
@@ -39,6 +46,8 @@ class Signer:
     def __init__(self, key: bytes | None = None) -> None:
         self._key = key or secrets.token_bytes(32)
         self._serial = 0
+        self._sessions = lru_cache(maxsize=REMEMBERED)(self._decode_session)
+        self._firewalls = lru_cache(maxsize=REMEMBERED)(self._decode_firewall)
 
     def next_serial(self) -> int:
         self._serial += 1
@@ -59,6 +68,9 @@ class Signer:
 
     def check_session(self, token: str) -> SessionClaims | None:
         """The claims of a genuine token (expired or not), or None when it is forged or malformed."""
+        return self._sessions(token)
+
+    def _decode_session(self, token: str) -> SessionClaims | None:
         body, _, sig = token.rpartition(".")
         if not body or not hmac.compare_digest(sig, self._sign("jwt", body)):
             return None
@@ -75,6 +87,9 @@ class Signer:
 
     def check_firewall(self, token: str) -> tuple[int, int] | None:
         """``(exp, serial)`` of a genuine firewall token, else None."""
+        return self._firewalls(token)
+
+    def _decode_firewall(self, token: str) -> tuple[int, int] | None:
         body, _, sig = token.partition(".")
         if not body or not hmac.compare_digest(sig, self._sign("waf", body)):
             return None

@@ -55,11 +55,15 @@ def body(req: falcon.Request) -> dict[str, Any]:
     return data
 
 
+def html_text(title: str, body_html: str) -> str:
+    return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            f"</head><body>{body_html}</body></html>")
+
+
 def html_page(resp: falcon.Response, status: int, title: str, body_html: str) -> None:
     resp.status = status
     resp.content_type = falcon.MEDIA_HTML
-    resp.text = (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-                 f"</head><body>{body_html}</body></html>")
+    resp.text = html_text(title, body_html)
 
 
 def api_error(req: falcon.Request, resp: falcon.Response, ex: ApiError, params: dict[str, Any]) -> None:
