@@ -1,5 +1,6 @@
 """``page_fetch.unpack``: the answers a page packed (gzip of frames, base64) come back as the page had
-them, in the order of the requests, and a damaged package is a browser failure, never a wrong answer."""
+them, in the order of the requests, and a damaged package is a browser failure, never a wrong answer.
+Their bodies stay bytes: their text and JSON read as those of the same answers unpacked would."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import json
 import pytest
 
 from adapters.platform.browser_pool import BrowserFailure
-from adapters.platform.page_fetch import unpack
+from adapters.platform.page_fetch import Resp, unpack
+from community_api.errors import PlatformError
 
 
 def frame(index: int, body: bytes, status: int = 200, content_type: str = "application/json",
@@ -22,27 +24,65 @@ def packed(*frames: bytes) -> str:
     return base64.b64encode(gzip.compress(b"".join(frames))).decode()
 
 
-def test_answers_come_back_in_request_order_with_their_bodies_as_text() -> None:
+def test_answers_come_back_in_request_order_with_their_bodies() -> None:
     page = json.dumps({"pageProps": {"title": "Grüße \u2603\nline two"}}, ensure_ascii=False).encode()
     answers = unpack(packed(frame(2, b"", status=0, content_type="", error="timeout"),
                             frame(0, page),
                             frame(1, b"<h1>404</h1>", status=404, content_type="text/html")), 3)
     assert answers == [
-        {"status": 200, "contentType": "application/json", "text": page.decode(), "error": None},
-        {"status": 404, "contentType": "text/html", "text": "<h1>404</h1>", "error": None},
-        {"status": 0, "contentType": "", "text": "", "error": "timeout"},
+        Resp(status=200, content_type="application/json", body=page, error=None),
+        Resp(status=404, content_type="text/html", body=b"<h1>404</h1>", error=None),
+        Resp(status=0, content_type="", body=b"", error="timeout"),
     ]
+    assert answers[0].text == page.decode() and answers[0].json() == {"pageProps": {"title": "Grüße \u2603\nline two"}}
+    # The same answer unpacked, as text, is equal.
+    assert answers[1] == Resp(status=404, content_type="text/html", body="<h1>404</h1>")
+
+
+def test_a_header_of_odd_types_reads_as_an_unpacked_answer_of_them_would() -> None:
+    odd = b'[0, "200", 7, 1, 2]\n{}'
+    assert unpack(packed(odd), 1) == [Resp(status=0, content_type="", body="{}", error=None)]
 
 
 def test_bodies_are_read_as_response_text_reads_them() -> None:
     # A byte-order mark is dropped and broken UTF-8 becomes U+FFFD, as in the browser's Response.text().
     answers = unpack(packed(frame(0, b"\xef\xbb\xbf{\"a\": 1}"), frame(1, b"ok \xff\xfe end")), 2)
-    assert [a["text"] for a in answers] == ['{"a": 1}', "ok \ufffd\ufffd end"]
+    assert [a.text for a in answers] == ['{"a": 1}', "ok \ufffd\ufffd end"]
+    assert answers[0].json() == {"a": 1}
 
 
 def test_a_body_holding_newlines_and_frame_lookalikes_is_kept_whole() -> None:
     tricky = b'[1, 200, "x", null, 3]\n' * 3
-    assert unpack(packed(frame(0, tricky)), 1)[0]["text"] == tricky.decode()
+    assert unpack(packed(frame(0, tricky)), 1)[0].text == tricky.decode()
+
+
+# JSON is read by orjson, and by json where orjson refuses: what json read before still comes through.
+@pytest.mark.parametrize(("body", "expected"), [
+    (b'{"t": "Gr\xc3\xbc\xc3\x9fe \xe2\x98\x83 \xf0\x9f\x98\x80"}', {"t": "Grüße \u2603 \U0001f600"}),
+    (b'{"t": "\\ud83d\\ude00"}', {"t": "\U0001f600"}),
+    (b'{"t": "\\ud800 lone"}', {"t": "\ud800 lone"}),  # orjson refuses a lone surrogate; json reads it
+    (b'{"t": "bad \xff byte"}', {"t": "bad \ufffd byte"}),  # invalid UTF-8: U+FFFD, as Response.text()
+    (b'{"n": NaN}', {"n": float("nan")}),
+    (b'{"a": 1, "a": 2}', {"a": 2}),
+])
+def test_json_reads_as_it_did_before(body: bytes, expected: dict[str, object]) -> None:
+    for resp in (Resp(200, "application/json", body), Resp(200, "application/json", body.decode(errors="replace"))):
+        got = resp.json()
+        assert repr(got) == repr(expected)  # repr: NaN is not equal to itself
+
+
+@pytest.mark.parametrize("body", [b"", b"{", b'{"a": 1} x', b"[" * 5000 + b"]" * 5000, b"\xef\xbb\xbf{}", b'"\x01"'])
+def test_malformed_json_is_a_platform_error(body: bytes) -> None:
+    for resp in (Resp(200, "application/json", body), Resp(200, "application/json", body.decode(errors="replace"))):
+        with pytest.raises(PlatformError):
+            resp.json()
+        assert resp.message() == ""
+
+
+def test_the_platform_message_is_read_from_bytes_and_text() -> None:
+    body = '{"message": "  must be admin or level 3 \u2603 "}'
+    assert Resp(400, "application/json", body.encode()).message() == "must be admin or level 3 \u2603"
+    assert Resp(400, "application/json", body).message() == "must be admin or level 3 \u2603"
 
 
 @pytest.mark.parametrize("package", [

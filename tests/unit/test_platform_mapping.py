@@ -6,10 +6,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import attrs
 import pytest
 
 from adapters.platform import platform_mapping as m
 from community_api.errors import PlatformError
+from community_api.model import Post
 
 
 def test_text_readers_keep_their_rules() -> None:
@@ -61,3 +63,150 @@ def test_authors_are_read_once_per_answer_and_each_record_still_checked() -> Non
         m.post(post_record(5, {**ann, "id": True}), "https://x", "g", authors=authors)
     with pytest.raises(PlatformError):
         m.post(post_record(6, {**ann, "name": ["ann"]}), "https://x", "g", authors=authors)
+
+
+# --- posts: the usual shape read in one go, any other field by field -------------------------------------
+POST_FIELDS = ("id", "group_id", "title", "content", "label_id", "author_id", "author", "created_at", "updated_at",
+               "upvotes", "comment_count", "pinned", "url")
+
+
+def test_post_fields_are_in_the_order_usual_post_passes_them() -> None:
+    assert tuple(field.name for field in attrs.fields(Post)) == POST_FIELDS
+
+
+def usual_record() -> dict[str, Any]:
+    """A feed post as page data spells it, every value distinct, so that a field read into the wrong place
+    shows."""
+    return {"id": "p1", "name": "post-one-p1", "postType": "generic", "groupId": "g1", "userId": "u1", "rootId": "p1",
+            "labelId": "l1", "createdAt": "2026-11-02T10:30:00.123456Z", "updatedAt": "2026-11-03T08:00:00.5Z",
+            "metadata": {"title": "Title", "content": "Content ☃", "comments": 4, "upvotes": 9, "labels": "l1",
+                         "pinned": 1, "hasNewComments": 0, "lastComment": 0, "imagePreview": "", "attachments": ""},
+            "user": {"id": "u1", "name": "ann-lee", "firstName": "Ann", "lastName": "Lee",
+                     "metadata": {"pictureProfile": "x", "spData": "{}"}}}
+
+
+def snake(record: dict[str, Any]) -> dict[str, Any]:
+    """The same post as api2 spells it."""
+    names = {"groupId": "group_id", "userId": "user_id", "rootId": "root_id", "labelId": "label_id",
+             "createdAt": "created_at", "updatedAt": "updated_at", "postType": "post_type"}
+    spelled = {names.get(key, key): value for key, value in record.items()}
+    person = record.get("user")
+    if isinstance(person, dict):
+        spelled["user"] = {{"firstName": "first_name", "lastName": "last_name"}.get(k, k): v for k, v in person.items()}
+    return spelled
+
+
+def at(record: dict[str, Any], path: str, value: object) -> dict[str, Any]:
+    """``record`` with the field at ``path`` (``a.b``) set to ``value``, or removed for MISSING."""
+    changed = {**record, "metadata": dict(record["metadata"]), "user": dict(record["user"])}
+    *parents, last = path.split(".")
+    target = changed
+    for parent in parents:
+        target = target[parent]
+    if value is MISSING:
+        target.pop(last, None)
+    else:
+        target[last] = value
+    return changed
+
+
+MISSING = object()
+PATHS = ("id", "name", "groupId", "labelId", "userId", "createdAt", "updatedAt", "metadata", "user",
+         "metadata.title", "metadata.content", "metadata.upvotes", "metadata.comments", "metadata.pinned",
+         "user.id", "user.name", "user.firstName", "user.lastName")
+VALUES = (MISSING, None, True, False, 0, 7, -3, 1.5, 2.0, "", "x", " 12 ", "2026-11-02T12:30:00+02:00",
+          "2026-11-02", "2026-11-02Z", "2026-13-45T00:00:00Z", "not a time", [], ["x"], {}, {"id": "u2"})
+
+
+def read(reader: Any, record: object, authors: dict[tuple[Any, ...], Any] | None) -> object:
+    """What a reader makes of a record: the post as its repr (which shows time zones, unlike ==), or
+    the error's class."""
+    try:
+        return repr(reader(record, "https://x", "club", authors=authors))
+    except PlatformError:
+        return PlatformError
+
+
+def by_usual_post(record: object, platform_url: str, slug: str, *, authors: Any) -> Post:
+    assert isinstance(record, dict)
+    found = m.usual_post(record, platform_url, slug, authors)
+    if found is None:
+        raise LookupError("not the usual shape")
+    return found
+
+
+def test_the_usual_shape_is_read_in_one_go_as_field_by_field() -> None:
+    record = usual_record()
+    assert m.usual_post(record, "https://x", "club", None) is not None
+    expected = Post(id="p1", group_id="g1", title="Title", content="Content ☃", label_id="l1", author_id="u1",
+                    author=m.PlatformUser(id="u1", handle="ann-lee", name="Ann Lee"),
+                    created_at=datetime(2026, 11, 2, 10, 30, 0, 123456, tzinfo=UTC),
+                    updated_at=datetime(2026, 11, 3, 8, 0, 0, 500000, tzinfo=UTC), upvotes=9, comment_count=4,
+                    pinned=True, url="https://x/club/post-one-p1")
+    for authors in (None, {}):
+        assert m.post(record, "https://x", "club", authors=authors) == expected
+        assert m.checked_post(record, "https://x", "club", authors=authors) == expected
+        assert read(m.checked_post, snake(record), authors) == repr(expected)  # api2's spelling
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_any_change_to_a_field_reads_the_same_both_ways_or_fails_both_ways(path: str) -> None:
+    shared: dict[tuple[Any, ...], Any] = {}  # as in a feed: one memo of authors for every record
+    for value in VALUES:
+        record = at(usual_record(), path, value)
+        assert read(m.post, record, shared) == read(m.checked_post, record, None), (path, value)
+        for authors in (None, {}):
+            checked = read(m.checked_post, record, authors)
+            try:
+                usual = read(by_usual_post, record, authors)
+            except LookupError:
+                usual = checked  # not the usual shape: left to the field readers
+            assert usual == checked, (path, value)
+            assert read(m.post, record, authors) == checked, (path, value)
+            assert read(m.post, snake(record), authors) == checked, (path, value)  # api2's spelling
+
+
+def test_hostile_records_are_platform_errors_both_ways() -> None:
+    hostile: list[dict[str, Any]] = [
+        at(usual_record(), "id", True), at(usual_record(), "id", None), at(usual_record(), "id", ["p1"]),
+        at(usual_record(), "groupId", MISSING), at(usual_record(), "groupId", {}),
+        at(usual_record(), "metadata.upvotes", "many"), at(usual_record(), "metadata.comments", 1.5),
+        at(usual_record(), "metadata.title", 3.5), at(usual_record(), "createdAt", "yesterday"),
+        at(usual_record(), "createdAt", MISSING), at(usual_record(), "createdAt", 1700000000),
+        at(usual_record(), "updatedAt", "2026-11-02T25:00:00Z"), at(usual_record(), "user.id", True),
+        at(usual_record(), "user.name", None), at(usual_record(), "user.name", {"first": "ann"}),
+    ]
+    for record in hostile:
+        for authors in (None, {}):
+            with pytest.raises(PlatformError):
+                m.post(record, "https://x", "club", authors=authors)
+            with pytest.raises(PlatformError):
+                m.checked_post(record, "https://x", "club", authors=authors)
+    for data in (None, "post", ["p1"], 7):
+        with pytest.raises(PlatformError):
+            m.post(data, "https://x", "club")
+
+
+def test_odd_but_readable_records_read_the_same_both_ways() -> None:
+    odd = [
+        at(usual_record(), "metadata.pinned", True),  # a bool where an int is usual: number() reads it
+        at(usual_record(), "metadata.upvotes", " 12 "), at(usual_record(), "id", 7),
+        at(usual_record(), "labelId", None), at(usual_record(), "labelId", ""),
+        at(usual_record(), "updatedAt", ""), at(usual_record(), "updatedAt", "2026-11-02T10:30:00.123456Z"),
+        at(usual_record(), "createdAt", "2026-11-02T12:30:00+02:00"), at(usual_record(), "user", "u1"),
+        at(usual_record(), "user.lastName", None), at(usual_record(), "user.firstName", ["Ann"]),
+        at(at(usual_record(), "user.firstName", ""), "user.lastName", ""),
+        {**at(usual_record(), "labelId", None), "label_id": "l9"},  # a null camelCase name: its twin is read
+    ]
+    for record in odd:
+        for authors in (None, {}):
+            assert read(m.post, record, authors) == read(m.checked_post, record, authors) != PlatformError
+
+
+def test_private_fields_of_the_author_never_reach_the_post() -> None:
+    record = at(usual_record(), "user", {**usual_record()["user"], "email": "ann@x.test",
+                                         "paymentMethods": [{"last4": "4242"}], "apiKeys": ["sk_live_x"]})
+    for reader in (m.post, m.checked_post):
+        found = reader(record, "https://x", "club", authors={})
+        assert found.author == m.PlatformUser(id="u1", handle="ann-lee", name="Ann Lee")
+        assert "4242" not in repr(found) and "sk_live" not in repr(found) and "ann@x" not in repr(found)
