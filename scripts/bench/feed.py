@@ -13,7 +13,9 @@ of their own; alice, bob and carol are linked through the browser (three connect
      to a plain parallel HTTP client (30 threads, one keep-alive ``requests`` session each, signed in
      as alice, the build id read from a page and the firewall cookie got from the stand-in's challenge
      with a browser User-Agent, as the page's script gets it);
-3. memory of each warm browser: PSS and USS (``/proc/PID/smaps_rollup``) summed over its Chromium
+3. CPU per request (pages=1 and pages=30) of each part — the stand-in, Chromium with chromedriver, the
+   service's Python, this client — from ``/proc``: on N cores a request cannot take less than its CPU / N;
+4. memory of each warm browser: PSS and USS (``/proc/PID/smaps_rollup``) summed over its Chromium
    processes, found under the gunicorn master through the parent links in ``/proc/*/stat``. PSS splits
    shared pages among every process mapping them, so it is lower when other Chromiums run (the second
    browser of the pool, or any other on the machine); USS counts only a browser's own pages.
@@ -220,6 +222,42 @@ def browsers_memory(master: int) -> list[tuple[int, int, int, int]]:
     return out
 
 
+# --- CPU ------------------------------------------------------------------------------------------------
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU of the processes (all their threads), from /proc/PID/stat."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text(errors="replace").rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / TICK
+
+
+def cpu_per_request(api: Api, pages: int, samples: int, stand_in_pid: int, service_pid: int) -> dict[str, float]:
+    """Milliseconds of CPU one feed request costs each part (the stand-in, Chromium with chromedriver, the
+    service's own Python, this client), from /proc before and after ``samples`` sequential requests."""
+    table = _processes()
+    drivers = [pid for pid in _descendants(service_pid, table) if table[pid][1] == "chromedriver"]
+    browser = drivers + [pid for driver in drivers for pid in _descendants(driver, table)]
+    parts = {
+        "stand-in": [stand_in_pid, *_descendants(stand_in_pid, table)],
+        "Chromium": browser,
+        "service": [pid for pid in [service_pid, *_descendants(service_pid, table)] if pid not in browser],
+    }
+    before = {name: cpu_seconds(pids) for name, pids in parts.items()}
+    client_before = sum(os.times()[:2])
+    for _ in range(samples):
+        api.feed(pages)
+    used = {name: (cpu_seconds(pids) - before[name]) / samples * 1000 for name, pids in parts.items()}
+    used["client"] = (sum(os.times()[:2]) - client_before) / samples * 1000
+    return used
+
+
 # --- the run ------------------------------------------------------------------------------------------
 def median_ms(values: list[float]) -> float:
     return statistics.median(values) * 1000
@@ -240,7 +278,7 @@ def main() -> None:
           flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-feed-") as tmp:
         folder = Path(tmp)
-        with stand_in(folder, args.sandbox_threads) as (_, platform):
+        with stand_in(folder, args.sandbox_threads) as (sandbox, platform):
             port = free_port()
             api = f"http://127.0.0.1:{port}"
             env = {"COMMUNITY_API_MODE": "test", "COMMUNITY_API_DB": str(folder / "service.sqlite3"),
@@ -283,6 +321,20 @@ def main() -> None:
                 print(f"ratio pages=30 / pages=1 = {m30 / m1:.2f} (goal: at most 2)")
                 print(f"ratio pages=30 / floor = {m30 / mf:.2f}; pages=30 - 1.5 x floor = {m30 - 1.5 * mf:.0f} ms "
                       f"(goal: at most 100 ms, i.e. pages=30 <= {1.5 * mf + 100:.0f} ms)")
+
+                # Where the time goes: CPU per request of each part. On a machine of N cores a request can
+                # take no less than its CPU divided by N, whatever the code does.
+                cores = os.cpu_count() or 1
+                for pages, wall in ((1, m1), (PAGES, m30)):
+                    used = cpu_per_request(alice, pages, 10, sandbox.pid, service.pid)
+                    total = sum(used.values())
+                    print(f"CPU per request, pages={pages}: "
+                          + ", ".join(f"{name} {ms:.1f}" for name, ms in used.items())
+                          + f"; total {total:.1f} ms = {total / cores:.1f} ms on each of {cores} cores "
+                          f"(median wall {wall:.1f} ms)", flush=True)
+                    if pages == PAGES:
+                        print(f"lower bound here: pages=30 >= {total / cores:.1f} ms = "
+                              f"{total / cores / m1:.2f} x pages=1 (all {cores} cores busy for the whole request)")
 
                 clients[1].feed(1)  # a second warm browser, so the pool is full
                 for n, (count, pss, uss, driver) in enumerate(browsers_memory(service.pid), 1):
