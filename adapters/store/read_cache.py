@@ -2,22 +2,24 @@
 connection with its platform session), valid only while the database has not changed.
 
 Why it is safe: revocation must take effect on the very next request in every worker, so no cache may
-outlive a change. Each use first asks SQLite whether anything changed since the cache was filled:
-``PRAGMA data_version`` changes when any *other* connection (another thread, another worker process,
-the throttle's storage) commits, and ``total_changes`` counts this connection's own writes. A revocation
+outlive a change. Each use first asks whether anything changed since the cache was filled: the file's
+WAL-index header (``wal_index.py``: rewritten by every commit of any connection, read from shared memory
+without a lock) or, when that cannot be read, ``PRAGMA data_version`` (changes when any *other*
+connection — another thread, another worker process, the throttle's storage — commits); and
+``total_changes`` counts this connection's own writes. A revocation
 is committed before its answer is sent, so the request after it — in any worker — sees a new stamp and
 reads the database again. The cache only saves the reads (and the decryption) of an unchanged database;
 it never answers from older data than a fresh read would at the moment the stamp was taken.
 
-``one_check()`` lets the look-ups of one request share one ``data_version`` question (the pragma is the
-largest part of a cached look-up): inside the block, the version read at its start stands for the
-database as the request found it, as if the request's look-ups had all run at that instant. This thread's
-own writes are still seen at once (``total_changes`` is read on every use). A value loaded inside the
-block is never older than that version, so keeping it under that stamp cannot hide a later change: the
-next check outside the block sees a new version and drops it.
+``one_check()`` lets the look-ups of one request share one such question: inside the block, the version
+read at its start stands for the database as the request found it, as if the request's look-ups had all
+run at that instant. This thread's own writes are still seen at once (``total_changes`` is read on every
+use). A value loaded inside the block is never older than that version, so keeping it under that stamp
+cannot hide a later change: the next check outside the block sees a new version and drops it.
 
-Why it is worth it: on an unchanged database the stamp costs one cheap pragma instead of two queries,
-their row parsing and an AES-GCM decryption on every request (see docs/performance.md).
+Why it is worth it: on an unchanged database the stamp costs a read of 96 bytes of shared memory (or one
+pragma) instead of two queries, their row parsing and an AES-GCM decryption on every request (see
+docs/performance.md).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
+from adapters.store.wal_index import WalIndexHeader
+
 T = TypeVar("T")
 MAX_ENTRIES = 4096  # garbage prefixes must not grow it without bound
 _DATA_VERSION = "PRAGMA data_version"
@@ -34,22 +38,42 @@ _DATA_VERSION = "PRAGMA data_version"
 
 class _Local(threading.local):
     def __init__(self) -> None:
-        self.stamp: tuple[int, int, int] | None = None
+        self.stamp: tuple[object, int, int] | None = None
         self.entries: dict[Hashable, Any] = {}
-        self.held: tuple[sqlite3.Connection, int] | None = None  # inside one_check(): (connection, version)
+        self.held: tuple[sqlite3.Connection, object] | None = None  # inside one_check(): (connection, version)
+        # This thread's connection and the WAL-index header mapped for it (None: it could not be).
+        self.watch: tuple[sqlite3.Connection, WalIndexHeader | None] | None = None
 
 
 class ReadCache:
-    def __init__(self, connection: Callable[[], sqlite3.Connection]) -> None:
+    def __init__(self, connection: Callable[[], sqlite3.Connection], database_path: str | None = None) -> None:
+        """``database_path``: the file ``connection`` opens, whose WAL-index header then tells whether it
+        changed (``wal_index.py``); None, or a header that cannot be read, asks ``PRAGMA data_version``."""
         self._connection = connection
+        self._database_path = database_path
         self._local = _Local()
 
+    def _version(self, conn: sqlite3.Connection) -> object:
+        """A value that changes whenever another connection commits to the file."""
+        local = self._local
+        watch = local.watch
+        if watch is None or watch[0] is not conn:  # holding ``conn`` keeps its id from being reused
+            header = WalIndexHeader.open(self._database_path) if self._database_path else None
+            watch = local.watch = (conn, header)
+        if watch[1] is not None:
+            stamp = watch[1].read()
+            if stamp is not None:
+                return stamp
+        return conn.execute(_DATA_VERSION).fetchone()[0]
+
     def get(self, key: Hashable, load: Callable[[], T]) -> T:
-        conn = self._connection()
         local = self._local
         held = local.held
-        fresh = held is None or held[0] is not conn
-        version = conn.execute(_DATA_VERSION).fetchone()[0] if fresh else held[1]  # type: ignore[index]
+        if held is None:
+            conn = self._connection()
+            version = self._version(conn)
+        else:  # inside one_check() on this thread: its connection, its version
+            conn, version = held
         stamp = (version, conn.total_changes, id(conn))
         entries = local.entries
         if local.stamp != stamp or len(entries) >= MAX_ENTRIES:
@@ -82,7 +106,7 @@ class _OneCheck:
         self._outer = local.held is None
         if self._outer:  # nested: the outer block's version stands
             conn = self._cache._connection()
-            local.held = (conn, conn.execute(_DATA_VERSION).fetchone()[0])
+            local.held = (conn, self._cache._version(conn))
 
     def __exit__(self, *exc: object) -> None:
         if self._outer:

@@ -82,7 +82,7 @@ class SqliteKeyStore(SqliteOAuthRecords):
         self._path = str(Path(path).expanduser())
         self._cipher = SessionCipher(secret)
         self._connections = ThreadConnections(self._path, busy_timeout_ms)
-        self._reads = ReadCache(lambda: self._db.conn)
+        self._reads = ReadCache(lambda: self._db.conn, self._path)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], secret: str, *, busy_timeout_ms: int = 5000) -> SqliteKeyStore:

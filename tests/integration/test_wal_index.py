@@ -1,0 +1,105 @@
+"""The WAL-index header (``adapters/store/wal_index.py``) on real SQLite files: every commit of another
+connection moves it, nothing else needs to, and whatever it cannot vouch for is answered None (the read
+cache then asks ``PRAGMA data_version``)."""
+
+from __future__ import annotations
+
+import sqlite3
+import struct
+from contextlib import closing
+from datetime import UTC, datetime
+from pathlib import Path
+
+import attrs
+import pytest
+
+from adapters.store import read_cache
+from adapters.store.sqlite_key_store import SqliteKeyStore
+from adapters.store.wal_index import HEADER_SIZE, WalIndexHeader
+from community_api.model import Account, ApiKey
+
+
+def _wal_db(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("CREATE TABLE IF NOT EXISTS t (n INTEGER)")
+    return conn
+
+
+def test_every_commit_of_another_connection_moves_the_header(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite3"
+    with closing(_wal_db(path)) as reader, closing(_wal_db(path)) as writer:
+        reader.execute("SELECT count(*) FROM t").fetchone()
+        header = WalIndexHeader.open(str(path))
+        assert header is not None
+        seen = header.read()
+        assert seen is not None
+        for n in range(300):
+            writer.execute("INSERT INTO t VALUES (?)", (n,))
+            if n % 50 == 49:  # the WAL is checkpointed and restarted from its start now and then
+                writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            now = header.read()
+            assert now is not None and now != seen, f"commit {n} not seen"
+            seen = now
+            # Reads (of either connection) and time alone do not move it.
+            reader.execute("SELECT count(*) FROM t").fetchone()
+            writer.execute("SELECT count(*) FROM t").fetchone()
+            assert header.read() == seen
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (lambda raw: raw[:8] + b"\xff" + raw[9:], "the copies differ: a commit is being published"),
+        (lambda raw: (raw[:12] + b"\x00" + raw[13:HEADER_SIZE]) * 2, "not initialised"),
+        (lambda raw: (struct.pack("=I", 3007001) + raw[4:HEADER_SIZE]) * 2, "another header version"),
+    ],
+)
+def test_a_header_it_cannot_vouch_for_reads_as_none(tmp_path: Path, change: object, why: str) -> None:
+    path = tmp_path / "db.sqlite3"
+    with closing(_wal_db(path)) as conn:
+        conn.execute("INSERT INTO t VALUES (1)")
+        raw = (tmp_path / "db.sqlite3-shm").read_bytes()[: 2 * HEADER_SIZE]
+    fake = tmp_path / "copy.sqlite3"
+    (tmp_path / "copy.sqlite3-shm").write_bytes(change(raw) + b"\x00" * 100)  # type: ignore[operator]
+    header = WalIndexHeader.open(str(fake))
+    assert header is not None and header.read() is None, why
+
+
+def test_no_shared_memory_file_no_header(tmp_path: Path) -> None:
+    assert WalIndexHeader.open(str(tmp_path / "absent.sqlite3")) is None
+    (tmp_path / "short.sqlite3-shm").write_bytes(b"\x00" * 10)
+    assert WalIndexHeader.open(str(tmp_path / "short.sqlite3")) is None
+
+
+def _two_workers(tmp_path: Path) -> tuple[SqliteKeyStore, SqliteKeyStore, ApiKey]:
+    path = tmp_path / "shared.sqlite3"
+    worker_a, worker_b = SqliteKeyStore(path, "s" * 40), SqliteKeyStore(path, "s" * 40)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    worker_a.add_account(Account(id="acc_1", email="a@example.com", created_at=t0), "hash")
+    key = ApiKey(
+        id="key_1", account_id="acc_1", name="k", prefix="ABCDEFGH", scopes=("posts:read",),
+        connection_id=None, kind="standard", created_at=t0, lineage_id="key_1",
+    )  # fmt: skip
+    worker_a.add_key(key, "h" * 64)
+    return worker_a, worker_b, key
+
+
+def test_the_store_reads_the_header_and_sees_each_revocation(tmp_path: Path) -> None:
+    worker_a, worker_b, key = _two_workers(tmp_path)
+    worker_b.find_keys_by_prefix("ABCDEFGH")
+    assert isinstance(worker_b._reads._version(worker_b._db.conn), bytes)  # the header, not the pragma
+    for n in range(1, 30):
+        when = datetime(2026, 1, 1, 0, 0, n, tzinfo=UTC)
+        worker_a.update_key(attrs.evolve(key, revoked_at=when))
+        assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at == when
+
+
+def test_without_a_header_the_store_asks_sqlite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(read_cache.WalIndexHeader, "open", classmethod(lambda cls, path: None))
+    worker_a, worker_b, key = _two_workers(tmp_path)
+    worker_b.find_keys_by_prefix("ABCDEFGH")
+    assert isinstance(worker_b._reads._version(worker_b._db.conn), int)  # PRAGMA data_version
+    when = datetime(2026, 1, 1, 0, 0, 1, tzinfo=UTC)
+    worker_a.update_key(attrs.evolve(key, revoked_at=when))
+    assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at == when
