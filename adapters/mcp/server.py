@@ -26,7 +26,7 @@ from mcp.server.lowlevel import Server
 from adapters.http.errors import error_answer, error_body
 from adapters.mcp.arguments import ArgumentChecker
 from adapters.mcp.tools import TOOLS, TOOLS_BY_NAME, ToolSpec
-from adapters.wire import dumps, to_wire
+from adapters.wire import data_and_text, dumps
 from community_api.access import Actor, actor_for
 from community_api.deps import Deps
 from community_api.errors import NotFound, ServiceError
@@ -76,8 +76,10 @@ def error_result(code: str, message: str, details: Mapping[str, Any] | None = No
     return {"content": [{"type": "text", "text": text}], "isError": True, "resultType": "complete"}
 
 
-def success_result(payload: Any) -> ToolResult:
-    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+def success_result(payload: Any, text: str | None = None) -> ToolResult:
+    """``payload``: JSON-ready data; ``text``: its JSON text when it is already written."""
+    if text is None:
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
     # The JSON text as well as structured content: clients of older protocol versions read only content.
     content = [{"type": "text", "text": text}]
     return {"content": content, "structuredContent": payload, "isError": False, "resultType": "complete"}
@@ -103,7 +105,7 @@ class ToolRunner:
             actor = actor_for(self.deps.store, caller.key, spec.scope, caller.connection)
             self._checkers[spec.name].check(arguments)
             if not spec.creates:
-                return success_result(to_wire(spec.run(self.deps, actor, arguments)))
+                return success_result(*data_and_text(spec.run(self.deps, actor, arguments)))
             return self._create_once(spec, actor, arguments)
         except ServiceError as error:
             return error_result(error.code, error.message, error.details)
@@ -129,7 +131,7 @@ class ToolRunner:
         if not 200 <= answer.status < 300:
             error = payload["error"]
             return error_result(error["code"], error["message"], error["details"])
-        return success_result(payload)
+        return success_result(payload, answer.body)
 
 
 def _listed(spec: ToolSpec) -> types.Tool:
