@@ -51,6 +51,17 @@ FLAGS = (
     "--disable-features=WebUIOmniboxPopup,WebUIOmniboxAimPopup,SpareRendererForSitePerProcess",
 )
 
+# The first tab opens about:blank. Left to itself it opens the new-tab page, which loads the default
+# search engine's start page from the internet (Debian's Chromium: start.duckduckgo.com): a request to a
+# third party at every browser start, and where that host does not resolve, chromedriver's first
+# navigation waited ~5 s for it (the "cold outliers" of docs/performance.md).
+STARTUP_PREFS = {
+    "session.restore_on_startup": 4,  # open the URLs below
+    "session.startup_urls": ["about:blank"],
+    "homepage": "about:blank",
+    "homepage_is_newtabpage": False,
+}
+
 START_SECONDS = 30.0  # the most a browser may take to start and show its first (blank) page
 DriverFactory = Callable[[], WebDriver]
 
@@ -126,6 +137,7 @@ def chrome_options(user_data_dir: str | None) -> webdriver.ChromeOptions:
         options.add_argument(flag)
     if user_data_dir is not None:
         options.add_argument(f"--user-data-dir={user_data_dir}")
+    options.add_experimental_option("prefs", STARTUP_PREFS)
     return options
 
 
@@ -152,9 +164,9 @@ def remote_browser(remote_url: str, timeout: float) -> Browser:
 
 def ready_driver(driver: WebDriver, timeout: float) -> None:
     """Settle a new driver's first navigation and set its time-outs (every browser goes through here)."""
-    # A fresh Chromium sometimes holds its first navigation for about 5 s (seen here on a loaded
-    # machine: chromedriver waits on the first tab's pending navigation). Absorb that while starting,
-    # with a wait of its own, so that it never eats into the time allowed for a platform page.
+    # chromedriver's first navigation waits for the first tab's own pending one (see STARTUP_PREFS):
+    # settle it here, with a wait of its own, so that it never eats into the time allowed for a platform
+    # page.
     try:
         driver.set_page_load_timeout(max(START_SECONDS, timeout))
         driver.get("about:blank")
