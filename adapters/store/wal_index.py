@@ -30,6 +30,16 @@ import struct
 HEADER_SIZE = 48  # one copy of the WAL-index header
 _VERSION = struct.pack("=I", 3007000)  # WALINDEX_MAX_VERSION, native byte order as SQLite writes it
 _IS_INIT = 12  # offset of the isInit byte
+_SALTS = slice(32, 40)  # aSalt[2] in the header: the bytes 16–24 of the -wal file's header, as they are
+
+
+def _wal_salts(wal_path: str) -> bytes | None:
+    try:
+        with open(wal_path, "rb") as wal:
+            head = wal.read(24)
+    except OSError:
+        return None
+    return head[16:24] if len(head) == 24 else None
 
 
 class WalIndexHeader:
@@ -38,19 +48,30 @@ class WalIndexHeader:
 
     @classmethod
     def open(cls, database_path: str) -> WalIndexHeader | None:
-        """The header of ``database_path``'s WAL-index, or None when it cannot be mapped."""
+        """The header of ``database_path``'s WAL-index, or None when it cannot be mapped or vouched for.
+
+        SQLite names the ``-wal`` and ``-shm`` files after the database's real path (symbolic links
+        followed), and so does this. A ``-shm`` file that is not the one SQLite uses (left over from
+        another file once at that path) would never change, so it is checked against the WAL it indexes:
+        the header repeats the two salts of the ``-wal`` file's own header."""
+        real = os.path.realpath(database_path)
         try:
-            fd = os.open(database_path + "-shm", os.O_RDONLY)
+            fd = os.open(real + "-shm", os.O_RDONLY)
         except OSError:
             return None
         try:
             if os.fstat(fd).st_size < 2 * HEADER_SIZE:
                 return None
-            return cls(mmap.mmap(fd, 2 * HEADER_SIZE, prot=mmap.PROT_READ))
+            header = cls(mmap.mmap(fd, 2 * HEADER_SIZE, prot=mmap.PROT_READ))
         except (OSError, ValueError):
             return None
         finally:
             os.close(fd)  # the mapping keeps its own reference to the file
+        current = header.read()
+        if current is None or current[_SALTS] != _wal_salts(real + "-wal"):
+            header.close()
+            return None
+        return header
 
     def read(self) -> bytes | None:
         """The header's 48 bytes when both copies agree and it is initialised; None when unsure."""

@@ -4,6 +4,7 @@ cache then asks ``PRAGMA data_version``)."""
 
 from __future__ import annotations
 
+import mmap
 import sqlite3
 import struct
 from contextlib import closing
@@ -60,10 +61,49 @@ def test_a_header_it_cannot_vouch_for_reads_as_none(tmp_path: Path, change: obje
     with closing(_wal_db(path)) as conn:
         conn.execute("INSERT INTO t VALUES (1)")
         raw = (tmp_path / "db.sqlite3-shm").read_bytes()[: 2 * HEADER_SIZE]
-    fake = tmp_path / "copy.sqlite3"
-    (tmp_path / "copy.sqlite3-shm").write_bytes(change(raw) + b"\x00" * 100)  # type: ignore[operator]
-    header = WalIndexHeader.open(str(fake))
-    assert header is not None and header.read() is None, why
+    crafted = tmp_path / "crafted-shm"
+    crafted.write_bytes(change(raw))  # type: ignore[operator]
+    with open(crafted, "rb") as file:
+        header = WalIndexHeader(mmap.mmap(file.fileno(), 2 * HEADER_SIZE, prot=mmap.PROT_READ))
+    assert WalIndexHeader(mmap.mmap(-1, 2 * HEADER_SIZE)).read() is None  # all zeros: never initialised
+    assert header.read() is None, why
+
+
+def test_a_left_over_shared_memory_file_is_not_trusted(tmp_path: Path) -> None:
+    """A ``-shm`` file that SQLite does not use for this database (left from another file once at that
+    path) never changes: it must not be taken for the live one."""
+    path = tmp_path / "db.sqlite3"
+    with closing(_wal_db(path)) as conn:
+        conn.execute("INSERT INTO t VALUES (1)")
+        left_over = (tmp_path / "db.sqlite3-shm").read_bytes()
+    path.unlink()
+    (tmp_path / "db.sqlite3-wal").unlink(missing_ok=True)
+    (tmp_path / "db.sqlite3-shm").write_bytes(left_over)  # no -wal beside it: nothing to vouch for it
+    assert WalIndexHeader.open(str(path)) is None
+    with closing(_wal_db(tmp_path / "other.sqlite3")) as other:  # a live WAL of another database
+        other.execute("INSERT INTO t VALUES (2)")
+        (tmp_path / "db.sqlite3-wal").write_bytes((tmp_path / "other.sqlite3-wal").read_bytes())
+        assert WalIndexHeader.open(str(path)) is None  # its salts are not the ones the header repeats
+
+
+def test_a_database_reached_through_a_symbolic_link(tmp_path: Path) -> None:
+    """SQLite keeps ``-wal`` and ``-shm`` beside the link's target; the header is read there too."""
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "db.sqlite3"
+    link = tmp_path / "link.sqlite3"
+    link.symlink_to(target)
+    worker_a, worker_b = SqliteKeyStore(link, "s" * 40), SqliteKeyStore(link, "s" * 40)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    worker_a.add_account(Account(id="acc_1", email="a@example.com", created_at=t0), "hash")
+    key = ApiKey(
+        id="key_1", account_id="acc_1", name="k", prefix="ABCDEFGH", scopes=("posts:read",),
+        connection_id=None, kind="standard", created_at=t0, lineage_id="key_1",
+    )  # fmt: skip
+    worker_a.add_key(key, "h" * 64)
+    assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at is None
+    assert isinstance(worker_b._reads._version(worker_b._db.conn), bytes)  # the header, found via the target
+    worker_a.update_key(attrs.evolve(key, revoked_at=t0))
+    assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at == t0
 
 
 def test_no_shared_memory_file_no_header(tmp_path: Path) -> None:
