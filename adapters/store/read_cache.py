@@ -103,8 +103,8 @@ class _OneCheck:
 
     def __enter__(self) -> None:
         local = self._cache._local
-        self._outer = local.held is None
-        if self._outer:  # nested: the outer block's version stands
+        self._outer = local.held is None  # in a nested block the outer block's version stands
+        if self._outer:
             conn = self._cache._connection()
             local.held = (conn, self._cache._version(conn))
 
