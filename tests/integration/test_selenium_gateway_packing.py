@@ -89,3 +89,20 @@ def test_thirty_feed_pages_come_through_the_package(gateway: SeleniumPlatformGat
     assert got[0] == list(dict.fromkeys(expected[0])) and got[1:] == expected[1:]
     assert gateway.feed_pages(alice, GROUP, "newest", [1]) == pages[:1]
     assert unpacked == [30]  # one page is small: it comes plainly
+
+
+def test_one_large_answer_is_packed_too(gateway: SeleniumPlatformGateway, alice: PlatformSession,
+                                        sandbox: SandboxProcess, unpacked: list[int],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch of one request sets up no compressor in advance, but its answer is packed once it is
+    found large, and reads exactly as it does plainly."""
+    sandbox.reset()
+    req = [Req.data(f"/{GROUP}", {"group": GROUP, "p": 1, "s": "newest"})]
+    monkeypatch.setattr(page_fetch, "PACK_MIN_BYTES", 10**9)
+    plain = gateway._client.call(alice, req)
+    assert unpacked == []
+    monkeypatch.setattr(page_fetch, "PACK_MIN_BYTES", 1024)  # a feed page is about 30 KB
+    packed = gateway._client.call(alice, req)
+    assert unpacked == [1]
+    assert packed == plain and plain[0].status == 200 and '"postTrees"' in plain[0].text
+
