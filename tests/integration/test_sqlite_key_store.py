@@ -33,6 +33,8 @@ from community_api.model import (
     Connection,
     IdempotencyRecord,
 )
+from tests.integration.store_support import T0 as WORKERS_T0
+from tests.integration.store_support import two_workers
 
 T0 = datetime(2026, 11, 1, 12, 0, 0, 654321, tzinfo=UTC)
 SECRET = "service-secret-for-tests-0123456789"
@@ -291,18 +293,8 @@ def test_the_read_cache_never_outlives_a_change(tmp_path: Path) -> None:
     one is seen by the very next look-up through the other, and by the writer itself."""
     import attrs
 
-    from community_api.model import Account
-
-    path = tmp_path / "shared.sqlite3"
-    worker_a = SqliteKeyStore(path, "s" * 40)
-    worker_b = SqliteKeyStore(path, "s" * 40)
-    t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    worker_a.add_account(Account(id="acc_1", email="a@example.com", created_at=t0), "hash")
-    key = ApiKey(
-        id="key_1", account_id="acc_1", name="k", prefix="ABCDEFGH", scopes=("posts:read",),
-        connection_id=None, kind="standard", created_at=t0, lineage_id="key_1",
-    )  # fmt: skip
-    worker_a.add_key(key, "h" * 64)
+    worker_a, worker_b, key = two_workers(tmp_path / "shared.sqlite3")
+    t0 = WORKERS_T0
     assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at is None  # cached in b now
     worker_a.update_key(attrs.evolve(key, revoked_at=t0))
     assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at == t0
@@ -326,16 +318,8 @@ def test_one_check_blocks_never_outlive_a_change(tmp_path: Path) -> None:
     seen inside it; blocks nest."""
     import attrs
 
-    path = tmp_path / "shared.sqlite3"
-    worker_a = SqliteKeyStore(path, "s" * 40)
-    worker_b = SqliteKeyStore(path, "s" * 40)
-    t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    worker_a.add_account(Account(id="acc_1", email="a@example.com", created_at=t0), "hash")
-    key = ApiKey(
-        id="key_1", account_id="acc_1", name="k", prefix="ABCDEFGH", scopes=("posts:read",),
-        connection_id=None, kind="standard", created_at=t0, lineage_id="key_1",
-    )  # fmt: skip
-    worker_a.add_key(key, "h" * 64)
+    worker_a, worker_b, key = two_workers(tmp_path / "shared.sqlite3")
+    t0 = WORKERS_T0
     with worker_b.one_check():
         assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at is None
         worker_a.update_key(attrs.evolve(key, revoked_at=t0))  # another worker, during the request
@@ -360,15 +344,8 @@ def test_one_check_is_per_thread(tmp_path: Path) -> None:
     """A block on one thread does not hold back the look-ups of another thread's requests."""
     import attrs
 
-    store = SqliteKeyStore(tmp_path / "shared.sqlite3", "s" * 40)
-    writer = SqliteKeyStore(tmp_path / "shared.sqlite3", "s" * 40)
-    t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    writer.add_account(Account(id="acc_1", email="a@example.com", created_at=t0), "hash")
-    key = ApiKey(
-        id="key_1", account_id="acc_1", name="k", prefix="ABCDEFGH", scopes=("posts:read",),
-        connection_id=None, kind="standard", created_at=t0, lineage_id="key_1",
-    )  # fmt: skip
-    writer.add_key(key, "h" * 64)
+    writer, store, key = two_workers(tmp_path / "shared.sqlite3")
+    t0 = WORKERS_T0
     seen: list[datetime | None] = []
 
     def other_request() -> None:

@@ -15,9 +15,8 @@ import attrs
 import pytest
 
 from adapters.store import read_cache
-from adapters.store.sqlite_key_store import SqliteKeyStore
 from adapters.store.wal_index import HEADER_SIZE, WalIndexHeader
-from community_api.model import Account, ApiKey
+from tests.integration.store_support import T0, two_workers
 
 
 def _wal_db(path: Path) -> sqlite3.Connection:
@@ -92,14 +91,8 @@ def test_a_database_reached_through_a_symbolic_link(tmp_path: Path) -> None:
     target = tmp_path / "real" / "db.sqlite3"
     link = tmp_path / "link.sqlite3"
     link.symlink_to(target)
-    worker_a, worker_b = SqliteKeyStore(link, "s" * 40), SqliteKeyStore(link, "s" * 40)
-    t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    worker_a.add_account(Account(id="acc_1", email="a@example.com", created_at=t0), "hash")
-    key = ApiKey(
-        id="key_1", account_id="acc_1", name="k", prefix="ABCDEFGH", scopes=("posts:read",),
-        connection_id=None, kind="standard", created_at=t0, lineage_id="key_1",
-    )  # fmt: skip
-    worker_a.add_key(key, "h" * 64)
+    worker_a, worker_b, key = two_workers(link)
+    t0 = T0
     assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at is None
     assert isinstance(worker_b._reads._version(worker_b._db.conn), bytes)  # the header, found via the target
     worker_a.update_key(attrs.evolve(key, revoked_at=t0))
@@ -112,21 +105,8 @@ def test_no_shared_memory_file_no_header(tmp_path: Path) -> None:
     assert WalIndexHeader.open(str(tmp_path / "short.sqlite3")) is None
 
 
-def _two_workers(tmp_path: Path) -> tuple[SqliteKeyStore, SqliteKeyStore, ApiKey]:
-    path = tmp_path / "shared.sqlite3"
-    worker_a, worker_b = SqliteKeyStore(path, "s" * 40), SqliteKeyStore(path, "s" * 40)
-    t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    worker_a.add_account(Account(id="acc_1", email="a@example.com", created_at=t0), "hash")
-    key = ApiKey(
-        id="key_1", account_id="acc_1", name="k", prefix="ABCDEFGH", scopes=("posts:read",),
-        connection_id=None, kind="standard", created_at=t0, lineage_id="key_1",
-    )  # fmt: skip
-    worker_a.add_key(key, "h" * 64)
-    return worker_a, worker_b, key
-
-
 def test_the_store_reads_the_header_and_sees_each_revocation(tmp_path: Path) -> None:
-    worker_a, worker_b, key = _two_workers(tmp_path)
+    worker_a, worker_b, key = two_workers(tmp_path / "shared.sqlite3")
     worker_b.find_keys_by_prefix("ABCDEFGH")
     assert isinstance(worker_b._reads._version(worker_b._db.conn), bytes)  # the header, not the pragma
     for n in range(1, 30):
@@ -137,7 +117,7 @@ def test_the_store_reads_the_header_and_sees_each_revocation(tmp_path: Path) -> 
 
 def test_without_a_header_the_store_asks_sqlite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(read_cache.WalIndexHeader, "open", classmethod(lambda cls, path: None))
-    worker_a, worker_b, key = _two_workers(tmp_path)
+    worker_a, worker_b, key = two_workers(tmp_path / "shared.sqlite3")
     worker_b.find_keys_by_prefix("ABCDEFGH")
     assert isinstance(worker_b._reads._version(worker_b._db.conn), int)  # PRAGMA data_version
     when = datetime(2026, 1, 1, 0, 0, 1, tzinfo=UTC)
