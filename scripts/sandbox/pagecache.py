@@ -5,6 +5,9 @@ The cache itself knows nothing of the world: the callers (``pages.py``) put into
 answer depends on, the sandbox's change counter included (``Sandbox.changes``, bumped under the lock by
 every change to the world and every control action), so an entry made before a change is never found
 again. ``Sandbox.changed`` also empties the cache, which only frees the memory sooner.
+
+The gateway has an LRU map of the same shape (``adapters/platform/bounded_cache.py``); the stand-in keeps
+its own because it imports nothing of the service it stands in front of.
 """
 
 from __future__ import annotations
