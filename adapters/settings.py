@@ -30,6 +30,8 @@ class Settings:
     mcp_allowed_hosts: tuple[str, ...] = ("127.0.0.1:*", "localhost:*", "[::1]:*")
     usage_flush_seconds: float = 1.0
     public_url: str = ""
+    # Platform requests a minute per connection (PLATFORM.md: about 60 reads a minute before 429s).
+    platform_reads_per_minute: int = 60
 
     @property
     def throttle_uri(self) -> str:
@@ -63,10 +65,13 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     try:
         pool = int(get("BROWSER_POOL_SIZE", "4"))
         flush = float(get("USAGE_FLUSH_SECONDS", "1"))
+        reads_per_minute = int(get("PLATFORM_READS_PER_MINUTE", "60"))
     except ValueError as error:
         raise SettingsError(f"a numeric setting is not a number: {error}") from None
     if pool < 1:
         raise SettingsError(f"{PREFIX}BROWSER_POOL_SIZE must be at least 1")
+    if reads_per_minute < 1:
+        raise SettingsError(f"{PREFIX}PLATFORM_READS_PER_MINUTE must be at least 1")
     defaults = Settings()
     platform_url = get("PLATFORM_URL", defaults.platform_url).rstrip("/")
     hosts = tuple(h.strip() for h in get("MCP_ALLOWED_HOSTS").split(",") if h.strip())
@@ -83,4 +88,5 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         mcp_allowed_hosts=hosts or defaults.mcp_allowed_hosts,
         usage_flush_seconds=flush,
         public_url=get("PUBLIC_URL").rstrip("/"),
+        platform_reads_per_minute=reads_per_minute,
     )

@@ -23,7 +23,7 @@ from adapters.settings import Settings, load_settings
 from adapters.web import add_web_routes
 from community_api.clock import SystemClock
 from community_api.deps import Deps
-from community_api.ports import Clock, KeyStore, PlatformGateway, Throttle
+from community_api.ports import Clock, KeyStore, PlatformGateway, PlatformPace, Throttle
 from community_api.usage import UsageRecorder
 
 log = logging.getLogger(__name__)
@@ -59,6 +59,7 @@ def bootstrap(
     key_store: KeyStore,
     gateway: PlatformGateway,
     throttle: Throttle,
+    pace: PlatformPace,
     clock: Clock,
     settings: Settings,
 ) -> Deps:
@@ -67,6 +68,7 @@ def bootstrap(
         store=key_store,
         gateway=gateway,
         throttle=throttle,
+        pace=pace,
         clock=clock,
         usage=UsageRecorder(key_store, clock, settings.usage_flush_seconds),
         # Tests sign in hundreds of times: argon2's cheap profile there, the default everywhere else.
@@ -89,10 +91,12 @@ def create_app(
     key_store: KeyStore,
     gateway: PlatformGateway,
     throttle: Throttle,
+    pace: PlatformPace,
     clock: Clock,
     settings: Settings,
 ) -> falcon.App:
-    deps = bootstrap(key_store=key_store, gateway=gateway, throttle=throttle, clock=clock, settings=settings)
+    deps = bootstrap(key_store=key_store, gateway=gateway, throttle=throttle, pace=pace, clock=clock,
+                     settings=settings)
     return app_for(deps, settings)
 
 
@@ -104,6 +108,7 @@ def build_gateway(settings: Settings) -> PlatformGateway:
 
 def get_app(settings: Settings | None = None) -> falcon.App:
     from adapters.store.sqlite_key_store import SqliteKeyStore
+    from adapters.throttle.limits_platform_pace import LimitsPlatformPace
     from adapters.throttle.limits_throttle import LimitsThrottle
 
     settings = settings or load_settings()
@@ -112,6 +117,7 @@ def get_app(settings: Settings | None = None) -> falcon.App:
         key_store=SqliteKeyStore(settings.db, settings.secret),
         gateway=build_gateway(settings),
         throttle=LimitsThrottle(settings.throttle_uri, salt=settings.secret),
+        pace=LimitsPlatformPace(settings.throttle_uri, settings.platform_reads_per_minute),
         clock=SystemClock(),
         settings=settings,
     )

@@ -9,9 +9,9 @@ from contextlib import contextmanager
 import attrs
 from argon2 import PasswordHasher
 
-from community_api.errors import ConnectionExpired
+from community_api.errors import ConnectionExpired, RateLimited
 from community_api.model import CONNECTION_EXPIRED
-from community_api.ports import Clock, KeyStore, PlatformGateway, Throttle
+from community_api.ports import Clock, KeyStore, PlatformGateway, PlatformPace, Throttle
 from community_api.usage import UsageRecorder
 
 
@@ -20,17 +20,35 @@ class Deps:
     store: KeyStore
     gateway: PlatformGateway
     throttle: Throttle
+    pace: PlatformPace
     clock: Clock
     usage: UsageRecorder
     password_hasher: PasswordHasher = attrs.field(factory=PasswordHasher)
 
 
+# What one use-case step costs against the read pace, in platform requests (PLATFORM.md, "Rates seen by
+# others"): most steps are one request; a feed costs one per page, a post with its comments two (its
+# comments and its page, which marks it read). Writes cost no reads: they only respect the hold.
+ONE_READ = 1
+POST_DETAIL_READS = 2
+
+
 @contextmanager
-def marking_expiry(deps: Deps, connection_id: str) -> Iterator[None]:
-    """Run a platform call; when the platform says the session expired, mark the connection so that the
-    next request answers ``connection_expired`` at once and the dashboard shows it."""
+def on_platform(deps: Deps, connection_id: str, *, reads: int = 0) -> Iterator[None]:
+    """The one way the core calls the platform for a connection.
+
+    - before: ``deps.pace.admit`` refuses (429) a connection the platform told to slow down, or one whose
+      reads would pass the pace, without touching the platform;
+    - a 429 of the platform holds the connection for its ``Retry-After`` in every worker;
+    - when the platform says the session expired, the connection is marked so that the next request
+      answers ``connection_expired`` at once and the dashboard shows it."""
+    deps.pace.admit(connection_id, reads)
     try:
         yield
+    except RateLimited as error:
+        if error.details.get("source") == "platform":
+            deps.pace.hold(connection_id, error.retry_after)
+        raise
     except ConnectionExpired as error:
         deps.store.set_connection_status(connection_id, CONNECTION_EXPIRED)
         error.details.setdefault("connectionId", connection_id)

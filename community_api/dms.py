@@ -20,7 +20,7 @@ import re
 import attrs
 
 from community_api.access import Actor
-from community_api.deps import Deps, marking_expiry
+from community_api.deps import ONE_READ, Deps, on_platform
 from community_api.errors import (
     ConnectionExpired,
     Forbidden,
@@ -28,9 +28,11 @@ from community_api.errors import (
     NotFound,
     PlatformError,
     PlatformUnavailable,
+    RateLimited,
 )
 from community_api.inputs import check_body
 from community_api.model import Conversation, Message
+from community_api.platform_ids import field_group, field_id, path_id
 
 INBOX_PAGE = 30
 AWAITING_SCAN_PAGES = 5
@@ -87,26 +89,25 @@ def inbox(deps: Deps, actor: Actor, cursor: str | None, awaiting_reply: object =
     found: list[Conversation] = []
     pages = AWAITING_SCAN_PAGES if only_awaiting else 1
     next_offset: int | None = offset
-    with marking_expiry(deps, actor.connection.id):
-        for _ in range(pages):
-            assert next_offset is not None
+    for _ in range(pages):
+        assert next_offset is not None
+        with on_platform(deps, actor.connection.id, reads=ONE_READ):  # each page is one platform request
             page = deps.gateway.list_conversations(actor.session, next_offset, INBOX_PAGE)
-            for conversation in page:
-                conversation = _with_reply_state(conversation, own_id)
-                if conversation.awaiting_reply or not only_awaiting:
-                    found.append(conversation)
-            if len(page) < INBOX_PAGE:
-                next_offset = None
-                break
-            next_offset += len(page)
+        for conversation in page:
+            conversation = _with_reply_state(conversation, own_id)
+            if conversation.awaiting_reply or not only_awaiting:
+                found.append(conversation)
+        if len(page) < INBOX_PAGE:
+            next_offset = None
+            break
+        next_offset += len(page)
     return Inbox(tuple(found), None if next_offset is None else str(next_offset))
 
 
 def thread(deps: Deps, actor: Actor, conversation_id: str, cursor: str | None) -> Thread:
-    before = cursor or None
-    if before is not None and len(before) > MAX_ID:
-        raise InvalidRequest("cursor is not a message id", parameter="cursor")
-    with marking_expiry(deps, actor.connection.id):
+    conversation_id = path_id(conversation_id, "conversation")
+    before = field_id(cursor or None, "cursor")
+    with on_platform(deps, actor.connection.id, reads=ONE_READ):
         page = deps.gateway.get_messages(actor.session, conversation_id, before)
     conversation = _with_reply_state(page.conversation, actor.connection.platform_user_id)
     next_cursor = page.messages[0].id if page.has_older and page.messages else None
@@ -119,12 +120,13 @@ def send(deps: Deps, actor: Actor, group: str | None, body: object) -> SentMessa
         required={"content": MAX_MESSAGE},
         optional={"to": MAX_ID, "conversationId": MAX_ID},
     )
-    to, conversation_id = fields["to"], fields["conversationId"]
+    to, conversation_id = field_id(fields["to"], "to"), field_id(fields["conversationId"], "conversationId")
     if (to is None) == (conversation_id is None):
         raise InvalidRequest("give exactly one of to and conversationId")
+    group = field_group(group)
     reservation = deps.throttle.reserve(actor.connection.id)
     try:
-        with marking_expiry(deps, actor.connection.id):
+        with on_platform(deps, actor.connection.id):
             if to is not None:
                 conversation = deps.gateway.open_conversation(actor.session, to, group)
             else:
@@ -133,8 +135,9 @@ def send(deps: Deps, actor: Actor, group: str | None, body: object) -> SentMessa
                 page = deps.gateway.get_messages(actor.session, conversation_id or "", None)
                 conversation = page.conversation
             message = deps.gateway.send_message(actor.session, conversation.id, fields["content"] or "")
-    except (InvalidRequest, NotFound, Forbidden, ConnectionExpired, PlatformError):
-        # The platform said no: nothing went out, so no quota is used.
+    except (InvalidRequest, NotFound, Forbidden, ConnectionExpired, PlatformError, RateLimited):
+        # The platform said no (or was not asked: the connection is held): nothing went out, so no quota
+        # is used.
         deps.throttle.cancel(reservation)
         raise
     except PlatformUnavailable:

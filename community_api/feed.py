@@ -21,9 +21,10 @@ from datetime import UTC, datetime, timedelta
 import attrs
 
 from community_api.access import Actor
-from community_api.deps import Deps, marking_expiry
+from community_api.deps import Deps, on_platform
 from community_api.errors import InvalidRequest
 from community_api.model import Post
+from community_api.platform_ids import path_group
 
 SORTS: tuple[str, ...] = (
     "newest-cm",
@@ -100,6 +101,7 @@ def window_start(since: str, now: datetime) -> datetime:
 
 
 def read_feed(deps: Deps, actor: Actor, group: str, query: FeedQuery) -> FeedPage:
+    group = path_group(group)
     cutoff = window_start(query.since, deps.clock.now()) if query.since else None
     walk_by_date = cutoff is not None and query.sort in EARLY_STOP_SORTS
     posts: list[Post] = []
@@ -110,7 +112,7 @@ def read_feed(deps: Deps, actor: Actor, group: str, query: FeedQuery) -> FeedPag
     done = False
     while not done and next_page <= query.pages:
         batch = list(range(next_page, min(next_page + batch_size, query.pages + 1)))
-        with marking_expiry(deps, actor.connection.id):
+        with on_platform(deps, actor.connection.id, reads=len(batch)):
             results = deps.gateway.feed_pages(actor.session, group, query.sort, batch)
         for page in results:
             fetched += 1

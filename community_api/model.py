@@ -214,6 +214,18 @@ class DmQuota:
     next_allowed_at: datetime | None
 
 
+@attrs.frozen
+class ReadPace:
+    """Where a connection stands with the platform: its read budget over the last minute, and the hold
+    the platform's own 429 put on it (``held_until``, None when not held)."""
+
+    reads_per_minute: int
+    reads_last_minute: int
+    reads_left: int
+    next_read_at: datetime | None  # when a read is allowed again, None when one is allowed now
+    held_until: datetime | None
+
+
 # An idempotency record answers retries for this long; status IN_FLIGHT marks a first request not done yet.
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
 IN_FLIGHT = 0

@@ -29,6 +29,7 @@ from community_api.model import (
     PlatformUser,
     Post,
     PostDetail,
+    ReadPace,
     WebSession,
 )
 from community_api.oauth_model import AuthorizationCode, OAuthClient, OAuthToken
@@ -296,3 +297,24 @@ class Throttle(Protocol):
     def cancel(self, reservation: object) -> None: ...
 
     def quota(self, connection_id: str) -> DmQuota: ...
+
+
+class PlatformPace(Protocol):
+    """How fast one connected account may call the platform, shared by every worker process. It keeps
+    the account safe: the platform answers 429 to accounts that read too fast, and restricts them.
+
+    - ``hold``: after the platform's own 429, no platform call of that connection is made for the
+      seconds it asked; the longer of two holds wins;
+    - reads: at most ``reads_per_minute`` platform requests in any 60 s (a moving window; a request
+      exactly 60 s old still counts);
+    - ``admit(connection_id, reads)`` raises ``RateLimited`` when the connection is held, or when
+      ``reads`` more would pass the limit, and then counts nothing. Its ``retry_after`` is exact: after
+      that many whole seconds the same call is admitted (if nothing else was), one second less is not.
+      Otherwise it counts ``reads``; 0 (a write) only checks the hold. A call of more reads than the
+      whole limit counts as the whole limit, so that it can ever pass."""
+
+    def admit(self, connection_id: str, reads: int) -> None: ...
+
+    def hold(self, connection_id: str, seconds: int) -> None: ...
+
+    def status(self, connection_id: str) -> ReadPace: ...

@@ -13,10 +13,11 @@ Rules (spec §2, §4):
 from __future__ import annotations
 
 from community_api.access import Actor
-from community_api.deps import Deps, marking_expiry
+from community_api.deps import POST_DETAIL_READS, Deps, on_platform
 from community_api.errors import InvalidRequest
 from community_api.inputs import check_body
 from community_api.model import Comment, Post, PostDetail
+from community_api.platform_ids import field_group, field_id, field_label, path_group, path_id
 
 MAX_TITLE = 300
 MAX_CONTENT = 20_000
@@ -24,7 +25,8 @@ MAX_ID = 200
 
 
 def post_detail(deps: Deps, actor: Actor, post_id: str, group: str | None) -> PostDetail:
-    with marking_expiry(deps, actor.connection.id):
+    post_id, group = path_id(post_id, "post"), field_group(group)
+    with on_platform(deps, actor.connection.id, reads=POST_DETAIL_READS):
         return deps.gateway.post_detail(actor.session, post_id, group)
 
 
@@ -33,11 +35,13 @@ def list_comments(deps: Deps, actor: Actor, post_id: str, group: str | None) -> 
 
 
 def create_post(deps: Deps, actor: Actor, group: str, body: object) -> Post:
+    group = path_group(group)
     fields = check_body(body, required={"title": MAX_TITLE}, optional={"content": MAX_CONTENT, "label": MAX_ID})
+    wanted_label = field_label(fields["label"])
     label_id = None
-    with marking_expiry(deps, actor.connection.id):
-        if fields["label"] is not None:
-            label_id = _label_id(deps, actor, group, fields["label"])
+    with on_platform(deps, actor.connection.id):
+        if wanted_label is not None:
+            label_id = _label_id(deps, actor, group, wanted_label)
         post = deps.gateway.create_post(actor.session, group, fields["title"] or "", fields["content"] or "", label_id)
     return post
 
@@ -58,16 +62,20 @@ def _label_id(deps: Deps, actor: Actor, group: str, wanted: str) -> str:
 
 
 def delete_post(deps: Deps, actor: Actor, post_id: str) -> None:
-    with marking_expiry(deps, actor.connection.id):
+    post_id = path_id(post_id, "post")
+    with on_platform(deps, actor.connection.id):
         deps.gateway.delete_post(actor.session, post_id)
 
 
 def create_comment(deps: Deps, actor: Actor, post_id: str, group: str | None, body: object) -> Comment:
+    post_id, group = path_id(post_id, "post"), field_group(group)
     fields = check_body(body, required={"content": MAX_CONTENT}, optional={"parentId": MAX_ID})
-    with marking_expiry(deps, actor.connection.id):
-        return deps.gateway.create_comment(actor.session, post_id, fields["content"] or "", fields["parentId"], group)
+    parent_id = field_id(fields["parentId"], "parentId")
+    with on_platform(deps, actor.connection.id):
+        return deps.gateway.create_comment(actor.session, post_id, fields["content"] or "", parent_id, group)
 
 
 def delete_comment(deps: Deps, actor: Actor, comment_id: str) -> None:
-    with marking_expiry(deps, actor.connection.id):
+    comment_id = path_id(comment_id, "comment")
+    with on_platform(deps, actor.connection.id):
         deps.gateway.delete_comment(actor.session, comment_id)

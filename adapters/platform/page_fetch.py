@@ -16,8 +16,12 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
+import math
 import zlib
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -26,7 +30,7 @@ import orjson
 from selenium.common.exceptions import WebDriverException
 from urllib3.exceptions import HTTPError as Urllib3Error
 
-from adapters.platform import page_scripts
+from adapters.platform import page_scripts, platform_urls
 from adapters.platform.browser_pool import Browser, BrowserFailure
 from adapters.platform.platform_mapping import EXPIRED
 from community_api.errors import (
@@ -36,7 +40,10 @@ from community_api.errors import (
     NotFound,
     PlatformError,
     PlatformUnavailable,
+    RateLimited,
 )
+
+log = logging.getLogger(__name__)
 
 SESSION_COOKIE = "auth_token"
 # An HTML page of the platform that every visitor may load: it carries the firewall script and
@@ -50,6 +57,10 @@ DRIVER_ERRORS = (WebDriverException, Urllib3Error, OSError)
 PACK_MIN_BYTES = 64 * 1024
 GZIP_WBITS = 16 + zlib.MAX_WBITS
 UTF8_BOM = b"\xef\xbb\xbf"
+# Seconds a connection is held after the platform's 429 without a usable Retry-After (DESIGN §2), and
+# the longest hold any Retry-After may ask for.
+DEFAULT_PLATFORM_RETRY_AFTER = 60
+MAX_PLATFORM_RETRY_AFTER = 86400
 
 
 @attrs.frozen
@@ -62,8 +73,11 @@ class Req:
     data_path: str | None = None
 
     @classmethod
-    def data(cls, path: str, query: Mapping[str, object]) -> Req:
-        return cls("GET", data_path=f"{path}.json?{urlencode(query)}")
+    def data(cls, segments: Sequence[str], query: Mapping[str, object]) -> Req:
+        """Page data of the page at ``/{segments…}``: ``/_next/data/{buildId}/{segments…}.json?{query}``.
+        The last segment is encoded before ``.json`` is added, so it cannot end the path early."""
+        *head, last = segments
+        return cls("GET", data_path=f"{platform_urls.path(*head, last)}.json?{urlencode(query)}")
 
 
 def as_text(body: str | bytes) -> str:
@@ -95,6 +109,7 @@ class Resp:
     content_type: str
     body: str | bytes = attrs.field(eq=as_text)
     error: str | None = None
+    retry_after: str | None = None  # the answer's Retry-After header, as the platform wrote it
 
     @property
     def text(self) -> str:
@@ -127,6 +142,31 @@ class Resp:
         return message.strip()[:300] if isinstance(message, str) else ""
 
 
+class RequestRefused(Exception):
+    """The browser refused to make a request we built (it could not parse the URL): a defect of the
+    gateway, deliberately not a ``ServiceError``, so that it is logged with its cause and answered 500."""
+
+
+def platform_retry_after(header: str | None, now: datetime | None = None) -> int:
+    """Seconds to hold a connection after the platform's 429: its ``Retry-After`` (seconds or an HTTP
+    date, RFC 9110 §10.2.3) when it sends a usable one, else ``DEFAULT_PLATFORM_RETRY_AFTER``. Bounded
+    to a day, so a broken header cannot hold an account for ever."""
+    value = (header or "").strip()
+    seconds: float | None = None
+    if value.isdigit():
+        seconds = int(value)
+    elif value:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            when = None
+        if when is not None and when.tzinfo is not None:
+            seconds = (when - (now or datetime.now(UTC))).total_seconds()
+    if seconds is None:
+        return DEFAULT_PLATFORM_RETRY_AFTER
+    return min(MAX_PLATFORM_RETRY_AFTER, max(1, math.ceil(seconds)))
+
+
 def raise_for_status(resp: Resp, what: str) -> None:
     """Raise the core error an answer means; return for a 2xx. ``what`` names the thing asked for, e.g.
     "post abc", and appears in NotFound messages."""
@@ -137,6 +177,11 @@ def raise_for_status(resp: Resp, what: str) -> None:
     if status == 0:
         if resp.error == "timeout":
             raise PlatformUnavailable("the platform did not answer in time")
+        if resp.error and resp.error.startswith("refused:"):
+            # The browser would not make the request (a URL it cannot parse): a bug of ours, never an
+            # outage of the platform. Not a ServiceError, so it answers 500 and its cause is logged.
+            raise RequestRefused(f"the browser refused a platform request we built: {resp.error}")
+        log.warning("platform request failed in the browser: %s", resp.error or "no answer")
         raise PlatformUnavailable("the platform could not be reached")
     if status == 401:
         # The platform answers 401 both for a dead session and for "not a member of that group".
@@ -150,7 +195,12 @@ def raise_for_status(resp: Resp, what: str) -> None:
     if status == 404:
         raise NotFound(f"{what} not found")
     if status == 429:
-        raise PlatformError("the platform refused: too many requests from this account; try later")
+        # The account is being told to slow down: pass it on, never retry it (PLATFORM.md, "Rates").
+        raise RateLimited(
+            "the platform asks this account to slow down; its calls are held until then",
+            retry_after=platform_retry_after(resp.retry_after),
+            source="platform",
+        )
     if 400 <= status < 500:
         raise InvalidRequest(message or f"the platform refused the request ({status})")
     if status >= 500:
@@ -172,9 +222,9 @@ class PageRunner:
         self.secure = parts.scheme == "https"
         self.cookie_domain = _cookie_domain(parts.hostname or "", urlsplit(self.api_url).hostname or "")
 
-    def api(self, path: str, query: Mapping[str, object] | None = None) -> str:
-        url = f"{self.api_url}/{path.lstrip('/')}"
-        return f"{url}?{urlencode(query)}" if query else url
+    def api(self, *segments: str, query: Mapping[str, object] | None = None) -> str:
+        """An api2 URL: every segment percent-encoded, dot segments refused (``platform_urls``)."""
+        return platform_urls.url(self.api_url, *segments, query=query)
 
     # -- readying a browser ----------------------------------------------------------------------------
     def prepare(self, browser: Browser, token: str, *, check_alive: bool = False) -> None:
@@ -258,7 +308,7 @@ class PageRunner:
             return req.url
         if browser.build_id is None:
             raise PlatformError("the platform's page names no build id (__NEXT_DATA__ missing)")
-        return f"{self.platform_url}/_next/data/{browser.build_id}{req.data_path}"
+        return f"{self.platform_url}/_next/data/{platform_urls.segment(browser.build_id)}{req.data_path}"
 
 
 def unpack(packed: object, count: int) -> list[Resp]:
@@ -280,14 +330,14 @@ def unpack(packed: object, count: int) -> list[Resp]:
             head = orjson.loads(raw[pos:end]) if end >= 0 else None
         except orjson.JSONDecodeError:
             raise BrowserFailure("the in-page request script answered a broken package") from None
-        if not isinstance(head, list) or len(head) != 5:
+        if not isinstance(head, list) or len(head) != 6:
             raise BrowserFailure("the in-page request script answered a broken package")
-        index, status, content_type, failure, size = head
+        index, status, content_type, failure, size, retry_after = head
         if (not isinstance(index, int) or not 0 <= index < count or answers[index] is not None
                 or not isinstance(size, int) or not 0 <= size <= len(raw) - end - 1):
             raise BrowserFailure("the in-page request script answered a broken package")
         pos = end + 1 + size
-        answers[index] = _resp(status, content_type, raw[end + 1:pos].removeprefix(UTF8_BOM), failure)
+        answers[index] = _resp(status, content_type, raw[end + 1:pos].removeprefix(UTF8_BOM), failure, retry_after)
     found = [answer for answer in answers if answer is not None]
     if len(found) != count:
         raise BrowserFailure("the in-page request script answered a package with answers missing")
@@ -300,13 +350,14 @@ def _plain(answer: object) -> Resp:
         raise BrowserFailure("the in-page request script answered nonsense")
     text = answer.get("text")
     return _resp(answer.get("status"), answer.get("contentType"), text if isinstance(text, str) else "",
-                 answer.get("error"))
+                 answer.get("error"), answer.get("retryAfter"))
 
 
-def _resp(status: object, content_type: object, body: str | bytes, error: object) -> Resp:
+def _resp(status: object, content_type: object, body: str | bytes, error: object, retry_after: object) -> Resp:
     return Resp(status=status if isinstance(status, int) else 0,
                 content_type=content_type if isinstance(content_type, str) else "",
-                body=body, error=error if isinstance(error, str) else None)
+                body=body, error=error if isinstance(error, str) else None,
+                retry_after=retry_after if isinstance(retry_after, str) else None)
 
 
 def _cookie_domain(www_host: str, api_host: str) -> str | None:

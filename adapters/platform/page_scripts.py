@@ -8,14 +8,16 @@ it blocks clients that do not look like a browser (PLATFORM.md, "Sign-in and the
 from __future__ import annotations
 
 # arguments: [requests, timeoutMs, packMin, callback]; each request {url, method, body (a JSON text or
-# null), headers}. Answers one {status, contentType, text, error} per request, in order. All requests run
-# at once (Promise.all): 30 feed pages cost about one round trip. Each fetch is aborted after timeoutMs
-# and then reports status 0 with error "timeout"; a network failure reports status 0 with its message.
+# null), headers}. Answers one {status, contentType, text, error, retryAfter} per request, in order
+# (retryAfter: the answer's Retry-After header, or null). All requests run at once (Promise.all): 30 feed
+# pages cost about one round trip. Each fetch is aborted after timeoutMs and then reports status 0 with
+# error "timeout"; a network failure reports status 0 with its message. A URL the browser cannot parse is
+# never fetched: it reports status 0 with an error starting "refused:" (a bug of ours, not an outage).
 # A body is read as UTF-8, as Response.text() does.
 #
 # When the bodies hold packMin bytes or more, the answers come back packed instead: {packed: base64 of a
 # gzip of one frame per answer, in the order they arrived}, a frame being the JSON line
-# [index, status, contentType, error, byteLength] and then the body's bytes as they came
+# [index, status, contentType, error, byteLength, retryAfter] and then the body's bytes as they came
 # (``page_fetch.unpack``). Getting a large result out of the browser is slow (Chromium, chromedriver and
 # Selenium each re-encode it as JSON: about 13 MB/s here, 70 ms for 30 feed pages), while gzip
 # (CompressionStream) and base64 (FileReader) are native and shrink the platform's JSON about ninefold.
@@ -47,13 +49,20 @@ function packOne(i, a) {
   if (pack === null || pack.broken) { return; }
   try {
     var size = a.body ? a.body.byteLength : 0;
-    put(pack.encoder.encode(JSON.stringify([i, a.status, a.contentType, a.error, size]) + "\\n"));
+    put(pack.encoder.encode(JSON.stringify([i, a.status, a.contentType, a.error, size, a.retryAfter]) + "\\n"));
     if (size) { put(new Uint8Array(a.body)); }
   } catch (e) {
     pack.broken = true;
   }
 }
+function refused(i, e) {
+  var a = {status: 0, contentType: "", body: null, error: "refused: " + String((e && e.message) || e),
+           retryAfter: null};
+  packOne(i, a);
+  return Promise.resolve(a);
+}
 function one(r, i) {
+  try { new URL(r.url); } catch (e) { return refused(i, e); }
   var ctrl = new AbortController();
   var timer = setTimeout(function () { ctrl.abort(); }, timeoutMs);
   var headers = Object.assign({"accept": "application/json"}, r.headers || {});
@@ -67,11 +76,11 @@ function one(r, i) {
     .then(function (resp) {
       return resp.arrayBuffer().then(function (body) {
         return {status: resp.status, contentType: resp.headers.get("content-type") || "", body: body,
-                error: null};
+                error: null, retryAfter: resp.headers.get("retry-after")};
       });
     })
     .catch(function (e) {
-      return {status: 0, contentType: "", body: null,
+      return {status: 0, contentType: "", body: null, retryAfter: null,
               error: ctrl.signal.aborted ? "timeout" : String((e && e.message) || e)};
     })
     .then(function (a) { packOne(i, a); return a; })
@@ -81,7 +90,7 @@ function plain(answers) {
   var decoder = new TextDecoder();
   return answers.map(function (a) {
     return {status: a.status, contentType: a.contentType, text: a.body ? decoder.decode(a.body) : "",
-            error: a.error};
+            error: a.error, retryAfter: a.retryAfter};
   });
 }
 function finish(answers) {

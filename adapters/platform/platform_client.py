@@ -71,8 +71,8 @@ class PlatformClient:
         self._groups: BoundedCache[str, GroupRef] = BoundedCache(8192)  # id or slug -> ref
         self.post_groups: BoundedCache[str, str] = BoundedCache(50_000)  # post id -> group id
 
-    def api(self, path: str, query: Mapping[str, object] | None = None) -> str:
-        return self.page.api(path, query)
+    def api(self, *segments: str, query: Mapping[str, object] | None = None) -> str:
+        return self.page.api(*segments, query=query)
 
     # -- calls in a connection's browser -------------------------------------------------------------
     def call(self, session: PlatformSession, reqs: Sequence[Req], *, read: bool = True) -> list[Resp]:
@@ -137,7 +137,7 @@ class PlatformClient:
         found: list[dict[str, Any]] = []
         while True:
             query = {"offset": len(found), "limit": GROUPS_PAGE}
-            data = self.one(session, Req("GET", self.api(f"users/{me.id}/groups", query)), "groups")
+            data = self.one(session, Req("GET", self.api("users", me.id, "groups", query=query)), "groups")
             page = m.items(m.obj(data, "groups").get("groups"), "groups")
             found += page
             if len(page) < GROUPS_PAGE:

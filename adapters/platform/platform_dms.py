@@ -41,7 +41,7 @@ class PlatformDms:
 
     def _inbox_req(self, offset: int, limit: int = INBOX_LIMIT) -> Req:
         query = {"offset": offset, "limit": limit, "last": "true", "unread-only": "false"}
-        return Req("GET", self._client.api("self/chat-channels", query))
+        return Req("GET", self._client.api("self", "chat-channels", query=query))
 
     def _channels(self, data: Any) -> list[Conversation]:
         found = [m.conversation(c) for c in m.items(m.obj(data, "inbox").get("channels"), "channels")]
@@ -58,7 +58,7 @@ class PlatformDms:
 
     def get_messages(self, session: PlatformSession, conversation_id: str, before: str | None) -> MessagePage:
         query: dict[str, object] = {"before": before} if before else {}
-        thread = Req("GET", self._client.api(f"channels/{conversation_id}/messages", query))
+        thread = Req("GET", self._client.api("channels", conversation_id, "messages", query=query))
         thread_resp, inbox_resp = self._client.call(session, [thread, self._inbox_req(0)])
         data = checked_json(thread_resp, f"conversation {conversation_id}")
         messages = sorted((m.message(x, conversation_id) for x in m.items(m.obj(data, "thread").get("messages"),
@@ -83,7 +83,7 @@ class PlatformDms:
         ask for what lies before it, so that a client never pages into an empty page."""
         if len(messages) < THREAD_PAGE:
             return False
-        req = Req("GET", self._client.api(f"channels/{conversation_id}/messages", {"before": messages[0].id}))
+        req = Req("GET", self._client.api("channels", conversation_id, "messages", query={"before": messages[0].id}))
         data = self._client.one(session, req, f"conversation {conversation_id}")
         return bool(m.items(m.obj(data, "thread").get("messages"), "messages"))
 
@@ -111,7 +111,7 @@ class PlatformDms:
             group_id = self._client.group_ref(session, group).id
         else:
             group_id = self._shared_group(session, user_id)
-        req = Req("POST", self._client.api(f"users/{user_id}/chat-request", {"g": group_id}))
+        req = Req("POST", self._client.api("users", user_id, "chat-request", query={"g": group_id}))
         conversation = m.conversation(self._client.one(session, req, f"user {user_id}", read=False))
         self._seen.put(conversation.id, conversation)
         return conversation
@@ -119,7 +119,7 @@ class PlatformDms:
     def _shared_group(self, session: PlatformSession, user_id: str) -> str:
         mine = self._client.my_groups(session)
         query = {"offset": 0, "limit": INBOX_LIMIT}
-        data = self._client.one(session, Req("GET", self._client.api(f"users/{user_id}/groups", query)),
+        data = self._client.one(session, Req("GET", self._client.api("users", user_id, "groups", query=query)),
                                 f"user {user_id}")
         theirs = {m.text(g, "id") for g in m.items(m.obj(data, "groups").get("groups"), "groups")}
         shared = [m.text(g, "id") for g in mine if m.text(g, "id") in theirs]
@@ -129,7 +129,7 @@ class PlatformDms:
 
     def send_message(self, session: PlatformSession, conversation_id: str, content: str) -> Message:
         # Never retried (``read=False``): a second attempt could deliver the message twice.
-        req = Req("POST", self._client.api(f"channels/{conversation_id}/messages", {"ct": "wdm"}),
+        req = Req("POST", self._client.api("channels", conversation_id, "messages", query={"ct": "wdm"}),
                   body={"content": content, "attachments": []})
         message = m.message(self._client.one(session, req, f"conversation {conversation_id}", read=False),
                             conversation_id)

@@ -124,14 +124,14 @@ class SeleniumPlatformGateway:
     # -- groups ----------------------------------------------------------------------------------------
     def list_groups(self, session: PlatformSession) -> list[Group]:
         records = self._client.my_groups(session)
-        label_reqs = [Req("GET", self._client.api(f"groups/{m.text(r, 'id')}/labels")) for r in records]
+        label_reqs = [Req("GET", self._client.api("groups", m.text(r, "id"), "labels")) for r in records]
         resps = self._client.call(session, label_reqs) if label_reqs else []
         return [m.group(record, labels=_labels(resp, record)) for record, resp in zip(records, resps, strict=True)]
 
     def get_group(self, session: PlatformSession, group: str) -> Group:
         ref = self._client.group_ref(session, group)
-        info, labels = self._client.call(session, [Req("GET", self._client.api(f"groups/{ref.id}")),
-                                                   Req("GET", self._client.api(f"groups/{ref.id}/labels"))])
+        info, labels = self._client.call(session, [Req("GET", self._client.api("groups", ref.id)),
+                                                   Req("GET", self._client.api("groups", ref.id, "labels"))])
         record = m.obj(checked_json(info, f"group {group}"), "group")
         self._client.remember_group(record)
         return m.group(record, labels=_labels(labels, record))
@@ -148,7 +148,7 @@ class SeleniumPlatformGateway:
         if not pages:
             return []
         ref = self._client.group_ref(session, group)
-        reqs = [Req.data(f"/{ref.slug}", {"group": ref.slug, "p": page, **query}) for page in pages]
+        reqs = [Req.data([ref.slug], {"group": ref.slug, "p": page, **query}) for page in pages]
         answer: list[list[Post]] = []
         authors: dict[tuple[Any, ...], PlatformUser] = {}  # a few authors write most posts of a feed
         for page, resp in zip(pages, self._client.call(session, reqs), strict=True):
@@ -168,7 +168,7 @@ class SeleniumPlatformGateway:
             query["group-id"] = group_id
         if after is not None:
             query["created-gt"] = after
-        return Req("GET", self._client.api(f"posts/{post_id}/comments", query))
+        return Req("GET", self._client.api("posts", post_id, "comments", query=query))
 
     def _post_tree(self, session: PlatformSession, post_id: str, group: str | None,
                    limit: int = COMMENTS_PAGE) -> dict[str, Any]:
@@ -201,7 +201,7 @@ class SeleniumPlatformGateway:
         comments = list(m.walk_tree(tree.get("children") or [], post_id))
         # Opening the post's page is what marks it read on the site; sent along with the next call.
         name = m.text(root, "name", default="")
-        pending = [Req.data(f"/{slug}/{name}", {"group": slug, "post": name})] if name else []
+        pending = [Req.data([slug, name], {"group": slug, "post": name})] if name else []
         children = m.items(tree.get("children") or [], "children")
         while len(children) >= COMMENTS_PAGE:
             last = m.comment(children[-1].get("post"), post_id)
@@ -226,7 +226,7 @@ class SeleniumPlatformGateway:
         body = {"post_type": "generic", "group_id": ref.id,
                 "metadata": {"title": title, "content": content, "labels": label_id or "",
                              "attachments": "", "action": 0, "video_ids": ""}}
-        req = Req("POST", self._client.api("posts", {"follow": "true"}), body=body)
+        req = Req("POST", self._client.api("posts", query={"follow": "true"}), body=body)
         data = self._client.one(session, req, f"group {group}", read=False)
         post = m.post(data, self.platform_url, ref.slug, with_author=False)  # the answer has no author
         self._client.post_groups.put(post.id, post.group_id)
@@ -234,7 +234,7 @@ class SeleniumPlatformGateway:
 
     def delete_post(self, session: PlatformSession, post_id: str) -> None:
         self._post_tree(session, post_id, None, limit=1)  # NotFound for a comment id
-        self._client.one(session, Req("DELETE", self._client.api(f"posts/{post_id}")), f"post {post_id}",
+        self._client.one(session, Req("DELETE", self._client.api("posts", post_id)), f"post {post_id}",
                          read=False)
         self._client.post_groups.pop(post_id)
 
@@ -253,7 +253,7 @@ class SeleniumPlatformGateway:
         body = {"post_type": "comment", "group_id": m.text(tree["post"], "groupId", "group_id"),
                 "root_id": post_id, "parent_id": parent_id or post_id,
                 "metadata": {"content": content, "attachments": "", "action": 0, "video_ids": ""}}
-        req = Req("POST", self._client.api("posts", {"follow": "true"}), body=body)
+        req = Req("POST", self._client.api("posts", query={"follow": "true"}), body=body)
         data = self._client.one(session, req, f"post {post_id}", read=False)
         comment = m.comment(data, post_id)
         # The answer carries no author; it is the signed-in user.
@@ -266,7 +266,7 @@ class SeleniumPlatformGateway:
             pass  # not a post: a comment, or nothing (the DELETE says which)
         else:
             raise NotFound(f"comment {comment_id} not found")
-        self._client.one(session, Req("DELETE", self._client.api(f"posts/{comment_id}")),
+        self._client.one(session, Req("DELETE", self._client.api("posts", comment_id)),
                          f"comment {comment_id}", read=False)
 
     # -- direct messages -------------------------------------------------------------------------------

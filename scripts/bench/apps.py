@@ -10,6 +10,7 @@ import falcon
 
 from adapters.settings import load_settings
 from adapters.store.sqlite_key_store import SqliteKeyStore
+from adapters.throttle.limits_platform_pace import LimitsPlatformPace
 from adapters.throttle.limits_throttle import LimitsThrottle
 from adapters.wiring import create_app
 from community_api.clock import SystemClock
@@ -20,6 +21,7 @@ from community_api.model import Account
 from community_api.usage import UsageRecorder
 from tests.fakes.clock import FakeClock
 from tests.fakes.platform import FakePlatformGateway
+from tests.fakes.platform_pace import FakePlatformPace
 from tests.fakes.throttle import FakeThrottle
 
 
@@ -44,6 +46,7 @@ def service_app() -> falcon.App:
         key_store=SqliteKeyStore(settings.db, settings.secret),
         gateway=FakePlatformGateway(signing_key=settings.secret.encode()),
         throttle=LimitsThrottle(settings.throttle_uri, salt=settings.secret),
+        pace=LimitsPlatformPace(settings.throttle_uri, settings.platform_reads_per_minute),
         clock=SystemClock(),
         settings=settings,
     )
@@ -62,6 +65,7 @@ def prepare_database(db: Path, secret: str, scopes: Iterable[str] | None = None)
         store=store,
         gateway=FakePlatformGateway(signing_key=secret.encode()),
         throttle=FakeThrottle(FakeClock()),
+        pace=FakePlatformPace(clock),
         clock=clock,
         usage=UsageRecorder(store, clock),
     )

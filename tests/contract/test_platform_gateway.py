@@ -29,6 +29,7 @@ from tests.contract.gateway_cases import (
 )
 from tests.fakes.clock import FakeClock
 from tests.fakes.platform import FakePlatformGateway
+from tests.fakes.platform_seed import platform_id
 
 __all__ = ["TestDirectMessages", "TestFeed", "TestGroups", "TestPosts", "TestSessions"]
 
@@ -85,8 +86,9 @@ def test_seed_is_deterministic_and_holds_the_documented_facts(fake: FakePlatform
     assert again.feed_pages(again.session_for("alice"), GROUP, "best", list(range(1, 9))) == feed
     assert len({p.id for page in feed for p in page}) == 200 and feed[-1] == []
     assert sum(p.pinned for p in feed[0]) == 2
-    group = fake.get_group(alice, "grp-builders-club")
-    assert [label.id for label in group.labels][0] == "lbl-builders-club-general" and len(group.labels) == 4
+    group = fake.get_group(alice, platform_id("grp-builders-club"))
+    assert [label.id for label in group.labels][0] == platform_id("lbl-builders-club-general")
+    assert len(group.labels) == 4
     assert [len(p) for p in fake.feed_pages(alice, GROUP, "best-1d", [1])][0] == 5 + 2  # 2 pinned lead
     assert len(fake.list_conversations(alice, 30, 30)) == 15  # 45 in all
     assert {g.slug for g in fake.list_groups(dave)} == {"builders-club", "design-guild"}

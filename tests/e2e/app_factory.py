@@ -10,6 +10,7 @@ import falcon
 
 from adapters.settings import load_settings
 from adapters.store.sqlite_key_store import SqliteKeyStore
+from adapters.throttle.limits_platform_pace import LimitsPlatformPace
 from adapters.throttle.limits_throttle import LimitsThrottle
 from adapters.wiring import create_app
 from community_api.clock import SystemClock
@@ -22,6 +23,7 @@ def get_app() -> falcon.App:
         key_store=SqliteKeyStore(settings.db, settings.secret),
         gateway=FakePlatformGateway(signing_key=settings.secret.encode()),
         throttle=LimitsThrottle(settings.throttle_uri, salt=settings.secret),
+        pace=LimitsPlatformPace(settings.throttle_uri, settings.platform_reads_per_minute),
         clock=SystemClock(),
         settings=settings,
     )

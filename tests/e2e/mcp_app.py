@@ -16,22 +16,31 @@ from adapters.mcp import McpResource, add_mcp_route
 from adapters.mcp.endpoint import PATH
 from adapters.settings import Settings, load_settings
 from adapters.store.sqlite_key_store import SqliteKeyStore
+from adapters.throttle.limits_platform_pace import LimitsPlatformPace
 from adapters.throttle.limits_throttle import LimitsThrottle
 from adapters.wiring import app_for, bootstrap
 from community_api.clock import SystemClock
-from community_api.ports import Clock, KeyStore, PlatformGateway, Throttle
+from community_api.ports import Clock, KeyStore, PlatformGateway, PlatformPace, Throttle
 from tests.fakes.platform import FakePlatformGateway
 
 
 def build_app(
-    *, key_store: KeyStore, gateway: PlatformGateway, throttle: Throttle, clock: Clock, settings: Settings
+    *,
+    key_store: KeyStore,
+    gateway: PlatformGateway,
+    throttle: Throttle,
+    pace: PlatformPace,
+    clock: Clock,
+    settings: Settings,
 ) -> tuple[falcon.App, McpResource]:
     """What ``create_app`` builds, with ``/v1/mcp`` mounted, and the MCP resource (to stop its loop thread).
 
     Mounts the endpoint itself only while the composition root does not yet, so these tests run both
     before and after ``adapters/wiring.py`` takes the route over.
     """
-    deps = bootstrap(key_store=key_store, gateway=gateway, throttle=throttle, clock=clock, settings=settings)
+    deps = bootstrap(
+        key_store=key_store, gateway=gateway, throttle=throttle, pace=pace, clock=clock, settings=settings
+    )
     app = app_for(deps, settings)
     found: Any = app._router.find(PATH)
     resource = found[0] if found is not None else add_mcp_route(app, deps, settings)
@@ -46,6 +55,7 @@ def get_app() -> falcon.App:
         # Signed session tokens: every worker's copy of the platform accepts the test's linked session.
         gateway=FakePlatformGateway(clock=clock, seed=1, signing_key=settings.secret.encode()),
         throttle=LimitsThrottle(settings.throttle_uri, salt=settings.secret),
+        pace=LimitsPlatformPace(settings.throttle_uri, settings.platform_reads_per_minute),
         clock=clock,
         settings=settings,
     )

@@ -30,6 +30,8 @@ from community_api.keys import mint_key
 from community_api.model import Account, Connection
 from community_api.scopes import ALL_SCOPES
 from tests.fakes.platform import FakePlatformGateway
+from tests.fakes.platform_pace import FakePlatformPace
+from tests.fakes.platform_seed import platform_id
 from tests.processes import free_port, gunicorn_args, serving
 
 pytestmark = pytest.mark.slow
@@ -88,6 +90,7 @@ def prepare(db: Path) -> tuple[Connection, Connection, dict[str, str]]:
         key_store=store,
         gateway=FakePlatformGateway(clock=clock, signing_key=SECRET.encode()),
         throttle=LimitsThrottle("memory://", salt=SECRET),
+        pace=FakePlatformPace(clock),
         clock=clock,
         settings=Settings(mode="test"),
     )
@@ -195,7 +198,7 @@ def test_refusals_are_tool_errors(service: Service) -> None:
         texts = []
         for name, args in [
             ("get_feed", {"group": GROUP, "pages": 31}),
-            ("send_dm", {"to": "usr-bob", "conversationId": "x", "content": "hi"}),
+            ("send_dm", {"to": platform_id("usr-bob"), "conversationId": platform_id("cnv-00001"), "content": "hi"}),
             ("send_dm", {"to": service.bob.platform_user_id, "content": "too soon"}),
         ]:
             result = await client.call_tool(name, args)
@@ -219,7 +222,7 @@ def test_refusals_are_tool_errors(service: Service) -> None:
         assert '"connection_mismatch"' in service.client(service.keys["bound"], mode, mismatch, header)
 
     async def forbidden(client: Client) -> str:
-        result = await client.call_tool("send_dm", {"to": "usr-bob", "content": "hi"})
+        result = await client.call_tool("send_dm", {"to": platform_id("usr-bob"), "content": "hi"})
         return result.content[0].text  # type: ignore[union-attr]
 
     assert '"requiredScope": "dms:write"' in service.client(service.keys["read"], "legacy", forbidden)

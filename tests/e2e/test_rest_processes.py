@@ -13,6 +13,7 @@ import attrs
 import pytest
 import requests
 
+from tests.fakes.platform_seed import platform_id
 from tests.processes import free_port, gunicorn_args, serving
 
 pytestmark = pytest.mark.slow
@@ -115,8 +116,9 @@ def test_eight_processes_sending_dms_at_once_get_exactly_the_allowed_number(
     context = multiprocessing.get_context("spawn")
     start = context.Event()
     results = context.Queue()
+    bob = platform_id("usr-bob")
     racers = [
-        context.Process(target=_send_dm, args=(service.url, key["secret"], "usr-bob", start, results)) for _ in range(8)
+        context.Process(target=_send_dm, args=(service.url, key["secret"], bob, start, results)) for _ in range(8)
     ]
     for racer in racers:
         racer.start()

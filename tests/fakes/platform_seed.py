@@ -4,11 +4,13 @@
 seed; only the times move with ``now``, so the ``24h`` and ``7d`` windows always hold posts.
 
 Seed facts tests may rely on (every seed):
-- users ``alice``, ``bob``, ``carol``, ``dave`` (ids ``usr-<handle>``, emails ``<handle>@sandbox.test``,
+Ids are shaped as the platform's (32 lowercase hex, the core refuses anything else): ``platform_id(name)`` of
+a readable name, so tests can name them (``platform_id("usr-bob")``).
+- users ``alice``, ``bob``, ``carol``, ``dave`` (ids ``platform_id("usr-<handle>")``, emails ``<handle>@sandbox.test``,
   password ``sandbox``), ``olive`` (shares no group with alice) and 44 more members of builders-club;
-- ``builders-club`` (id ``grp-builders-club``): every user but olive; 200 posts over 60 days (5 in the
+- ``builders-club`` (id ``platform_id("grp-builders-club")``): every user but olive; 200 posts over 60 days (5 in the
   last 24 h, 20 more within 7 days), labels General, Wins, Questions, Resources (ids
-  ``lbl-builders-club-general`` …), 2 pinned posts (one within the week, one older), comments two deep;
+  ``platform_id("lbl-builders-club-general")`` …), 2 pinned posts (one within the week, one older), comments two deep;
 - ``quiet-garden``: alice, bob, carol (not dave); 12 posts, 1 pinned. ``design-guild``: bob, carol, dave,
   olive (not alice); 8 posts;
 - alice's inbox: 45 conversations (bob: 70 messages, carol: 14, dave: 8, 42 members); bob-carol: 6.
@@ -16,6 +18,7 @@ Seed facts tests may rely on (every seed):
 
 from __future__ import annotations
 
+import hashlib
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -134,7 +137,7 @@ class World:
 
     def next_id(self, prefix: str) -> str:
         self.counters[prefix] = self.counters.get(prefix, 0) + 1
-        return f"{prefix}-{self.counters[prefix]:05d}"
+        return platform_id(f"{prefix}-{self.counters[prefix]:05d}")
 
     def add_comment(self, comment: CommentRec) -> None:
         self.comments[comment.id] = comment
@@ -150,6 +153,11 @@ class World:
         conv.messages.append(message)
         conv.read_upto[sender_id] = len(conv.messages)  # one has read what one sent
         return message
+
+
+def platform_id(name: str) -> str:
+    """The platform-shaped id (32 lowercase hex) the fake world gives the thing named ``name``."""
+    return hashlib.md5(name.encode(), usedforsecurity=False).hexdigest()
 
 
 def _text(rng: random.Random, lo: int, hi: int) -> str:
@@ -232,29 +240,29 @@ def build_world(seed: int, now: datetime) -> World:
     rng = random.Random(seed)
     world = World()
     for handle, name in FIXED:
-        world.users[f"usr-{handle}"] = UserRec(f"usr-{handle}", handle, name, f"{handle}@sandbox.test",
-                                               PASSWORD)
+        uid = platform_id(f"usr-{handle}")
+        world.users[uid] = UserRec(uid, handle, name, f"{handle}@sandbox.test", PASSWORD)
     names = rng.sample([(f, last) for f in FIRST for last in LAST], 44)
     members = []
     for first, last in names:
         handle = f"{first}-{last}".lower()
-        world.users[f"usr-{handle}"] = UserRec(f"usr-{handle}", handle, f"{first} {last}",
-                                               f"{handle}@sandbox.test", PASSWORD)
-        members.append(f"usr-{handle}")
+        uid = platform_id(f"usr-{handle}")
+        world.users[uid] = UserRec(uid, handle, f"{first} {last}", f"{handle}@sandbox.test", PASSWORD)
+        members.append(uid)
     for slug, name, description, labels, handles, count, pinned in GROUPS:
-        ids = {u for u in world.users if u != "usr-olive"} if handles is None else {
-            f"usr-{h}" for h in handles}
-        group = GroupRec(f"grp-{slug}", slug, name, description, ids,
-                         [LabelRec(f"lbl-{slug}-{label.lower()}", label) for label in labels])
+        ids = {u for u in world.users if u != platform_id("usr-olive")} if handles is None else {
+            platform_id(f"usr-{h}") for h in handles}
+        group = GroupRec(platform_id(f"grp-{slug}"), slug, name, description, ids,
+                         [LabelRec(platform_id(f"lbl-{slug}-{label.lower()}"), label) for label in labels])
         world.groups[group.id] = group
         _seed_group(world, rng, group, count, pinned, now)
     _seed_reads(world, seed)
     hour = timedelta(hours=1)
-    _seed_chat(world, rng, "usr-alice", "usr-bob", 70, now - 2 * hour)
-    _seed_chat(world, rng, "usr-alice", "usr-carol", 14, now - 72 * hour)
-    _seed_chat(world, rng, "usr-alice", "usr-dave", 8, now - 216 * hour)
-    _seed_chat(world, rng, "usr-bob", "usr-carol", 6, now - 24 * hour)
+    _seed_chat(world, rng, platform_id("usr-alice"), platform_id("usr-bob"), 70, now - 2 * hour)
+    _seed_chat(world, rng, platform_id("usr-alice"), platform_id("usr-carol"), 14, now - 72 * hour)
+    _seed_chat(world, rng, platform_id("usr-alice"), platform_id("usr-dave"), 8, now - 216 * hour)
+    _seed_chat(world, rng, platform_id("usr-bob"), platform_id("usr-carol"), 6, now - 24 * hour)
     for member in members[:42]:
-        _seed_chat(world, rng, "usr-alice", member, rng.randint(1, 6),
+        _seed_chat(world, rng, platform_id("usr-alice"), member, rng.randint(1, 6),
                    now - timedelta(minutes=rng.uniform(10, 180 * 24 * 60)))
     return world

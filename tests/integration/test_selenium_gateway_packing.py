@@ -58,9 +58,9 @@ def test_a_packed_batch_reads_exactly_as_a_plain_one(gateway: SeleniumPlatformGa
     api = gateway._client.api
     post = gateway.create_post(alice, GROUP, "Grüße aus Köln ☃ — «quoted» \"text\"", "Zeile eins\nZeile zwei", None)
     reqs = [
-        *(Req.data(f"/{GROUP}", {"group": GROUP, "p": p, "s": "newest"}) for p in (1, 2, 40)),
-        Req("GET", api("self/chat-channels", {"offset": 0, "limit": 30})),
-        Req("GET", api("posts/no-such-post/comments")),  # a JSON 404
+        *(Req.data([GROUP], {"group": GROUP, "p": p, "s": "newest"}) for p in (1, 2, 40)),
+        Req("GET", api("self", "chat-channels", query={"offset": 0, "limit": 30})),
+        Req("GET", api("posts", "0" * 32, "comments")),  # a JSON 404
         Req("GET", sandbox.url + "/_next/data/stale-build/x.json"),  # an HTML 404
         Req("GET", f"http://127.0.0.1:{free_port()}/nothing"),  # a fetch that fails: status 0
     ]
@@ -97,7 +97,7 @@ def test_one_large_answer_is_packed_too(gateway: SeleniumPlatformGateway, alice:
     """A batch of one request sets up no compressor in advance, but its answer is packed once it is
     found large, and reads exactly as it does plainly."""
     sandbox.reset()
-    req = [Req.data(f"/{GROUP}", {"group": GROUP, "p": 1, "s": "newest"})]
+    req = [Req.data([GROUP], {"group": GROUP, "p": 1, "s": "newest"})]
     monkeypatch.setattr(page_fetch, "PACK_MIN_BYTES", 10**9)
     plain = gateway._client.call(alice, req)
     assert unpacked == []

@@ -17,6 +17,7 @@ from community_api.scopes import ALL_SCOPES
 from tests.fakes.clock import FakeClock
 from tests.fakes.key_store import FakeKeyStore
 from tests.fakes.platform import FakePlatformGateway
+from tests.fakes.platform_pace import FakePlatformPace
 from tests.fakes.throttle import FakeThrottle
 
 DM_GAP = 37.0
@@ -41,6 +42,7 @@ class World:
     store: FakeKeyStore
     gateway: FakePlatformGateway
     throttle: FakeThrottle
+    pace: FakePlatformPace
     client: falcon.testing.TestClient
     deps: Deps
 
@@ -84,14 +86,17 @@ class World:
         return self.client.simulate_delete(path, headers=headers, **kwargs)
 
 
-def build_world(clock: Clock | None = None) -> World:
+def build_world(clock: Clock | None = None, reads_per_minute: int = 10_000) -> World:
+    """The service on fakes. The read pace is generous by default (tests read the feed many times within
+    one frozen minute); the pace's own tests pass a real figure."""
     clock = clock or FakeClock()
     store = FakeKeyStore()
     gateway = FakePlatformGateway(clock=clock, seed=1)
     throttle = FakeThrottle(clock, draw_gap=lambda connection_id, last_send: DM_GAP)
+    pace = FakePlatformPace(clock, reads_per_minute=reads_per_minute)
     settings = Settings(mode="test", usage_flush_seconds=0)
-    deps = bootstrap(key_store=store, gateway=gateway, throttle=throttle, clock=clock, settings=settings)
-    return World(clock, store, gateway, throttle, falcon.testing.TestClient(app_for(deps, settings)), deps)
+    deps = bootstrap(key_store=store, gateway=gateway, throttle=throttle, pace=pace, clock=clock, settings=settings)
+    return World(clock, store, gateway, throttle, pace, falcon.testing.TestClient(app_for(deps, settings)), deps)
 
 
 @pytest.fixture

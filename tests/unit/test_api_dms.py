@@ -126,7 +126,7 @@ def test_a_send_the_platform_refuses_uses_no_quota(ready: Ready) -> None:
     assert send(ready, {"to": bob.id, "content": "one"}).status_code == 400
     assert send(ready, {"to": bob.id, "content": "one"}).status_code == 201
     world.clock.advance(seconds=DM_GAP)
-    assert send(ready, {"conversationId": "nope", "content": "x"}).status_code == 404
+    assert send(ready, {"conversationId": "0" * 32, "content": "x"}).status_code == 404
     assert world.throttle.quota(ready.connection["id"]).sent_last_hour == 1
     assert [m.content for m in world.gateway.sent_messages()] == ["one"]
 

@@ -10,6 +10,7 @@ import pytest
 from mcp import Client
 
 from community_api.errors import ConnectionExpired, PlatformUnavailable
+from tests.fakes.platform_seed import platform_id
 from tests.unit.test_mcp_world import DM_GAP, McpWorld
 
 FEED = "builders-club"
@@ -154,9 +155,9 @@ BAD_ARGUMENTS = [
     ("list_dms", {"awaitingReply": "yes"}, "awaitingReply"),
     ("list_dms", {"cursor": "abc"}, "cursor"),
     ("send_dm", {"content": "hi"}, None),
-    ("send_dm", {"to": "usr-bob", "conversationId": "c", "content": "hi"}, None),
-    ("send_dm", {"to": "usr-bob", "content": ""}, "content"),
-    ("send_dm", {"to": "usr-bob", "content": "hi", "idempotencyKey": "has space"}, "idempotencyKey"),
+    ("send_dm", {"to": platform_id("usr-bob"), "conversationId": platform_id("cnv-00001"), "content": "hi"}, None),
+    ("send_dm", {"to": platform_id("usr-bob"), "content": ""}, "content"),
+    ("send_dm", {"to": platform_id("usr-bob"), "content": "hi", "idempotencyKey": "has space"}, "idempotencyKey"),
 ]
 
 
@@ -188,7 +189,7 @@ def test_a_tool_outside_the_keys_scopes_is_refused_naming_the_scope(world: McpWo
         ("create_post", {"group": FEED, "title": "x"}, "posts:write"),
         ("delete_comment", {"commentId": "c"}, "comments:write"),
         ("list_dms", {}, "dms:read"),
-        ("send_dm", {"to": "usr-bob", "content": "hi"}, "dms:write"),
+        ("send_dm", {"to": platform_id("usr-bob"), "content": "hi"}, "dms:write"),
     ]:
         error = world.fail(tool, args, key=world.read_key)
         assert error["code"] == "forbidden" and scope in error["message"]
@@ -205,9 +206,9 @@ def test_connection_header_and_bound_keys_behave_as_on_rest(world: McpWorld) -> 
     mismatch = world.fail("whoami", {}, key=world.bound_key, **header)
     assert mismatch["code"] == "connection_mismatch"
     assert mismatch["details"]["boundConnectionId"] == world.alice.id
-    assert world.fail("send_dm", {"to": "usr-carol", "content": "hi"}, key=world.bound_key, **header)["code"] == (
-        "connection_mismatch"
-    )
+    carol = platform_id("usr-carol")
+    refused = world.fail("send_dm", {"to": carol, "content": "hi"}, key=world.bound_key, **header)
+    assert refused["code"] == "connection_mismatch"
     assert world.fail("whoami", {}, **{"X-Community-Connection": "con_other"})["code"] == "not_found"
     assert world.gateway.sent_messages() == []
 

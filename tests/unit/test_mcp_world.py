@@ -31,6 +31,7 @@ from tests.e2e.mcp_app import build_app
 from tests.fakes.clock import FakeClock
 from tests.fakes.key_store import FakeKeyStore
 from tests.fakes.platform import FakePlatformGateway
+from tests.fakes.platform_pace import FakePlatformPace
 from tests.fakes.throttle import FakeThrottle
 
 DM_GAP = 37.0
@@ -63,7 +64,10 @@ class McpWorld:
         gateway = FakePlatformGateway(clock=clock, seed=1)
         throttle = FakeThrottle(clock, draw_gap=lambda connection_id, last_send: DM_GAP)
         settings = settings or Settings(mode="test", usage_flush_seconds=0)
-        app, resource = build_app(key_store=store, gateway=gateway, throttle=throttle, clock=clock, settings=settings)
+        pace = FakePlatformPace(clock, reads_per_minute=10_000)  # the pace has tests of its own
+        app, resource = build_app(
+            key_store=store, gateway=gateway, throttle=throttle, pace=pace, clock=clock, settings=settings
+        )
         deps = resource.deps
         store.add_account(Account(id="acc_owner", email="owner@example.com", created_at=clock.now()), "unused")
         alice = link_connection(deps, "acc_owner", {"email": "alice@sandbox.test", "password": "sandbox"})

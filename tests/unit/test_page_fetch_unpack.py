@@ -16,8 +16,8 @@ from community_api.errors import PlatformError
 
 
 def frame(index: int, body: bytes, status: int = 200, content_type: str = "application/json",
-          error: str | None = None) -> bytes:
-    return json.dumps([index, status, content_type, error, len(body)]).encode() + b"\n" + body
+          error: str | None = None, retry_after: str | None = None) -> bytes:
+    return json.dumps([index, status, content_type, error, len(body), retry_after]).encode() + b"\n" + body
 
 
 def packed(*frames: bytes) -> str:
@@ -40,7 +40,7 @@ def test_answers_come_back_in_request_order_with_their_bodies() -> None:
 
 
 def test_a_header_of_odd_types_reads_as_an_unpacked_answer_of_them_would() -> None:
-    odd = b'[0, "200", 7, 1, 2]\n{}'
+    odd = b'[0, "200", 7, 1, 2, 30]\n{}'
     assert unpack(packed(odd), 1) == [Resp(status=0, content_type="", body="{}", error=None)]
 
 

@@ -1,0 +1,32 @@
+"""The platform pace's rules that every ``PlatformPace`` shares: the window, and how a refusal reads.
+
+A refusal is ``RateLimited`` with ``details.reason``: ``platform_hold`` (the platform itself answered 429
+and asked the account to wait) or ``read_pace`` (our own per-connection read budget is spent).
+"""
+
+from __future__ import annotations
+
+import math
+
+from community_api.errors import RateLimited
+
+WINDOW_SECONDS = 60
+DEFAULT_READS_PER_MINUTE = 60  # about what others saw before the platform answered 429 (PLATFORM.md)
+
+
+def held_refusal(seconds: float) -> RateLimited:
+    retry_after = max(1, math.ceil(seconds))
+    return RateLimited(
+        f"The platform asked this connected account to slow down; its calls are held for {retry_after} s.",
+        retry_after=retry_after,
+        reason="platform_hold",
+    )
+
+
+def pace_refusal(retry_after: int, reads_per_minute: int) -> RateLimited:
+    return RateLimited(
+        f"This connected account has used its {reads_per_minute} platform reads a minute (a feed page is one "
+        f"read, a post with its comments two); retry in {retry_after} s.",
+        retry_after=retry_after,
+        reason="read_pace",
+    )

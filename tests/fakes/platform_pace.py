@@ -1,0 +1,77 @@
+"""An in-memory ``PlatformPace`` keeping the same rules as ``adapters/throttle/limits_platform_pace.py``,
+with time from an injected clock; ``tests/contract/test_platform_pace.py`` runs the same cases on both.
+
+Rules, per connection: a hold lasts the seconds asked (the longer of two wins) and ends exactly then; at
+most ``reads_per_minute`` reads in any 60 s, a read exactly 60 s old still counting; a refused ``admit``
+counts nothing; a call of more reads than the limit counts as the whole limit; ``retry_after`` is the
+smallest whole number of seconds after which the refused call fits.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timedelta
+
+from community_api.model import ReadPace
+from community_api.pace import DEFAULT_READS_PER_MINUTE, WINDOW_SECONDS, held_refusal, pace_refusal
+from community_api.ports import Clock
+
+
+class FakePlatformPace:
+    def __init__(self, clock: Clock, reads_per_minute: int = DEFAULT_READS_PER_MINUTE) -> None:
+        self.clock = clock
+        self.reads_per_minute = reads_per_minute
+        self._reads: dict[str, list[float]] = {}  # connection -> times of its reads, oldest first
+        self._holds: dict[str, float] = {}  # connection -> end of its hold
+        self._lock = threading.Lock()
+
+    def admit(self, connection_id: str, reads: int) -> None:
+        with self._lock:
+            now = self._now()
+            held = self._holds.get(connection_id, now) - now
+            if held > 0:
+                raise held_refusal(held)
+            if reads <= 0:
+                return
+            cost = min(reads, self.reads_per_minute)
+            inside = self._inside(connection_id, now)
+            if len(inside) + cost > self.reads_per_minute:
+                raise pace_refusal(self._wait(inside, cost, now), self.reads_per_minute)
+            self._reads[connection_id] = inside + [now] * cost
+
+    def hold(self, connection_id: str, seconds: int) -> None:
+        with self._lock:
+            until = self._now() + seconds
+            self._holds[connection_id] = max(until, self._holds.get(connection_id, until))
+
+    def status(self, connection_id: str) -> ReadPace:
+        with self._lock:
+            now = self._now()
+            inside = self._inside(connection_id, now)
+            held = max(0.0, self._holds.get(connection_id, now) - now)
+            wait = self._wait(inside, 1, now) if len(inside) >= self.reads_per_minute else 0
+            soonest = max(held, wait)
+            return ReadPace(
+                reads_per_minute=self.reads_per_minute,
+                reads_last_minute=len(inside),
+                reads_left=max(0, self.reads_per_minute - len(inside)),
+                next_read_at=self._at(now + soonest) if soonest > 0 else None,
+                held_until=self._at(now + held) if held > 0 else None,
+            )
+
+    def _inside(self, connection_id: str, now: float) -> list[float]:
+        return [t for t in self._reads.get(connection_id, []) if t >= now - WINDOW_SECONDS]
+
+    def _wait(self, inside: list[float], cost: int, now: float) -> int:
+        """Smallest whole d with at most ``limit - cost`` reads still inside the window at ``now + d``."""
+        room = self.reads_per_minute - cost
+        d = 1
+        while len([t for t in inside if t >= now + d - WINDOW_SECONDS]) > room:
+            d += 1
+        return d
+
+    def _now(self) -> float:
+        return self.clock.now().timestamp()
+
+    def _at(self, timestamp: float) -> datetime:
+        return self.clock.now() + timedelta(seconds=timestamp - self._now())
