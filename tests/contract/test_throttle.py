@@ -8,13 +8,7 @@ timer thread, which freezegun leaves on real time, and which would drop entries 
 from __future__ import annotations
 
 import math
-import os
-import signal
-import socket
-import subprocess
-import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import cast
@@ -27,6 +21,7 @@ from limits.errors import ConfigurationError
 from adapters.throttle.limits_throttle import LimitsThrottle
 from community_api.errors import RateLimited
 from community_api.ports import Throttle
+from tests.contract.redis_support import flush_redis, running_redis_server
 from tests.fakes.throttle import FakeThrottle
 
 START = datetime(2100, 1, 1, 12, 0, tzinfo=UTC)
@@ -48,58 +43,10 @@ class FrozenClock:
         return datetime.now(UTC)
 
 
-# --- Redis server -----------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def running_redis_server() -> Iterator[str]:
-    """A throwaway redis-server on a free loopback port, ended by its PID. Answers its URI.
-
-    Absent server: skipped on a workstation, a failure under CI (``make test`` installs it)."""
-    if not os.path.exists(REDIS_SERVER):
-        if os.environ.get("CI"):
-            pytest.fail(f"{REDIS_SERVER} is missing; `make test` installs redis-server")
-        pytest.skip(f"{REDIS_SERVER} is not installed")
-    port = free_port()
-    process = subprocess.Popen(
-        [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        # Counted attempts rather than a deadline: the clock may be frozen when this starts.
-        for attempt in range(200):
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if process.poll() is not None or attempt == 199:
-                    raise RuntimeError("redis-server did not start") from None
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        os.kill(process.pid, signal.SIGTERM)
-        process.wait(10)
-
-
 @pytest.fixture(scope="session")
 def redis_uri() -> Iterator[str]:
     with running_redis_server() as uri:
         yield uri
-
-
-def flush_redis(uri: str) -> None:
-    import redis
-
-    client = redis.Redis.from_url(uri)
-    client.flushall()
-    client.close()
 
 
 # --- the throttles under test -----------------------------------------------------------------------

@@ -1,0 +1,159 @@
+"""One contract for every ``PlatformPace``: the fake, and ``LimitsPlatformPace`` on SQLite, memory:// and
+Redis, with time frozen by freezegun (the storages read ``time.time()``).
+
+The rules (``community_api.ports.PlatformPace``): the platform's 429 holds a connection; at most N reads in
+any 60 s; a refusal counts nothing and its ``retry_after`` is exact (that many seconds later the call
+passes, one second less it does not); several instances on one storage (workers) share everything.
+
+Test instants stay off the exact window edges (a read exactly 60 s old), where ``limits``' own storages
+differ (SQLite lets such entries expire, memory:// and Redis still count them); a real clock never lands
+there, and the computed wait counts such a read, erring towards the longer wait."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import cast
+
+import pytest
+from freezegun import freeze_time
+from freezegun.api import FrozenDateTimeFactory
+
+from adapters.throttle.limits_platform_pace import LimitsPlatformPace
+from community_api.errors import RateLimited
+from community_api.ports import PlatformPace
+from tests.contract.redis_support import flush_redis, running_redis_server
+from tests.fakes.platform_pace import FakePlatformPace
+
+START = datetime(2100, 1, 1, 12, 0, tzinfo=UTC)  # after the real clock: see test_throttle.py
+LIMIT = 60
+
+
+class FrozenClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+@pytest.fixture(scope="module")
+def redis_uri() -> Iterator[str]:
+    with running_redis_server() as uri:
+        yield uri
+
+
+@pytest.fixture
+def frozen() -> Iterator[FrozenDateTimeFactory]:
+    with freeze_time(START) as clock:
+        yield cast(FrozenDateTimeFactory, clock)
+
+
+@pytest.fixture(params=["fake", "sqlite", "memory", "redis"])
+def make(request: pytest.FixtureRequest, tmp_path: Path, frozen: FrozenDateTimeFactory) -> Callable[[], PlatformPace]:
+    """Builds paces of the kind under test; two built by one test share their storage, as workers do."""
+    kind: str = request.param
+    if kind == "fake":
+        shared = FakePlatformPace(FrozenClock(), reads_per_minute=LIMIT)
+        return lambda: shared
+    if kind == "sqlite":
+        uri = f"sqlite:///{tmp_path / 'pace.sqlite3'}"
+    elif kind == "memory":
+        memory = LimitsPlatformPace("memory://", LIMIT)  # one process: share the instance
+        return lambda: memory
+    else:
+        uri = request.getfixturevalue("redis_uri")
+        flush_redis(uri)
+    return lambda: LimitsPlatformPace(uri, LIMIT)
+
+
+def refused(pace: PlatformPace, reads: int = 1, connection_id: str = "c1") -> RateLimited:
+    with pytest.raises(RateLimited) as error:
+        pace.admit(connection_id, reads)
+    assert error.value.details["retryAfter"] == error.value.retry_after
+    return error.value
+
+
+def test_the_61st_read_in_a_minute_is_refused_with_the_exact_retry_after(
+    make: Callable[[], PlatformPace], frozen: FrozenDateTimeFactory
+) -> None:
+    worker_a, worker_b = make(), make()
+    for i in range(LIMIT):
+        (worker_a if i % 2 else worker_b).admit("c1", 1)
+        frozen.tick(0.5)  # 60 reads over 30 s: the first at 0 s, the last at 29.5 s
+    frozen.tick(0.25)  # 30.25 s
+    error = refused(worker_b)
+    assert error.details["reason"] == "read_pace"
+    assert error.retry_after == 30  # the read of 0 s leaves the window at 60 s
+    frozen.tick(29)
+    assert refused(worker_a).retry_after == 1
+    frozen.tick(1)  # 60.25 s: the read of 0 s has left, the one of 0.5 s has not
+    worker_a.admit("c1", 1)
+    assert refused(worker_b).retry_after == 1  # the window slides: the read of 0.5 s leaves next
+    assert worker_a.status("c1").reads_last_minute == LIMIT
+    assert worker_a.status("c1").reads_left == 0
+
+
+def test_a_minute_of_reads_at_one_instant_waits_the_whole_window(make: Callable[[], PlatformPace],
+                                                                 frozen: FrozenDateTimeFactory) -> None:
+    pace = make()
+    for _ in range(LIMIT):
+        pace.admit("c1", 1)
+    frozen.tick(0.25)
+    assert refused(pace).retry_after == 60
+    frozen.tick(59)
+    assert refused(pace).retry_after == 1
+    frozen.tick(1)
+    pace.admit("c1", 1)
+
+
+def test_a_feed_of_30_pages_counts_30_and_a_refusal_counts_nothing(
+    make: Callable[[], PlatformPace], frozen: FrozenDateTimeFactory
+) -> None:
+    pace = make()
+    pace.admit("c1", 30)
+    frozen.tick(10.25)
+    pace.admit("c1", 20)
+    assert refused(pace, reads=30).retry_after == 50  # the 30 of 0 s must leave: 60 s, 49.75 s from now
+    pace.admit("c1", 10)  # the refusal took nothing: 10 still fit
+    refused(pace)
+    assert pace.status("c1").reads_last_minute == LIMIT
+    pace.admit("c2", 2)  # another connection has its own budget
+
+
+def test_a_call_larger_than_the_budget_takes_the_whole_budget(make: Callable[[], PlatformPace],
+                                                              frozen: FrozenDateTimeFactory) -> None:
+    pace = make()
+    pace.admit("c1", LIMIT + 40)
+    assert pace.status("c1").reads_last_minute == LIMIT
+    refused(pace)
+
+
+def test_the_platforms_429_holds_every_call_then_ends_exactly(
+    make: Callable[[], PlatformPace], frozen: FrozenDateTimeFactory, request: pytest.FixtureRequest
+) -> None:
+    if "redis" in request.node.name:
+        pytest.skip("Redis ends the hold on its own clock, which freezegun cannot move: see the real-time test")
+    worker_a, worker_b = make(), make()
+    worker_a.hold("c1", 90)
+    for reads in (0, 1):  # writes (0 reads) are held too
+        error = refused(worker_b, reads=reads)
+        assert (error.retry_after, error.details["reason"]) == (90, "platform_hold")
+    assert worker_b.status("c1").held_until == START + timedelta(seconds=90)
+    worker_b.hold("c1", 30)  # a shorter hold does not cut the longer one
+    frozen.tick(89)
+    assert refused(worker_a).retry_after == 1
+    frozen.tick(1)
+    worker_a.admit("c1", 1)
+    assert worker_b.status("c1").held_until is None
+    assert worker_b.status("c1").reads_last_minute == 1  # held calls counted nothing
+    worker_b.admit("c2", 0)  # other connections were never held
+
+
+def test_a_hold_on_redis_ends_on_time(redis_uri: str) -> None:
+    """Real time (2 s), since Redis expires the hold itself."""
+    flush_redis(redis_uri)
+    worker_a, worker_b = LimitsPlatformPace(redis_uri, LIMIT), LimitsPlatformPace(redis_uri, LIMIT)
+    worker_a.hold("c1", 2)
+    assert refused(worker_b).retry_after == 2
+    time.sleep(2.05)
+    worker_b.admit("c1", 1)
