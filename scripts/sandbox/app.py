@@ -14,7 +14,13 @@ import falcon
 
 from scripts.sandbox import api2, pages
 from scripts.sandbox.control import Control
-from scripts.sandbox.firewall import CHALLENGE_PATH, ChallengeResource, FaultMiddleware, FirewallMiddleware
+from scripts.sandbox.firewall import (
+    CHALLENGE_PATH,
+    ChallengeResource,
+    FaultMiddleware,
+    FirewallMiddleware,
+    RequestLogMiddleware,
+)
 from scripts.sandbox.state import DAY, ApiError, Sandbox
 from scripts.sandbox.web import api_error, not_found
 
@@ -22,7 +28,8 @@ from scripts.sandbox.web import api_error, not_found
 def create_app(seed: int = 1, *, clock: Callable[[], float] = time.time, firewall_ttl: float = DAY,
                session_ttl: float = 365 * DAY, sandbox: Sandbox | None = None) -> falcon.App:
     sb = sandbox or Sandbox(seed, clock=clock, firewall_ttl=firewall_ttl, session_ttl=session_ttl)
-    middleware: list[Any] = [FaultMiddleware(sb), FirewallMiddleware(sb)]  # faults first, then the firewall
+    # The log sees every request; then faults, then the firewall.
+    middleware: list[Any] = [RequestLogMiddleware(sb), FaultMiddleware(sb), FirewallMiddleware(sb)]
     app = falcon.App(middleware=middleware, cors_enable=False)
     app.req_options.auto_parse_qs_csv = False
     app.req_options.strip_url_path_trailing_slash = True

@@ -1,15 +1,17 @@
 """The control API for tests: ``/__sandbox/…`` (JSON, no session, no firewall, no faults).
 
 POST ``reset`` ``{"seed"?}``, ``latency`` ``{"route", "ms"}``, ``errors`` ``{"route", "status", "count",
-"seconds"?}`` (``status`` 0 or ``"hang"``: hold the request ``seconds``, default 60, or until
-``clear-faults``, then 504), ``clear-faults``, ``expire-session`` ``{"user"}`` (handle or id),
-``expire-firewall``, ``build-id`` ``{"buildId"?}`` (none: a new random one), ``antispam`` ``{"enabled"?,
-"minGapSeconds"?, "perHour"?, "clearFlags"?}``, ``ttl`` ``{"firewallSeconds"?, "sessionSeconds"?}`` (for
-tokens issued from then on).
+"seconds"?, "retryAfter"?}`` (``status`` 0 or ``"hang"``: hold the request ``seconds``, default 60, or
+until ``clear-faults``, then 504; ``retryAfter``: the failure's Retry-After header, e.g. with a 429),
+``clear-faults``, ``expire-session`` ``{"user"}`` (handle or id), ``expire-firewall``, ``build-id``
+``{"buildId"?}`` (none: a new random one), ``antispam`` ``{"enabled"?, "minGapSeconds"?, "perHour"?,
+"clearFlags"?}``, ``ttl`` ``{"firewallSeconds"?, "sessionSeconds"?}`` (for tokens issued from then on).
 
-GET ``created``, ``sent``, ``users``, ``state`` and ``ordering?group=&s=&fl=&c=&user=alice&pages=N``
-which answers ``{"group", "sortType", "pinned": [ids], "pages": [[ids of page 1], …], "ids": [every id
-of those pages once, in order]}`` — ``pages`` stops at the first empty page; nothing is marked read.
+GET ``created``, ``sent``, ``requests`` (every request served but the control API's, oldest first:
+``{method, path, rawPath, query}`` — ``path`` decoded, ``rawPath`` and ``query`` as they came), ``users``,
+``state`` and ``ordering?group=&s=&fl=&c=&user=alice&pages=N`` which answers ``{"group", "sortType",
+"pinned": [ids], "pages": [[ids of page 1], …], "ids": [every id of those pages once, in order]}`` —
+``pages`` stops at the first empty page; nothing is marked read.
 ``route`` is a path prefix, or a regular expression when it starts with ``^``.
 """
 
@@ -53,6 +55,7 @@ class Control:
         self.gets: dict[str, Callable[[falcon.Request], Any]] = {
             "created": lambda req: {"created": list(self.sb.created)},
             "sent": lambda req: {"sent": list(self.sb.sent)},
+            "requests": lambda req: {"requests": list(self.sb.requests)},
             "users": self.users, "state": self.state, "ordering": self.ordering,
         }
 
@@ -86,8 +89,12 @@ class Control:
         status = 0 if status == "hang" else status
         if isinstance(status, bool) or not isinstance(status, int) or not (status == 0 or 400 <= status < 600):
             raise ApiError(400, "status must be 0, \"hang\" or an HTTP error status")
+        retry_after = data.get("retryAfter")
+        if retry_after is not None and not isinstance(retry_after, str | int):
+            raise ApiError(400, "retryAfter must be a string or a number of seconds")
         self.sb.add_fault(FaultRule(route=_route(data), status=status, remaining=int(_number(data, "count", 1)),
-                                    hang_seconds=_number(data, "seconds", 60.0)))
+                                    hang_seconds=_number(data, "seconds", 60.0),
+                                    retry_after=None if retry_after is None else str(retry_after)))
 
     def clear_faults(self, data: dict[str, Any]) -> None:
         self.sb.clear_faults()

@@ -78,6 +78,23 @@ class ChallengeResource:
                       "maxAge": max(0, int(exp - self.sb.now()))}
 
 
+class RequestLogMiddleware:
+    """Records every request but the control API's (``GET /__sandbox/requests``), before the firewall or a
+    fault can answer it: what reached the platform is what counts."""
+
+    def __init__(self, sb: Sandbox) -> None:
+        self.sb = sb
+
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        if req.path.startswith("/__sandbox/"):
+            return
+        raw = req.env.get("RAW_URI") or req.env.get("PATH_INFO", "")
+        entry = {"method": req.method, "path": req.path, "rawPath": str(raw).split("?", 1)[0],
+                 "query": req.query_string}
+        with self.sb.lock:
+            self.sb.requests.append(entry)
+
+
 class FaultMiddleware:
     def __init__(self, sb: Sandbox) -> None:
         self.sb = sb
@@ -99,6 +116,8 @@ class FaultMiddleware:
             phrase = http.HTTPStatus(status).phrase
         except ValueError:
             phrase = "Error"
+        if failure.retry_after is not None:
+            resp.set_header("Retry-After", failure.retry_after)
         if req.path.startswith("/api2/"):
             resp.status = status
             resp.media = {"message": phrase.lower()}

@@ -4,7 +4,8 @@ One ``Sandbox`` per process; every request takes ``sandbox.lock`` (re-entrant) a
 changes, since gunicorn serves it from several threads of one worker process.
 
 Choices worth knowing:
-- ``reset`` rebuilds the world (same seed as at start-up unless one is given), clears faults, read-outs,
+- ``reset`` rebuilds the world (same seed as at start-up unless one is given), clears faults, read-outs
+  (``created``, ``sent``, ``requests``),
   anti-spam state and flags, and restores the seed's build id. It keeps the signing key and the expiry
   marks, so a browser signed in before a reset stays signed in (the fixed users keep their ids).
 - Time comes from ``clock`` (``time.time`` by default); tests may pass their own.
@@ -15,6 +16,7 @@ Choices worth knowing:
 
 from __future__ import annotations
 
+import collections
 import re
 import threading
 import time
@@ -27,6 +29,7 @@ from scripts.sandbox.seed import build_world
 from scripts.sandbox.tokens import Signer
 
 DAY = 86400.0
+REQUEST_LOG_SIZE = 20_000
 
 
 class ApiError(Exception):
@@ -58,6 +61,7 @@ class FaultRule:
     status: int | None = None
     remaining: int = 0
     hang_seconds: float = 60.0
+    retry_after: str | None = None  # the Retry-After header of the failure, as the platform would send it
     _regex: re.Pattern[str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -93,6 +97,9 @@ class Sandbox:
             self.initial_build_id = self.world.build_id
             self.created: list[dict[str, object]] = []  # posts and comments made through api2
             self.sent: list[dict[str, object]] = []  # DMs sent through api2
+            # Every request served (but the control API's), oldest first, so tests can prove a call reached
+            # its own route only; bounded, the oldest dropped first.
+            self.requests: collections.deque[dict[str, object]] = collections.deque(maxlen=REQUEST_LOG_SIZE)
             self.flagged: set[str] = set()
             self.dm_times: dict[str, list[float]] = {}
             self.antispam = AntiSpam()

@@ -74,3 +74,22 @@ def test_control_validation(client):
     assert client.simulate_post("/__sandbox/latency", json={"ms": 5}).status_code == 400
     assert client.simulate_post("/__sandbox/expire-session", json={"user": "zed"}).status_code == 404
     assert client.simulate_get("/__sandbox/nope").status_code == 404
+
+
+def test_every_request_is_recorded_until_reset(client, alice):
+    client.simulate_post("/__sandbox/reset")
+    alice.get("/api2/self", query_string="a=1&b=%26")
+    alice.get("/api2/posts/x%2F..%2Fself/comments")
+    seen = client.simulate_get("/__sandbox/requests").json["requests"]
+    assert {"method": "GET", "path": "/api2/self", "rawPath": "/api2/self", "query": "a=1&b=%26"} in seen
+    assert any(r["path"] == "/api2/posts/x/../self/comments" for r in seen)
+    assert not any(r["path"].startswith("/__sandbox/") for r in seen)  # the control API is not recorded
+    client.simulate_post("/__sandbox/reset")
+    assert client.simulate_get("/__sandbox/requests").json["requests"] == []
+
+
+def test_an_injected_429_carries_its_retry_after(client, alice):
+    client.simulate_post("/__sandbox/errors", json={"route": "/api2/self", "status": 429, "retryAfter": 17})
+    refused = alice.get("/api2/self")
+    assert refused.status_code == 429 and refused.headers["retry-after"] == "17"
+    assert alice.get("/api2/self").status_code == 200
