@@ -15,7 +15,7 @@ import attrs
 
 from community_api.deps import Deps
 from community_api.me import Me, me
-from community_api.model import Account, ApiKey, Connection, DmQuota
+from community_api.model import Account, ApiKey, Connection, DmQuota, ReadPace
 from community_api.ports import KeyStore
 
 LIVE = "live"
@@ -53,6 +53,7 @@ class KeyUsageRow:
 class ConnectionQuota:
     connection: Connection
     quota: DmQuota
+    reads: ReadPace
 
 
 @attrs.frozen
@@ -78,7 +79,9 @@ def usage_report(deps: Deps, account: Account) -> UsageReport:
                 usage.requests_total,
             )
         )
-    quotas = tuple(ConnectionQuota(c, deps.throttle.quota(c.id)) for c in summary.connections)
+    quotas = tuple(
+        ConnectionQuota(c, deps.throttle.quota(c.id), deps.pace.status(c.id)) for c in summary.connections
+    )
     return UsageReport(summary, tuple(rows), quotas)
 
 

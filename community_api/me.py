@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 
 from community_api.deps import Deps
-from community_api.model import Account, ApiKey, Connection, DmQuota, PlatformUser
+from community_api.model import Account, ApiKey, Connection, DmQuota, PlatformUser, ReadPace
 
 
 @attrs.frozen
@@ -20,6 +20,7 @@ class Usage:
     requests_today: int
     requests_this_month: int
     dms: DmQuota | None
+    platform_reads: ReadPace | None  # the active connection's read pace and any hold the platform asked for
 
 
 @attrs.frozen
@@ -33,7 +34,8 @@ class Me:
 
 def me(deps: Deps, account: Account) -> Me:
     """``whoami`` is the active connection's platform account as recorded when it was linked (no
-    platform call); ``usage.dms`` is the DM quota of that connection."""
+    platform call); ``usage.dms`` is the DM quota of that connection, ``usage.platformReads`` its read pace
+    (reads left this minute, and any hold the platform's 429 put on it)."""
     connections = deps.store.list_connections(account.id)
     active = next((c for c in connections if c.active), None)
     keys: list[KeyWithUsage] = []
@@ -48,5 +50,10 @@ def me(deps: Deps, account: Account) -> Me:
         whoami=PlatformUser(active.platform_user_id, active.handle, active.name) if active else None,
         connections=tuple(connections),
         keys=tuple(keys),
-        usage=Usage(today, month, deps.throttle.quota(active.id) if active else None),
+        usage=Usage(
+            today,
+            month,
+            deps.throttle.quota(active.id) if active else None,
+            deps.pace.status(active.id) if active else None,
+        ),
     )

@@ -1,0 +1,134 @@
+"""Caller input never steers the platform: every id, group, label and cursor a client sends, through REST
+or an MCP tool, is checked against the platform's shapes before any gateway sees it.
+
+A table of hostile values goes to every route and tool that takes one; each answers 400 or 404 with the
+error body, and nothing is created, sent or deleted. (The same table runs through gunicorn, Chromium and
+the stand-in in ``tests/integration/test_hostile_ids_platform.py``, where the stand-in's request log shows
+that the platform saw no request outside the route's own.)"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from tests.fakes.platform_seed import platform_id
+from tests.unit.conftest import Ready
+from tests.unit.test_mcp_world import McpWorld
+
+REAL = platform_id("pst-00001")
+OTHER_KIND = platform_id("cnv-00001")  # a conversation's id given where a post's is wanted
+HOSTILE = [
+    "..", ".", "../self", "x/../../self/chat-channels", f"{REAL}?x=1", f"{REAL}#x", f"{REAL}&limit=999",
+    f"{REAL}/comments", "%2e%2e", "line\nbreak", "a" * 300, "Grüße", REAL.upper(), f" {REAL}",
+]
+# Values that reach the gateway for a path id: well-formed, but naming nothing of that kind. (An empty
+# optional field counts as absent, as the platform's own ``parent_id: ""`` means top level.)
+WELL_FORMED_WRONG = ["wrong-kind", "0" * 32]
+
+
+def wrong_kind(path: str) -> str:
+    """A real id of another kind: a conversation's where a post or comment is wanted, a post's elsewhere."""
+    return REAL if path.startswith(("/v1/dms", "/v1/groups")) else OTHER_KIND
+
+
+def world_state(ready: Ready) -> tuple[Any, ...]:
+    gateway = ready.world.gateway
+    deleted = sum(p.deleted for p in gateway.world.posts.values()) + sum(
+        c.deleted for c in gateway.world.comments.values())
+    return (len(gateway.created_posts()), len(gateway.created_comments()), len(gateway.sent_messages()), deleted)
+
+
+def assert_refused(result: Any, statuses: tuple[int, ...] = (400, 404)) -> None:
+    assert result.status_code in statuses, (result.status_code, result.text)
+    error = result.json["error"]
+    assert error["code"] in ("invalid_request", "not_found") and error["message"]
+
+
+@pytest.mark.parametrize("value", HOSTILE + WELL_FORMED_WRONG)
+def test_path_ids_that_name_nothing_answer_404(ready: Ready, value: str) -> None:
+    world, key, before = ready.world, ready.key, world_state(ready)
+    for method, template in [
+        ("GET", "/v1/posts/{}"), ("GET", "/v1/posts/{}/comments"), ("DELETE", "/v1/posts/{}"),
+        ("DELETE", "/v1/comments/{}"), ("GET", "/v1/dms/{}"), ("GET", "/v1/groups/{}"), ("GET", "/v1/groups/{}/posts"),
+    ]:
+        given = wrong_kind(template) if value == "wrong-kind" else value
+        path = template.format(quote(given, safe=""))
+        result = world.client.simulate_request(method, path, headers={"Authorization": f"Bearer {key}"})
+        if "/" in value:
+            # The server decodes %2F before routing (as gunicorn does): the request is then for another of
+            # our own routes, which checks its own ids. Never a server error, and nothing changes.
+            assert result.status_code in (200, 404, 405), result.text
+            continue
+        if value == "wrong-kind" and template.startswith("/v1/groups"):
+            assert_refused(result, (404,))  # a post's id is a slug-shaped name no group has
+            continue
+        assert_refused(result, (404,))
+    for template, body in [("/v1/posts/{}/comments", {"content": "hi"}), ("/v1/groups/{}/posts", {"title": "hi"})]:
+        given = wrong_kind(template) if value == "wrong-kind" else value
+        assert_refused(world.post(template.format(quote(given, safe="")), key, body), (404, 405))
+    assert world_state(ready) == before
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+def test_body_and_query_fields_that_cannot_be_ids_answer_400_naming_the_field(ready: Ready, value: str) -> None:
+    world, key, before = ready.world, ready.key, world_state(ready)
+    post = world.get("/v1/groups/builders-club/posts", key).json["posts"][0]["id"]
+    for path, body, field in [
+        (f"/v1/posts/{post}/comments", {"content": "hi", "parentId": value}, "parentId"),
+        ("/v1/dms", {"to": value, "content": "hi"}, "to"),
+        ("/v1/dms", {"conversationId": value, "content": "hi"}, "conversationId"),
+    ]:
+        result = world.post(path, key, body)
+        assert result.status_code == 400, (field, result.text)
+        assert result.json["error"]["details"]["field"] == field
+    for path in (f"/v1/posts/{post}", f"/v1/posts/{post}/comments"):
+        result = world.get(path, key, params={"group": value})
+        assert result.status_code == 400 and result.json["error"]["details"]["field"] == "group", result.text
+    convo = world.get("/v1/dms", key).json["conversations"][0]["id"]
+    result = world.get(f"/v1/dms/{convo}", key, params={"cursor": value})
+    assert result.status_code == 400 and result.json["error"]["details"]["field"] == "cursor"
+    assert world_state(ready) == before
+
+
+def test_a_label_name_is_matched_never_used_as_a_path(ready: Ready) -> None:
+    world, key = ready.world, ready.key
+    for label in ("../../self", "Wins\n", "\u202eWins", "x" * 101):
+        result = world.post("/v1/groups/builders-club/posts", key, {"title": "hi", "label": label})
+        assert result.status_code == 400 and result.json["error"]["details"]["field"] == "label"
+    assert world.gateway.created_posts() == []
+
+
+# --- the same through the MCP tools ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def mcp() -> Iterator[McpWorld]:
+    built = McpWorld.build()
+    yield built
+    built.close()
+
+
+@pytest.mark.parametrize("value", HOSTILE + WELL_FORMED_WRONG)
+def test_mcp_tools_refuse_what_cannot_name_a_platform_thing(mcp: McpWorld, value: str) -> None:
+    before = (len(mcp.gateway.created_posts()), len(mcp.gateway.created_comments()), len(mcp.gateway.sent_messages()))
+    post = mcp.ok("get_feed", {"group": "builders-club"})["posts"][0]["id"]
+    calls = [
+        ("get_post", {"postId": value}), ("list_comments", {"postId": value}), ("delete_post", {"postId": value}),
+        ("delete_comment", {"commentId": value}), ("get_dm_thread", {"conversationId": value}),
+        ("get_group", {"group": value}), ("get_feed", {"group": value}),
+        ("create_post", {"group": value, "title": "hi"}), ("create_comment", {"postId": value, "content": "hi"}),
+        ("create_comment", {"postId": post, "content": "hi", "parentId": value}),
+        ("send_dm", {"to": value, "content": "hi"}), ("send_dm", {"conversationId": value, "content": "hi"}),
+        ("get_post", {"postId": post, "group": value}),
+    ]
+    for tool, args in calls:
+        if value == "wrong-kind":
+            args = {name: (REAL if name == "conversationId" else OTHER_KIND) if given == value else given
+                    for name, given in args.items()}
+        error = mcp.fail(tool, args)
+        assert error["code"] in ("invalid_request", "not_found"), (tool, error)
+    after = (len(mcp.gateway.created_posts()), len(mcp.gateway.created_comments()), len(mcp.gateway.sent_messages()))
+    assert after == before

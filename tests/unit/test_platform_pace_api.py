@@ -1,0 +1,75 @@
+"""The account's safety through the API: the read pace per connection, and the platform's own 429.
+
+On the fakes with a fake clock: 60 platform reads a minute per connection (a 30-page feed counts 30, a
+post with its comments 2); the 61st is 429 ``rate_limited`` with the exact ``Retry-After``; the platform's
+429 is passed on with its wait and holds every call of that connection, writes included."""
+
+from __future__ import annotations
+
+import pytest
+
+from community_api.errors import RateLimited
+from tests.unit.conftest import ALL_SCOPES, Ready, World, build_world
+
+FEED = "/v1/groups/builders-club/posts"
+
+
+@pytest.fixture
+def paced() -> Ready:
+    world: World = build_world(reads_per_minute=60)
+    browser = world.sign_up()
+    connection = world.link(browser)
+    key = world.mint(browser, scopes=ALL_SCOPES)["secret"]
+    return Ready(world, browser, connection, key)
+
+
+def reads_left(ready: Ready) -> int:
+    me = ready.world.client.simulate_get("/v1/me", headers=ready.browser.headers())
+    return int(me.json["usage"]["platformReads"]["readsLeft"])
+
+
+def test_the_61st_read_in_a_minute_is_refused_with_the_exact_retry_after(paced: Ready) -> None:
+    world, key = paced.world, paced.key
+    assert world.get(FEED, key, params={"pages": "30"}).status_code == 200  # 30 reads
+    world.clock.advance(seconds=10.5)
+    post = world.get(FEED, key).json["posts"][0]["id"]  # 31
+    assert world.get(f"/v1/posts/{post}", key).status_code == 200  # 33: a post with its comments is two
+    for _ in range(27):
+        assert world.get("/v1/whoami", key).status_code == 200  # 60
+    assert reads_left(paced) == 0
+    refused = world.get("/v1/whoami", key)
+    assert refused.status_code == 429
+    assert refused.json["error"]["code"] == "rate_limited"
+    # The 30 reads of the first second leave the window at 60 s: 49.5 s from now, rounded up.
+    assert refused.headers["retry-after"] == "50" and refused.json["error"]["details"]["retryAfter"] == 50
+    world.clock.advance(seconds=49)
+    assert world.get("/v1/whoami", key).headers["retry-after"] == "1"
+    world.clock.advance(seconds=1)
+    assert world.get(FEED, key, params={"pages": "30"}).status_code == 200  # the window slid by 30
+    assert world.get("/v1/whoami", key).status_code == 429
+
+
+def test_the_platforms_429_is_passed_on_and_holds_the_connection(paced: Ready) -> None:
+    world, key = paced.world, paced.key
+    world.gateway.fail_next("whoami", RateLimited("slow down", retry_after=120, source="platform"))
+    refused = world.get("/v1/whoami", key)
+    assert refused.status_code == 429 and refused.headers["retry-after"] == "120"
+    before = len(world.gateway.created_posts())
+    world.clock.advance(seconds=30)
+    for result in (world.get(FEED, key), world.post(FEED, key, {"title": "held"})):
+        assert result.status_code == 429 and result.headers["retry-after"] == "90"
+        assert result.json["error"]["details"]["reason"] == "platform_hold"
+    assert len(world.gateway.created_posts()) == before  # nothing reached the platform
+    me = world.client.simulate_get("/v1/me", headers=paced.browser.headers()).json["usage"]["platformReads"]
+    assert me["heldUntil"] is not None
+    world.clock.advance(seconds=90)
+    assert world.get("/v1/whoami", key).status_code == 200
+
+
+def test_a_held_dm_uses_no_quota(paced: Ready) -> None:
+    world, key = paced.world, paced.key
+    paced.world.deps.pace.hold(paced.connection["id"], 60)
+    bob = world.gateway.user("bob")
+    assert world.post("/v1/dms", key, {"to": bob.id, "content": "hi"}).status_code == 429
+    dms = world.client.simulate_get("/v1/me", headers=paced.browser.headers()).json["usage"]["dms"]
+    assert dms["sentLastHour"] == 0 and dms["nextAllowedAt"] is None
