@@ -12,6 +12,7 @@ from typing import Any
 import falcon
 
 from community_api.feed import MAX_PAGES, SINCE_PATTERN, SORTS
+from community_api.platform_ids import GROUP_PATTERN, ID_HINT, MAX_SLUG, PLATFORM_ID_PATTERN
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _OBJECT: dict[str, Any] = {"type": "object"}
@@ -38,7 +39,15 @@ def _body(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 
 _STR = {"type": "string"}
-_GROUP_Q = _param("group", description="Group id or slug of the post (optional).")
+# What names a thing on the platform (``community_api.platform_ids``): an id in a path that does not have
+# this shape answers 404, a body or query field 400 naming it.
+_ID = {"type": "string", "pattern": PLATFORM_ID_PATTERN, "description": f"A platform id: {ID_HINT}."}
+_GROUP = {"type": "string", "pattern": GROUP_PATTERN, "maxLength": MAX_SLUG,
+          "description": "A group id, or its slug (lowercase letters, digits and dashes)."}
+_POST_ID = _param("post_id", "path", schema=_ID)
+_THREAD_CURSOR = _param("cursor", schema=_ID, description="A message id (nextCursor): older messages.")
+_GID = _param("gid", "path", schema=_GROUP)
+_GROUP_Q = _param("group", schema=_GROUP, description="Group id or slug of the post (optional).")
 _IDEMPOTENCY = _param(
     "Idempotency-Key", "header", description="Retry-safe creation: the same key and body act once in 24 hours."
 )
@@ -48,14 +57,14 @@ _CONNECTION = _param("X-Community-Connection", "header", description="Connection
 ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | None, int]] = [
     ("GET", "/v1/whoami", "The connected platform account", "key:groups:read", [], None, 200),
     ("GET", "/v1/groups", "Groups of the connection", "key:groups:read", [], None, 200),
-    ("GET", "/v1/groups/{gid}", "Group metadata and labels", "key:groups:read", [_param("gid", "path")], None, 200),
+    ("GET", "/v1/groups/{gid}", "Group metadata and labels", "key:groups:read", [_GID], None, 200),
     (
         "GET",
         "/v1/groups/{gid}/posts",
         "The feed of a group",
         "key:posts:read",
         [
-            _param("gid", "path"),
+            _GID,
             _param("pages", schema={"type": "integer", "minimum": 1, "maximum": MAX_PAGES, "default": 1}),
             _param("sort", schema={"type": "string", "enum": list(SORTS), "default": "newest"}),
             _param("since", schema={"type": "string", "pattern": SINCE_PATTERN}),
@@ -68,7 +77,7 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "/v1/groups/{gid}/posts",
         "Publish a post as the connected account",
         "key:posts:write",
-        [_param("gid", "path"), _IDEMPOTENCY],
+        [_GID, _IDEMPOTENCY],
         _body({"title": _STR, "content": _STR, "label": _STR}, ["title"]),
         201,
     ),
@@ -77,17 +86,17 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "/v1/posts/{post_id}",
         "A post with all its comments",
         "key:posts:read",
-        [_param("post_id", "path"), _GROUP_Q],
+        [_POST_ID, _GROUP_Q],
         None,
         200,
     ),
-    ("DELETE", "/v1/posts/{post_id}", "Delete a post", "key:posts:write", [_param("post_id", "path")], None, 204),
+    ("DELETE", "/v1/posts/{post_id}", "Delete a post", "key:posts:write", [_POST_ID], None, 204),
     (
         "GET",
         "/v1/posts/{post_id}/comments",
         "Comments of a post, flat",
         "key:comments:read",
-        [_param("post_id", "path"), _GROUP_Q],
+        [_POST_ID, _GROUP_Q],
         None,
         200,
     ),
@@ -96,8 +105,8 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "/v1/posts/{post_id}/comments",
         "Comment on a post, or reply to a comment",
         "key:comments:write",
-        [_param("post_id", "path"), _GROUP_Q, _IDEMPOTENCY],
-        _body({"content": _STR, "parentId": _STR}, ["content"]),
+        [_POST_ID, _GROUP_Q, _IDEMPOTENCY],
+        _body({"content": _STR, "parentId": _ID}, ["content"]),
         201,
     ),
     (
@@ -105,7 +114,7 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "/v1/comments/{comment_id}",
         "Delete a comment",
         "key:comments:write",
-        [_param("comment_id", "path")],
+        [_param("comment_id", "path", schema=_ID)],
         None,
         204,
     ),
@@ -123,8 +132,8 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "/v1/dms",
         "Send a DM (throttled per connection: one per 30-45 s, 20 an hour, 100 a day)",
         "key:dms:write",
-        [_param("group", description="Group shared with `to`."), _IDEMPOTENCY],
-        _body({"to": _STR, "conversationId": _STR, "content": _STR}, ["content"]),
+        [_param("group", schema=_GROUP, description="Group shared with `to`."), _IDEMPOTENCY],
+        _body({"to": _ID, "conversationId": _ID, "content": _STR}, ["content"]),
         201,
     ),
     (
@@ -132,7 +141,7 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "/v1/dms/{conversation_id}",
         "A DM thread, oldest to newest",
         "key:dms:read",
-        [_param("conversation_id", "path"), _param("cursor", description="A message id: older messages.")],
+        [_param("conversation_id", "path", schema=_ID), _THREAD_CURSOR],
         None,
         200,
     ),

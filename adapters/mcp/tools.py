@@ -19,6 +19,7 @@ from community_api import dms, feed, groups, posts, scopes
 from community_api.access import Actor
 from community_api.deps import Deps
 from community_api.model import Comment, Group, PlatformUser, Post, PostDetail
+from community_api.platform_ids import GROUP_PATTERN, ID_HINT, MAX_SLUG, PLATFORM_ID_LENGTH, PLATFORM_ID_PATTERN
 
 Run = Callable[[Deps, Actor, Mapping[str, Any]], object]
 
@@ -58,9 +59,13 @@ def _pick(args: Mapping[str, Any], *names: str) -> dict[str, Any]:
 
 # --- argument schemas, limits from the core ------------------------------------------------------
 
-_GROUP = text("Group id or slug (from list_groups).", posts.MAX_ID)
-_GROUP_HINT = text("Group id or slug of the post: optional, speeds up the look-up.", posts.MAX_ID)
-_POST_ID = text("Post id (from get_feed or get_post).", posts.MAX_ID)
+# Ids and group names carry the platform's shapes (``community_api.platform_ids``): an agent sees the rule
+# up front, and a value talked into it by text it read is refused before anything reaches the platform.
+_ID = {"pattern": PLATFORM_ID_PATTERN}
+_GROUP_NAME = {"pattern": GROUP_PATTERN}
+_GROUP = text("Group id or slug (from list_groups).", MAX_SLUG, **_GROUP_NAME)
+_GROUP_HINT = text("Group id or slug of the post: optional, speeds up the look-up.", MAX_SLUG, **_GROUP_NAME)
+_POST_ID = text(f"Post id (from get_feed or get_post): {ID_HINT}.", PLATFORM_ID_LENGTH, **_ID)
 _IDEMPOTENCY_KEY = {
     "type": "string",
     "pattern": r"^[\x21-\x7e]{1,255}$",
@@ -96,10 +101,11 @@ _FEED_ARGS = arguments(
 )
 _SEND_ARGS = arguments(
     {
-        "to": text("Platform user id of the recipient (a post's authorId, a conversation's with.id).", dms.MAX_ID),
-        "conversationId": text("Id of an existing conversation (from list_dms).", dms.MAX_ID),
+        "to": text("Platform user id of the recipient (a post's authorId, a conversation's with.id).",
+                   PLATFORM_ID_LENGTH, **_ID),
+        "conversationId": text("Id of an existing conversation (from list_dms).", PLATFORM_ID_LENGTH, **_ID),
         "content": text("The message text.", dms.MAX_MESSAGE),
-        "group": text("With to: a group you share with the recipient (optional).", dms.MAX_ID),
+        "group": text("With to: a group you share with the recipient (optional).", MAX_SLUG, **_GROUP_NAME),
         "idempotencyKey": _IDEMPOTENCY_KEY,
     },
     ("content",),
@@ -281,7 +287,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             {
                 "postId": _POST_ID,
                 "content": text("Comment text.", posts.MAX_CONTENT),
-                "parentId": text("Id of the comment to reply to (optional).", posts.MAX_ID),
+                "parentId": text("Id of the comment to reply to (optional).", PLATFORM_ID_LENGTH, **_ID),
                 "group": _GROUP_HINT,
                 "idempotencyKey": _IDEMPOTENCY_KEY,
             },
@@ -297,7 +303,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Delete a comment",
         scopes.COMMENTS_WRITE,
         "Delete a comment of the connected account. It cannot be undone. Answers {deleted: true, commentId}.",
-        arguments({"commentId": text("Comment id (from get_post).", posts.MAX_ID)}, ("commentId",)),
+        arguments({"commentId": text("Comment id (from get_post).", PLATFORM_ID_LENGTH, **_ID)}, ("commentId",)),
         deleted("commentId"),
         _write("Delete a comment", destructive=True, idempotent=True),
         _delete_comment,
@@ -329,8 +335,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         "back as cursor to get older messages (null when there are none).",
         arguments(
             {
-                "conversationId": text("Conversation id (from list_dms).", dms.MAX_ID),
-                "cursor": text("nextCursor of the previous answer: returns older messages.", dms.MAX_ID),
+                "conversationId": text("Conversation id (from list_dms).", PLATFORM_ID_LENGTH, **_ID),
+                "cursor": text("nextCursor of the previous answer: returns older messages.", PLATFORM_ID_LENGTH,
+                               **_ID),
             },
             ("conversationId",),
         ),
