@@ -28,9 +28,10 @@ class Deps:
 
 # What one use-case step costs against the read pace, in platform requests (PLATFORM.md, "Rates seen by
 # others"): most steps are one request; a feed costs one per page, a post with its comments two (its
-# comments and its page, which marks it read). Writes cost no reads: they only respect the hold.
+# comments and its page, which marks it read), a DM thread two. Writes cost no reads: they only respect the hold.
 ONE_READ = 1
 POST_DETAIL_READS = 2
+THREAD_READS = 2  # the thread, and the first inbox page beside it (the conversation's details)
 
 
 @contextmanager

@@ -20,7 +20,7 @@ import re
 import attrs
 
 from community_api.access import Actor
-from community_api.deps import ONE_READ, Deps, on_platform
+from community_api.deps import ONE_READ, THREAD_READS, Deps, on_platform
 from community_api.errors import (
     ConnectionExpired,
     Forbidden,
@@ -107,7 +107,7 @@ def inbox(deps: Deps, actor: Actor, cursor: str | None, awaiting_reply: object =
 def thread(deps: Deps, actor: Actor, conversation_id: str, cursor: str | None) -> Thread:
     conversation_id = path_id(conversation_id, "conversation")
     before = field_id(cursor or None, "cursor")
-    with on_platform(deps, actor.connection.id, reads=ONE_READ):
+    with on_platform(deps, actor.connection.id, reads=THREAD_READS):
         page = deps.gateway.get_messages(actor.session, conversation_id, before)
     conversation = _with_reply_state(page.conversation, actor.connection.platform_user_id)
     next_cursor = page.messages[0].id if page.has_older and page.messages else None
@@ -124,16 +124,19 @@ def send(deps: Deps, actor: Actor, group: str | None, body: object) -> SentMessa
     if (to is None) == (conversation_id is None):
         raise InvalidRequest("give exactly one of to and conversationId")
     group = field_group(group)
+    known: Conversation | None = None
+    if conversation_id is not None:
+        # Read the thread first, before the throttle: an unknown conversation is refused (404) without
+        # using quota, and no platform call follows the send (its failure would blur whether the DM went).
+        with on_platform(deps, actor.connection.id, reads=THREAD_READS):
+            known = deps.gateway.get_messages(actor.session, conversation_id, None).conversation
     reservation = deps.throttle.reserve(actor.connection.id)
     try:
         with on_platform(deps, actor.connection.id):
-            if to is not None:
-                conversation = deps.gateway.open_conversation(actor.session, to, group)
+            if known is not None:
+                conversation = known
             else:
-                # Read the thread first: an unknown conversation is refused before anything is sent,
-                # and no platform call follows the send (its failure would blur whether the DM went).
-                page = deps.gateway.get_messages(actor.session, conversation_id or "", None)
-                conversation = page.conversation
+                conversation = deps.gateway.open_conversation(actor.session, to or "", group)
             message = deps.gateway.send_message(actor.session, conversation.id, fields["content"] or "")
     except (InvalidRequest, NotFound, Forbidden, ConnectionExpired, PlatformError, RateLimited):
         # The platform said no (or was not asked: the connection is held): nothing went out, so no quota

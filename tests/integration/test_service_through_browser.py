@@ -5,10 +5,13 @@ own read-outs (what was created or sent, and its own feed ordering)."""
 from __future__ import annotations
 
 import json
+import re
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import attrs
@@ -74,6 +77,8 @@ def api(sandbox: SandboxProcess, tmp_path_factory: pytest.TempPathFactory) -> It
         "COMMUNITY_API_PLATFORM_URL": sandbox.url,
         "COMMUNITY_API_PLATFORM_API_URL": sandbox.api_url,
         "COMMUNITY_API_BROWSER_POOL_SIZE": "2",
+        # This module reads far more than a real account should in a minute; the pace has tests of its own.
+        "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "100000",
     }
     args = gunicorn_args("adapters.wiring:get_app()", port, workers=2, worker_class="gthread")
     with serving(args, url + "/v1/openapi.json", env=env, log_path=folder / "service.log"):
@@ -242,6 +247,124 @@ def test_mcp_write_tools_act_on_the_platform(api: Api, sandbox: SandboxProcess) 
     assert created[done["reply"]["id"]]["parentId"] == done["top"]["id"] and created[done["reply"]["id"]]["deleted"]
     sent = [m for m in sandbox.control("sent")["sent"] if m["content"] in ("hello over MCP", "again")]
     assert [m["content"] for m in sent] == ["hello over MCP"]
+
+
+# --- caller input never steers the platform ------------------------------------------------------------
+
+HOSTILE = [
+    "..", ".", "../self", "x/../../self/chat-channels", "{id}?x=1", "{id}#x", "{id}&limit=999", "{id}/comments",
+    "%2e%2e", "line\nbreak", "a" * 300, "Grüße", "wrong-kind",
+]
+# What the platform may see besides a route's own requests: the page that renews the firewall token, the
+# challenge, who the session is, the account's groups (a name it does not know refreshes them).
+# And a real post's own page (``{id}/comments`` decodes to the real comments route of a real post, whose
+# reader opens the post's page as the site does).
+INFRASTRUCTURE = [r"^/login$", r"^/__fw/", r"^/api2/self$", r"^/api2/users/[0-9a-f]{32}/groups$",
+                  rf"^/_next/data/[^/]+/{GROUP}/[^/]+\.json$"]
+
+
+def own_routes(value: str) -> list[str]:
+    v = re.escape(value)
+    # A thread is read with the first inbox page beside it (the conversation's details): its own request.
+    return [rf"^/api2/posts/{v}/comments$", rf"^/api2/posts/{v}$", rf"^/api2/channels/{v}/messages$",
+            rf"^/api2/users/{v}/(groups|chat-request)$", r"^/api2/self/chat-channels$"]
+
+
+def platform_saw(sandbox: SandboxProcess, since: int) -> list[dict[str, Any]]:
+    return list(sandbox.control("requests")["requests"][since:])
+
+
+def assert_only_own_routes(seen: list[dict[str, Any]], wrong_kind: list[str]) -> None:
+    allowed = INFRASTRUCTURE + [pattern for value in wrong_kind for pattern in own_routes(value)]
+    for request in seen:
+        assert any(re.search(pattern, request["path"]) for pattern in allowed), request
+        assert request["method"] in ("GET", "DELETE"), request
+        if request["path"] == "/api2/self/chat-channels":  # only ever the first page, beside a thread
+            assert request["query"].startswith("offset=0&"), request
+
+
+def test_hostile_ids_through_rest_reach_no_other_platform_route(api: Api, sandbox: SandboxProcess) -> None:
+    post = api.call("GET", f"/v1/groups/{GROUP}/posts").json()["posts"][0]["id"]
+    conversation = api.call("GET", "/v1/dms").json()["conversations"][0]["id"]
+    created, sent = sandbox.control("created")["created"], sandbox.control("sent")["sent"]
+    start = len(sandbox.control("requests")["requests"])
+    routes = [  # (method, path template, body, the wrong kind of id for it)
+        ("GET", "/v1/posts/{}", None, conversation), ("GET", "/v1/posts/{}/comments", None, conversation),
+        ("DELETE", "/v1/posts/{}", None, conversation), ("DELETE", "/v1/comments/{}", None, conversation),
+        ("GET", "/v1/dms/{}", None, post), ("POST", "/v1/posts/{}/comments", {"content": "x"}, conversation),
+        ("GET", "/v1/groups/{}", None, post), ("GET", "/v1/groups/{}/posts", None, post),
+    ]
+    for raw in HOSTILE:
+        for method, template, body, wrong in routes:
+            value = wrong if raw == "wrong-kind" else raw.format(id=post)
+            if value in (".", ".."):
+                continue  # an HTTP client resolves these itself (another route); MCP and fields cover them
+            response = api.call(method, template.format(quote(value, safe="")), json=body)
+            if "/" in value:
+                # The server decodes %2F before routing: the request is then for another of our own routes
+                # (which checks its own input), or none.
+                assert response.status_code in (200, 404, 405), (template, value, response.text)
+                continue
+            assert response.status_code in (400, 404), (template, value, response.text)
+            assert response.json()["error"]["code"] in ("invalid_request", "not_found")
+        for field, body in [("parentId", {"content": "x", "parentId": raw.format(id=post)}),
+                            ("to", {"to": raw.format(id=post), "content": "x"}),
+                            ("conversationId", {"conversationId": raw.format(id=post), "content": "x"})]:
+            if raw == "wrong-kind":
+                continue  # a well-formed id of the wrong kind is the platform's to refuse (above)
+            path = f"/v1/posts/{post}/comments" if field == "parentId" else "/v1/dms"
+            response = api.call("POST", path, json=body)
+            assert response.status_code == 400 and response.json()["error"]["details"]["field"] == field
+        for path, params in [(f"/v1/posts/{post}", {"group": raw.format(id=post)}),
+                             (f"/v1/dms/{conversation}", {"cursor": raw.format(id=post)})]:
+            if raw != "wrong-kind":
+                assert api.call("GET", path, params=params).status_code == 400
+    assert_only_own_routes(platform_saw(sandbox, start), [post, conversation])
+    assert sandbox.control("created")["created"] == created and sandbox.control("sent")["sent"] == sent
+
+
+def test_hostile_ids_through_mcp_reach_no_other_platform_route(api: Api, sandbox: SandboxProcess) -> None:
+    post = api.call("GET", f"/v1/groups/{GROUP}/posts").json()["posts"][0]["id"]
+    conversation = api.call("GET", "/v1/dms").json()["conversations"][0]["id"]
+    created, sent = sandbox.control("created")["created"], sandbox.control("sent")["sent"]
+    start = len(sandbox.control("requests")["requests"])
+
+    async def session(client: Client) -> None:
+        for raw in HOSTILE:
+            value = raw.format(id=post)
+            wrong = {"postId": conversation, "commentId": conversation, "conversationId": post, "group": post}
+            for tool, name, extra in [("get_post", "postId", {}), ("list_comments", "postId", {}),
+                                      ("delete_post", "postId", {}), ("delete_comment", "commentId", {}),
+                                      ("get_dm_thread", "conversationId", {}), ("get_group", "group", {}),
+                                      ("create_comment", "postId", {"content": "x"}),
+                                      ("send_dm", "conversationId", {"content": "x"}),
+                                      ("get_feed", "group", {})]:
+                args = {name: wrong[name] if raw == "wrong-kind" else value, **extra}
+                result = await client.call_tool(tool, args)
+                assert result.is_error, (tool, args)
+                text = result.content[0].text  # type: ignore[union-attr]
+                assert '"invalid_request"' in text or '"not_found"' in text, (tool, args, text)
+
+    async def run() -> None:
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {api.key}"}, timeout=120)
+        async with http, Client(streamable_http_client(api.url + "/v1/mcp", http_client=http), mode="auto") as client:
+            await session(client)
+
+    anyio.run(run)
+    assert_only_own_routes(platform_saw(sandbox, start), [post, conversation])
+    assert sandbox.control("created")["created"] == created and sandbox.control("sent")["sent"] == sent
+
+
+def test_the_platforms_429_is_passed_on_and_holds_the_connection(api: Api, sandbox: SandboxProcess) -> None:
+    sandbox.control("errors", {"route": "/api2/self", "status": 429, "count": 1, "retryAfter": 3})
+    refused = api.call("GET", "/v1/whoami")
+    assert refused.status_code == 429 and refused.headers["Retry-After"] == "3", refused.text
+    start = len(sandbox.control("requests")["requests"])
+    held = api.call("GET", "/v1/groups")  # another worker may serve it: the hold is shared
+    assert held.status_code == 429 and held.json()["error"]["details"]["reason"] == "platform_hold"
+    assert platform_saw(sandbox, start) == []  # held calls never reach the platform
+    time.sleep(3.1)
+    assert api.call("GET", "/v1/whoami").status_code == 200
 
 
 def test_no_private_field_ever_reaches_a_client(api: Api) -> None:
