@@ -45,13 +45,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--worker-class", default="sync", choices=("sync", "gthread"))
+    parser.add_argument("--reads-per-minute", type=int, default=1_000_000,
+                        help="the platform read pace of the service (its check is part of every read; the "
+                        "default lets wrk's rate through, so every answer is a 200)")
     args = parser.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed: `make bench` installs it (Debian package wrk)")
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "bench.sqlite3"
         key = prepare(db)
-        env = {"COMMUNITY_API_MODE": "test", "COMMUNITY_API_DB": str(db), "COMMUNITY_API_SECRET": SECRET}
+        env = {"COMMUNITY_API_MODE": "test", "COMMUNITY_API_DB": str(db), "COMMUNITY_API_SECRET": SECRET,
+               "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": str(args.reads_per_minute)}
         bare_port, service_port = free_port(), free_port()
         bare_url = f"http://127.0.0.1:{bare_port}/v1/whoami"
         service_url = f"http://127.0.0.1:{service_port}/v1/whoami"
