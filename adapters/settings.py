@@ -23,7 +23,7 @@ class Settings:
     secret: str = ""
     platform_url: str = "http://127.0.0.1:8700"
     platform_api_url: str = "http://127.0.0.1:8700/api2"
-    throttle_storage: str = ""  # empty: the SQLite database above
+    throttle_storage: str = ""  # empty: a SQLite file beside the database above (``throttle_uri``)
     selenium_remote_url: str = ""
     browser_pool_size: int = 4
     signup: bool = False
@@ -35,7 +35,14 @@ class Settings:
 
     @property
     def throttle_uri(self) -> str:
-        return self.throttle_storage or f"sqlite:///{os.path.abspath(self.db)}"
+        """The ``limits`` storage of the DM throttle and the platform read pace. By default a SQLite file
+        of its own beside the database (``community-api.sqlite3`` → ``community-api.throttle.sqlite3``):
+        the read pace writes on every data read, and writes to the database itself would make every
+        worker's key cache re-read on every request (the cache trusts the database while it is unchanged)."""
+        if self.throttle_storage:
+            return self.throttle_storage
+        root, extension = os.path.splitext(os.path.abspath(self.db))
+        return f"sqlite:///{root}.throttle{extension or '.sqlite3'}"
 
 
 def _bool(name: str, value: str) -> bool:

@@ -4,6 +4,7 @@ storages shipped with ``limits``, and an exact count across processes and thread
 from __future__ import annotations
 
 import multiprocessing
+import random
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from limits.storage import SCHEMES, MemoryStorage, storage_from_string
 from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
 
 from adapters.throttle.sqlite_limits_storage import SQLiteStorage, path_from_uri
+from tests.contract.redis_support import flush_redis, running_redis_server
 
 FORK = multiprocessing.get_context("fork")
 START = datetime(2100, 1, 1, tzinfo=UTC)  # after the real clock: see tests/contract/test_throttle.py
@@ -76,7 +78,7 @@ def test_it_creates_its_tables_in_wal_mode_beside_other_tables(storage: SQLiteSt
     assert storage.acquire_entry("k", 1, 10)
     with sqlite3.connect(db_path) as db:
         tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        assert {"api_keys", "throttle_entries", "throttle_counters"} <= tables
+        assert {"api_keys", "throttle_marks", "throttle_counters"} <= tables
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     storage.reset()
     with sqlite3.connect(db_path) as db:
@@ -130,7 +132,7 @@ def test_entries_are_trimmed_and_expire_like_redis_lists(
     assert storage.get_moving_window("k", 10, 1000)[1] == 0
     assert storage.acquire_entry("other", 1, 5)
     with sqlite3.connect(db_path) as db:
-        keys = [key for (key,) in db.execute("SELECT DISTINCT key FROM throttle_entries")]
+        keys = [key for (key,) in db.execute("SELECT DISTINCT key FROM throttle_marks")]
     assert keys == ["other"]
 
 
@@ -188,3 +190,35 @@ def test_an_exact_count_across_forked_processes(storage: SQLiteStorage) -> None:
     assert outcomes.count(True) == 20
     assert storage.get_moving_window("exact", 20, 3600)[1] == 20
     assert storage.acquire_entry("after", 1, 1)  # the parent's own connection still works
+
+
+@pytest.fixture(scope="module")
+def redis_uri() -> Iterator[str]:
+    with running_redis_server() as uri:
+        yield uri
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_moving_window_calls_answer_as_the_redis_storage_does(
+    storage: SQLiteStorage, frozen: FrozenDateTimeFactory, redis_uri: str, seed: int
+) -> None:
+    """Differential: the same random acquisitions (several limits and amounts per key, so lists are
+    trimmed at different lengths) and window reads (shorter and longer windows, smaller and larger limits)
+    against ``limits``' Redis storage, whose list semantics this storage copies. Frozen time stays within
+    the keys' life (Redis expires keys on its own clock) and off exact window edges (random fractions)."""
+    flush_redis(redis_uri)
+    redis_storage = storage_from_string(redis_uri)
+    rng = random.Random(seed)
+    for step in range(120):
+        key = rng.choice(("a", "b"))
+        if rng.random() < 0.5:
+            limit, amount = rng.choice((1, 2, 3, 5, 8)), rng.choice((1, 1, 1, 2, 3))
+            call = ("acquire_entry", key, limit, 100, amount)
+            answers = [backend.acquire_entry(key, limit, 100, amount=amount) for backend in (storage, redis_storage)]
+            assert answers[0] == answers[1], (step, call)
+        else:
+            limit, expiry = rng.choice((1, 2, 3, 6, 9)), rng.choice((1, 2, 4, 7, 100))
+            ours = storage.get_moving_window(key, limit, expiry)
+            theirs = redis_storage.get_moving_window(key, limit, expiry)  # type: ignore[attr-defined]
+            assert ours[1] == theirs[1] and abs(ours[0] - theirs[0]) < 1e-3, (step, key, limit, expiry, ours, theirs)
+        frozen.tick(rng.uniform(0.05, 0.7))
