@@ -10,6 +10,8 @@ Rules (DESIGN §2, spec §3 and §5):
   Rotating a key whose predecessor is still in its grace window ends that predecessor at once, so a
   lineage never has more than two live secrets.
 - Revocation ends the key (and a predecessor still in grace) at once.
+- Mint, rotation and revocation each run in one unit of work (``KeyStore.unit_of_work``): concurrent
+  calls on one key happen one after the other, and a key's end is only ever written earlier (``end_key``).
 - Mint, rotation, revocation and every refused use are written to the audit table, never the secret.
 """
 
@@ -118,6 +120,16 @@ def mint_key(
     if len(clean_name) > MAX_NAME_LENGTH:
         raise InvalidRequest(f"name is longer than {MAX_NAME_LENGTH} characters")
     granted = normalise_scopes(scopes)
+    with store.unit_of_work() as uow:
+        issued = _mint(uow.store, clock, account_id, clean_name, granted, connection_id, kind)
+        uow.commit()
+    return issued
+
+
+def _mint(
+    store: KeyStore, clock: Clock, account_id: str, name: str, granted: tuple[str, ...], connection_id: str | None,
+    kind: str,
+) -> IssuedKey:
     if connection_id is not None:
         connection = store.get_connection(connection_id)
         if connection is None or connection.account_id != account_id:
@@ -128,7 +140,7 @@ def mint_key(
     key = ApiKey(
         id=key_id,
         account_id=account_id,
-        name=clean_name,
+        name=name,
         prefix=display_prefix(secret),
         scopes=granted,
         connection_id=connection_id,
@@ -154,8 +166,17 @@ def rotate_key(store: KeyStore, clock: Clock, *, account_id: str, key_id: str, g
 
     - the old key works for 24 hours more (``grace`` False: it ends now, for a leaked key);
     - a predecessor still in its grace window ends now;
-    - a revoked key, or one already rotated, cannot be rotated (409): rotate its successor instead.
+    - a revoked key, or one already rotated, cannot be rotated (409): rotate its successor instead;
+    - one unit of work: of several rotations of one key at once, one succeeds and the others answer 409,
+      as they would one after the other.
     """
+    with store.unit_of_work() as uow:
+        issued = _rotate(uow.store, clock, account_id, key_id, grace)
+        uow.commit()
+    return issued
+
+
+def _rotate(store: KeyStore, clock: Clock, account_id: str, key_id: str, grace: bool) -> IssuedKey:
     old = _own_key(store, account_id, key_id)
     now = clock.now()
     if old.kind == KEY_CONNECTOR:
@@ -168,8 +189,8 @@ def rotate_key(store: KeyStore, clock: Clock, *, account_id: str, key_id: str, g
         raise Conflict("this key was already rotated; rotate its successor")
     for sibling in store.list_keys(account_id):
         if sibling.lineage_id == old.lineage_id and sibling.id != old.id and sibling.is_live(now):
-            store.update_key(attrs.evolve(sibling, expires_at=now))
-    store.update_key(attrs.evolve(old, expires_at=now + ROTATION_GRACE if grace else now))
+            store.end_key(sibling.id, expires_at=now)  # a predecessor still in its grace window
+    store.end_key(old.id, expires_at=now + ROTATION_GRACE if grace else now)
     new_key_id = new_id("key")
     secret = generate_secret()
     new = attrs.evolve(
@@ -195,17 +216,27 @@ def rotate_key(store: KeyStore, clock: Clock, *, account_id: str, key_id: str, g
 
 
 def revoke_key(store: KeyStore, clock: Clock, *, account_id: str, key_id: str) -> ApiKey:
-    """End the key at once, and any predecessor of it still in its grace window; a connector key's OAuth
-    tokens are forgotten. Idempotent."""
+    """End the key at once, and any predecessor of it still in its grace window (never its successor: a
+    user revoking the old key after a rotation keeps the new one); a connector key's OAuth tokens are
+    forgotten. Idempotent. One unit of work: a rotation racing it cannot undo it."""
+    with store.unit_of_work() as uow:
+        revoked = _revoke(uow.store, clock, account_id, key_id)
+        uow.commit()
+    return revoked
+
+
+def _revoke(store: KeyStore, clock: Clock, account_id: str, key_id: str) -> ApiKey:
     key = _own_key(store, account_id, key_id)
     now = clock.now()
     if key.revoked_at is not None:
         return key
     revoked = attrs.evolve(key, revoked_at=now)
-    store.update_key(revoked)
-    for sibling in store.list_keys(account_id):
-        if sibling.lineage_id == key.lineage_id and sibling.id != key.id and sibling.is_live(now):
-            store.update_key(attrs.evolve(sibling, revoked_at=now))
+    store.end_key(key.id, revoked_at=now)
+    lineage = [sibling for sibling in store.list_keys(account_id) if sibling.lineage_id == key.lineage_id]
+    predecessors = lineage[: next(i for i, sibling in enumerate(lineage) if sibling.id == key.id)]  # oldest first
+    for sibling in predecessors:
+        if sibling.is_live(now):
+            store.end_key(sibling.id, revoked_at=now)
     if key.kind == KEY_CONNECTOR:
         # Its tokens already fail (they answer only for a live key); forgetting them keeps no dead
         # credentials around.

@@ -126,11 +126,31 @@ class PlatformGateway(Protocol):
     def send_message(self, session: PlatformSession, conversation_id: str, content: str) -> Message: ...
 
 
+class UnitOfWork(Protocol):
+    """Reads and writes of the store that are one step (cosmicpython's unit of work): no other step's
+    writes land between this one's reads and its writes, and its writes land all together at
+    ``commit()`` or not at all. Leaving the block without ``commit()``, or by an exception, discards them.
+
+    ``store`` is the store as the step sees it: do the step's reads and writes through it, on the thread
+    that opened the block. A block opened inside another joins it: only the outermost ``commit()`` counts."""
+
+    store: KeyStore
+
+    def commit(self) -> None: ...
+
+
 class KeyStore(Protocol):
     """Durable records of the service: accounts, web sessions, connections, API keys, usage, the audit
     trail, idempotency records, and OAuth clients, codes and tokens. Look-ups answer None when nothing
     matches; they never raise for that.
-    ``Conflict`` is raised where a uniqueness rule is broken."""
+    ``Conflict`` is raised where a uniqueness rule is broken.
+
+    Every use case that reads and then writes runs in ``unit_of_work()``. The SQLite store makes it one
+    ``BEGIN IMMEDIATE`` transaction; the in-memory fake holds its lock and applies the writes at commit."""
+
+    def unit_of_work(self) -> AbstractContextManager[UnitOfWork]:
+        """A block whose reads and writes are one step (``UnitOfWork``)."""
+        ...
 
     # accounts and web sessions
     def add_account(self, account: Account, password_hash: str) -> None:
@@ -202,8 +222,10 @@ class KeyStore(Protocol):
         """Every key of the account, revoked and expired ones too, oldest first."""
         ...
 
-    def update_key(self, key: ApiKey) -> None:
-        """Store new values of ``last_used_at``, ``expires_at`` and ``revoked_at`` for ``key.id``."""
+    def end_key(self, key_id: str, *, expires_at: datetime | None = None, revoked_at: datetime | None = None) -> None:
+        """End a key, never bring it back: ``expires_at`` becomes the earlier of the stored one and the given
+        one; ``revoked_at`` is set only where it is still empty. A write states the change, not the row,
+        so a stale copy of a key can never make it live again. No-op for an unknown key."""
         ...
 
     # usage

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlite_utils import Database
 
@@ -35,6 +35,7 @@ from adapters.store.sqlite_schema import dt as _dt
 from adapters.store.sqlite_schema import dt_or_none as _dt_or_none
 from adapters.store.sqlite_schema import ts as _ts
 from adapters.store.sqlite_schema import ts_or_none as _ts_or_none
+from adapters.store.sqlite_unit_of_work import SqliteUnitOfWork, UnitDepth
 from community_api.errors import Conflict
 from community_api.model import (
     IDEMPOTENCY_WINDOW,
@@ -64,6 +65,7 @@ _ACTIVE_CONNECTION_WITH_SESSION = (
 _KEY_BY_ID = _KEY + " WHERE id = ?"
 _KEYS_BY_PREFIX = _KEY + " WHERE prefix = ? ORDER BY created_at, rowid"
 _KEYS_OF = _KEY + " WHERE account_id = ? ORDER BY created_at, rowid"
+T = TypeVar("T")
 
 
 def _email_key(email: str) -> str:
@@ -83,6 +85,7 @@ class SqliteKeyStore(SqliteOAuthRecords):
         self._cipher = SessionCipher(secret)
         self._connections = ThreadConnections(self._path, busy_timeout_ms)
         self._reads = ReadCache(lambda: self._db.conn, self._path)
+        self._units = UnitDepth()
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], secret: str, *, busy_timeout_ms: int = 5000) -> SqliteKeyStore:
@@ -112,10 +115,37 @@ class SqliteKeyStore(SqliteOAuthRecords):
         row: tuple[Any, ...] | None = self._db.execute(sql, params).fetchone()
         return row
 
+    def unit_of_work(self) -> SqliteUnitOfWork:
+        return SqliteUnitOfWork(self, self, self._units)
+
+    def _begin(self) -> None:
+        self._db.conn.execute("BEGIN IMMEDIATE")
+
+    def _finish(self, commit: bool) -> None:
+        conn = self._db.conn
+        if not conn.in_transaction:
+            return
+        try:
+            conn.execute("COMMIT" if commit else "ROLLBACK")
+        except BaseException:
+            # Never leave a transaction open on this thread's connection: it would swallow later writes.
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _cached(self, key: tuple[Any, ...], load: Callable[[], T]) -> T:
+        """A read through the per-thread cache, except inside a unit of work (the cache vouches for
+        committed state only)."""
+        return load() if self._units.get() else self._reads.get(key, load)
+
     @contextmanager
     def _immediate(self) -> Iterator[Database]:
-        """A write transaction that takes the write lock before its first read."""
+        """A write transaction that takes the write lock before its first read; inside a unit of work it
+        joins that one's transaction."""
         db = self._db
+        if self._units.get():
+            yield db
+            return
         db.conn.execute("BEGIN IMMEDIATE")
         try:
             yield db
@@ -244,7 +274,7 @@ class SqliteKeyStore(SqliteOAuthRecords):
         return self._reads.one_check()
 
     def load_connection(self, account_id: str, connection_id: str | None) -> tuple[Connection, str | None] | None:
-        return self._reads.get(("connection", account_id, connection_id), lambda: self._load(account_id, connection_id))
+        return self._cached(("connection", account_id, connection_id), lambda: self._load(account_id, connection_id))
 
     def _load(self, account_id: str, connection_id: str | None) -> tuple[Connection, str | None] | None:
         if connection_id is None:
@@ -308,7 +338,7 @@ class SqliteKeyStore(SqliteOAuthRecords):
         return None if row is None else self._key(row)
 
     def find_keys_by_prefix(self, prefix: str) -> list[tuple[ApiKey, str]]:
-        found = self._reads.get(
+        found = self._cached(
             ("prefix", prefix), lambda: [(self._key(r), r[12]) for r in self._db.execute(_KEYS_BY_PREFIX, (prefix,))]
         )
         return list(found)
@@ -316,13 +346,14 @@ class SqliteKeyStore(SqliteOAuthRecords):
     def list_keys(self, account_id: str) -> list[ApiKey]:
         return [self._key(r) for r in self._db.execute(_KEYS_OF, (account_id,))]
 
-    def update_key(self, key: ApiKey) -> None:
-        # last_used_at only moves forward: the caller's copy may predate a usage flush of another worker.
+    def end_key(self, key_id: str, *, expires_at: datetime | None = None, revoked_at: datetime | None = None) -> None:
+        # The change, not the row: an end only ever moves earlier, whatever copy the caller holds.
         self._db.execute(
-            "UPDATE keys SET expires_at = ?, revoked_at = ?,"
-            " last_used_at = CASE WHEN last_used_at IS NULL OR last_used_at < ?3 THEN ?3"
-            " ELSE last_used_at END WHERE id = ?",
-            (_ts_or_none(key.expires_at), _ts_or_none(key.revoked_at), _ts_or_none(key.last_used_at), key.id),
+            "UPDATE keys SET"
+            " expires_at = CASE WHEN ?1 IS NOT NULL AND (expires_at IS NULL OR expires_at > ?1) THEN ?1"
+            " ELSE expires_at END,"
+            " revoked_at = coalesce(revoked_at, ?2) WHERE id = ?3",
+            (_ts_or_none(expires_at), _ts_or_none(revoked_at), key_id),
         )
 
     # --- usage -----------------------------------------------------------------------------------

@@ -276,35 +276,40 @@ def test_list_keys_oldest_first_with_revoked_ones(store: KeyStore) -> None:
     assert store.list_keys("acc_404") == []
 
 
-def test_update_key_stores_the_three_mutable_dates_only(store: KeyStore) -> None:
+def test_end_key_only_ever_ends_a_key_earlier(store: KeyStore) -> None:
+    """The change, not the row: a stale copy can never make a key live again."""
     store.add_key(key(1), "1" * 64)
-    changed = attrs.evolve(
-        key(1),
-        name="renamed",
-        scopes=("dms:read",),
-        last_used_at=T0 + timedelta(minutes=1),
-        expires_at=T0 + timedelta(hours=24),
-        revoked_at=T0 + timedelta(hours=1),
-    )
-    store.update_key(changed)
-    assert store.get_key("key_1") == attrs.evolve(changed, name="key 1", scopes=key(1).scopes)
-    store.update_key(attrs.evolve(changed, expires_at=None, revoked_at=None))
+    store.end_key("key_1", expires_at=T0 + timedelta(hours=24))
+    store.end_key("key_1", expires_at=T0 + timedelta(hours=48))  # later: ignored
     found = store.get_key("key_1")
-    assert found is not None and found.expires_at is None and found.revoked_at is None
-    store.update_key(key(404))  # unknown: nothing happens
+    assert found is not None and found.expires_at == T0 + timedelta(hours=24) and found.revoked_at is None
+    store.end_key("key_1", expires_at=T0, revoked_at=T0 + timedelta(hours=1))
+    store.end_key("key_1", revoked_at=T0 + timedelta(hours=2))  # already revoked: kept
+    found = store.get_key("key_1")
+    assert found == attrs.evolve(key(1), expires_at=T0, revoked_at=T0 + timedelta(hours=1))
+    store.end_key("key_404", revoked_at=T0)  # unknown: nothing happens
     assert store.get_key("key_404") is None
 
 
-def test_update_key_never_moves_last_used_back(store: KeyStore) -> None:
-    store.add_key(key(1), "1" * 64)
-    store.add_usage({}, {"key_1": T0 + timedelta(minutes=5)})
-    store.update_key(attrs.evolve(key(1), last_used_at=T0, revoked_at=T0))
-    found = store.get_key("key_1")
-    assert found is not None
-    assert found.last_used_at == T0 + timedelta(minutes=5) and found.revoked_at == T0
-
-
-# --- usage ---------------------------------------------------------------------------------------
+def test_a_unit_of_work_lands_whole_at_commit_or_not_at_all(store: KeyStore) -> None:
+    with store.unit_of_work() as uow:
+        uow.store.add_key(key(1), "1" * 64)
+        uow.store.end_key("key_1", revoked_at=T0)
+        with uow.store.unit_of_work() as inner:  # joins the outer block
+            inner.store.add_key(key(2), "2" * 64)
+            inner.commit()
+        assert uow.store.get_key("key_2") is not None  # its own writes are seen inside
+    assert store.get_key("key_1") is None and store.get_key("key_2") is None  # never committed
+    with pytest.raises(RuntimeError), store.unit_of_work() as uow:
+        uow.store.add_key(key(1), "1" * 64)
+        uow.commit()
+        raise RuntimeError("the step failed after its writes")
+    assert store.get_key("key_1") is None
+    with store.unit_of_work() as uow:
+        uow.store.add_key(key(1), "1" * 64)
+        uow.store.add_audit(AuditEvent(at=T0, event="key.minted", account_id="acc_1", key_id="key_1"))
+        uow.commit()
+    assert store.get_key("key_1") is not None and [e.event for e in store.list_audit("acc_1")] == ["key.minted"]
 
 
 def test_usage_by_day_month_and_total(store: KeyStore) -> None:
@@ -431,5 +436,5 @@ def test_unknown_ids_answer_none(store: KeyStore) -> None:
     store.delete_web_session("nope")
     store.set_active_connection("acc_404", "con_404")
     store.set_connection_status("con_404", CONNECTION_EXPIRED)
-    store.update_key(key(404))
+    store.end_key("key_404", revoked_at=T0)
     store.add_usage({}, {})

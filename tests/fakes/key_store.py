@@ -9,9 +9,10 @@ the store's back. One lock makes every method atomic, which is what the real sto
 
 from __future__ import annotations
 
+import copy
 import threading
-from collections.abc import Mapping
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime
 
 import attrs
@@ -36,9 +37,19 @@ def _email_key(email: str) -> str:
     return email.strip().casefold()
 
 
+class FakeUnitOfWork:
+    def __init__(self, store: FakeKeyStore) -> None:
+        self.store = store
+        self.committed = False
+
+    def commit(self) -> None:
+        self.committed = True
+
+
 class FakeKeyStore:
     def __init__(self) -> None:
         self._lock = threading.RLock()
+        self._unit_depth = 0
         self._accounts: dict[str, tuple[Account, str]] = {}
         self._web_sessions: dict[str, WebSession] = {}
         self._connections: dict[str, Connection] = {}
@@ -51,6 +62,41 @@ class FakeKeyStore:
         self._oauth_clients: dict[str, OAuthClient] = {}
         self._oauth_codes: dict[str, AuthorizationCode] = {}
         self._oauth_tokens: dict[str, OAuthToken] = {}
+
+    # --- the unit of work ------------------------------------------------------------------------
+
+    @contextmanager
+    def unit_of_work(self) -> Iterator[FakeUnitOfWork]:
+        """The store's lock, held for the whole block (other threads wait, as other workers wait for
+        SQLite's write lock); the state as it was is kept and put back unless the outermost block
+        commits, so the writes land at commit or not at all. A nested block joins the outermost."""
+        with self._lock:
+            unit = FakeUnitOfWork(self)
+            if self._unit_depth:
+                self._unit_depth += 1
+                try:
+                    yield unit
+                finally:
+                    self._unit_depth -= 1
+                return
+            before = self._state()
+            self._unit_depth = 1
+            committed = False
+            try:
+                yield unit
+                committed = unit.committed
+            finally:
+                self._unit_depth = 0
+                if not committed:
+                    self._restore(before)
+
+    def _state(self) -> dict[str, object]:
+        return {name: copy.copy(value) for name, value in vars(self).items() if name.startswith("_") and
+                isinstance(value, dict | list)}
+
+    def _restore(self, state: dict[str, object]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
 
     # --- accounts and web sessions ---------------------------------------------------------------
 
@@ -191,17 +237,16 @@ class FakeKeyStore:
             mine = [k for k in self._keys.values() if k.account_id == account_id]
         return sorted(mine, key=lambda k: k.created_at)
 
-    def update_key(self, key: ApiKey) -> None:
+    def end_key(self, key_id: str, *, expires_at: datetime | None = None, revoked_at: datetime | None = None) -> None:
         with self._lock:
-            stored = self._keys.get(key.id)
+            stored = self._keys.get(key_id)
             if stored is None:
                 return
-            self._keys[key.id] = attrs.evolve(
-                stored,
-                last_used_at=_later(stored.last_used_at, key.last_used_at),
-                expires_at=key.expires_at,
-                revoked_at=key.revoked_at,
-            )
+            if expires_at is not None and (stored.expires_at is None or stored.expires_at > expires_at):
+                stored = attrs.evolve(stored, expires_at=expires_at)
+            if revoked_at is not None and stored.revoked_at is None:
+                stored = attrs.evolve(stored, revoked_at=revoked_at)
+            self._keys[key_id] = stored
 
     # --- usage -----------------------------------------------------------------------------------
 

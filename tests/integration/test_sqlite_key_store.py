@@ -291,14 +291,13 @@ def test_eight_forked_processes_count_usage_exactly(store: SqliteKeyStore) -> No
 def test_the_read_cache_never_outlives_a_change(tmp_path: Path) -> None:
     """Two stores on one file stand for two worker processes: a revocation or a re-link written through
     one is seen by the very next look-up through the other, and by the writer itself."""
-    import attrs
 
     worker_a, worker_b, key = two_workers(tmp_path / "shared.sqlite3")
     t0 = WORKERS_T0
     assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at is None  # cached in b now
-    worker_a.update_key(attrs.evolve(key, revoked_at=t0))
+    worker_a.end_key(key.id, revoked_at=t0)
     assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at == t0
-    worker_b.update_key(attrs.evolve(key, revoked_at=t0, expires_at=t0))
+    worker_b.end_key(key.id, revoked_at=t0, expires_at=t0)
     assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].expires_at == t0  # its own write
     connection = Connection(
         id="con_1", account_id="acc_1", platform_user_id="u1", handle="h", name="n",
@@ -316,20 +315,19 @@ def test_one_check_blocks_never_outlive_a_change(tmp_path: Path) -> None:
     """``one_check()`` (the look-ups of one request) asks for the file's version once: a change another
     worker commits during the block is seen by the first look-up after it; the block's own writes are
     seen inside it; blocks nest."""
-    import attrs
 
     worker_a, worker_b, key = two_workers(tmp_path / "shared.sqlite3")
     t0 = WORKERS_T0
     with worker_b.one_check():
         assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at is None
-        worker_a.update_key(attrs.evolve(key, revoked_at=t0))  # another worker, during the request
+        worker_a.end_key(key.id, revoked_at=t0)  # another worker, during the request
         with worker_b.one_check():
             worker_b.find_keys_by_prefix("ABCDEFGH")  # as of the block's start, or newer: either is fine
     assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at == t0  # the next request sees it
 
     with worker_b.one_check():
         assert worker_b.load_connection("acc_1", None) is None
-        worker_b.update_key(attrs.evolve(key, revoked_at=t0, expires_at=t0))  # its own write
+        worker_b.end_key(key.id, revoked_at=t0, expires_at=t0)  # its own write
         assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].expires_at == t0
         worker_a.save_connection(
             Connection(id="con_1", account_id="acc_1", platform_user_id="u1", handle="h", name="n",
@@ -342,7 +340,6 @@ def test_one_check_blocks_never_outlive_a_change(tmp_path: Path) -> None:
 
 def test_one_check_is_per_thread(tmp_path: Path) -> None:
     """A block on one thread does not hold back the look-ups of another thread's requests."""
-    import attrs
 
     writer, store, key = two_workers(tmp_path / "shared.sqlite3")
     t0 = WORKERS_T0
@@ -353,7 +350,7 @@ def test_one_check_is_per_thread(tmp_path: Path) -> None:
 
     with store.one_check():
         store.find_keys_by_prefix("ABCDEFGH")
-        writer.update_key(attrs.evolve(key, revoked_at=t0))
+        writer.end_key(key.id, revoked_at=t0)
         thread = threading.Thread(target=other_request)
         thread.start()
         thread.join()

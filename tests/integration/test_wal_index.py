@@ -8,10 +8,9 @@ import mmap
 import sqlite3
 import struct
 from contextlib import closing
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import attrs
 import pytest
 
 from adapters.store import read_cache
@@ -95,7 +94,7 @@ def test_a_database_reached_through_a_symbolic_link(tmp_path: Path) -> None:
     t0 = T0
     assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at is None
     assert isinstance(worker_b._reads._version(worker_b._db.conn), bytes)  # the header, found via the target
-    worker_a.update_key(attrs.evolve(key, revoked_at=t0))
+    worker_a.end_key(key.id, revoked_at=t0)
     assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at == t0
 
 
@@ -109,10 +108,10 @@ def test_the_store_reads_the_header_and_sees_each_revocation(tmp_path: Path) -> 
     worker_a, worker_b, key = two_workers(tmp_path / "shared.sqlite3")
     worker_b.find_keys_by_prefix("ABCDEFGH")
     assert isinstance(worker_b._reads._version(worker_b._db.conn), bytes)  # the header, not the pragma
-    for n in range(1, 30):
-        when = datetime(2026, 1, 1, 0, 0, n, tzinfo=UTC)
-        worker_a.update_key(attrs.evolve(key, revoked_at=when))
-        assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at == when
+    for n in range(1, 30):  # each commit moves the key's end earlier (an end never moves later)
+        when = datetime(2026, 1, 1, 0, 1, 0, tzinfo=UTC) - timedelta(seconds=n)
+        worker_a.end_key(key.id, expires_at=when)
+        assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].expires_at == when
 
 
 def test_without_a_header_the_store_asks_sqlite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -121,5 +120,5 @@ def test_without_a_header_the_store_asks_sqlite(tmp_path: Path, monkeypatch: pyt
     worker_b.find_keys_by_prefix("ABCDEFGH")
     assert isinstance(worker_b._reads._version(worker_b._db.conn), int)  # PRAGMA data_version
     when = datetime(2026, 1, 1, 0, 0, 1, tzinfo=UTC)
-    worker_a.update_key(attrs.evolve(key, revoked_at=when))
+    worker_a.end_key(key.id, revoked_at=when)
     assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at == when
