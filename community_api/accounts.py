@@ -66,15 +66,23 @@ def create_account(
     signup_enabled: bool,
     hasher: PasswordHasher = DEFAULT_HASHER,
 ) -> Account:
+    closed = Forbidden("sign-up is closed on this service; ask its operator for an account")
     if not signup_enabled and store.count_accounts() > 0:
-        raise Forbidden("sign-up is closed on this service; ask its operator for an account")
+        raise closed  # before the slow hash; the step below checks again, atomically
     email, password = _credentials(body)
     if len(password) < MIN_PASSWORD:
         raise InvalidRequest(f"password must have at least {MIN_PASSWORD} characters", field="password")
-    account = Account(id=new_id("acc"), email=email, created_at=clock.now())
-    if store.find_account_by_email(email) is not None:
-        raise Conflict("an account with this email exists")
-    store.add_account(account, hasher.hash(password))
+    password_hash = hasher.hash(password)  # slow on purpose: before the step, not inside it
+    # One step: "no account yet" and "this email is free" still hold when the account is written, so
+    # two first sign-ups at once cannot both find the service empty.
+    with store.unit_of_work() as uow:
+        if not signup_enabled and uow.store.count_accounts() > 0:
+            raise closed
+        account = Account(id=new_id("acc"), email=email, created_at=clock.now())
+        if uow.store.find_account_by_email(email) is not None:
+            raise Conflict("an account with this email exists")
+        uow.store.add_account(account, password_hash)
+        uow.commit()
     return account
 
 

@@ -158,20 +158,25 @@ def exchange_code(
         raise OAuthError("invalid_grant", "code_verifier does not match the code_challenge")
     if resource is not None and not same_resource(resource, record.resource):
         raise OAuthError("invalid_target", f"this authorization code is for {record.resource}")
-    try:
-        issued = mint_key(
-            store,
-            clock,
-            account_id=record.account_id,
-            name=client.name,
-            scopes=record.scopes,
-            connection_id=record.connection_id,
-            kind=KEY_CONNECTOR,
-        )
-    except NotFound:
-        raise OAuthError("invalid_grant", "the connection chosen on the consent page no longer exists") from None
-    store.set_authorization_code_key(record.code_hash, issued.key.id)
-    return _issue_pair(store, clock, issued.key, client.id, record.resource)
+    # The grant, its link to the code and its first tokens land together or not at all. (The code was
+    # used above, in a step of its own: a failed exchange still burns it.)
+    with store.unit_of_work() as uow:
+        try:
+            issued = mint_key(
+                uow.store,
+                clock,
+                account_id=record.account_id,
+                name=client.name,
+                scopes=record.scopes,
+                connection_id=record.connection_id,
+                kind=KEY_CONNECTOR,
+            )
+        except NotFound:
+            raise OAuthError("invalid_grant", "the connection chosen on the consent page no longer exists") from None
+        uow.store.set_authorization_code_key(record.code_hash, issued.key.id)
+        tokens = _issue_pair(uow.store, clock, issued.key, client.id, record.resource)
+        uow.commit()
+    return tokens
 
 
 def refresh(
@@ -206,11 +211,16 @@ def refresh(
     extra = sorted({n for n in (scope or "").split() if n not in key.scopes and n not in IGNORED_SCOPES})
     if extra:
         raise OAuthError("invalid_scope", f"not granted: {', '.join(extra)}; a new scope needs a new consent")
-    before = store.use_oauth_token(token_hash, now)
-    if before is None or before.used_at is not None:
+    # Using the refresh token and issuing the new pair are one step: a failure leaves the token usable.
+    with store.unit_of_work() as uow:
+        before = uow.store.use_oauth_token(token_hash, now)
+        replayed = before is None or before.used_at is not None
+        tokens = None if replayed else _issue_pair(uow.store, clock, key, client.id, token.resource)
+        uow.commit()
+    if tokens is None:
         # Another request rotated it first: two uses of one refresh token, which is what a replay is.
         _replayed(store, clock, key)
-    return _issue_pair(store, clock, key, client.id, token.resource)
+    return tokens
 
 
 def _replayed(store: KeyStore, clock: Clock, key: ApiKey | None) -> NoReturn:

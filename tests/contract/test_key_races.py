@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +25,7 @@ import pytest
 from adapters.store.sqlite_key_store import SqliteKeyStore
 from community_api import accounts, keys
 from community_api.clock import SystemClock
-from community_api.errors import Conflict, ServiceError, Unauthorized
+from community_api.errors import Conflict, Forbidden, ServiceError, Unauthorized
 from community_api.model import Account
 from community_api.ports import KeyStore
 from tests.fakes.key_store import FakeKeyStore
@@ -174,9 +175,7 @@ def test_a_revocation_racing_a_rotation_is_never_undone(arena: Arena) -> None:
         if arena.works(original.secret) or stored.revoked_at is None:
             failures.append(f"round {round_}: the revoked key still works (revoked_at={stored.revoked_at})")
         if rotation[0] == "rotated":
-            # Rotation first, then revocation: revoking the old key also ends its successor? No — the
-            # successor is a key of its own; what must hold is one of the two orders' end states: the
-            # old key dead, and the successor live (rotation then revocation of the old key).
+            # Rotation first, then the old key's revocation: the old key dead, its successor live.
             assert rotation[1] is not None
             if not arena.works(rotation[1]):
                 failures.append(f"round {round_}: a secret shown in a 201 answer does not work")
@@ -205,3 +204,25 @@ def test_a_key_that_was_rotated_cannot_be_brought_back_by_a_stale_copy(arena: Ar
     stored = arena.store.get_key(stale.id)
     assert stored is not None and stored.revoked_at is not None
     assert not arena.works(issued.secret)
+
+
+def first_sign_up(store: KeyStore, _: str) -> tuple[str, str | None]:
+    """A sign-up, with an email of its own, while only the service's first account may sign up."""
+    body = {"email": f"{uuid.uuid4().hex}@example.com", "password": "a long enough password"}
+    try:
+        account = accounts.create_account(store, SystemClock(), body, signup_enabled=False)
+    except Forbidden:
+        return "refused", None
+    return "created", account.id
+
+
+@pytest.mark.parametrize("kind", ["fake", "sqlite"])
+def test_only_one_first_account_when_sign_up_is_closed(kind: str, tmp_path: Path) -> None:
+    """Racers with different emails on an empty service: exactly one finds it empty, each round."""
+    for round_ in range(4):
+        folder = tmp_path / str(round_)
+        folder.mkdir()
+        arena = Arena(kind, folder)
+        outcomes = arena.run([[first_sign_up] for _ in range(RACERS)], ["-"])
+        assert sorted(k for k, _ in outcomes[0]) == ["created"] + ["refused"] * (RACERS - 1), (round_, outcomes)
+        assert arena.store.count_accounts() == 1

@@ -147,3 +147,40 @@ def test_the_secret_appears_neither_in_output_nor_in_the_database(service: Servi
         assert needle not in service.log.read_bytes()
         for path in service.db.parent.glob(service.db.name + "*"):
             assert needle not in path.read_bytes(), f"found in {path.name}"
+
+
+def _racing(service: Service, calls: list[tuple[str, str]]) -> list[requests.Response]:
+    """Send the management calls at once, each on a connection of its own (so the workers share them)."""
+    cookies = service.session.cookies.get_dict()
+
+    def send(call: tuple[str, str]) -> requests.Response:
+        method, path = call
+        headers = {"X-CSRF-Token": service.csrf, "Connection": "close"}
+        return requests.request(method, service.url + path, headers=headers, cookies=cookies, timeout=30)
+
+    with ThreadPoolExecutor(len(calls)) as pool:
+        return list(pool.map(send, calls))
+
+
+def test_rotations_and_a_revocation_racing_over_http(service: Service, alice: dict[str, Any]) -> None:
+    """Issue 14 through gunicorn's workers: six rotations of one key at once let one through, the rest
+    answer 409, and at most two secrets of the lineage work; a revocation racing a rotation is never
+    undone, and a secret shown in a 201 answer works."""
+    for _ in range(4):
+        key = mint(service)
+        answers = _racing(service, [("POST", f"/v1/keys/{key['id']}/rotate")] * 6)
+        assert sorted(a.status_code for a in answers) == [201] + [409] * 5, [a.text for a in answers]
+        (rotated,) = [a.json()["secret"] for a in answers if a.status_code == 201]
+        assert whoami(service, rotated).status_code == 200
+        assert whoami(service, key["secret"]).status_code == 200  # the old one, in its grace window
+    for _ in range(4):
+        key = mint(service)
+        rotation, revocation = _racing(
+            service, [("POST", f"/v1/keys/{key['id']}/rotate"), ("DELETE", f"/v1/keys/{key['id']}")]
+        )
+        assert revocation.status_code == 204, revocation.text
+        assert all(whoami(service, key["secret"]).status_code == 401 for _ in range(3))  # every worker
+        if rotation.status_code == 201:
+            assert whoami(service, rotation.json()["secret"]).status_code == 200
+        else:
+            assert rotation.status_code == 409, rotation.text
