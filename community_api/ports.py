@@ -6,22 +6,15 @@ keep the same contracts, checked by contract tests run against fake and real ali
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
 from community_api.model import (
-    Account,
-    ApiKey,
-    AuditEvent,
     Comment,
-    Connection,
     Conversation,
     DmQuota,
     Group,
-    IdempotencyRecord,
-    KeyUsage,
     LinkedAccount,
     Message,
     MessagePage,
@@ -30,9 +23,10 @@ from community_api.model import (
     Post,
     PostDetail,
     ReadPace,
-    WebSession,
 )
-from community_api.oauth_model import AuthorizationCode, OAuthClient, OAuthToken
+from community_api.store_ports import KeyStore, UnitOfWork
+
+__all__ = ["Clock", "KeyStore", "PlatformGateway", "PlatformPace", "Throttle", "UnitOfWork"]
 
 
 class Clock(Protocol):
@@ -124,179 +118,6 @@ class PlatformGateway(Protocol):
         ...
 
     def send_message(self, session: PlatformSession, conversation_id: str, content: str) -> Message: ...
-
-
-class UnitOfWork(Protocol):
-    """Reads and writes of the store that are one step (cosmicpython's unit of work): no other step's
-    writes land between this one's reads and its writes, and its writes land all together at
-    ``commit()`` or not at all. Leaving the block without ``commit()``, or by an exception, discards them.
-
-    ``store`` is the store as the step sees it: do the step's reads and writes through it, on the thread
-    that opened the block. A block opened inside another joins it: only the outermost ``commit()`` counts."""
-
-    store: KeyStore
-
-    def commit(self) -> None: ...
-
-
-class KeyStore(Protocol):
-    """Durable records of the service: accounts, web sessions, connections, API keys, usage, the audit
-    trail, idempotency records, and OAuth clients, codes and tokens. Look-ups answer None when nothing
-    matches; they never raise for that.
-    ``Conflict`` is raised where a uniqueness rule is broken.
-
-    Every use case that reads and then writes runs in ``unit_of_work()``. The SQLite store makes it one
-    ``BEGIN IMMEDIATE`` transaction; the in-memory fake holds its lock and applies the writes at commit."""
-
-    def unit_of_work(self) -> AbstractContextManager[UnitOfWork]:
-        """A block whose reads and writes are one step (``UnitOfWork``)."""
-        ...
-
-    # accounts and web sessions
-    def add_account(self, account: Account, password_hash: str) -> None:
-        """``Conflict`` if the email (compared case-insensitively) is taken."""
-        ...
-
-    def get_account(self, account_id: str) -> Account | None: ...
-
-    def find_account_by_email(self, email: str) -> tuple[Account, str] | None:
-        """The account and its password hash."""
-        ...
-
-    def count_accounts(self) -> int: ...
-
-    def add_web_session(self, session: WebSession) -> None: ...
-
-    def get_web_session(self, token_hash: str) -> WebSession | None: ...
-
-    def delete_web_session(self, token_hash: str) -> None: ...
-
-    # connections
-    def save_connection(self, connection: Connection, platform_session: str) -> Connection:
-        """Insert, or refresh in place when the account already links that platform user: the stored
-        record keeps its id and created_at, takes the new handle, name, status and session. Answers the
-        stored record. The platform session is kept encrypted at rest by real stores."""
-        ...
-
-    def get_connection(self, connection_id: str) -> Connection | None: ...
-
-    def list_connections(self, account_id: str) -> list[Connection]:
-        """Oldest first."""
-        ...
-
-    def get_platform_session(self, connection_id: str) -> str | None: ...
-
-    def one_check(self) -> AbstractContextManager[None]:
-        """A block whose look-ups may all answer as the store stood at the block's start (the look-ups of
-        one request: its key, then its connection). A store that must ask whether its cache is still
-        fresh may then ask once for the block rather than once per look-up. Writes made inside the block
-        are seen by the block's later look-ups."""
-        ...
-
-    def load_connection(self, account_id: str, connection_id: str | None) -> tuple[Connection, str | None] | None:
-        """One look-up for the hot path of every data request: the connection ``connection_id`` (of any
-        account: the caller checks ownership) or, when it is None, the account's active connection (its
-        oldest when none is active), with its platform session (None if it cannot be read). None when
-        nothing matches."""
-        ...
-
-    def set_active_connection(self, account_id: str, connection_id: str) -> None:
-        """Make one connection the active one; every other connection of the account becomes inactive."""
-        ...
-
-    def set_connection_status(self, connection_id: str, status: str) -> None: ...
-
-    # API keys
-    def add_key(self, key: ApiKey, secret_hash: str) -> None:
-        """``secret_hash`` is the hex SHA-256 of the full key value; unique."""
-        ...
-
-    def get_key(self, key_id: str) -> ApiKey | None: ...
-
-    def find_keys_by_prefix(self, prefix: str) -> list[tuple[ApiKey, str]]:
-        """Every key whose ``prefix`` matches, each with its stored secret hash, so that the caller
-        compares hashes in constant time rather than letting an index compare secrets."""
-        ...
-
-    def list_keys(self, account_id: str) -> list[ApiKey]:
-        """Every key of the account, revoked and expired ones too, oldest first."""
-        ...
-
-    def end_key(self, key_id: str, *, expires_at: datetime | None = None, revoked_at: datetime | None = None) -> None:
-        """End a key, never bring it back: ``expires_at`` becomes the earlier of the stored one and the given
-        one; ``revoked_at`` is set only where it is still empty. A write states the change, not the row,
-        so a stale copy of a key can never make it live again. No-op for an unknown key."""
-        ...
-
-    # usage
-    def add_usage(self, counts: Mapping[tuple[str, str], int], last_used: Mapping[str, datetime]) -> None:
-        """Add request counts per (key id, UTC day ``YYYY-MM-DD``) and move ``last_used_at`` forward."""
-        ...
-
-    def key_usage(self, key_id: str, day: str) -> KeyUsage:
-        """Requests of the key on ``day``, in that day's month, and in all."""
-        ...
-
-    # audit
-    def add_audit(self, event: AuditEvent) -> None: ...
-
-    def count_audit(self, event: str, subject: str, since: datetime) -> int:
-        """How many ``event`` rows with that ``subject`` were written at or after ``since``."""
-        ...
-
-    def list_audit(self, account_id: str) -> list[AuditEvent]:
-        """Oldest first."""
-        ...
-
-    # idempotency
-    def claim_idempotency(self, record: IdempotencyRecord) -> IdempotencyRecord | None:
-        """Insert ``record`` (status 0: in flight) unless one with the same key exists and is younger
-        than 24 hours. Answers None when the claim succeeded, else the existing record. Atomic across
-        processes: of two concurrent claims exactly one succeeds."""
-        ...
-
-    def complete_idempotency(self, key: str, status: int, body: str) -> None: ...
-
-    def release_idempotency(self, key: str) -> None:
-        """Forget an in-flight claim (the request failed before acting), so a retry may act."""
-        ...
-
-    # OAuth for MCP connectors (``oauth.py``): clients, codes and tokens; secrets only as hex SHA-256
-    def add_oauth_client(self, client: OAuthClient) -> None:
-        """``Conflict`` if the id is taken. ``redirect_uris`` keep their order."""
-        ...
-
-    def get_oauth_client(self, client_id: str) -> OAuthClient | None: ...
-
-    def add_authorization_code(self, code: AuthorizationCode) -> None:
-        """``code_hash`` is unique (``Conflict``)."""
-        ...
-
-    def use_authorization_code(self, code_hash: str, at: datetime) -> AuthorizationCode | None:
-        """Mark the code used at ``at`` (unless it already was) and answer the record as it was before
-        this call: ``used_at`` None means this call used it. None for an unknown code. Atomic across
-        processes: of concurrent calls for one code exactly one sees ``used_at`` None."""
-        ...
-
-    def set_authorization_code_key(self, code_hash: str, key_id: str) -> None:
-        """Record the grant (connector key) that redeeming the code created. No-op for an unknown code."""
-        ...
-
-    def add_oauth_token(self, token: OAuthToken) -> None:
-        """``token_hash`` is unique (``Conflict``). The store may forget tokens of the same grant whose
-        ``expires_at`` has passed ``token.created_at``: they can never be accepted again."""
-        ...
-
-    def get_oauth_token(self, token_hash: str) -> OAuthToken | None: ...
-
-    def use_oauth_token(self, token_hash: str, at: datetime) -> OAuthToken | None:
-        """As ``use_authorization_code``, for a refresh token being rotated: answers the record as it was
-        before (``used_at`` None: this call used it), None when unknown; atomic across processes."""
-        ...
-
-    def delete_oauth_tokens(self, key_id: str) -> None:
-        """Forget every token of the grant (on revocation of its connector key). No-op when none."""
-        ...
 
 
 class Throttle(Protocol):
