@@ -29,19 +29,27 @@ class _Transactional(Protocol):
     def _finish(self, commit: bool) -> None: ...
 
 
+class _Depth(threading.local):
+    depth = 0  # a class-level default: reading it never goes through a missing attribute's exception
+
+
 class UnitDepth:
-    """How many unit-of-work blocks the current thread of the current process is inside."""
+    """How many unit-of-work blocks the current thread is inside. Read on every cached look-up of the hot
+    path, so it is a plain thread-local attribute (about 30 ns); a forked child starts outside any block
+    (the hook below), whatever the forking thread was doing."""
 
     def __init__(self) -> None:
-        self._local = threading.local()
+        self._local = _Depth()
+        os.register_at_fork(after_in_child=self._forget)
 
     def get(self) -> int:
-        if getattr(self._local, "pid", None) != os.getpid():
-            self._local.pid, self._local.depth = os.getpid(), 0  # a forked child starts outside any block
-        return int(self._local.depth)
+        return self._local.depth
 
     def set(self, depth: int) -> None:
-        self._local.pid, self._local.depth = os.getpid(), depth
+        self._local.depth = depth
+
+    def _forget(self) -> None:
+        self._local = _Depth()
 
 
 class SqliteUnitOfWork:
