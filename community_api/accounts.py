@@ -76,12 +76,12 @@ def create_account(
     # One step: "no account yet" and "this email is free" still hold when the account is written, so
     # two first sign-ups at once cannot both find the service empty.
     with store.unit_of_work() as uow:
-        if not signup_enabled and uow.store.count_accounts() > 0:
+        if not signup_enabled and uow.accounts.count_accounts() > 0:
             raise closed
         account = Account(id=new_id("acc"), email=email, created_at=clock.now())
-        if uow.store.find_account_by_email(email) is not None:
+        if uow.accounts.find_account_by_email(email) is not None:
             raise Conflict("an account with this email exists")
-        uow.store.add_account(account, password_hash)
+        uow.accounts.add_account(account, password_hash)
         uow.commit()
     return account
 

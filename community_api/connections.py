@@ -38,7 +38,7 @@ def link_connection(deps: Deps, account_id: str, body: object) -> Connection:
     # The platform was asked above (slow, outside any step); what the account's connections are, and which
     # is active, is decided and written in one step.
     with deps.store.unit_of_work() as uow:
-        existing = uow.store.list_connections(account_id)
+        existing = uow.connections.list_connections(account_id)
         connection = Connection(
             id=new_id("con"),
             account_id=account_id,
@@ -49,9 +49,9 @@ def link_connection(deps: Deps, account_id: str, body: object) -> Connection:
             status=CONNECTION_ACTIVE,
             created_at=deps.clock.now(),
         )
-        stored = uow.store.save_connection(connection, linked.session_token)
+        stored = uow.connections.save_connection(connection, linked.session_token)
         if make_active or not any(c.active for c in existing if c.id != stored.id):
-            uow.store.set_active_connection(account_id, stored.id)
+            uow.connections.set_active_connection(account_id, stored.id)
         uow.commit()
     return _reload(deps, stored.id)
 
@@ -62,10 +62,10 @@ def list_connections(deps: Deps, account_id: str) -> list[Connection]:
 
 def activate_connection(deps: Deps, account_id: str, connection_id: str) -> Connection:
     with deps.store.unit_of_work() as uow:
-        connection = uow.store.get_connection(connection_id)
+        connection = uow.connections.get_connection(connection_id)
         if connection is None or connection.account_id != account_id:
             raise NotFound(f"no connection {connection_id}")
-        uow.store.set_active_connection(account_id, connection_id)
+        uow.connections.set_active_connection(account_id, connection_id)
         uow.commit()
     return _reload(deps, connection_id)
 

@@ -30,6 +30,7 @@ from community_api.ids import BASE62, new_id, random_base62
 from community_api.model import KEY_CONNECTOR, KEY_STANDARD, ApiKey, AuditEvent
 from community_api.ports import Clock, KeyStore
 from community_api.scopes import normalise_scopes
+from community_api.store_ports import KeyRecords, UnitOfWork
 
 KEY_PREFIX = "cda_"
 RANDOM_LENGTH = 43
@@ -121,17 +122,17 @@ def mint_key(
         raise InvalidRequest(f"name is longer than {MAX_NAME_LENGTH} characters")
     granted = normalise_scopes(scopes)
     with store.unit_of_work() as uow:
-        issued = _mint(uow.store, clock, account_id, clean_name, granted, connection_id, kind)
+        issued = _mint(uow, clock, account_id, clean_name, granted, connection_id, kind)
         uow.commit()
     return issued
 
 
 def _mint(
-    store: KeyStore, clock: Clock, account_id: str, name: str, granted: tuple[str, ...], connection_id: str | None,
+    uow: UnitOfWork, clock: Clock, account_id: str, name: str, granted: tuple[str, ...], connection_id: str | None,
     kind: str,
 ) -> IssuedKey:
     if connection_id is not None:
-        connection = store.get_connection(connection_id)
+        connection = uow.connections.get_connection(connection_id)
         if connection is None or connection.account_id != account_id:
             raise NotFound(f"no connection {connection_id}")
     now = clock.now()
@@ -148,13 +149,13 @@ def _mint(
         created_at=now,
         lineage_id=key_id,
     )
-    store.add_key(key, hash_secret(secret))
-    store.add_audit(AuditEvent(at=now, event="key.minted", account_id=account_id, key_id=key_id))
+    uow.keys.add_key(key, hash_secret(secret))
+    uow.audit.add_audit(AuditEvent(at=now, event="key.minted", account_id=account_id, key_id=key_id))
     return IssuedKey(key=key, secret=secret)
 
 
-def _own_key(store: KeyStore, account_id: str, key_id: str) -> ApiKey:
-    key = store.get_key(key_id)
+def _own_key(records: KeyRecords, account_id: str, key_id: str) -> ApiKey:
+    key = records.get_key(key_id)
     # Another account's key answers exactly as a key that does not exist.
     if key is None or key.account_id != account_id:
         raise NotFound(f"no key {key_id}")
@@ -171,13 +172,13 @@ def rotate_key(store: KeyStore, clock: Clock, *, account_id: str, key_id: str, g
       as they would one after the other.
     """
     with store.unit_of_work() as uow:
-        issued = _rotate(uow.store, clock, account_id, key_id, grace)
+        issued = _rotate(uow, clock, account_id, key_id, grace)
         uow.commit()
     return issued
 
 
-def _rotate(store: KeyStore, clock: Clock, account_id: str, key_id: str, grace: bool) -> IssuedKey:
-    old = _own_key(store, account_id, key_id)
+def _rotate(uow: UnitOfWork, clock: Clock, account_id: str, key_id: str, grace: bool) -> IssuedKey:
+    old = _own_key(uow.keys, account_id, key_id)
     now = clock.now()
     if old.kind == KEY_CONNECTOR:
         # Its credentials are OAuth tokens that the client refreshes itself; a new secret would turn
@@ -187,10 +188,10 @@ def _rotate(store: KeyStore, clock: Clock, account_id: str, key_id: str, grace: 
         raise Conflict("this key is revoked and cannot be rotated")
     if old.expires_at is not None:
         raise Conflict("this key was already rotated; rotate its successor")
-    for sibling in store.list_keys(account_id):
+    for sibling in uow.keys.list_keys(account_id):
         if sibling.lineage_id == old.lineage_id and sibling.id != old.id and sibling.is_live(now):
-            store.end_key(sibling.id, expires_at=now)  # a predecessor still in its grace window
-    store.end_key(old.id, expires_at=now + ROTATION_GRACE if grace else now)
+            uow.keys.end_key(sibling.id, expires_at=now)  # a predecessor still in its grace window
+    uow.keys.end_key(old.id, expires_at=now + ROTATION_GRACE if grace else now)
     new_key_id = new_id("key")
     secret = generate_secret()
     new = attrs.evolve(
@@ -202,8 +203,8 @@ def _rotate(store: KeyStore, clock: Clock, account_id: str, key_id: str, grace: 
         expires_at=None,
         revoked_at=None,
     )
-    store.add_key(new, hash_secret(secret))
-    store.add_audit(
+    uow.keys.add_key(new, hash_secret(secret))
+    uow.audit.add_audit(
         AuditEvent(
             at=now,
             event="key.rotated",
@@ -220,28 +221,28 @@ def revoke_key(store: KeyStore, clock: Clock, *, account_id: str, key_id: str) -
     user revoking the old key after a rotation keeps the new one); a connector key's OAuth tokens are
     forgotten. Idempotent. One unit of work: a rotation racing it cannot undo it."""
     with store.unit_of_work() as uow:
-        revoked = _revoke(uow.store, clock, account_id, key_id)
+        revoked = _revoke(uow, clock, account_id, key_id)
         uow.commit()
     return revoked
 
 
-def _revoke(store: KeyStore, clock: Clock, account_id: str, key_id: str) -> ApiKey:
-    key = _own_key(store, account_id, key_id)
+def _revoke(uow: UnitOfWork, clock: Clock, account_id: str, key_id: str) -> ApiKey:
+    key = _own_key(uow.keys, account_id, key_id)
     now = clock.now()
     if key.revoked_at is not None:
         return key
     revoked = attrs.evolve(key, revoked_at=now)
-    store.end_key(key.id, revoked_at=now)
-    lineage = [sibling for sibling in store.list_keys(account_id) if sibling.lineage_id == key.lineage_id]
+    uow.keys.end_key(key.id, revoked_at=now)
+    lineage = [sibling for sibling in uow.keys.list_keys(account_id) if sibling.lineage_id == key.lineage_id]
     predecessors = lineage[: next(i for i, sibling in enumerate(lineage) if sibling.id == key.id)]  # oldest first
     for sibling in predecessors:
         if sibling.is_live(now):
-            store.end_key(sibling.id, revoked_at=now)
+            uow.keys.end_key(sibling.id, revoked_at=now)
     if key.kind == KEY_CONNECTOR:
         # Its tokens already fail (they answer only for a live key); forgetting them keeps no dead
         # credentials around.
-        store.delete_oauth_tokens(key.id)
-    store.add_audit(AuditEvent(at=now, event="key.revoked", account_id=account_id, key_id=key.id))
+        uow.oauth.delete_oauth_tokens(key.id)
+    uow.audit.add_audit(AuditEvent(at=now, event="key.revoked", account_id=account_id, key_id=key.id))
     return revoked
 
 

@@ -173,7 +173,7 @@ def exchange_code(
             )
         except NotFound:
             raise OAuthError("invalid_grant", "the connection chosen on the consent page no longer exists") from None
-        uow.store.set_authorization_code_key(record.code_hash, issued.key.id)
+        uow.oauth.set_authorization_code_key(record.code_hash, issued.key.id)
         tokens = _issue_pair(uow.store, clock, issued.key, client.id, record.resource)
         uow.commit()
     return tokens
@@ -213,7 +213,7 @@ def refresh(
         raise OAuthError("invalid_scope", f"not granted: {', '.join(extra)}; a new scope needs a new consent")
     # Using the refresh token and issuing the new pair are one step: a failure leaves the token usable.
     with store.unit_of_work() as uow:
-        before = uow.store.use_oauth_token(token_hash, now)
+        before = uow.oauth.use_oauth_token(token_hash, now)
         replayed = before is None or before.used_at is not None
         tokens = None if replayed else _issue_pair(uow.store, clock, key, client.id, token.resource)
         uow.commit()

@@ -196,10 +196,27 @@ class UnitOfWork(Protocol):
     writes land between this one's reads and its writes, and its writes land all together at
     ``commit()`` or not at all. Leaving the block without ``commit()``, or by an exception, discards them.
 
-    ``store`` is the store as the step sees it: do the step's reads and writes through it, on the thread
-    that opened the block. A block opened inside another joins it: only the outermost ``commit()`` counts."""
+    Do the step's reads and writes through its views, by role (``uow.keys``, ``uow.audit``, …), on the
+    thread that opened the block; ``store`` is the whole store as the step sees it, for a step that calls
+    another use case. A block opened inside another joins it: only the outermost ``commit()`` counts."""
 
-    store: KeyStore
+    @property
+    def store(self) -> KeyStore: ...
+
+    @property
+    def accounts(self) -> AccountRecords: ...
+
+    @property
+    def connections(self) -> ConnectionRecords: ...
+
+    @property
+    def keys(self) -> KeyRecords: ...
+
+    @property
+    def audit(self) -> AuditLog: ...
+
+    @property
+    def oauth(self) -> OAuthRecords: ...
 
     def commit(self) -> None: ...
 

@@ -54,7 +54,8 @@ class UnitDepth:
 
 class SqliteUnitOfWork:
     def __init__(self, store: KeyStore, transactional: _Transactional, depth: UnitDepth) -> None:
-        self.store = store
+        # Every role is served by the store itself, on the thread's connection inside the transaction.
+        self.store = self.accounts = self.connections = self.keys = self.audit = self.oauth = store
         self._transactional = transactional
         self._depth = depth
         self._committed = False

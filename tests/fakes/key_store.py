@@ -39,7 +39,7 @@ def _email_key(email: str) -> str:
 
 class FakeUnitOfWork:
     def __init__(self, store: FakeKeyStore) -> None:
-        self.store = store
+        self.store = self.accounts = self.connections = self.keys = self.audit = self.oauth = store
         self.committed = False
 
     def commit(self) -> None:
