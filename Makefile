@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 DEBIAN_PACKAGES := chromium chromium-driver redis-server curl
 BENCH_PACKAGES := wrk
 
-.PHONY: install system-deps lint test demo bench bench-deps bench-feed bench-mcp clean
+.PHONY: install system-deps lint test demo bench bench-deps bench-feed bench-mcp bench-store clean
 
 install: system-deps $(STAMP)
 
@@ -48,6 +48,9 @@ bench-feed: install
 
 bench-mcp: bench-deps
 	$(BIN)/python scripts/bench/mcp_vs_rest.py
+
+bench-store: install
+	$(BIN)/python scripts/bench/store_scale.py
 
 clean:
 	rm -rf $(VENV) build var
