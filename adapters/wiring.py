@@ -24,6 +24,7 @@ from adapters.web import add_web_routes
 from community_api.clock import SystemClock
 from community_api.deps import Deps
 from community_api.ports import Clock, KeyStore, PlatformGateway, PlatformPace, Throttle
+from community_api.sign_in_guard import DeviceCookies
 from community_api.usage import UsageRecorder
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ def bootstrap(
         usage=UsageRecorder(key_store, clock, settings.usage_flush_seconds),
         # Tests sign in hundreds of times: argon2's cheap profile there, the default everywhere else.
         password_hasher=PasswordHasher.from_parameters(CHEAPEST) if settings.mode == "test" else PasswordHasher(),
+        device_cookies=DeviceCookies(settings.secret.encode()),
     )
 
 

@@ -6,8 +6,9 @@ Rules (DESIGN §2):
 - passwords are hashed with Argon2id (argon2-cffi's defaults); at least 10 characters;
 - a session is a random cookie value of which only the SHA-256 is stored, with its own CSRF token that
   unsafe management requests must echo in ``X-CSRF-Token``; sessions last 14 days;
-- failed logins are throttled per email (5 in 15 minutes) and per client address (20 in 15 minutes);
-  the answer to a wrong email and to a wrong password is the same.
+- sign-in attempts are throttled by ``sign_in_guard``: per (email, address), per address and per email,
+  or per device for a browser that signed in to that email before, so a stranger cannot lock the owner
+  out; the answer to a wrong email and to a wrong password is the same.
 """
 
 from __future__ import annotations
@@ -23,16 +24,15 @@ import attrs
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
-from community_api.errors import Conflict, Forbidden, InvalidRequest, RateLimited, Unauthorized
+from community_api import sign_in_guard as guard
+from community_api.errors import Conflict, Forbidden, InvalidRequest, Unauthorized
 from community_api.ids import new_id
 from community_api.inputs import check_body
-from community_api.model import Account, AuditEvent, WebSession
+from community_api.model import Account, WebSession
 from community_api.ports import Clock, KeyStore
+from community_api.sign_in_guard import DeviceCookies
 
 SESSION_LIFETIME = timedelta(days=14)
-LOGIN_WINDOW = timedelta(minutes=15)
-MAX_FAILURES_PER_EMAIL = 5
-MAX_FAILURES_PER_ADDRESS = 20
 MIN_PASSWORD = 10
 MAX_PASSWORD = 1024
 _EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,255}\.[^@\s]{1,63}")
@@ -44,6 +44,7 @@ class SignedIn:
     account: Account
     session: WebSession
     cookie_value: str
+    device_cookie: str  # for the client to keep: proof of this sign-in (``sign_in_guard.DeviceCookies``)
 
 
 def _hash_token(value: str) -> str:
@@ -92,16 +93,18 @@ def sign_in(
     body: object,
     client_address: str,
     *,
+    device_cookies: DeviceCookies,
+    device_cookie: str | None = None,
     hasher: PasswordHasher = DEFAULT_HASHER,
 ) -> SignedIn:
+    """Check the email and password, throttled by ``sign_in_guard`` (a stranger cannot lock the owner
+    out: the browser that signed in before shows its device cookie). The answer carries a fresh device
+    cookie for the client to keep."""
     email, password = _credentials(body)
     now = clock.now()
-    since = now - LOGIN_WINDOW
-    if (
-        store.count_audit("login.failed", f"email:{email}", since) >= MAX_FAILURES_PER_EMAIL
-        or store.count_audit("login.failed", f"addr:{client_address}", since) >= MAX_FAILURES_PER_ADDRESS
-    ):
-        raise RateLimited("too many failed sign-ins; try again later", int(LOGIN_WINDOW.total_seconds()))
+    device_id = device_cookies.device(device_cookie, email, now)
+    bounds = guard.bounds_for(email, client_address, device_id)
+    guard.admit(store, clock, bounds)
     found = store.find_account_by_email(email)
     try:
         # An unknown email is verified against a throw-away hash, so both failures take the same time.
@@ -110,10 +113,9 @@ def sign_in(
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         ok = False
     if not ok or found is None:
-        for subject in (f"email:{email}", f"addr:{client_address}"):
-            store.add_audit(AuditEvent(at=now, event="login.failed", subject=subject))
         raise Unauthorized("wrong email or password")
     account = found[0]
+    guard.succeeded(store, clock, bounds, account.id)
     cookie_value = secrets.token_urlsafe(32)
     session = WebSession(
         token_hash=_hash_token(cookie_value),
@@ -123,8 +125,8 @@ def sign_in(
         expires_at=now + SESSION_LIFETIME,
     )
     store.add_web_session(session)
-    store.add_audit(AuditEvent(at=now, event="login.succeeded", account_id=account.id))
-    return SignedIn(account=account, session=session, cookie_value=cookie_value)
+    return SignedIn(account=account, session=session, cookie_value=cookie_value,
+                    device_cookie=device_cookies.issue(email, now, device_id))
 
 
 @functools.cache

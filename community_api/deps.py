@@ -3,6 +3,7 @@ and by the tests with fakes (cosmicpython's bootstrap)."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -12,6 +13,7 @@ from argon2 import PasswordHasher
 from community_api.errors import ConnectionExpired, RateLimited
 from community_api.model import CONNECTION_EXPIRED
 from community_api.ports import Clock, KeyStore, PlatformGateway, PlatformPace, Throttle
+from community_api.sign_in_guard import DeviceCookies
 from community_api.usage import UsageRecorder
 
 
@@ -24,6 +26,9 @@ class Deps:
     clock: Clock
     usage: UsageRecorder
     password_hasher: PasswordHasher = attrs.field(factory=PasswordHasher)
+    # Signs the device cookies of sign-in (``sign_in_guard``); the composition root derives its key from
+    # the service secret, so every worker accepts the others' cookies.
+    device_cookies: DeviceCookies = attrs.field(factory=lambda: DeviceCookies(secrets.token_bytes(32)))
 
 
 # What one use-case step costs against the read pace, in platform requests (PLATFORM.md, "Rates seen by

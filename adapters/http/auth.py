@@ -27,6 +27,14 @@ from community_api.oauth import ACCESS_PREFIX, REFRESH_PREFIX, authenticate_bear
 from community_api.scopes import DEFAULT_SCOPES
 
 SESSION_COOKIE = "cda_session"
+# Proof that this browser signed in to an email before (``community_api.sign_in_guard``): its holder is
+# never held back by a stranger's failed guesses.
+DEVICE_COOKIE = "cda_device"
+
+
+def device_cookie(req: falcon.Request) -> str | None:
+    values = req.get_cookie_values(DEVICE_COOKIE) or []
+    return values[0] if values else None
 CONNECTION_HEADER = "X-Community-Connection"
 CSRF_HEADER = "X-CSRF-Token"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

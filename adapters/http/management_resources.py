@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import falcon
 
-from adapters.http.auth import SESSION_COOKIE, web_session
+from adapters.http.auth import DEVICE_COOKIE, SESSION_COOKIE, device_cookie, web_session
 from adapters.http.body import read_json
 from adapters.http.data_resources import query, send_json
 from adapters.wire import to_wire
 from community_api import accounts, connections, keys, me
 from community_api.deps import Deps
 from community_api.errors import InvalidRequest
+from community_api.sign_in_guard import DEVICE_COOKIE_LIFETIME
 
 
 class ManagementResource:
@@ -43,12 +44,23 @@ class SessionResource(ManagementResource):
             self.deps.clock,
             body,
             req.remote_addr or "unknown",
+            device_cookies=self.deps.device_cookies,
+            device_cookie=device_cookie(req),
             hasher=self.deps.password_hasher,
         )
         resp.set_cookie(
             SESSION_COOKIE,
             signed_in.cookie_value,
             max_age=int(accounts.SESSION_LIFETIME.total_seconds()),
+            path="/",
+            http_only=True,
+            secure=self.secure_cookies or req.scheme == "https",
+            same_site="Lax",
+        )
+        resp.set_cookie(
+            DEVICE_COOKIE,
+            signed_in.device_cookie,
+            max_age=int(DEVICE_COOKIE_LIFETIME.total_seconds()),
             path="/",
             http_only=True,
             secure=self.secure_cookies or req.scheme == "https",

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import falcon
 
-from adapters.http.auth import SESSION_COOKIE
+from adapters.http.auth import DEVICE_COOKIE, SESSION_COOKIE, device_cookie
 from adapters.http.errors import STATUS_BY_CODE
 from adapters.web.pages import WebResource, safe_next
 from community_api import accounts, connections
 from community_api.dashboard import signup_open
 from community_api.errors import ServiceError
+from community_api.sign_in_guard import DEVICE_COOKIE_LIFETIME
 
 
 class HomePage(WebResource):
@@ -31,6 +32,20 @@ class SessionStarter(WebResource):
     def start_session(self, req: falcon.Request, resp: falcon.Response, signed: accounts.SignedIn) -> None:
         lifetime = int(accounts.SESSION_LIFETIME.total_seconds())
         self.set_cookie(req, resp, SESSION_COOKIE, signed.cookie_value, max_age=lifetime)
+        device_lifetime = int(DEVICE_COOKIE_LIFETIME.total_seconds())
+        self.set_cookie(req, resp, DEVICE_COOKIE, signed.device_cookie, max_age=device_lifetime)
+
+    def sign_in(self, req: falcon.Request, credentials: dict[str, str]) -> accounts.SignedIn:
+        deps = self.deps
+        return accounts.sign_in(
+            deps.store,
+            deps.clock,
+            credentials,
+            req.remote_addr or "unknown",
+            device_cookies=deps.device_cookies,
+            device_cookie=device_cookie(req),
+            hasher=deps.password_hasher,
+        )
 
 
 class SignupPage(SessionStarter):
@@ -64,9 +79,7 @@ class SignupPage(SessionStarter):
             accounts.create_account(
                 deps.store, deps.clock, credentials, signup_enabled=self.settings.signup, hasher=deps.password_hasher
             )
-            signed = accounts.sign_in(
-                deps.store, deps.clock, credentials, req.remote_addr or "unknown", hasher=deps.password_hasher
-            )
+            signed = self.sign_in(req, credentials)
         except ServiceError as error:
             self._show(req, resp, email=email, error=error.message, status=STATUS_BY_CODE.get(error.code, 400))
             return
@@ -111,15 +124,8 @@ class LoginPage(SessionStarter):
         form = self.same_site_form(req)
         self.check_form_token(req, form)
         email, target = form.get("email") or "", safe_next(form.get("next"))
-        deps = self.deps
         try:
-            signed = accounts.sign_in(
-                deps.store,
-                deps.clock,
-                {"email": email, "password": form.get("password") or ""},
-                req.remote_addr or "unknown",
-                hasher=deps.password_hasher,
-            )
+            signed = self.sign_in(req, {"email": email, "password": form.get("password") or ""})
         except ServiceError as error:
             if error.code == "rate_limited":
                 resp.set_header("Retry-After", str(error.details.get("retryAfter", 60)))

@@ -184,3 +184,35 @@ def test_rotations_and_a_revocation_racing_over_http(service: Service, alice: di
             assert whoami(service, rotation.json()["secret"]).status_code == 200
         else:
             assert rotation.status_code == 409, rotation.text
+
+
+class _FromAddress(requests.adapters.HTTPAdapter):
+    """Connections from another loopback source address (a stranger elsewhere on the network)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        super().__init__()
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["source_address"] = (self.source, 0)
+        super().init_poolmanager(*args, **kwargs)
+
+
+def _sign_in_from(service: Service, source: str, email: str, password: str) -> int:
+    session = requests.Session()
+    session.mount("http://", _FromAddress(source))
+    with session:
+        answer = session.post(service.url + "/v1/session", json={"email": email, "password": password},
+                              headers={"Connection": "close"}, timeout=30)
+    return answer.status_code
+
+
+def test_guesses_sent_at_once_are_counted_and_never_lock_the_owner_out(service: Service) -> None:
+    """Forty wrong passwords for one email at once from a stranger's address, over the workers: at most five
+    are checked (the rest 429), and the owner, from another address, still signs in."""
+    email = "e2e@example.com"  # the module's account
+    with ThreadPoolExecutor(40) as pool:
+        statuses = list(pool.map(lambda _: _sign_in_from(service, "127.0.0.2", email, "wrong " * 3), range(40)))
+    assert statuses.count(401) <= 5 and set(statuses) <= {401, 429}, sorted(statuses)
+    assert _sign_in_from(service, "127.0.0.2", email, PASSWORD) == 429  # the stranger's address is held back
+    assert _sign_in_from(service, "127.0.0.1", email, PASSWORD) == 200  # the owner is not

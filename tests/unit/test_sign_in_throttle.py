@@ -1,0 +1,125 @@
+"""Failed sign-ins are throttled so that a stranger can never lock the owner out (OWASP's device cookies).
+
+- per (email, client address): 5 failures in 15 minutes, then 429 for that pair only;
+- per address, over all emails: 20 in 15 minutes; per email, over all addresses: 100 in an hour, past
+  which only a client holding the signed device cookie of an earlier successful sign-in to that email may
+  still try (counted on its own device counter);
+- an IPv6 address counts by its /64.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import falcon.testing
+
+from community_api import accounts
+from community_api.errors import ServiceError
+from tests.unit.conftest import PASSWORD, World
+
+OWNER = "owner@example.com"
+WRONG = "x" * 12
+
+
+def attempt(world: World, address: str, password: str = WRONG, email: str = OWNER,
+            device: str | None = None) -> falcon.testing.Result:
+    cookies = {"cda_device": device} if device else None
+    return world.client.simulate_post("/v1/session", json={"email": email, "password": password},
+                                      remote_addr=address, cookies=cookies)
+
+
+def device_cookie(result: Any) -> str:
+    return str(result.cookies["cda_device"].value)
+
+
+def test_a_strangers_failures_hold_back_only_the_stranger(world: World) -> None:
+    world.sign_up(OWNER)
+    for _ in range(5):
+        assert attempt(world, "203.0.113.9").status_code == 401
+    held = attempt(world, "203.0.113.9", PASSWORD)  # even the right password, from that address
+    assert held.status_code == 429 and int(held.headers["Retry-After"]) > 0
+    # The owner, from their own address, without any cookie: not affected.
+    assert attempt(world, "198.51.100.7", PASSWORD).status_code == 200
+    world.clock.advance(minutes=16)
+    assert attempt(world, "203.0.113.9", PASSWORD).status_code == 200
+
+
+def test_past_the_per_email_bound_only_the_owners_device_may_try(world: World) -> None:
+    world.sign_up(OWNER)
+    device = device_cookie(attempt(world, "198.51.100.7", PASSWORD))
+    for i in range(100):  # a guess from each of 100 addresses: no pair and no address reaches its bound
+        assert attempt(world, f"10.0.{i // 250}.{i % 250 + 1}").status_code == 401
+    assert attempt(world, "192.0.2.55", PASSWORD).status_code == 429  # a new address: held back
+    assert attempt(world, "198.51.100.7", PASSWORD).status_code == 429  # the owner's address, no cookie
+    signed = attempt(world, "198.51.100.7", PASSWORD, device=device)
+    assert signed.status_code == 200  # the owner's browser, which signed in before
+    assert attempt(world, "192.0.2.56", PASSWORD, device=device_cookie(signed)).status_code == 200  # anywhere
+
+
+def test_a_device_cookie_of_another_email_or_forged_counts_for_nothing(world: World) -> None:
+    world.sign_up(OWNER)
+    accounts.create_account_unchecked(world.store, world.clock, "other@example.com", PASSWORD,
+                                      hasher=world.deps.password_hasher)
+    others = device_cookie(attempt(world, "198.51.100.8", PASSWORD, email="other@example.com"))
+    mine = device_cookie(attempt(world, "198.51.100.7", PASSWORD))
+    for i in range(100):
+        attempt(world, f"10.1.{i // 250}.{i % 250 + 1}")
+    for cookie in (others, mine[:-2] + ("A" if mine[-2] != "A" else "B") + mine[-1], "garbage", "x" * 5000):
+        assert attempt(world, "198.51.100.7", PASSWORD, device=cookie).status_code == 429
+    assert attempt(world, "198.51.100.7", PASSWORD, device=mine).status_code == 200
+
+
+def test_the_owners_device_has_a_bound_of_its_own(world: World) -> None:
+    world.sign_up(OWNER)
+    device = device_cookie(attempt(world, "198.51.100.7", PASSWORD))
+    for _ in range(5):
+        assert attempt(world, "198.51.100.7", device=device).status_code == 401
+    assert attempt(world, "198.51.100.7", PASSWORD, device=device).status_code == 429
+    assert attempt(world, "198.51.100.9", PASSWORD).status_code == 200  # another client of the owner
+
+
+def test_an_ipv6_address_counts_by_its_64(world: World) -> None:
+    world.sign_up(OWNER)
+    for host in range(1, 6):
+        assert attempt(world, f"2001:db8:1:2::{host}").status_code == 401
+    assert attempt(world, "2001:db8:1:2:ffff::9", PASSWORD).status_code == 429  # the same /64
+    assert attempt(world, "2001:db8:1:3::1", PASSWORD).status_code == 200  # another /64
+
+
+def test_the_address_bound_spans_emails(world: World) -> None:
+    world.sign_up(OWNER)
+    for i in range(20):
+        attempt(world, "203.0.113.10", email=f"guess{i}@example.com")
+    assert attempt(world, "203.0.113.10", PASSWORD).status_code == 429
+    assert attempt(world, "203.0.113.11", PASSWORD).status_code == 200
+
+
+def test_forty_guesses_at_once_are_checked_five_times(world: World) -> None:
+    world.sign_up(OWNER)
+    barrier = threading.Barrier(40)
+    outcomes: list[str] = []
+
+    def guess() -> None:
+        barrier.wait(10)
+        try:
+            accounts.sign_in(world.store, world.clock, {"email": OWNER, "password": WRONG}, "203.0.113.40",
+                             device_cookies=world.deps.device_cookies, hasher=world.deps.password_hasher)
+        except ServiceError as error:
+            outcomes.append(error.code)
+
+    threads = [threading.Thread(target=guess) for _ in range(40)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(outcomes) == ["rate_limited"] * 35 + ["unauthorized"] * 5
+
+
+def test_a_device_cookie_lives_180_days(world: World) -> None:
+    cookies = world.deps.device_cookies
+    issued = cookies.issue(OWNER, world.clock.now())
+    assert cookies.device(issued, OWNER, world.clock.now()) is not None
+    assert cookies.device(issued, "someone@example.com", world.clock.now()) is None
+    world.clock.advance(days=181)
+    assert cookies.device(issued, OWNER, world.clock.now()) is None
