@@ -79,7 +79,7 @@ def bootstrap(
 
 
 def app_for(deps: Deps, settings: Settings) -> falcon.App:
-    app = falcon.App(media_type=falcon.MEDIA_JSON)
+    app = falcon.App(media_type=falcon.MEDIA_JSON, middleware=[manage.NoStoreForManagement()])
     app.req_options.strip_url_path_trailing_slash = True
     errors.install(app)
     add_rest_routes(app, deps, settings)

@@ -15,6 +15,8 @@ from community_api.sign_in_guard import DEVICE_COOKIE_LIFETIME
 
 
 class ManagementResource:
+    """A route of the web-session API (accounts, sessions, connections, keys, me)."""
+
     def __init__(self, deps: Deps, *, signup_enabled: bool = False, secure_cookies: bool = False) -> None:
         self.deps = deps
         self.signup_enabled = signup_enabled
@@ -130,3 +132,14 @@ class MeResource(ManagementResource):
         account, _ = web_session(self.deps, req)
         query(req, ())
         send_json(resp, me.me(self.deps, account))
+
+
+class NoStoreForManagement:
+    """Middleware: every answer of a management route, errors included, carries ``Cache-Control: no-store``.
+    They hold what no cache may keep: a key's secret (shown once), a session's CSRF token, the account."""
+
+    def process_response(
+        self, req: falcon.Request, resp: falcon.Response, resource: object, req_succeeded: bool
+    ) -> None:
+        if isinstance(resource, ManagementResource):
+            resp.set_header("Cache-Control", "no-store")

@@ -177,3 +177,20 @@ def test_me_counts_requests_per_key(world: World) -> None:
     me = world.client.simulate_get("/v1/me", headers=browser.headers()).json
     assert me["usage"]["requestsToday"] == 0
     assert {k["id"]: k["requestsTotal"] for k in me["keys"]} == {one["id"]: 3, two["id"]: 1}
+
+
+def test_every_management_answer_is_kept_by_no_cache(world: World) -> None:
+    browser = world.sign_up()
+    signed = world.client.simulate_post("/v1/session", json={"email": "owner@example.com", "password": PASSWORD})
+    key = world.client.simulate_post("/v1/keys", json={}, headers=browser.headers())
+    answers = [
+        signed,  # the CSRF token
+        key,  # the key's secret, shown once
+        world.client.simulate_post(f"/v1/keys/{key.json['id']}/rotate", headers=browser.headers()),
+        world.client.simulate_get("/v1/me", headers=browser.headers()),
+        world.client.simulate_get("/v1/connections", headers=browser.headers()),
+        world.client.simulate_get("/v1/me"),  # an error answer of a management route
+        world.client.simulate_post("/v1/accounts", json={"email": "x@example.com", "password": PASSWORD}),
+    ]
+    for answer in answers:
+        assert answer.headers.get("Cache-Control") == "no-store", (answer.status_code, answer.text)
