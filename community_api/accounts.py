@@ -30,6 +30,7 @@ from community_api.ids import new_id
 from community_api.inputs import check_body
 from community_api.model import Account, WebSession
 from community_api.ports import Clock, KeyStore
+from community_api.readable import readable
 from community_api.sign_in_guard import DeviceCookies
 
 SESSION_LIFETIME = timedelta(days=14)
@@ -53,7 +54,7 @@ def _hash_token(value: str) -> str:
 
 def _credentials(body: object) -> tuple[str, str]:
     fields = check_body(body, required={"email": 320, "password": MAX_PASSWORD})
-    email = (fields["email"] or "").strip().lower()
+    email = readable(fields["email"] or "", "email").strip().lower()
     if not _EMAIL.fullmatch(email):
         raise InvalidRequest("email is not a valid address", field="email")
     return email, fields["password"] or ""

@@ -29,6 +29,7 @@ from community_api.errors import Conflict, InvalidRequest, NotFound, Unauthorize
 from community_api.ids import BASE62, new_id, random_base62
 from community_api.model import KEY_CONNECTOR, KEY_STANDARD, ApiKey, AuditEvent
 from community_api.ports import Clock, KeyStore
+from community_api.readable import readable
 from community_api.scopes import normalise_scopes
 from community_api.store_ports import KeyRecords, UnitOfWork
 
@@ -117,7 +118,7 @@ def mint_key(
     """
     if kind not in (KEY_STANDARD, KEY_CONNECTOR):
         raise InvalidRequest(f"unknown key kind: {kind}")
-    clean_name = (name or "").strip() or "API key"
+    clean_name = readable(name or "", "name").strip() or "API key"
     if len(clean_name) > MAX_NAME_LENGTH:
         raise InvalidRequest(f"name is longer than {MAX_NAME_LENGTH} characters")
     granted = normalise_scopes(scopes)

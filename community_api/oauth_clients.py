@@ -29,6 +29,7 @@ from community_api.ids import new_id
 from community_api.model import AuditEvent
 from community_api.oauth_model import OAuthClient
 from community_api.ports import Clock, KeyStore
+from community_api.readable import is_readable
 from community_api.scopes import ALL_SCOPES, DEFAULT_SCOPES
 
 REGISTRATION_WINDOW = timedelta(hours=1)
@@ -120,6 +121,10 @@ def register_client(store: KeyStore, clock: Clock, body: object, client_address:
     name = body.get("client_name")
     if name is not None and not isinstance(name, str):
         raise OAuthError("invalid_client_metadata", "client_name must be a string")
+    if name is not None and not is_readable(name):
+        # Shown on the consent page: a right-to-left override could make it read as another name.
+        raise OAuthError("invalid_client_metadata", "client_name may not hold control characters or "
+                         "bidirectional overrides")
     name = " ".join((name or "").split())[:MAX_CLIENT_NAME] or DEFAULT_CLIENT_NAME
     grant_types = body.get("grant_types")
     if grant_types is not None and (not isinstance(grant_types, list) or "authorization_code" not in grant_types):

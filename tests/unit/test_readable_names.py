@@ -1,0 +1,34 @@
+"""Names a person reads hold no control characters and no bidirectional overrides: key names, account
+emails and OAuth client names are refused with the field named (``invalid_client_metadata`` for the
+registration of a client)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.unit.conftest import PASSWORD, World
+
+UNREADABLE = ["NUL\x00", "new\nline", "bell\x07", "evil\u202eppA", "iso\u2066late", "tab\tname", "del\x7f"]
+
+
+@pytest.mark.parametrize("name", UNREADABLE)
+def test_a_key_name_that_cannot_be_read_is_refused(world: World, name: str) -> None:
+    browser = world.sign_up()
+    result = world.client.simulate_post("/v1/keys", json={"name": name}, headers=browser.headers())
+    assert result.status_code == 400 and result.json["error"]["details"]["field"] == "name"
+    assert world.client.simulate_post("/v1/keys", json={"name": "Grüße, ключ 🔑"}, headers=browser.headers()
+                                      ).status_code == 201  # any script or symbol is fine
+
+
+@pytest.mark.parametrize("email", ["ow\x07ner@example.com", "\u202eowner@example.com", "owner@exam\x00ple.com"])
+def test_an_email_that_cannot_be_read_is_refused(world: World, email: str) -> None:
+    result = world.client.simulate_post("/v1/accounts", json={"email": email, "password": PASSWORD})
+    assert result.status_code == 400 and result.json["error"]["details"]["field"] == "email"
+
+
+@pytest.mark.parametrize("name", UNREADABLE)
+def test_a_client_name_that_cannot_be_read_is_refused(connector: Any, name: str) -> None:
+    result = connector.register(client_name=name)
+    assert result.status_code == 400 and result.json["error"] == "invalid_client_metadata", result.text
