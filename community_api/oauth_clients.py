@@ -41,7 +41,18 @@ MAX_STATE = 1000
 DEFAULT_CLIENT_NAME = "MCP client"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 # Schemes a browser would act on itself rather than hand to a native app.
-_FORBIDDEN_SCHEMES = frozenset({"javascript", "data", "file", "vbscript", "about", "blob", "ftp", "ws", "wss"})
+# A redirect URI must be one a browser returns to: https, http on loopback, or a native app's private-use
+# scheme (RFC 8252 §7.1; real MCP clients use ones like ``cursor://``). Refused by name: schemes that run
+# or read something in the page, the schemes a browser hands to another program (WHATWG HTML's safelisted
+# schemes of ``registerProtocolHandler``), and those it shows as source or keeps for itself.
+_FORBIDDEN_SCHEMES = frozenset({
+    "javascript", "data", "file", "vbscript", "about", "blob", "ftp", "ws", "wss",
+    "bitcoin", "ftps", "geo", "im", "irc", "ircs", "magnet", "mailto", "matrix", "mms", "news", "nntp",
+    "openpgp4fpr", "sftp", "sip", "sips", "sms", "smsto", "ssh", "tel", "urn", "webcal", "wtai", "xmpp",
+    "view-source", "intent", "android-app", "chrome", "chrome-extension", "chrome-search", "chrome-untrusted",
+    "edge", "brave", "opera", "vivaldi", "moz-extension", "resource", "jar", "filesystem", "callto", "facetime",
+    "skype", "market", "itms", "itms-apps", "itms-services", "fax", "mid", "cid",
+})
 _SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
 # A host and port only: no user info, and nothing that could end a header value or a CSP source list.
 _NETLOC = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?")

@@ -75,6 +75,14 @@ def test_registration_answers_a_public_client(world: World) -> None:
         ["https://user@app.example/cb"],
         ["https://app.example/c b"],
         "https://app.example/cb",
+        # Schemes a browser hands to another program or shows as source: it never returns to them.
+        ["mailto:agent@example.com"],
+        ["view-source:https://app.example/cb"],
+        ["tel:+15555550100"],
+        ["sms:+15555550100"],
+        ["intent://cb#Intent;scheme=app;end"],
+        ["webcal://app.example/cb"],
+        ["chrome-extension://abcdef/cb"],
     ],
 )
 def test_registration_refuses_unsafe_redirect_uris(world: World, uris: object) -> None:
