@@ -18,6 +18,8 @@ Rules:
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
 import secrets
 from collections.abc import Iterable
@@ -249,18 +251,37 @@ class WebResource:
 
     # --- the forms shown before a session exists (sign in, sign up) ------------------------------
 
+    # The forms shown before a session exists (sign-in, sign-up) carry a double-submit token, signed
+    # (OWASP's signed double-submit cookie): ``<random>.<HMAC of it>``, with a key derived from the service
+    # secret. A cookie planted by a sibling site (``cda_form=X``, then a form posted with ``csrf_token=X``)
+    # is refused, since the service did not make it.
+
+    def _form_mac(self, nonce: str) -> str:
+        key = hmac.new(self.settings.secret.encode(), b"community-api form token v1", hashlib.sha256).digest()
+        digest = hmac.new(key, nonce.encode(), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+    def _made_here(self, token: str) -> bool:
+        nonce, _, mac = token.partition(".")
+        if not 20 <= len(nonce) <= 64 or not mac:
+            return False
+        return hmac.compare_digest(mac.encode(), self._form_mac(nonce).encode())
+
     def issue_form_token(self, req: falcon.Request, resp: falcon.Response) -> None:
         """Keep (or set) the double-submit cookie, and put its value in the form to render."""
         existing = (req.get_cookie_values(FORM_COOKIE) or [""])[0]
-        token = existing if 20 <= len(existing) <= 100 else secrets.token_urlsafe(32)
-        if token != existing:
+        if self._made_here(existing):
+            token = existing
+        else:
+            nonce = secrets.token_urlsafe(32)
+            token = f"{nonce}.{self._form_mac(nonce)}"
             self.set_cookie(req, resp, FORM_COOKIE, token, max_age=24 * 3600)
         req.context.form_token = token
 
     def check_form_token(self, req: falcon.Request, form: Form) -> None:
         cookie = (req.get_cookie_values(FORM_COOKIE) or [""])[0]
         sent = form.get("csrf_token") or ""
-        if not cookie or not hmac.compare_digest(cookie.encode(), sent.encode()):
+        if not self._made_here(cookie) or not hmac.compare_digest(cookie.encode(), sent.encode()):
             raise PageRefused(403, "This form has expired or did not come from this site: reload the page.")
         req.context.form_token = cookie
 

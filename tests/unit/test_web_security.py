@@ -109,6 +109,20 @@ def test_the_sign_in_form_has_its_own_csrf_token(world: World, owner: WebBrowser
     assert stranger.post("/login", [*pairs, ("csrf_token", token)]).status_code == 303
 
 
+def test_a_planted_form_cookie_signs_nobody_in(world: World, owner: WebBrowser) -> None:
+    """Login CSRF by a planted cookie: a sibling site sets ``cda_form=X`` in the victim's browser, then makes
+    it post the sign-in form with ``csrf_token=X`` for the attacker's account. The service made no ``X``."""
+    victim = WebBrowser(world)
+    pairs = [("email", "owner@example.com"), ("password", "correct horse battery")]
+    for planted in ("X" * 43, "planted-by-a-sibling-subdomain-0123456789", "A" * 43 + ".forged"):
+        victim.cookies["cda_form"] = planted
+        assert victim.post("/login", [*pairs, ("csrf_token", planted)]).status_code == 403
+        assert "cda_session" not in victim.cookies
+    victim.get("/login")  # the page replaces a cookie it did not make with one it did
+    made = victim.cookies["cda_form"]
+    assert made not in ("X" * 43,) and victim.post("/login", [*pairs, ("csrf_token", made)]).status_code == 303
+
+
 def test_cookies_are_httponly_and_lax_and_not_secure_over_http(world: World) -> None:
     browser = WebBrowser(world)
     page = browser.get("/signup")
