@@ -52,6 +52,8 @@ def add_rest_routes(app: falcon.App, deps: Deps, settings: Settings) -> None:
     app.add_route("/v1/keys/{key_id}/rotate", manage.KeyRotationResource(deps, **options))
     app.add_route("/v1/keys/{key_id}", manage.KeyResource(deps, **options))
     app.add_route("/v1/me", manage.MeResource(deps, **options))
+    app.add_route("/v1/me/password", manage.PasswordResource(deps, **options))
+    app.add_route("/v1/sessions", manage.SessionsResource(deps, **options))
     app.add_route("/v1/openapi.json", OpenApiResource())
 
 

@@ -45,6 +45,18 @@ class AccountRecords(Protocol):
 
     def delete_web_session(self, token_hash: str) -> None: ...
 
+    def delete_web_sessions(self, account_id: str, *, keep: str | None = None) -> None:
+        """End every web session of the account but the one whose token hash is ``keep``."""
+        ...
+
+    def set_password_hash(self, account_id: str, password_hash: str) -> None:
+        """No-op for an unknown account."""
+        ...
+
+    def delete_account(self, account_id: str) -> None:
+        """Forget the account and its web sessions: its email may sign up afresh. No-op when unknown."""
+        ...
+
 
 class ConnectionRecords(Protocol):
     """Linked platform accounts and their platform sessions (kept encrypted at rest by real stores)."""
@@ -82,6 +94,10 @@ class ConnectionRecords(Protocol):
         ...
 
     def set_connection_status(self, connection_id: str, status: str) -> None: ...
+
+    def delete_connections(self, account_id: str) -> None:
+        """Forget every connection of the account, their platform sessions erased."""
+        ...
 
 
 class KeyRecords(Protocol):

@@ -8,7 +8,7 @@ from adapters.http.auth import DEVICE_COOKIE, SESSION_COOKIE, device_cookie, web
 from adapters.http.body import read_json
 from adapters.http.data_resources import query, send_json
 from adapters.wire import to_wire
-from community_api import accounts, connections, keys, me
+from community_api import account_lifecycle, accounts, connections, keys, me
 from community_api.deps import Deps
 from community_api.errors import InvalidRequest
 from community_api.sign_in_guard import DEVICE_COOKIE_LIFETIME
@@ -132,6 +132,37 @@ class MeResource(ManagementResource):
         account, _ = web_session(self.deps, req)
         query(req, ())
         send_json(resp, me.me(self.deps, account))
+
+    def on_delete(self, req: falcon.Request, resp: falcon.Response) -> None:
+        """Delete the account (its password in the body): keys and grants revoked, connections erased."""
+        account, _ = web_session(self.deps, req)
+        query(req, ())
+        body, _ = read_json(req)
+        account_lifecycle.delete_account(self.deps.store, self.deps.clock, account, body,
+                                         hasher=self.deps.password_hasher)
+        resp.unset_cookie(SESSION_COOKIE, path="/")
+        resp.status = falcon.HTTP_204
+
+
+class PasswordResource(ManagementResource):
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        """Change the password; every other web session of the account ends."""
+        account, session = web_session(self.deps, req)
+        query(req, ())
+        body, _ = read_json(req)
+        account_lifecycle.change_password(self.deps.store, self.deps.clock, account, session, body,
+                                          hasher=self.deps.password_hasher)
+        resp.status = falcon.HTTP_204
+
+
+class SessionsResource(ManagementResource):
+    def on_delete(self, req: falcon.Request, resp: falcon.Response) -> None:
+        """Sign out everywhere: every web session of the account ends, this one included."""
+        account, _ = web_session(self.deps, req)
+        query(req, ())
+        account_lifecycle.sign_out_everywhere(self.deps.store, self.deps.clock, account)
+        resp.unset_cookie(SESSION_COOKIE, path="/")
+        resp.status = falcon.HTTP_204
 
 
 class NoStoreForManagement:

@@ -11,7 +11,8 @@
   key secrets never reach the store, only their SHA-256 (column ``secret_hash``).
 - A platform session sealed under another secret reads back as None (not an error): the core treats a
   missing session as an expired connection, and re-linking is the remedy.
-- OAuth clients, codes and tokens are in ``sqlite_oauth.py`` (a mixin over the same connections).
+- Accounts and web sessions are in ``sqlite_accounts.py``, OAuth clients, codes and tokens in
+  ``sqlite_oauth.py`` (mixins over the same connections).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from sqlite_utils import Database
 
 from adapters.store.read_cache import ReadCache
 from adapters.store.session_cipher import SessionCipher
+from adapters.store.sqlite_accounts import SqliteAccountRecords
 from adapters.store.sqlite_connections import ThreadConnections
 from adapters.store.sqlite_oauth import SqliteOAuthRecords
 from adapters.store.sqlite_schema import connect
@@ -40,13 +42,11 @@ from community_api.errors import Conflict
 from community_api.model import (
     IDEMPOTENCY_WINDOW,
     IN_FLIGHT,
-    Account,
     ApiKey,
     AuditEvent,
     Connection,
     IdempotencyRecord,
     KeyUsage,
-    WebSession,
 )
 
 _CONNECTION = "SELECT id, account_id, platform_user_id, handle, name, active, status, created_at FROM connections"
@@ -68,11 +68,7 @@ _KEYS_OF = _KEY + " WHERE account_id = ? ORDER BY created_at, rowid"
 T = TypeVar("T")
 
 
-def _email_key(email: str) -> str:
-    return email.strip().casefold()
-
-
-class SqliteKeyStore(SqliteOAuthRecords):
+class SqliteKeyStore(SqliteAccountRecords, SqliteOAuthRecords):
     """``SqliteKeyStore(path, secret)``: ``path`` is the database file (its folder is created and the
     file opened lazily, per thread), ``secret`` the service secret from which the session encryption
     key is derived. ``SqliteKeyStore.open`` does the same eagerly."""
@@ -161,70 +157,6 @@ class SqliteKeyStore(SqliteOAuthRecords):
                 db.conn.execute("ROLLBACK")
             raise
 
-    # --- accounts and web sessions ---------------------------------------------------------------
-
-    def add_account(self, account: Account, password_hash: str) -> None:
-        try:
-            self._db.execute(
-                "INSERT INTO accounts (id, email, email_key, password_hash, created_at) VALUES (?, ?, ?, ?, ?)",
-                (
-                    account.id,
-                    account.email,
-                    _email_key(account.email),
-                    password_hash,
-                    _ts(account.created_at),
-                ),
-            )
-        except sqlite3.IntegrityError as error:
-            if "email_key" in str(error):
-                raise Conflict("an account with this email exists") from None
-            raise Conflict(f"account {account.id} exists") from None
-
-    def get_account(self, account_id: str) -> Account | None:
-        row = self._one("SELECT id, email, created_at FROM accounts WHERE id = ?", (account_id,))
-        return None if row is None else Account(id=row[0], email=row[1], created_at=_dt(row[2]))
-
-    def find_account_by_email(self, email: str) -> tuple[Account, str] | None:
-        row = self._one(
-            "SELECT id, email, created_at, password_hash FROM accounts WHERE email_key = ?",
-            (_email_key(email),),
-        )
-        if row is None:
-            return None
-        return Account(id=row[0], email=row[1], created_at=_dt(row[2])), row[3]
-
-    def count_accounts(self) -> int:
-        row = self._one("SELECT count(*) FROM accounts", ())
-        return int(row[0]) if row else 0
-
-    def add_web_session(self, session: WebSession) -> None:
-        try:
-            self._db.execute(
-                "INSERT INTO web_sessions (token_hash, account_id, csrf_token, created_at, expires_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (
-                    session.token_hash,
-                    session.account_id,
-                    session.csrf_token,
-                    _ts(session.created_at),
-                    _ts(session.expires_at),
-                ),
-            )
-        except sqlite3.IntegrityError:
-            raise Conflict("web session exists") from None
-
-    def get_web_session(self, token_hash: str) -> WebSession | None:
-        row = self._one(
-            "SELECT token_hash, account_id, csrf_token, created_at, expires_at FROM web_sessions WHERE token_hash = ?",
-            (token_hash,),
-        )
-        if row is None:
-            return None
-        return WebSession(row[0], row[1], row[2], _dt(row[3]), _dt(row[4]))
-
-    def delete_web_session(self, token_hash: str) -> None:
-        self._db.execute("DELETE FROM web_sessions WHERE token_hash = ?", (token_hash,))
-
     # --- connections -----------------------------------------------------------------------------
 
     @staticmethod
@@ -293,6 +225,12 @@ class SqliteKeyStore(SqliteOAuthRecords):
             if found is None:
                 return  # nothing of that account to activate: leave the others as they are
             db.execute("UPDATE connections SET active = (id = ?) WHERE account_id = ?", (connection_id, account_id))
+
+    def delete_connections(self, account_id: str) -> None:
+        # The sealed platform session is overwritten before the row goes (secure_delete zeroes freed pages).
+        with self._immediate() as db:
+            db.execute("UPDATE connections SET session = NULL WHERE account_id = ?", (account_id,))
+            db.execute("DELETE FROM connections WHERE account_id = ?", (account_id,))
 
     def set_connection_status(self, connection_id: str, status: str) -> None:
         self._db.execute("UPDATE connections SET status = ? WHERE id = ?", (status, connection_id))

@@ -150,6 +150,9 @@ def connect(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         _use_wal(conn, busy_timeout_ms / 1000)
         conn.execute("PRAGMA synchronous = NORMAL")
+        # Freed pages are zeroed: a deleted account's rows (a connection's sealed platform session) do not
+        # linger in the file.
+        conn.execute("PRAGMA secure_delete = ON")
         ensure_schema(conn)
     except BaseException:
         conn.close()

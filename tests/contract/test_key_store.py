@@ -133,6 +133,35 @@ def test_web_session_add_get_delete(store: KeyStore) -> None:
     store.delete_web_session("th1")  # deleting twice is not an error
 
 
+def test_every_web_session_of_an_account_ends_but_the_one_kept(store: KeyStore) -> None:
+    for token, account_id in (("th1", "acc_1"), ("th2", "acc_1"), ("th3", "acc_1"), ("other", "acc_2")):
+        store.add_web_session(WebSession(token, account_id, "csrf", T0, T0 + timedelta(days=14)))
+    store.delete_web_sessions("acc_1", keep="th2")
+    assert [store.get_web_session(t) is not None for t in ("th1", "th2", "th3", "other")] == [False, True, False, True]
+    store.delete_web_sessions("acc_1")
+    assert store.get_web_session("th2") is None and store.get_web_session("other") is not None
+
+
+def test_a_password_hash_is_replaced(store: KeyStore) -> None:
+    store.add_account(account(1), "old-hash")
+    store.set_password_hash("acc_1", "new-hash")
+    assert store.find_account_by_email("user1@example.com") == (account(1), "new-hash")
+    store.set_password_hash("acc_404", "x")  # unknown: nothing happens
+
+
+def test_a_deleted_account_is_gone_with_its_sessions_and_its_email_is_free(store: KeyStore) -> None:
+    store.add_account(account(1), "hash")
+    store.add_account(account(2), "hash")
+    store.add_web_session(WebSession("th1", "acc_1", "csrf", T0, T0 + timedelta(days=14)))
+    store.add_web_session(WebSession("th2", "acc_2", "csrf", T0, T0 + timedelta(days=14)))
+    store.delete_account("acc_1")
+    assert store.get_account("acc_1") is None and store.find_account_by_email("user1@example.com") is None
+    assert store.get_web_session("th1") is None and store.get_web_session("th2") is not None
+    store.add_account(account(3, email="USER1@example.com"), "hash")  # the email signs up afresh
+    assert store.count_accounts() == 2
+    store.delete_account("acc_404")
+
+
 # --- connections ---------------------------------------------------------------------------------
 
 
@@ -223,6 +252,16 @@ def test_set_connection_status(store: KeyStore) -> None:
     found = store.get_connection("con_1")
     assert found is not None and found.status == CONNECTION_EXPIRED
     store.set_connection_status("con_404", CONNECTION_EXPIRED)  # not an error
+
+
+def test_the_connections_of_an_account_are_deleted_with_their_sessions(store: KeyStore) -> None:
+    store.save_connection(connection(1, active=True), "session-1")
+    store.save_connection(connection(2), "session-2")
+    store.save_connection(connection(3, account_id="acc_2", active=True), "session-3")
+    store.delete_connections("acc_1")
+    assert store.list_connections("acc_1") == [] and store.get_platform_session("con_1") is None
+    assert store.load_connection("acc_1", None) is None
+    assert store.get_platform_session("con_3") == "session-3"
 
 
 def test_connection_id_taken_is_a_conflict(store: KeyStore) -> None:

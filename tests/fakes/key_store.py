@@ -140,6 +140,22 @@ class FakeKeyStore:
         with self._lock:
             self._web_sessions.pop(token_hash, None)
 
+    def delete_web_sessions(self, account_id: str, *, keep: str | None = None) -> None:
+        with self._lock:
+            for token_hash, session in list(self._web_sessions.items()):
+                if session.account_id == account_id and token_hash != keep:
+                    del self._web_sessions[token_hash]
+
+    def set_password_hash(self, account_id: str, password_hash: str) -> None:
+        with self._lock:
+            if account_id in self._accounts:
+                self._accounts[account_id] = (self._accounts[account_id][0], password_hash)
+
+    def delete_account(self, account_id: str) -> None:
+        with self._lock:
+            self.delete_web_sessions(account_id)
+            self._accounts.pop(account_id, None)
+
     # --- connections -----------------------------------------------------------------------------
 
     def save_connection(self, connection: Connection, platform_session: str) -> Connection:
@@ -205,6 +221,13 @@ class FakeKeyStore:
         for cid, c in list(self._connections.items()):
             if c.account_id == account_id and c.active:
                 self._connections[cid] = attrs.evolve(c, active=False)
+
+    def delete_connections(self, account_id: str) -> None:
+        with self._lock:
+            for cid, connection in list(self._connections.items()):
+                if connection.account_id == account_id:
+                    del self._connections[cid]
+                    self._platform_sessions.pop(cid, None)
 
     def set_connection_status(self, connection_id: str, status: str) -> None:
         with self._lock:

@@ -1,0 +1,92 @@
+"""What a person whose password leaked needs: change it, end every session, or delete the account.
+
+Rules (issue 17):
+- a password change needs the current password (403 and nothing changed when wrong); the new one follows
+  the sign-up rules; every other web session of the account ends, the one that made the change goes on;
+- "sign out everywhere" ends every web session of the account, this one included; API keys are kept;
+- deleting the account needs its password (403 and nothing deleted when wrong or missing) and is one unit
+  of work: every key and OAuth grant is revoked (REST and MCP answer 401 at once in every worker), the
+  connections are removed with their platform sessions erased, the web sessions end, and the account goes,
+  so that its email may sign up afresh and sees nothing of the old account. The audit keeps a line
+  naming the account's id only, never its email;
+- each writes an audit line, without secrets.
+"""
+
+from __future__ import annotations
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+
+from community_api.accounts import DEFAULT_HASHER, MAX_PASSWORD, MIN_PASSWORD
+from community_api.errors import Forbidden, InvalidRequest, NotFound
+from community_api.inputs import check_body
+from community_api.model import KEY_CONNECTOR, Account, AuditEvent, WebSession
+from community_api.ports import Clock, KeyStore
+
+WRONG_PASSWORD = "the password is wrong"  # noqa: S105 - a message, not a password
+
+
+def _check_password(store: KeyStore, account: Account, password: str, hasher: PasswordHasher) -> None:
+    found = store.find_account_by_email(account.email)
+    try:
+        ok = found is not None and found[0].id == account.id and hasher.verify(found[1], password)
+    except (VerifyMismatchError, VerificationError, InvalidHashError):
+        ok = False
+    if not ok:
+        raise Forbidden(WRONG_PASSWORD)
+
+
+def change_password(
+    store: KeyStore, clock: Clock, account: Account, session: WebSession, body: object,
+    *, hasher: PasswordHasher = DEFAULT_HASHER,
+) -> None:
+    fields = check_body(body, required={"currentPassword": MAX_PASSWORD, "newPassword": MAX_PASSWORD})
+    new_password = fields["newPassword"] or ""
+    if len(new_password) < MIN_PASSWORD:
+        raise InvalidRequest(f"newPassword must have at least {MIN_PASSWORD} characters", field="newPassword")
+    _check_password(store, account, fields["currentPassword"] or "", hasher)
+    new_hash = hasher.hash(new_password)  # slow on purpose: before the step, not inside it
+    with store.unit_of_work() as uow:
+        uow.accounts.set_password_hash(account.id, new_hash)
+        uow.accounts.delete_web_sessions(account.id, keep=session.token_hash)
+        uow.audit.add_audit(AuditEvent(at=clock.now(), event="account.password_changed", account_id=account.id))
+        uow.commit()
+
+
+def sign_out_everywhere(store: KeyStore, clock: Clock, account: Account) -> None:
+    with store.unit_of_work() as uow:
+        uow.accounts.delete_web_sessions(account.id)
+        uow.audit.add_audit(AuditEvent(at=clock.now(), event="account.signed_out_everywhere", account_id=account.id))
+        uow.commit()
+
+
+def delete_account(
+    store: KeyStore, clock: Clock, account: Account, body: object, *, hasher: PasswordHasher = DEFAULT_HASHER
+) -> None:
+    if not isinstance(body, dict) or not isinstance(body.get("password"), str) or not body["password"]:
+        raise Forbidden("give the account's password to delete it")
+    fields = check_body(body, required={"password": MAX_PASSWORD})
+    _check_password(store, account, fields["password"] or "", hasher)
+    _erase(store, clock, account)
+
+
+def delete_account_unchecked(store: KeyStore, clock: Clock, email: str) -> Account:
+    """For the operator's command line: no password asked."""
+    found = store.find_account_by_email(email)
+    if found is None:
+        raise NotFound(f"no account with the email {email}")
+    _erase(store, clock, found[0])
+    return found[0]
+
+
+def _erase(store: KeyStore, clock: Clock, account: Account) -> None:
+    now = clock.now()
+    with store.unit_of_work() as uow:
+        for key in uow.keys.list_keys(account.id):
+            uow.keys.end_key(key.id, revoked_at=now)
+            if key.kind == KEY_CONNECTOR:
+                uow.oauth.delete_oauth_tokens(key.id)
+        uow.connections.delete_connections(account.id)
+        uow.accounts.delete_account(account.id)
+        uow.audit.add_audit(AuditEvent(at=now, event="account.deleted", account_id=account.id))
+        uow.commit()
