@@ -76,6 +76,23 @@ def accounts_create(args: argparse.Namespace) -> int:
     return 0
 
 
+def accounts_delete(args: argparse.Namespace) -> int:
+    from adapters.store.sqlite_key_store import SqliteKeyStore
+    from community_api.account_lifecycle import delete_account_unchecked
+    from community_api.clock import SystemClock
+    from community_api.errors import NotFound
+
+    _apply_common(args)
+    settings = load_settings()
+    store = SqliteKeyStore(settings.db, settings.secret)
+    try:
+        account = delete_account_unchecked(store, SystemClock(), args.email.strip().lower())
+    except NotFound as error:
+        raise SettingsError(error.message) from None
+    print(f"account {account.id} deleted: its keys and grants revoked, its connections erased")
+    return 0
+
+
 def keys_mint(args: argparse.Namespace) -> int:
     from adapters.store.sqlite_key_store import SqliteKeyStore
     from community_api.clock import SystemClock
@@ -137,6 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("email")
     p.set_defaults(func=accounts_create)
+    p = sub.add_parser("delete", help="delete an account: its keys and grants revoked, its connections erased")
+    _add_common(p)
+    p.add_argument("email")
+    p.set_defaults(func=accounts_delete)
 
     p = commands.add_parser("keys", help="manage API keys")
     sub = p.add_subparsers(dest="action", required=True)

@@ -71,3 +71,13 @@ def test_accounts_create_and_keys_mint_then_serve(tmp_path: Path) -> None:
         # No connection is linked yet: the key authenticates and the answer says what to do.
         answer = requests.get(url + "/v1/groups/any/posts", headers={"Authorization": f"Bearer {secret}"})
         assert answer.status_code == 409 and "POST /v1/connections" in answer.json()["error"]["message"]
+        # The operator deletes the account while the service runs: its key stops at once, in every worker.
+        deleted = run("accounts", "delete", "ops@example.com", env=env)
+        assert deleted.returncode == 0, deleted.stderr
+        for _ in range(4):
+            refused = requests.get(url + "/v1/groups/any/posts", headers={"Authorization": f"Bearer {secret}"})
+            assert refused.status_code == 401
+        assert requests.post(url + "/v1/session", json={"email": "ops@example.com", "password": "a strong password"}
+                             ).status_code == 401
+    missing = run("accounts", "delete", "ops@example.com", env=env)
+    assert missing.returncode == 2 and "no account" in missing.stderr
