@@ -9,6 +9,7 @@ from adapters.settings import Settings
 from adapters.web import account_pages as account
 from adapters.web import dashboard_pages as dashboard
 from adapters.web import oauth_endpoints as oauth
+from adapters.web import settings_pages
 from adapters.web.consent_page import AuthorizePage
 from adapters.web.pages import PageRefused, StaticResource, refusal_handler
 from community_api.deps import Deps
@@ -27,6 +28,10 @@ def add_web_routes(app: falcon.App, deps: Deps, settings: Settings) -> None:
     app.add_route("/keys/{key_id}/rotate", dashboard.KeyRotation(deps, settings))
     app.add_route("/keys/{key_id}/revoke", dashboard.KeyRevocation(deps, settings))
     app.add_route("/usage", dashboard.UsagePage(deps, settings))
+    app.add_route("/account", settings_pages.AccountPage(deps, settings))
+    app.add_route("/account/password", settings_pages.PasswordChange(deps, settings))
+    app.add_route("/account/sessions", settings_pages.SignOutEverywhere(deps, settings))
+    app.add_route("/account/delete", settings_pages.AccountDeletion(deps, settings))
     app.add_route("/static/{name}", StaticResource())
 
     app.add_route(oauth.AUTHORIZE_PATH, AuthorizePage(deps, settings))
