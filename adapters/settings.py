@@ -3,6 +3,7 @@ from its flags, so gunicorn workers read one source of truth."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 
@@ -32,6 +33,8 @@ class Settings:
     public_url: str = ""
     # Platform requests a minute per connection (PLATFORM.md: about 60 reads a minute before 429s).
     platform_reads_per_minute: int = 60
+    # Reverse proxies whose X-Forwarded-For is believed (addresses or networks); none by default.
+    trusted_proxies: tuple[str, ...] = ()
 
     @property
     def throttle_uri(self) -> str:
@@ -96,4 +99,15 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         usage_flush_seconds=flush,
         public_url=get("PUBLIC_URL").rstrip("/"),
         platform_reads_per_minute=reads_per_minute,
+        trusted_proxies=_proxies(get("TRUSTED_PROXIES")),
     )
+
+
+def _proxies(value: str) -> tuple[str, ...]:
+    proxies = tuple(part.strip() for part in value.split(",") if part.strip())
+    try:
+        for proxy in proxies:
+            ipaddress.ip_network(proxy, strict=False)
+    except ValueError:
+        raise SettingsError(f"{PREFIX}TRUSTED_PROXIES must list addresses or networks, not {value!r}") from None
+    return proxies

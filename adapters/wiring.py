@@ -17,6 +17,7 @@ from argon2.profiles import CHEAPEST
 from adapters.http import data_resources as data
 from adapters.http import errors
 from adapters.http import management_resources as manage
+from adapters.http.client_address import trusted_networks
 from adapters.http.openapi import OpenApiResource
 from adapters.mcp import add_mcp_route
 from adapters.settings import Settings, load_settings
@@ -44,6 +45,7 @@ def add_rest_routes(app: falcon.App, deps: Deps, settings: Settings) -> None:
     options: dict[str, Any] = {
         "signup_enabled": settings.signup,
         "secure_cookies": settings.public_url.startswith("https://"),
+        "trusted_proxies": trusted_networks(settings.trusted_proxies),
     }
     app.add_route("/v1/accounts", manage.AccountsResource(deps, **options))
     app.add_route("/v1/session", manage.SessionResource(deps, **options))

@@ -25,10 +25,10 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
 from community_api import sign_in_guard as guard
-from community_api.errors import Conflict, Forbidden, InvalidRequest, Unauthorized
+from community_api.errors import Conflict, Forbidden, InvalidRequest, RateLimited, Unauthorized
 from community_api.ids import new_id
 from community_api.inputs import check_body
-from community_api.model import Account, WebSession
+from community_api.model import Account, AuditEvent, WebSession
 from community_api.ports import Clock, KeyStore
 from community_api.readable import readable
 from community_api.sign_in_guard import DeviceCookies
@@ -66,14 +66,21 @@ def create_account(
     body: object,
     *,
     signup_enabled: bool,
+    client_address: str | None = None,
     hasher: PasswordHasher = DEFAULT_HASHER,
 ) -> Account:
+    """Create an account. ``client_address`` (None from the command line) is counted when its sign-ups are
+    refused as taken: 10 an hour, then 429, so nobody can learn which emails have accounts in bulk."""
     closed = Forbidden("sign-up is closed on this service; ask its operator for an account")
     if not signup_enabled and store.count_accounts() > 0:
         raise closed  # before the slow hash; the step below checks again, atomically
     email, password = _credentials(body)
     if len(password) < MIN_PASSWORD:
         raise InvalidRequest(f"password must have at least {MIN_PASSWORD} characters", field="password")
+    taken_by = None if client_address is None else guard.Bound("signup-taken", guard.client_key(client_address),
+                                                                *TAKEN_PER_ADDRESS)
+    if taken_by is not None and _taken_count(store, clock, taken_by) >= taken_by.limit:
+        raise _taken_refusal(taken_by)  # before the slow hash
     password_hash = hasher.hash(password)  # slow on purpose: before the step, not inside it
     # One step: "no account yet" and "this email is free" still hold when the account is written, so
     # two first sign-ups at once cannot both find the service empty.
@@ -81,11 +88,31 @@ def create_account(
         if not signup_enabled and uow.accounts.count_accounts() > 0:
             raise closed
         account = Account(id=new_id("acc"), email=email, created_at=clock.now())
-        if uow.accounts.find_account_by_email(email) is not None:
-            raise Conflict("an account with this email exists")
-        uow.accounts.add_account(account, password_hash)
+        taken = uow.accounts.find_account_by_email(email) is not None
+        if taken and taken_by is not None:
+            if _taken_count(uow.store, clock, taken_by) >= taken_by.limit:
+                raise _taken_refusal(taken_by)
+            # Counted in the step (so refusals at once cannot pass the bound), and kept: the step commits.
+            uow.audit.add_audit(AuditEvent(at=clock.now(), event=SIGNUP_TAKEN, subject=taken_by.subject))
+        if not taken:
+            uow.accounts.add_account(account, password_hash)
         uow.commit()
+    if taken:
+        raise Conflict("an account with this email exists")
     return account
+
+
+SIGNUP_TAKEN = "signup.taken"
+TAKEN_PER_ADDRESS = (10, timedelta(hours=1))
+
+
+def _taken_count(store: KeyStore, clock: Clock, bound: guard.Bound) -> int:
+    return store.count_audit(SIGNUP_TAKEN, bound.subject, clock.now() - bound.window)
+
+
+def _taken_refusal(bound: guard.Bound) -> RateLimited:
+    return RateLimited("too many sign-ups refused from this address; try again later",
+                       int(bound.window.total_seconds()))
 
 
 def sign_in(

@@ -6,6 +6,7 @@ import falcon
 
 from adapters.http.auth import DEVICE_COOKIE, SESSION_COOKIE, device_cookie, web_session
 from adapters.http.body import read_json
+from adapters.http.client_address import Network, client_address
 from adapters.http.data_resources import query, send_json
 from adapters.wire import to_wire
 from community_api import account_lifecycle, accounts, connections, keys, me
@@ -17,10 +18,17 @@ from community_api.sign_in_guard import DEVICE_COOKIE_LIFETIME
 class ManagementResource:
     """A route of the web-session API (accounts, sessions, connections, keys, me)."""
 
-    def __init__(self, deps: Deps, *, signup_enabled: bool = False, secure_cookies: bool = False) -> None:
+    def __init__(
+        self, deps: Deps, *, signup_enabled: bool = False, secure_cookies: bool = False,
+        trusted_proxies: tuple[Network, ...] = (),
+    ) -> None:
         self.deps = deps
         self.signup_enabled = signup_enabled
         self.secure_cookies = secure_cookies
+        self.trusted_proxies = trusted_proxies
+
+    def client(self, req: falcon.Request) -> str:
+        return client_address(req, self.trusted_proxies)
 
 
 class AccountsResource(ManagementResource):
@@ -32,6 +40,7 @@ class AccountsResource(ManagementResource):
             self.deps.clock,
             body,
             signup_enabled=self.signup_enabled,
+            client_address=self.client(req),
             hasher=self.deps.password_hasher,
         )
         send_json(resp, {"account": account}, status=201)
@@ -45,7 +54,7 @@ class SessionResource(ManagementResource):
             self.deps.store,
             self.deps.clock,
             body,
-            req.remote_addr or "unknown",
+            self.client(req),
             device_cookies=self.deps.device_cookies,
             device_cookie=device_cookie(req),
             hasher=self.deps.password_hasher,

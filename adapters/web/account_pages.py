@@ -41,7 +41,7 @@ class SessionStarter(WebResource):
             deps.store,
             deps.clock,
             credentials,
-            req.remote_addr or "unknown",
+            self.client(req),
             device_cookies=deps.device_cookies,
             device_cookie=device_cookie(req),
             hasher=deps.password_hasher,
@@ -77,7 +77,8 @@ class SignupPage(SessionStarter):
         deps = self.deps
         try:
             accounts.create_account(
-                deps.store, deps.clock, credentials, signup_enabled=self.settings.signup, hasher=deps.password_hasher
+                deps.store, deps.clock, credentials, signup_enabled=self.settings.signup,
+                client_address=self.client(req), hasher=deps.password_hasher,
             )
             signed = self.sign_in(req, credentials)
         except ServiceError as error:

@@ -107,7 +107,7 @@ class RegistrationEndpoint(OAuthJsonResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         try:
             body, _ = read_json(req)
-            client = oauth_clients.register_client(self.deps.store, self.deps.clock, body, req.remote_addr or "unknown")
+            client = oauth_clients.register_client(self.deps.store, self.deps.clock, body, self.client(req))
         except ServiceError as error:
             self.refuse(req, resp, error)
             return

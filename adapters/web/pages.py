@@ -33,6 +33,7 @@ import jinja2
 
 from adapters.http.auth import SESSION_COOKIE, public_base
 from adapters.http.body import UnsupportedMediaType, read_raw
+from adapters.http.client_address import client_address, trusted_networks
 from adapters.settings import Settings
 from community_api import accounts
 from community_api.deps import Deps
@@ -152,6 +153,11 @@ class WebResource:
     def __init__(self, deps: Deps, settings: Settings) -> None:
         self.deps = deps
         self.settings = settings
+        self._proxies = trusted_networks(settings.trusted_proxies)
+
+    def client(self, req: falcon.Request) -> str:
+        """The client's address for counting (``adapters.http.client_address``)."""
+        return client_address(req, self._proxies)
 
     # --- answers ---------------------------------------------------------------------------------
 

@@ -86,7 +86,7 @@ class World:
         return self.client.simulate_delete(path, headers=headers, **kwargs)
 
 
-def build_world(clock: Clock | None = None, reads_per_minute: int = 10_000) -> World:
+def build_world(clock: Clock | None = None, reads_per_minute: int = 10_000, signup: bool = False) -> World:
     """The service on fakes. The read pace is generous by default (tests read the feed many times within
     one frozen minute); the pace's own tests pass a real figure."""
     clock = clock or FakeClock()
@@ -94,7 +94,7 @@ def build_world(clock: Clock | None = None, reads_per_minute: int = 10_000) -> W
     gateway = FakePlatformGateway(clock=clock, seed=1)
     throttle = FakeThrottle(clock, draw_gap=lambda connection_id, last_send: DM_GAP)
     pace = FakePlatformPace(clock, reads_per_minute=reads_per_minute)
-    settings = Settings(mode="test", usage_flush_seconds=0)
+    settings = Settings(mode="test", usage_flush_seconds=0, signup=signup)
     deps = bootstrap(key_store=store, gateway=gateway, throttle=throttle, pace=pace, clock=clock, settings=settings)
     return World(clock, store, gateway, throttle, pace, falcon.testing.TestClient(app_for(deps, settings)), deps)
 

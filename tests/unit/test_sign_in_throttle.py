@@ -16,7 +16,7 @@ import falcon.testing
 
 from community_api import accounts
 from community_api.errors import ServiceError
-from tests.unit.conftest import PASSWORD, World
+from tests.unit.conftest import PASSWORD, World, build_world
 
 OWNER = "owner@example.com"
 WRONG = "x" * 12
@@ -123,3 +123,24 @@ def test_a_device_cookie_lives_180_days(world: World) -> None:
     assert cookies.device(issued, "someone@example.com", world.clock.now()) is None
     world.clock.advance(days=181)
     assert cookies.device(issued, OWNER, world.clock.now()) is None
+
+
+def test_sign_ups_refused_as_taken_are_counted_per_address() -> None:
+    """With sign-up open, "this email exists" tells whether someone has an account: ten such answers an hour
+    per address, then 429 (and no password hashing for it)."""
+    world = build_world(signup=True)
+    world.sign_up(OWNER)
+
+    def sign_up(address: str, email: str = OWNER) -> int:
+        body = {"email": email, "password": PASSWORD}
+        return int(world.client.simulate_post("/v1/accounts", json=body, remote_addr=address).status_code)
+
+    assert [sign_up("203.0.113.50") for _ in range(10)] == [409] * 10
+    held = world.client.simulate_post("/v1/accounts", json={"email": OWNER, "password": PASSWORD},
+                                      remote_addr="203.0.113.50")
+    assert held.status_code == 429 and int(held.headers["Retry-After"]) == 3600
+    assert sign_up("203.0.113.50", "fresh@example.com") == 429  # that address, for an hour
+    assert sign_up("203.0.113.51") == 409  # another address is counted on its own
+    assert sign_up("203.0.113.51", "fresh@example.com") == 201
+    world.clock.advance(minutes=61)
+    assert sign_up("203.0.113.50", "another@example.com") == 201

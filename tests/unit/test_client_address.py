@@ -1,0 +1,43 @@
+"""The client's address: the socket's peer, unless the peer is a trusted proxy; then the nearest address in
+X-Forwarded-For that is not one of ours. A client can never choose its own address by writing the header."""
+
+from __future__ import annotations
+
+import falcon.testing
+import pytest
+
+from adapters.http.client_address import client_address, trusted_networks
+from adapters.settings import SettingsError, load_settings
+
+PROXIES = trusted_networks(["10.0.0.5", "fd00::/8"])
+
+
+@pytest.mark.parametrize(("peer", "forwarded", "expected"), [
+    ("203.0.113.7", None, "203.0.113.7"),  # no proxy in front
+    ("203.0.113.7", "198.51.100.1", "203.0.113.7"),  # the header of an untrusted peer is ignored
+    ("10.0.0.5", "198.51.100.1", "198.51.100.1"),  # the trusted proxy says who
+    ("10.0.0.5", "1.2.3.4, 198.51.100.1", "198.51.100.1"),  # the client wrote 1.2.3.4 itself: ignored
+    ("10.0.0.5", "198.51.100.1, fd00::9", "198.51.100.1"),  # past a second trusted proxy
+    ("10.0.0.5", "2001:db8::1", "2001:db8::1"),
+    ("10.0.0.5", "not-an-address", "10.0.0.5"),  # malformed: count the proxy, trust no guess
+    ("10.0.0.5", "198.51.100.1, bogus", "10.0.0.5"),
+    ("10.0.0.5", "", "10.0.0.5"),
+    ("10.0.0.5", "10.0.0.5", "10.0.0.5"),  # only proxies: the proxy itself
+])
+def test_the_client_address(peer: str, forwarded: str | None, expected: str) -> None:
+    headers = {"X-Forwarded-For": forwarded} if forwarded is not None else {}
+    req = falcon.testing.create_req(remote_addr=peer, headers=headers)
+    assert client_address(req, PROXIES) == expected
+
+
+def test_without_trusted_proxies_the_header_is_never_read() -> None:
+    req = falcon.testing.create_req(remote_addr="10.0.0.5", headers={"X-Forwarded-For": "198.51.100.1"})
+    assert client_address(req, ()) == "10.0.0.5"
+
+
+def test_the_setting_lists_addresses_or_networks() -> None:
+    base = {"COMMUNITY_API_MODE": "test"}
+    assert load_settings({**base, "COMMUNITY_API_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}).trusted_proxies == (
+        "127.0.0.1", "10.0.0.0/8")
+    with pytest.raises(SettingsError):
+        load_settings({**base, "COMMUNITY_API_TRUSTED_PROXIES": "proxy.example"})
