@@ -35,6 +35,8 @@ class Settings:
     platform_reads_per_minute: int = 60
     # Reverse proxies whose X-Forwarded-For is believed (addresses or networks); none by default.
     trusted_proxies: tuple[str, ...] = ()
+    # Hosts served besides loopback when no PUBLIC_URL is set (``adapters/http/host_check.py``).
+    allowed_hosts: tuple[str, ...] = ()
 
     @property
     def throttle_uri(self) -> str:
@@ -100,6 +102,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         public_url=get("PUBLIC_URL").rstrip("/"),
         platform_reads_per_minute=reads_per_minute,
         trusted_proxies=_proxies(get("TRUSTED_PROXIES")),
+        allowed_hosts=tuple(h.strip() for h in get("ALLOWED_HOSTS").split(",") if h.strip()),
     )
 
 

@@ -18,6 +18,7 @@ from adapters.http import data_resources as data
 from adapters.http import errors
 from adapters.http import management_resources as manage
 from adapters.http.client_address import trusted_networks
+from adapters.http.host_check import AllowedHosts
 from adapters.http.openapi import OpenApiResource
 from adapters.mcp import add_mcp_route
 from adapters.settings import Settings, load_settings
@@ -83,7 +84,8 @@ def bootstrap(
 
 
 def app_for(deps: Deps, settings: Settings) -> falcon.App:
-    app = falcon.App(media_type=falcon.MEDIA_JSON, middleware=[manage.NoStoreForManagement()])
+    middleware: list[Any] = [AllowedHosts(settings.public_url, settings.allowed_hosts), manage.NoStoreForManagement()]
+    app = falcon.App(media_type=falcon.MEDIA_JSON, middleware=middleware)
     app.req_options.strip_url_path_trailing_slash = True
     errors.install(app)
     add_rest_routes(app, deps, settings)

@@ -94,7 +94,8 @@ def build_world(clock: Clock | None = None, reads_per_minute: int = 10_000, sign
     gateway = FakePlatformGateway(clock=clock, seed=1)
     throttle = FakeThrottle(clock, draw_gap=lambda connection_id, last_send: DM_GAP)
     pace = FakePlatformPace(clock, reads_per_minute=reads_per_minute)
-    settings = Settings(mode="test", usage_flush_seconds=0, signup=signup)
+    # falconframework.org: the host Falcon's test client names when a test names none.
+    settings = Settings(mode="test", usage_flush_seconds=0, signup=signup, allowed_hosts=("falconframework.org",))
     deps = bootstrap(key_store=store, gateway=gateway, throttle=throttle, pace=pace, clock=clock, settings=settings)
     return World(clock, store, gateway, throttle, pace, falcon.testing.TestClient(app_for(deps, settings)), deps)
 

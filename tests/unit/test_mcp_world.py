@@ -63,7 +63,7 @@ class McpWorld:
         store = FakeKeyStore()
         gateway = FakePlatformGateway(clock=clock, seed=1)
         throttle = FakeThrottle(clock, draw_gap=lambda connection_id, last_send: DM_GAP)
-        settings = settings or Settings(mode="test", usage_flush_seconds=0)
+        settings = settings or Settings(mode="test", usage_flush_seconds=0, allowed_hosts=("falconframework.org",))
         pace = FakePlatformPace(clock, reads_per_minute=10_000)  # the pace has tests of its own
         app, resource = build_app(
             key_store=store, gateway=gateway, throttle=throttle, pace=pace, clock=clock, settings=settings

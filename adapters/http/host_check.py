@@ -1,0 +1,57 @@
+"""Absolute URLs never come from a Host header the service does not serve (as Django's ``ALLOWED_HOSTS``).
+
+With ``COMMUNITY_API_PUBLIC_URL`` set, every absolute URL (the OAuth issuer and endpoints, the MCP
+``WWW-Authenticate`` resource metadata) comes from it, and the Host header is never used for one. Without
+it, the request's own host is used, so it must be one the service serves: a loopback name or address
+(``localhost``, ``127.0.0.0/8``, ``::1``), or one of ``COMMUNITY_API_ALLOWED_HOSTS``. Any other Host answers
+400 before any resource runs: ``Host: attacker.example`` can never name the issuer.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+import falcon
+
+from adapters.http.errors import error_body
+
+
+def _name(host: str) -> str:
+    """The host name of a Host header value, without its port (``[::1]:8000`` → ``[::1]``)."""
+    if host.startswith("["):
+        return host[: host.find("]") + 1] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class AllowedHosts:
+    """Middleware; a no-op when the service has a public URL."""
+
+    def __init__(self, public_url: str, allowed: tuple[str, ...]) -> None:
+        self._active = not public_url
+        # Each entry is a host name (any port) or host:port; compared case-insensitively.
+        self._allowed = {entry.strip().lower() for entry in allowed if entry.strip()}
+
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        if not self._active:
+            return
+        host = (req.get_header("Host") or "").strip().lower()
+        name = _name(host)
+        if _is_loopback(name) or name in self._allowed or host in self._allowed:
+            return
+        resp.status = falcon.HTTP_400
+        resp.content_type = falcon.MEDIA_JSON
+        resp.text = error_body(
+            "invalid_request",
+            "this service does not serve the host named in the request; its operator sets "
+            "COMMUNITY_API_PUBLIC_URL or COMMUNITY_API_ALLOWED_HOSTS",
+        )
+        resp.complete = True
