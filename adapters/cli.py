@@ -31,11 +31,15 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 def serve(args: argparse.Namespace) -> int:
     _apply_common(args)
-    load_settings()  # refuse to start on a bad setting before forking workers
+    settings = load_settings()  # refuse to start on a bad setting before forking workers
     argv = [
         sys.executable,
         "-m",
         "gunicorn",
+        # X-Forwarded-Proto (the scheme of absolute URLs, Secure cookies) only from a trusted proxy; gunicorn
+        # would otherwise believe any loopback peer.
+        "--forwarded-allow-ips",
+        ",".join(settings.trusted_proxies),
         "--bind",
         args.bind,
         "--workers",

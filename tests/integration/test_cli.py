@@ -66,8 +66,11 @@ def test_accounts_create_and_keys_mint_then_serve(tmp_path: Path) -> None:
         url + "/v1/openapi.json",
         env=env,
     ):
-        signed = requests.post(url + "/v1/session", json={"email": "ops@example.com", "password": "a strong password"})
+        signed = requests.post(url + "/v1/session", json={"email": "ops@example.com", "password": "a strong password"},
+                               headers={"X-Forwarded-Proto": "https"})
         assert signed.status_code == 200
+        # No trusted proxy is set: a client's X-Forwarded-Proto is not believed (gunicorn's default would).
+        assert "secure" not in signed.headers["Set-Cookie"].lower()
         # No connection is linked yet: the key authenticates and the answer says what to do.
         answer = requests.get(url + "/v1/groups/any/posts", headers={"Authorization": f"Bearer {secret}"})
         assert answer.status_code == 409 and "POST /v1/connections" in answer.json()["error"]["message"]
