@@ -216,3 +216,27 @@ def test_guesses_sent_at_once_are_counted_and_never_lock_the_owner_out(service: 
     assert statuses.count(401) <= 5 and set(statuses) <= {401, 429}, sorted(statuses)
     assert _sign_in_from(service, "127.0.0.2", email, PASSWORD) == 429  # the stranger's address is held back
     assert _sign_in_from(service, "127.0.0.1", email, PASSWORD) == 200  # the owner is not
+
+
+def test_deleting_an_account_over_http_stops_its_keys_in_every_worker_rest_and_mcp(service: Service) -> None:
+    from adapters.store.sqlite_key_store import SqliteKeyStore
+    from community_api.accounts import create_account_unchecked
+    from community_api.clock import SystemClock
+
+    # A second account, made as the operator's CLI makes one, in the database the workers share.
+    create_account_unchecked(SqliteKeyStore(service.db, SECRET), SystemClock(), "leaving@example.com", PASSWORD)
+    browser = requests.Session()
+    signed = browser.post(service.url + "/v1/session", json={"email": "leaving@example.com", "password": PASSWORD})
+    browser.headers["X-CSRF-Token"] = signed.json()["csrfToken"]
+    key = browser.post(service.url + "/v1/keys", json={}).json()["secret"]
+    assert whoami(service, key).status_code != 401
+    assert browser.delete(service.url + "/v1/me", json={"password": "not the password"}).status_code == 403
+    assert browser.delete(service.url + "/v1/me", json={"password": PASSWORD}).status_code == 204
+    with ThreadPoolExecutor(12) as pool:
+        statuses = list(pool.map(lambda _: whoami(service, key).status_code, range(12)))
+    assert statuses == [401] * 12
+    mcp = requests.post(service.url + "/v1/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                        headers={"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream"},
+                        timeout=10)
+    assert mcp.status_code == 401
+    assert browser.get(service.url + "/v1/me").status_code == 401
