@@ -24,9 +24,9 @@ gateway still percent-encodes every path segment: these checks are the first lin
 from __future__ import annotations
 
 import re
-import unicodedata
 
 from community_api.errors import InvalidRequest, NotFound
+from community_api.readable import is_readable
 
 PLATFORM_ID_LENGTH = 32
 PLATFORM_ID_PATTERN = r"^[0-9a-f]{32}$"
@@ -88,10 +88,10 @@ def field_group(value: str | None, field: str = "group") -> str | None:
 
 def field_label(value: str | None, field: str = "label") -> str | None:
     """A label's id or name. The name is matched against the group's labels only, so it just has to be
-    short text without control characters (it is echoed in the error that lists the labels)."""
+    short readable text (``readable``: it is echoed in the error that lists the labels)."""
     if value is None:
         return None
-    if len(value) > MAX_LABEL_NAME or any(unicodedata.category(ch) in ("Cc", "Cf") for ch in value):
+    if len(value) > MAX_LABEL_NAME or not is_readable(value):
         raise InvalidRequest(
             f"{field} must be a label id or a label name of at most {MAX_LABEL_NAME} readable characters",
             field=field,

@@ -132,7 +132,7 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteOAuthRecords):
     def _cached(self, key: tuple[Any, ...], load: Callable[[], T]) -> T:
         """A read through the per-thread cache, except inside a unit of work (the cache vouches for
         committed state only)."""
-        return load() if self._units._local.depth else self._reads.get(key, load)
+        return load() if self._units.local.depth else self._reads.get(key, load)
 
     @contextmanager
     def _immediate(self) -> Iterator[Database]:

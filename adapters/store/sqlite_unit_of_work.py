@@ -34,22 +34,22 @@ class _Depth(threading.local):
 
 
 class UnitDepth:
-    """How many unit-of-work blocks the current thread is inside. Read on every cached look-up of the hot
-    path, so it is a plain thread-local attribute (about 30 ns); a forked child starts outside any block
-    (the hook below), whatever the forking thread was doing."""
+    """How many unit-of-work blocks the current thread is inside. The hot path reads ``local.depth``
+    itself (a plain thread-local attribute, about 70 ns, rather than a method call on every cached
+    look-up); a forked child starts outside any block (the hook below), whatever the forking thread did."""
 
     def __init__(self) -> None:
-        self._local = _Depth()
+        self.local = _Depth()
         os.register_at_fork(after_in_child=self._forget)
 
     def get(self) -> int:
-        return self._local.depth
+        return self.local.depth
 
     def set(self, depth: int) -> None:
-        self._local.depth = depth
+        self.local.depth = depth
 
     def _forget(self) -> None:
-        self._local = _Depth()
+        self.local = _Depth()
 
 
 class SqliteUnitOfWork:
