@@ -21,7 +21,7 @@ import attrs
 
 from adapters.platform import platform_mapping as m
 from adapters.platform.bounded_cache import BoundedCache
-from adapters.platform.page_fetch import Req, checked_json
+from adapters.platform.page_fetch import Req, Resp, checked_json
 from adapters.platform.platform_client import PlatformClient
 from community_api.errors import InvalidRequest, NotFound
 from community_api.model import Conversation, Message, MessagePage, PlatformSession
@@ -57,35 +57,52 @@ class PlatformDms:
         return self._channels(self._client.one(session, self._inbox_req(offset, limit), "inbox"))
 
     def get_messages(self, session: PlatformSession, conversation_id: str, before: str | None) -> MessagePage:
-        query: dict[str, object] = {"before": before} if before else {}
+        """PLATFORM.md, "Chat": ``before`` and ``after`` are counts. The newest page is ``?before=N``; older
+        messages are read around an anchor, the oldest message seen: ``?before=N&after=0&msg={id}``, whose
+        answer may hold the anchor itself (dropped here). ``has_more_before`` says whether older ones exist;
+        an answer without it is asked once more, around the oldest message of this page."""
+        query: dict[str, object] = {"before": THREAD_PAGE}
+        if before is not None:
+            query |= {"after": 0, "msg": before}
         thread = Req("GET", self._client.api("channels", conversation_id, "messages", query=query))
         thread_resp, inbox_resp = self._client.call(session, [thread, self._inbox_req(0)])
-        data = checked_json(thread_resp, f"conversation {conversation_id}")
-        messages = sorted((m.message(x, conversation_id) for x in m.items(m.obj(data, "thread").get("messages"),
-                                                                          "messages")),
+        data = m.obj(checked_json(thread_resp, f"conversation {conversation_id}"), "thread")
+        messages = sorted((m.message(x, conversation_id) for x in m.items(data.get("messages"), "messages")
+                           if x.get("id") != before),
                           key=lambda x: (x.created_at, x.id))
-        conversation = None
-        if inbox_resp.status == 200:
-            conversation = next((c for c in self._channels(inbox_resp.json()) if c.id == conversation_id), None)
-        if conversation is None:
-            conversation = self._seen.get(conversation_id) or self._scan(session, conversation_id)
-        if conversation is None:
-            conversation = Conversation(id=conversation_id, with_=None, last_message=None)
+        conversation = self._conversation(session, conversation_id, data.get("channel"), inbox_resp)
         newest = messages[-1] if messages and before is None else None
         if newest is not None and (conversation.last_message is None
                                    or conversation.last_message.created_at < newest.created_at):
             conversation = attrs.evolve(conversation, last_message=newest, updated_at=newest.created_at)
-        return MessagePage(conversation=conversation, messages=tuple(messages),
-                           has_older=self._has_older(session, conversation_id, messages))
+        has_older = data.get("has_more_before")
+        if not isinstance(has_older, bool | int):
+            has_older = self._has_older(session, conversation_id, messages)
+        return MessagePage(conversation=conversation, messages=tuple(messages), has_older=bool(has_older))
+
+    def _conversation(self, session: PlatformSession, conversation_id: str, channel: object,
+                      inbox_resp: Resp) -> Conversation:
+        """The thread's own ``channel`` when the answer carries one, else the inbox's record of it."""
+        found = None
+        if isinstance(channel, dict) and channel.get("id") == conversation_id:
+            found = m.conversation(channel)
+            self._seen.put(found.id, found)
+        if found is None and inbox_resp.status == 200:
+            found = next((c for c in self._channels(inbox_resp.json()) if c.id == conversation_id), None)
+        if found is None:
+            found = self._seen.get(conversation_id) or self._scan(session, conversation_id)
+        return found or Conversation(id=conversation_id, with_=None, last_message=None)
 
     def _has_older(self, session: PlatformSession, conversation_id: str, messages: list[Message]) -> bool:
-        """A short page is the start of the thread. A full one may be too (the platform gives no total):
-        ask for what lies before it, so that a client never pages into an empty page."""
+        """For an answer without ``has_more_before``: a short page is the start of the thread; after a full
+        one, ask for one message before its oldest."""
         if len(messages) < THREAD_PAGE:
             return False
-        req = Req("GET", self._client.api("channels", conversation_id, "messages", query={"before": messages[0].id}))
-        data = self._client.one(session, req, f"conversation {conversation_id}")
-        return bool(m.items(m.obj(data, "thread").get("messages"), "messages"))
+        oldest = messages[0].id
+        query = {"before": 1, "after": 0, "msg": oldest}
+        req = Req("GET", self._client.api("channels", conversation_id, "messages", query=query))
+        data = m.obj(self._client.one(session, req, f"conversation {conversation_id}"), "thread")
+        return any(x.get("id") != oldest for x in m.items(data.get("messages"), "messages"))
 
     def _scan(self, session: PlatformSession, conversation_id: str) -> Conversation | None:
         """Look through the inbox, several pages per script, for a conversation not seen lately."""

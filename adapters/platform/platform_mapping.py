@@ -38,6 +38,10 @@ def obj(value: object, what: str) -> dict[str, Any]:
 
 
 def items(value: object, what: str) -> list[dict[str, Any]]:
+    """A list of objects. ``null`` is an empty list: the platform answers ``"channels": null`` for an empty
+    page (PLATFORM.md, "Chat"), never meaning an error."""
+    if value is None:
+        return []
     if not isinstance(value, list):
         raise PlatformError(f"unexpected answer from the platform ({what} is not a list)")
     return [obj(v, what) for v in value]

@@ -133,7 +133,9 @@ class ChatChannels(Resource):
 class ChannelMessages(Resource):
     def on_get(self, req: falcon.Request, resp: falcon.Response, channel_id: str) -> None:
         me = require_user(self.sb, req)
-        resp.media = chat.messages(self.sb, me, channel_id, req.get_param("before"))
+        before = int_param(req, "before", chat.DEFAULT_BEFORE, "invalid before", 0, chat.MAX_COUNT)
+        after = int_param(req, "after", 0, "invalid after", 0, chat.MAX_COUNT)
+        resp.media = chat.messages(self.sb, me, channel_id, before, after, req.get_param("msg"))
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, channel_id: str) -> None:
         me = require_user(self.sb, req)

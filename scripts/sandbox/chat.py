@@ -3,8 +3,11 @@
 - Inbox (``self/chat-channels``): ``{"channels": [...]}``, newest activity first, ``offset``/``limit``
   (at most 30); channels without any message yet (just opened by a chat request) are not listed.
   ``unread-only=true`` keeps channels with unread messages.
-- Thread (``channels/{id}/messages``): ``{"messages": [...]}``, the 30 newest messages before ``before``
-  (a message id; none = the newest 30), returned oldest to newest. An unknown ``before`` answers 404.
+- Thread (``channels/{id}/messages``), as PLATFORM.md reports it: ``before`` and ``after`` are *counts*
+  (at most 50 each). Without ``msg``: the ``before`` newest messages (default 20). With ``msg`` (a message
+  id, the anchor): up to ``before`` messages older than the anchor, the anchor itself, and up to ``after``
+  newer ones ("read around an anchor"). The answer is ``{messages, has_more_before, has_more_after,
+  channel}``, oldest first. An unknown anchor answers 404; a count that is not a number from 0 to 50, 400.
   Reading does not mark anything read; ``POST channels/{id}/read`` does.
 - Another user's channel, or an unknown one: 404 ``not found``.
 - Sending passes the anti-spam check first (see ``Sandbox.check_dm_allowed``).
@@ -21,7 +24,8 @@ from scripts.sandbox import serialize
 from scripts.sandbox.model import Channel, Message, User, iso
 from scripts.sandbox.state import ApiError, Sandbox
 
-PAGE = 30
+MAX_COUNT = 50  # the largest before/after the platform answers
+DEFAULT_BEFORE = 20
 
 
 def _own_channel(sb: Sandbox, user: User, channel_id: str) -> Channel:
@@ -39,15 +43,24 @@ def inbox(sb: Sandbox, user: User, offset: int, limit: int, unread_only: bool) -
         return {"channels": [serialize.channel(sb.world, c, user) for c in chans[offset:offset + limit]]}
 
 
-def messages(sb: Sandbox, user: User, channel_id: str, before: str | None) -> dict[str, Any]:
+def messages(sb: Sandbox, user: User, channel_id: str, before: int, after: int,
+             anchor: str | None) -> dict[str, Any]:
     with sb.lock:
         channel = _own_channel(sb, user, channel_id)
-        end = len(channel.messages)
-        if before:
-            if before not in channel.index:
+        total = len(channel.messages)
+        if anchor:
+            if anchor not in channel.index:
                 raise ApiError(404, "not found")
-            end = channel.index[before]
-        return {"messages": [serialize.message(m) for m in channel.messages[max(0, end - PAGE):end]]}
+            at = channel.index[anchor]
+            start, end = max(0, at - before), min(total, at + 1 + after)
+        else:
+            start, end = max(0, total - before), total
+        return {
+            "messages": [serialize.message(m) for m in channel.messages[start:end]],
+            "has_more_before": start > 0,
+            "has_more_after": end < total,
+            "channel": serialize.channel(sb.world, channel, user),
+        }
 
 
 def mark_read(sb: Sandbox, user: User, channel_id: str) -> dict[str, Any]:

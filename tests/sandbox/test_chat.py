@@ -47,23 +47,43 @@ def test_inbox_limit_over_30_is_400(alice):
     assert r.status_code == 400 and r.json == {"message": "invalid limit"}
 
 
-def test_long_thread_pages_backwards_oldest_to_newest(alice):
+def test_long_thread_pages_backwards_around_an_anchor(alice):
+    """PLATFORM.md: ``before``/``after`` are counts; older messages are read around the oldest seen."""
     bob = channel_with(alice, "bob")
-    pages, before = [], None
+    url = f"/api2/channels/{bob['id']}/messages"
+    first = alice.get(url, query_string="before=30").json
+    assert len(first["messages"]) == 30 and first["has_more_before"] is True and first["has_more_after"] is False
+    assert first["channel"]["id"] == bob["id"]
+    pages, anchor = [first["messages"]], first["messages"][0]["id"]
     while True:
-        q = f"before={before}" if before else ""
-        msgs = alice.get(f"/api2/channels/{bob['id']}/messages", query_string=q).json["messages"]
-        if not msgs:
-            break
-        assert len(msgs) <= 30
+        answer = alice.get(url, query_string=f"before=30&after=0&msg={anchor}").json
+        msgs = answer["messages"]
+        assert msgs[-1]["id"] == anchor  # the anchor itself comes last, after up to 30 older ones
         times = [m["created_at"] for m in msgs]
         assert times == sorted(times)  # oldest to newest within a call
-        pages.append(msgs)
-        before = msgs[0]["id"]
+        older = msgs[:-1]
+        if older:
+            pages.append(older)
+            anchor = older[0]["id"]
+        if not answer["has_more_before"]:
+            break
     everything = [m for page in reversed(pages) for m in page]
     assert len(everything) >= 300 and len({m["id"] for m in everything}) == len(everything)
     assert everything[-1]["id"] == bob["last_message"]["id"]
     assert set(everything[0]["metadata"]) == {"content", "src", "dst", "attachments"}
+
+
+def test_thread_counts_and_anchors_are_checked(alice):
+    bob = channel_with(alice, "bob")
+    url = f"/api2/channels/{bob['id']}/messages"
+    assert alice.get(url, query_string="before=51").status_code == 400
+    assert alice.get(url, query_string="before=abc").status_code == 400
+    assert alice.get(url, query_string="before=5&msg=" + "0" * 32).status_code == 404
+    around = alice.get(url, query_string="before=10").json["messages"]
+    middle = around[5]["id"]
+    both = alice.get(url, query_string=f"before=2&after=2&msg={middle}").json
+    assert [m["id"] for m in both["messages"]] == [m["id"] for m in around[3:8]]
+    assert both["has_more_before"] is True and both["has_more_after"] is True
 
 
 def test_someone_elses_channel_is_404(alice, browser):

@@ -1,0 +1,102 @@
+"""DM threads as the real platform answers them (PLATFORM.md, "Chat"): ``before``/``after`` are counts,
+older messages are read around an anchor that may come back with them, ``has_more_before`` may be there or
+not, a list may be ``null``. The gateway's reading of each variant, against canned answers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from adapters.platform.page_fetch import Req, Resp, checked_json
+from adapters.platform.platform_dms import THREAD_PAGE, PlatformDms
+from community_api.model import PlatformSession
+
+CHANNEL = "c" * 32
+ME, BOB = "a" * 32, "b" * 32
+SESSION = PlatformSession(connection_id="con_1", token="t")
+
+
+def msg(n: int) -> dict[str, Any]:
+    return {"id": f"{n:032x}", "channel_id": CHANNEL, "created_at": f"2026-11-01T10:{n // 60:02d}:{n % 60:02d}.5Z",
+            "metadata": {"content": f"message {n}", "src": ME if n % 2 else BOB, "dst": BOB}}
+
+
+class CannedClient:
+    """Answers in-page requests from a thread of ``count`` messages, as the platform would, in a variant."""
+
+    def __init__(self, count: int, *, flags: bool = True, anchor_included: bool = True) -> None:
+        self.thread = [msg(n) for n in range(count)]
+        self.flags, self.anchor_included = flags, anchor_included
+        self.asked: list[dict[str, list[str]]] = []
+
+    def api(self, *segments: str, query: dict[str, object] | None = None) -> str:
+        from urllib.parse import urlencode
+        return "https://api2.test/" + "/".join(segments) + ("?" + urlencode(query) if query else "")
+
+    def call(self, session: PlatformSession, reqs: Sequence[Req], *, read: bool = True) -> list[Resp]:
+        return [self._answer(r) for r in reqs]
+
+    def one(self, session: PlatformSession, req: Req, what: str, *, read: bool = True) -> Any:
+        return checked_json(self._answer(req), what)
+
+    def _answer(self, req: Req) -> Resp:
+        url = urlsplit(req.url)
+        query = parse_qs(url.query)
+        if url.path.endswith("/chat-channels"):
+            return Resp(200, "application/json", json.dumps({"channels": None}))  # an empty page as null
+        self.asked.append(query)
+        before = int(query["before"][0])
+        after = int(query.get("after", ["0"])[0])
+        ids = [m["id"] for m in self.thread]
+        if "msg" in query:
+            at = ids.index(query["msg"][0])
+            start, end = max(0, at - before), min(len(ids), at + 1 + after)
+            chosen = self.thread[start:end] if self.anchor_included else self.thread[start:at] + self.thread[at + 1:end]
+        else:
+            start, end = max(0, len(ids) - before), len(ids)
+            chosen = self.thread[start:end]
+        body: dict[str, Any] = {"messages": chosen or None}
+        if self.flags:
+            body |= {"has_more_before": start > 0, "has_more_after": end < len(ids),
+                     "channel": {"id": CHANNEL, "user": {"id": BOB, "name": "bob", "first_name": "Bob", "last_name": "B"},
+                                 "last_message": self.thread[-1] if self.thread else None}}
+        return Resp(200, "application/json", json.dumps(body))
+
+
+def read_all(client: CannedClient) -> tuple[list[str], int]:
+    dms = PlatformDms(client)  # type: ignore[arg-type]
+    page = dms.get_messages(SESSION, CHANNEL, None)
+    pages = [page.messages]
+    while page.has_older:
+        page = dms.get_messages(SESSION, CHANNEL, page.messages[0].id)
+        pages.insert(0, page.messages)
+    return [m.id for chunk in pages for m in chunk], len(client.asked)
+
+
+def test_the_newest_page_asks_a_count_and_older_ones_an_anchor() -> None:
+    client = CannedClient(75)
+    ids, asked = read_all(client)
+    assert ids == [m["id"] for m in client.thread]  # every message once, oldest first: the anchor dropped
+    assert client.asked[0] == {"before": [str(THREAD_PAGE)]}
+    assert client.asked[1] == {"before": [str(THREAD_PAGE)], "after": ["0"], "msg": [ids[75 - THREAD_PAGE]]}
+    assert asked == 3  # has_more_before answered: no extra question
+
+
+def test_an_anchor_left_out_of_the_answer_reads_the_same() -> None:
+    client = CannedClient(75, anchor_included=False)
+    assert read_all(client)[0] == [m["id"] for m in client.thread]
+
+
+def test_without_has_more_before_a_full_page_asks_once_more() -> None:
+    client = CannedClient(60, flags=False)
+    ids, asked = read_all(client)
+    assert ids == [m["id"] for m in client.thread]
+    assert asked == 2 + 2  # each full page asked whether anything lies before it
+
+
+def test_an_empty_thread_and_null_lists_are_empty() -> None:
+    dms = PlatformDms(CannedClient(0))  # type: ignore[arg-type]
+    page = dms.get_messages(SESSION, CHANNEL, None)
+    assert page.messages == () and page.has_older is False and page.conversation.id == CHANNEL
