@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from adapters.platform.page_fetch import Req, Resp, checked_json
 from adapters.platform.platform_dms import THREAD_PAGE, PlatformDms
@@ -32,7 +32,6 @@ class CannedClient:
         self.asked: list[dict[str, list[str]]] = []
 
     def api(self, *segments: str, query: dict[str, object] | None = None) -> str:
-        from urllib.parse import urlencode
         return "https://api2.test/" + "/".join(segments) + ("?" + urlencode(query) if query else "")
 
     def call(self, session: PlatformSession, reqs: Sequence[Req], *, read: bool = True) -> list[Resp]:
@@ -59,9 +58,10 @@ class CannedClient:
             chosen = self.thread[start:end]
         body: dict[str, Any] = {"messages": chosen or None}
         if self.flags:
+            bob = {"id": BOB, "name": "bob", "first_name": "Bob", "last_name": "B"}
+            last = self.thread[-1] if self.thread else None
             body |= {"has_more_before": start > 0, "has_more_after": end < len(ids),
-                     "channel": {"id": CHANNEL, "user": {"id": BOB, "name": "bob", "first_name": "Bob", "last_name": "B"},
-                                 "last_message": self.thread[-1] if self.thread else None}}
+                     "channel": {"id": CHANNEL, "user": bob, "last_message": last}}
         return Resp(200, "application/json", json.dumps(body))
 
 
