@@ -64,7 +64,7 @@ SORT_QUERY: dict[str, dict[str, str]] = {
     "best-1y": {"s": "best-1y"},
     "best": {"s": "best"},
 }
-COMMENTS_PAGE = 30  # the platform refuses a larger limit ("invalid limit")
+COMMENTS_PAGE = 25  # what every client asks for; 50 and 100 are refused ("invalid limit"; PLATFORM.md)
 
 
 class SeleniumPlatformGateway:
@@ -171,8 +171,9 @@ class SeleniumPlatformGateway:
         return Req("GET", self._client.api("posts", post_id, "comments", query=query))
 
     def _post_tree(self, session: PlatformSession, post_id: str, group: str | None,
-                   limit: int = COMMENTS_PAGE) -> dict[str, Any]:
-        """The first page of a post's tree; ``NotFound`` for an unknown post or a comment id."""
+                   limit: int = COMMENTS_PAGE) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The first page of a post's tree, and the whole answer it came in (its paging fields); ``NotFound``
+        for an unknown post or a comment id."""
         group_id = self._client.group_ref(session, group).id if group else self._client.post_groups.get(post_id)
         resp = self._client.call(session, [self._comments_req(post_id, group_id, limit)])[0]
         if resp.status == 400 and group_id is None:
@@ -186,7 +187,7 @@ class SeleniumPlatformGateway:
         if m.is_comment(root) or m.text(root, "id") != post_id:
             raise NotFound(f"post {post_id} not found")
         self._client.post_groups.put(post_id, m.text(root, "groupId", "group_id"))
-        return tree
+        return tree, data
 
     def _ask_every_group(self, session: PlatformSession, post_id: str, limit: int) -> Resp | None:
         groups = [m.text(g, "id") for g in self._client.my_groups(session)]
@@ -194,24 +195,23 @@ class SeleniumPlatformGateway:
         return next((r for r in resps if r.status == 200), None)
 
     def post_detail(self, session: PlatformSession, post_id: str, group: str | None) -> PostDetail:
-        tree = self._post_tree(session, post_id, group)
+        tree, data = self._post_tree(session, post_id, group)
         root = tree["post"]
         slug = self._client.group_ref(session, m.text(root, "groupId", "group_id")).slug
         post = m.post(root, self.platform_url, slug)
-        comments = list(m.walk_tree(tree.get("children") or [], post_id))
+        comments = list(m.walk_tree(m.items(tree.get("children"), "children"), post_id))
         # Opening the post's page is what marks it read on the site; sent along with the next call.
         name = m.text(root, "name", default="")
         pending = [Req.data([slug, name], {"group": slug, "post": name})] if name else []
-        children = m.items(tree.get("children") or [], "children")
-        while len(children) >= COMMENTS_PAGE:
-            last = m.comment(children[-1].get("post"), post_id)
-            resps = self._client.call(session, [self._comments_req(post_id, post.group_id, COMMENTS_PAGE,
-                                                                   m.micros(last.created_at)), *pending])
+        cursor = _next_page(data, tree, post_id)
+        while cursor is not None:
+            resps = self._client.call(session, [self._comments_req(post_id, post.group_id, COMMENTS_PAGE, cursor),
+                                                *pending])
             pending = []
             data = m.obj(checked_json(resps[0], f"post {post_id}"), "comments")
             page = m.obj(data.get("post_tree", data.get("postTree")), "post_tree")
-            children = m.items(page.get("children") or [], "children")
-            comments += m.walk_tree(children, post_id)
+            comments += m.walk_tree(m.items(page.get("children"), "children"), post_id)
+            cursor = _next_page(data, page, post_id)
         if pending:
             try:
                 self._client.call(session, pending)
@@ -248,7 +248,7 @@ class SeleniumPlatformGateway:
     ) -> Comment:
         # Checked first: the platform answers a comment id or a post of another group with a 400, which
         # to our clients is an unknown post; this also finds the group the platform wants in the body.
-        tree = self._post_tree(session, post_id, group, limit=1)
+        tree, _ = self._post_tree(session, post_id, group, limit=1)
         me = self._client.me(session)
         body = {"post_type": "comment", "group_id": m.text(tree["post"], "groupId", "group_id"),
                 "root_id": post_id, "parent_id": parent_id or post_id,
@@ -302,3 +302,20 @@ def _once(posts: list[Post]) -> list[Post]:
             seen.add(post.id)
             unique.append(post)
     return unique
+
+
+def _next_page(data: dict[str, Any], tree: dict[str, Any], post_id: str) -> int | None:
+    """The ``created-gt`` of the next page of top-level comments, or None at the end. The platform's own
+    ``meta.has_more`` and ``last`` (microseconds) when it sends them; else a full page means "ask again",
+    from the last comment's time."""
+    children = m.items(tree.get("children"), "children")
+    meta = data.get("meta")
+    more = meta.get("has_more") if isinstance(meta, dict) else None
+    if not isinstance(more, bool | int):
+        more = len(children) >= COMMENTS_PAGE
+    if not more or not children:
+        return None
+    last = data.get("last")
+    if isinstance(last, int) and not isinstance(last, bool) and last > 0:
+        return last
+    return m.micros(m.comment(children[-1].get("post"), post_id).created_at)

@@ -136,7 +136,8 @@ def _recount(sb: Sandbox, root: Post) -> None:
 
 def comments(sb: Sandbox, user: User, post_id: str, group_id: str | None, limit: int,
              created_gt: int) -> dict[str, Any]:
-    """``post_tree`` of the root post and its next ``limit`` top-level comments after ``created_gt``."""
+    """``post_tree`` of the root post and its next ``limit`` top-level comments after ``created_gt``, with
+    ``last`` (the next page's ``created-gt``) and ``meta.has_more``."""
     with sb.lock:
         root = live_post(sb, post_id)
         if not root.is_root or (group_id and group_id != root.group_id):
@@ -144,7 +145,11 @@ def comments(sb: Sandbox, user: User, post_id: str, group_id: str | None, limit:
         member_group(sb, user, root.group_id)
         world = sb.world
         tops = sorted((world.posts[c] for c in root.children), key=lambda c: (c.created_us, c.id))
-        tops = [c for c in tops if not c.deleted and c.created_us > created_gt][:limit]
-        children = [serialize.tree(world, c, user) for c in tops]
+        later = [c for c in tops if not c.deleted and c.created_us > created_gt]
+        page = later[:limit]
+        children = [serialize.tree(world, c, user) for c in page]
         tree = {"post": serialize.post(world, root, user), "children": children}
-        return {"post_tree": serialize.snake(tree)}
+        # ``last``: the cursor of the next page (microseconds of the last comment answered), and whether
+        # there is one (PLATFORM.md, "Posts and comments").
+        return {"post_tree": serialize.snake(tree), "last": page[-1].created_us if page else created_gt,
+                "meta": {"has_more": len(later) > limit}}

@@ -125,6 +125,11 @@ def _post_times(rng: random.Random, count: int, now_us: int) -> list[int]:
     return sorted(recent + week + rest)
 
 
+BUSY_GROUP_POSTS = 1000  # the big group holds the busy post
+BUSY_TITLE = "The thread everyone answered"
+BUSY_COMMENTS = 62  # top-level: three pages of 25
+
+
 def _text(rng: random.Random, lo: int, hi: int) -> str:
     return " ".join(rng.sample(SENTENCES, rng.randint(lo, hi)))
 
@@ -147,11 +152,16 @@ def _seed_group(world: World, rng: random.Random, group: Group, count: int, auth
         world.add_post(post)
         if rng.random() < 0.55:
             _seed_comments(world, rng, post, authors)
+        if count >= BUSY_GROUP_POSTS and i == count // 2:
+            # One post with more top-level comments than a page of them (25), so that reading a post walks
+            # the comment pages as on the real site. Its own generator leaves the rest of the seed as it was.
+            post.title = BUSY_TITLE
+            _seed_comments(world, random.Random(f"busy:{pid}"), post, authors, tops=BUSY_COMMENTS)
 
 
-def _seed_comments(world: World, rng: random.Random, post: Post, authors: list[str]) -> None:
+def _seed_comments(world: World, rng: random.Random, post: Post, authors: list[str], tops: int = 0) -> None:
     span = max(1, min(world.now_us - post.created_us, 30 * DAY_US))
-    tops = sorted(post.created_us + rng.randint(1, span) for _ in range(rng.randint(1, 6)))
+    tops = sorted(post.created_us + rng.randint(1, span) for _ in range(tops or rng.randint(1, 6)))
     for t in tops:
         cid = hexid(rng)
         world.add_post(Post(

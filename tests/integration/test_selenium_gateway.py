@@ -300,3 +300,22 @@ def _private_values() -> set[str]:
             found.add(user.email)
             walk(user.private)
     return found
+
+
+def test_a_post_with_three_pages_of_comments_is_read_whole_25_at_a_time(
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
+    """PLATFORM.md: every client asks for 25 comments a page (50 is refused), and pages on with the
+    ``last`` cursor of the previous answer. The busy post of the seed has 63 top-level comments."""
+    from scripts.sandbox.seed import BUSY_TITLE
+
+    world = build_world(1, int(time.time() * 1_000_000))
+    busy = next(p for p in world.posts.values() if p.is_root and p.title == BUSY_TITLE)
+    expected = {c.id for c in world.posts.values() if c.root_id == busy.id and c.id != busy.id}
+    before = len(sandbox.control("requests")["requests"])
+    detail = gateway.post_detail(alice, busy.id, GROUP)
+    assert {c.id for c in detail.comments} == expected and len(detail.comments) == len(expected)
+    asked = [r for r in sandbox.control("requests")["requests"][before:]
+             if r["path"] == f"/api2/posts/{busy.id}/comments"]
+    assert len(asked) == 3 and all("limit=25" in r["query"] for r in asked)
+    assert "created-gt" not in asked[0]["query"] and all("created-gt=" in r["query"] for r in asked[1:])

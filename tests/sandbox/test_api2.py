@@ -191,3 +191,27 @@ def test_deleting_a_post_takes_its_replies_with_it(client, alice):
     assert alice.delete(f"/api2/posts/{r1['id']}").status_code == 404
     created = {c["id"]: c for c in client.simulate_get("/__sandbox/created").json["created"]}
     assert created[r1["id"]]["deleted"] and created[c1["id"]]["deleted"]
+
+
+def test_the_busy_post_pages_its_comments_with_last_and_has_more(client, alice):
+    from scripts.sandbox.seed import BUSY_TITLE
+
+    seen, cursor, pages = [], 0, 0
+    world_post = None  # found through the feed, as a client finds it
+    for page in range(1, 60):
+        trees = alice.data(f"/{BIG}", query_string=f"s=newest&p={page}").json["pageProps"]["postTrees"]
+        world_post = next((t["post"] for t in trees if t["post"]["metadata"]["title"] == BUSY_TITLE), None)
+        if world_post:
+            break
+    assert world_post is not None
+    while True:
+        answer = alice.get(f"/api2/posts/{world_post['id']}/comments",
+                           query_string=f"limit=25&created-gt={cursor}").json
+        children = answer["post_tree"]["children"]
+        seen += [c["post"]["id"] for c in children]
+        pages += 1
+        if not answer["meta"]["has_more"]:
+            break
+        assert len(children) == 25 and answer["last"] > cursor
+        cursor = answer["last"]
+    assert pages == 3 and len(seen) == len(set(seen)) >= 62
