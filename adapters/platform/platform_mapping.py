@@ -290,13 +290,16 @@ def page_props(data: object, what: str) -> dict[str, Any]:
     if props.get("__N_REDIRECT"):
         # Signed in but not a member: Next redirects to the group's about page.
         raise NotFound(f"{what} not found")
-    if "self" not in props:
-        # Not the shape we know: a clean 502 rather than marking every connection expired.
-        raise PlatformError("unexpected answer from the platform (page data without self)")
-    if props["self"] is None:
-        # Signed out (an expired session): the site serves its logged-out view, with no posts.
+    if "self" in props and props["self"] is None:
+        # Signed out (an expired session): the site's logged-out view.
         raise ConnectionExpired(EXPIRED)
     return props
+
+
+def is_about_page(props: Mapping[str, Any]) -> bool:
+    """A feed asked for signed out or by a non-member comes back as the group's about page: no
+    ``postTrees`` (PLATFORM.md). It is never an empty feed; the caller asks ``self`` which of the two."""
+    return "postTrees" not in props
 
 
 # --- direct messages ----------------------------------------------------------------------------------

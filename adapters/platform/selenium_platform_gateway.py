@@ -38,7 +38,7 @@ from adapters.platform.page_fetch import PageRunner, Req, Resp, checked_json
 from adapters.platform.platform_client import PlatformClient
 from adapters.platform.platform_dms import PlatformDms
 from adapters.settings import Settings
-from community_api.errors import InvalidRequest, NotFound, ServiceError
+from community_api.errors import InvalidRequest, NotFound, PlatformError, ServiceError
 from community_api.model import (
     Comment,
     Conversation,
@@ -153,6 +153,14 @@ class SeleniumPlatformGateway:
         authors: dict[tuple[Any, ...], PlatformUser] = {}  # a few authors write most posts of a feed
         for page, resp in zip(pages, self._client.call(session, reqs), strict=True):
             props = m.page_props(checked_json(resp, f"group {group}"), f"group {group}")
+            if m.is_about_page(props):
+                # Expired, or not a member: ask who the session is. A dead session raises
+                # ConnectionExpired here; a live one is not a member of the group.
+                self._client.me(session, fresh=True)
+                raise NotFound(f"group {group} not found")
+            if "self" not in props:
+                # Not a shape we know: a clean 502 rather than marking every connection expired.
+                raise PlatformError("unexpected answer from the platform (page data without self)")
             trees = m.items(props.get("postTrees") or [], "postTrees")
             posts = [m.post(tree.get("post"), self.platform_url, ref.slug, authors=authors) for tree in trees]
             if page == 1:  # the pinned posts lead page 1 and may repeat in their own place on it

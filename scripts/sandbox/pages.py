@@ -6,11 +6,13 @@
 - ``/_next/data/{buildId}/{group}.json?group={group}&…`` and ``/_next/data/{buildId}/{group}/{post}.json``
   answer ``{"pageProps": …, "__N_SSP": true}``. A stale build id answers Next's 404 HTML page; an unknown
   group or post answers 404 ``{"notFound": true, "__N_SSP": true}``.
-- Signed out (no, expired or revoked session): 200 and a logged-out view: ``self`` null and no posts
-  (``postTrees: []``, ``postTree: null``) — a private group shows visitors nothing.
-- Signed in but not a member: Next's redirect to the group's about page: the HTML page answers 307 to
-  ``/{group}/about``, the page data 200 ``{"pageProps": {"__N_REDIRECT": "/{group}/about",
-  "__N_REDIRECT_STATUS": 307}, "__N_SSP": true}``.
+- A feed asked for signed out (no, expired or revoked session) or by a non-member: Next serves the group's
+  about page in its place (``page: "/[group]/about"``): ``pageProps`` with ``currentGroup`` only — no
+  ``postTrees`` and no ``self``, so nothing in it tells the two apart (PLATFORM.md).
+- A post page signed out: ``self`` null and ``postTree: null``. By a non-member: Next's redirect to the
+  group's about page: the HTML page answers 307 to ``/{group}/about``, the page data 200
+  ``{"pageProps": {"__N_REDIRECT": "/{group}/about", "__N_REDIRECT_STATUS": 307}, "__N_SSP": true}``
+  (the other variant reported).
 - Every page carries the firewall script (see ``firewall.py``); the login page waits for it.
 - Feed answers (the page and its page data) are kept rendered in ``Sandbox.pages`` (see ``cached_feed``);
   the session, the firewall and the faults are still checked on every request, before the cache.
@@ -43,6 +45,7 @@ class PageResult:
     props: dict[str, Any] = field(default_factory=dict)
     redirect: str | None = None
     not_found: bool = False
+    about: bool = False  # the group's about page, served in place of the page asked for
 
 
 def feed_result(sb: Sandbox, slug: str, params: dict[str, str], user: User | None) -> PageResult:
@@ -51,15 +54,18 @@ def feed_result(sb: Sandbox, slug: str, params: dict[str, str], user: User | Non
         group = world.group_by_slug(slug)
         if group is None:
             return PageResult(not_found=True)
-        if user is not None and user.id not in group.members:
-            return PageResult(redirect=f"/{slug}/{ABOUT}")
+        if user is None or user.id not in group.members:
+            # Signed out or not a member: Next serves the group's about page instead of the feed, with no
+            # posts and nothing that says which of the two it is (PLATFORM.md, "Pages and page data").
+            return PageResult(props={"currentGroup": serialize.group(world, group, with_labels=True)},
+                              about=True)
         q = feed.FeedQuery.parse(params)
-        page = feed.page(world, group.id, q, user, sb.now_us()) if user else []
+        page = feed.page(world, group.id, q, user, sb.now_us())
         return PageResult(props={
             "postTrees": [{"post": serialize.post(world, p, user)} for p in page],
             "currentGroup": serialize.group(world, group, with_labels=True),
             "sortType": q.sort,
-            "self": serialize.self_user(user) if user else None,
+            "self": serialize.self_user(user),
         })
 
 
@@ -131,7 +137,7 @@ def _html_answer(sb: Sandbox, result: PageResult, page: str, query: dict[str, st
         return Rendered(404, falcon.MEDIA_HTML, NOT_FOUND_HTML)
     if result.redirect:
         raise falcon.HTTPTemporaryRedirect(result.redirect)
-    text = _document(title, main, _next_data(sb, page, query, result.props))
+    text = _document(title, main, _next_data(sb, "/[group]/about" if result.about else page, query, result.props))
     return Rendered(200, falcon.MEDIA_HTML, text.encode())
 
 

@@ -187,19 +187,30 @@ def test_post_page_has_the_comment_tree(alice):
     assert all(c["post"]["parentId"] == post["id"] for c in tree["children"])
 
 
-def test_non_member_is_redirected_to_about(browser):
+def test_a_non_members_feed_is_the_groups_about_page(browser):
+    """PLATFORM.md: Next serves the about page in the feed's place, with no posts and no ``self``."""
     dave = browser("dave")
     r = dave.data("/quiet-garden")
     assert r.status_code == 200
-    assert r.json["pageProps"] == {"__N_REDIRECT": "/quiet-garden/about", "__N_REDIRECT_STATUS": 307}
-    page = dave.get("/quiet-garden")
-    assert page.status_code == 307 and page.headers["location"].endswith("/quiet-garden/about")
+    props = r.json["pageProps"]
+    assert props["currentGroup"]["name"] == "quiet-garden" and "postTrees" not in props and "self" not in props
+    page = next_data(dave.get("/quiet-garden").text)
+    assert page["page"] == "/[group]/about" and "postTrees" not in page["props"]["pageProps"]
     about = next_data(dave.get("/quiet-garden/about").text)["props"]["pageProps"]
     assert about["currentGroup"]["name"] == "quiet-garden" and "postTree" not in about
 
 
-def test_signed_out_page_is_a_logged_out_view(browser):
+def test_a_non_members_post_page_is_redirected_to_about(browser):
+    """The other variant reported: Next's redirect, on a post page."""
+    dave, alice = browser("dave"), browser("alice")
+    post = alice.data("/quiet-garden").json["pageProps"]["postTrees"][0]["post"]
+    r = dave.data(f"/quiet-garden/{post['name']}")
+    assert r.status_code == 200
+    assert r.json["pageProps"] == {"__N_REDIRECT": "/quiet-garden/about", "__N_REDIRECT_STATUS": 307}
+
+
+def test_signed_out_the_feed_is_the_groups_about_page(browser):
     b = browser()
-    props = next_data(b.get(f"/{BIG}").text)["props"]["pageProps"]
-    assert props["self"] is None and props["postTrees"] == []
+    page = next_data(b.get(f"/{BIG}").text)
+    assert page["page"] == "/[group]/about" and "postTrees" not in page["props"]["pageProps"]
     assert b.get("/").status_code == 302

@@ -210,3 +210,22 @@ def test_private_fields_of_the_author_never_reach_the_post() -> None:
         found = reader(record, "https://x", "club", authors={})
         assert found.author == m.PlatformUser(id="u1", handle="ann-lee", name="Ann Lee")
         assert "4242" not in repr(found) and "sk_live" not in repr(found) and "ann@x" not in repr(found)
+
+
+def test_page_data_variants_for_signed_out_and_non_member_feeds() -> None:
+    """PLATFORM.md: the about page in the feed's place (no postTrees: the caller asks self which), Next's
+    redirect (not a member), a logged-out view (self null: expired), and notFound."""
+    import pytest
+
+    from community_api.errors import ConnectionExpired, NotFound
+
+    about = m.page_props({"pageProps": {"currentGroup": {"id": "g"}}, "__N_SSP": True}, "group g")
+    assert m.is_about_page(about)
+    feed = m.page_props({"pageProps": {"postTrees": [], "self": {"id": "u"}}}, "group g")
+    assert not m.is_about_page(feed)  # an empty feed of a member is a feed
+    with pytest.raises(NotFound):
+        m.page_props({"pageProps": {"__N_REDIRECT": "/g/about", "__N_REDIRECT_STATUS": 307}}, "group g")
+    with pytest.raises(ConnectionExpired):
+        m.page_props({"pageProps": {"postTrees": [], "self": None}}, "group g")
+    with pytest.raises(NotFound):
+        m.page_props({"notFound": True}, "group g")
