@@ -120,9 +120,11 @@ def read_feed(deps: Deps, actor: Actor, group: str, query: FeedQuery) -> FeedPag
                 done = True
                 break
             for post in page:
-                if post.id not in seen:
-                    seen.add(post.id)
+                # A pinned post resurfaces on later pages, possibly under another id with the same URL.
+                keys = {post.id} | ({post.url} if post.url else set())
+                if not keys & seen:
                     posts.append(post)
+                seen |= keys
             if walk_by_date and cutoff and any(p.created_at < cutoff for p in page if not p.pinned):
                 done = True
                 break

@@ -303,12 +303,15 @@ def _labels(resp: Resp, group: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _once(posts: list[Post]) -> list[Post]:
+    """Each post once: the repeat of a pinned post comes under its own id, or (one client reports) under
+    another id with the same slug, so both are compared (the slug through the post's URL)."""
     seen: set[str] = set()
     unique = []
     for post in posts:
-        if post.id not in seen:
-            seen.add(post.id)
+        keys = {post.id} | ({post.url} if post.url else set())
+        if not keys & seen:
             unique.append(post)
+        seen |= keys
     return unique
 
 

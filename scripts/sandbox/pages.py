@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 from collections.abc import Callable, Hashable
@@ -62,11 +63,31 @@ def feed_result(sb: Sandbox, slug: str, params: dict[str, str], user: User | Non
         q = feed.FeedQuery.parse(params)
         page = feed.page(world, group.id, q, user, sb.now_us())
         return PageResult(props={
-            "postTrees": [{"post": serialize.post(world, p, user)} for p in page],
+            "postTrees": _with_repeats_as_reported(group.slug, [serialize.post(world, p, user) for p in page],
+                                                   leading=len(feed.ordered(world, group.id, q, user, sb.now_us())[0])
+                                                   if q.page == 1 else 0),
             "currentGroup": serialize.group(world, group, with_labels=True),
             "sortType": q.sort,
             "self": serialize.self_user(user),
         })
+
+
+# The group whose pinned repeats come under another id (PLATFORM.md, "Where the sources disagree").
+REPEAT_UNDER_ANOTHER_ID = "quiet-garden"
+
+
+def _with_repeats_as_reported(slug: str, page: list[dict[str, Any]], leading: int) -> list[dict[str, Any]]:
+    """A pinned post leads page 1 (the first ``leading`` posts) and appears again in its own place, on
+    whatever page that is. The repeat carries no ``metadata.pinned``; in one group it also comes under
+    another id, with the same slug (``name``)."""
+    trees = []
+    for index, post in enumerate(page):
+        if index >= leading and post["metadata"].get("pinned"):
+            post = {**post, "metadata": {k: v for k, v in post["metadata"].items() if k != "pinned"}}
+            if slug == REPEAT_UNDER_ANOTHER_ID:
+                post["id"] = hashlib.md5(f"repeat:{post['id']}".encode(), usedforsecurity=False).hexdigest()
+        trees.append({"post": post})
+    return trees
 
 
 def cached_feed(sb: Sandbox, route: tuple[Hashable, ...], slug: str, params: dict[str, str],

@@ -319,3 +319,4 @@ def test_a_post_with_three_pages_of_comments_is_read_whole_25_at_a_time(
              if r["path"] == f"/api2/posts/{busy.id}/comments"]
     assert len(asked) == 3 and all("limit=25" in r["query"] for r in asked)
     assert "created-gt" not in asked[0]["query"] and all("created-gt=" in r["query"] for r in asked[1:])
+

@@ -385,6 +385,13 @@ def test_schemathesis_finds_no_server_error_through_the_real_stack(api: Api, tmp
     assert re.search(r"(\d+) generated, \1 passed", summary), summary
 
 
+def test_a_pinned_post_repeated_under_another_id_is_listed_once(api: Api) -> None:
+    """quiet-garden's stand-in repeats its pinned post on page 2 under another id with the same slug."""
+    posts = api.call("GET", "/v1/groups/quiet-garden/posts", params={"pages": "2", "sort": "newest"}).json()["posts"]
+    urls = [p["url"] for p in posts]
+    assert len(urls) == len(set(urls)) and sum(p["pinned"] for p in posts) == 1
+
+
 def test_no_private_field_ever_reaches_a_client(api: Api) -> None:
     assert api.answers, "runs last in this module: every answer above is checked"
     for text in api.answers:
