@@ -1,7 +1,8 @@
 """Direct messages (api2 chat routes).
 
 - Inbox (``self/chat-channels``): ``{"channels": [...]}``, newest activity first, ``offset``/``limit``
-  (at most 30); channels without any message yet (just opened by a chat request) are not listed.
+  (at most 30); a page past the end answers ``"channels": null``; channels without any message yet (just
+  opened by a chat request) are not listed.
   ``unread-only=true`` keeps channels with unread messages.
 - Thread (``channels/{id}/messages``), as PLATFORM.md reports it: ``before`` and ``after`` are *counts*
   (at most 50 each). Without ``msg``: the ``before`` newest messages (default 20). With ``msg`` (a message
@@ -40,7 +41,9 @@ def inbox(sb: Sandbox, user: User, offset: int, limit: int, unread_only: bool) -
         chans = [sb.world.channels[c] for c in sb.world.user_channels.get(user.id, [])]
         chans = [c for c in chans if c.messages and (not unread_only or c.num_unread(user.id))]
         chans.sort(key=lambda c: (c.updated_us, c.id), reverse=True)
-        return {"channels": [serialize.channel(sb.world, c, user) for c in chans[offset:offset + limit]]}
+        page = [serialize.channel(sb.world, c, user) for c in chans[offset:offset + limit]]
+        # A page past the end comes as null, not [] (PLATFORM.md, "Chat").
+        return {"channels": page if page or offset == 0 else None}
 
 
 def messages(sb: Sandbox, user: User, channel_id: str, before: int, after: int,

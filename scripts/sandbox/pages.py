@@ -1,8 +1,9 @@
 """The www host: HTML pages with ``__NEXT_DATA__`` and their page data as JSON (camelCase).
 
-- ``/{group}?c=&s=&fl=&p=``: the feed; ``pageProps = {postTrees, currentGroup (with labels), sortType,
-  self}``. ``/{group}/{postName}``: ``pageProps = {postTree, currentGroup, self}``; reading it (page or
-  data) marks the post read.
+- ``/{group}?c=&s=&fl=&p=``: the feed; ``pageProps = {postTrees, currentGroup (with labels; empty for
+  design-guild, as one client reports), sortType, total (the posts of the query), self}``.
+  ``/{group}/{postName}``: ``pageProps = {postTree, currentGroup, self}``; reading it (page or data) marks
+  the post read.
 - ``/_next/data/{buildId}/{group}.json?group={group}&…`` and ``/_next/data/{buildId}/{group}/{post}.json``
   answer ``{"pageProps": …, "__N_SSP": true}``. A stale build id answers Next's 404 HTML page; an unknown
   group or post answers 404 ``{"notFound": true, "__N_SSP": true}``.
@@ -62,18 +63,24 @@ def feed_result(sb: Sandbox, slug: str, params: dict[str, str], user: User | Non
                               about=True)
         q = feed.FeedQuery.parse(params)
         page = feed.page(world, group.id, q, user, sb.now_us())
+        pinned, ordered = feed.ordered(world, group.id, q, user, sb.now_us())
+        current = serialize.group(world, group, with_labels=True)
+        if group.slug == EMPTY_LABELS_GROUP:
+            current["labels"] = []  # one client saw its group's labels empty here: read them from api2
         return PageResult(props={
             "postTrees": _with_repeats_as_reported(group.slug, [serialize.post(world, p, user) for p in page],
-                                                   leading=len(feed.ordered(world, group.id, q, user, sb.now_us())[0])
-                                                   if q.page == 1 else 0),
-            "currentGroup": serialize.group(world, group, with_labels=True),
+                                                   leading=len(pinned) if q.page == 1 else 0),
+            "currentGroup": current,
+            "total": len(ordered),  # the group's post count for the query (one client reads it)
             "sortType": q.sort,
             "self": serialize.self_user(user),
         })
 
 
-# The group whose pinned repeats come under another id (PLATFORM.md, "Where the sources disagree").
+# Where the sources disagree (PLATFORM.md), each variant is served somewhere: the group whose pinned
+# repeats come under another id, and the one whose page data lists no labels in ``currentGroup``.
 REPEAT_UNDER_ANOTHER_ID = "quiet-garden"
+EMPTY_LABELS_GROUP = "design-guild"
 
 
 def _with_repeats_as_reported(slug: str, page: list[dict[str, Any]], leading: int) -> list[dict[str, Any]]:

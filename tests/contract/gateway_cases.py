@@ -329,6 +329,8 @@ class TestDirectMessages:
         for conv in conversations:
             assert conv.with_ is not None and conv.with_.id != me and not conv.awaiting_reply
             assert conv.last_message is not None and conv.last_message.conversation_id == conv.id
+        # A page past the end (the platform answers "channels": null there) is an empty page.
+        assert platform.gateway.list_conversations(session, len(conversations) + 10 * PAGE, PAGE) == []
 
     def test_inbox_limit_above_30_is_refused(self, platform: PlatformHarness) -> None:
         with pytest.raises(InvalidRequest):

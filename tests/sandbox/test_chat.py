@@ -7,7 +7,7 @@ from tests.sandbox.conftest import group_id, user_id
 
 def inbox(b, offset: int = 0, limit: int = 30, unread_only: bool = False) -> list[dict]:
     q = f"offset={offset}&limit={limit}&last=true&unread-only={'true' if unread_only else 'false'}"
-    return b.get("/api2/self/chat-channels", query_string=q).json["channels"]
+    return b.get("/api2/self/chat-channels", query_string=q).json["channels"] or []  # past the end: null
 
 
 def all_channels(b) -> list[dict]:
@@ -163,3 +163,8 @@ def test_antispam_hourly_limit_and_settings(client, alice, clock):
         "enabled"] is False
     for _ in range(5):
         assert alice.post(url, json={"content": "fast"}).status_code == 200
+
+
+def test_an_inbox_page_past_the_end_is_null(alice):
+    q = "offset=3000&limit=30&last=true&unread-only=false"
+    assert alice.get("/api2/self/chat-channels", query_string=q).json == {"channels": None}
