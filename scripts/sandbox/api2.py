@@ -85,7 +85,10 @@ class GroupItem(Resource):
         me = require_user(self.sb, req)
         with self.sb.lock:
             group = posts.member_group(self.sb, me, group_id)
-            resp.media = serialize.snake(serialize.group(self.sb.world, group))
+            record = serialize.group(self.sb.world, group)
+            # ``groups/{id}`` names its labels as comma-joined ids (PLATFORM.md, "Groups").
+            record["metadata"]["labels"] = ",".join(label.id for label in group.labels)
+            resp.media = serialize.snake(record)
 
 
 class GroupLabels(Resource):

@@ -50,6 +50,7 @@ def test_group_and_labels(client, alice):
     labels = alice.get(f"/api2/groups/{gid}/labels").json["labels"]
     assert len(labels) == 6 and labels[0]["metadata"]["display_name"] == "General"
     assert sum(lb["metadata"]["posts"] for lb in labels) > 1000
+    assert group["metadata"]["labels"] == ",".join(lb["id"] for lb in labels)  # comma-joined ids
     assert alice.get("/api2/groups/nope").status_code == 404
 
 
