@@ -15,9 +15,8 @@ Rules (issue 17):
 from __future__ import annotations
 
 from argon2 import PasswordHasher
-from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
-from community_api.accounts import DEFAULT_HASHER, MAX_PASSWORD, MIN_PASSWORD
+from community_api.accounts import DEFAULT_HASHER, MAX_PASSWORD, MIN_PASSWORD, password_matches
 from community_api.errors import Forbidden, InvalidRequest, NotFound
 from community_api.inputs import check_body
 from community_api.model import KEY_CONNECTOR, Account, AuditEvent, WebSession
@@ -28,11 +27,7 @@ WRONG_PASSWORD = "the password is wrong"  # noqa: S105 - a message, not a passwo
 
 def _check_password(store: KeyStore, account: Account, password: str, hasher: PasswordHasher) -> None:
     found = store.find_account_by_email(account.email)
-    try:
-        ok = found is not None and found[0].id == account.id and hasher.verify(found[1], password)
-    except (VerifyMismatchError, VerificationError, InvalidHashError):
-        ok = False
-    if not ok:
+    if found is None or found[0].id != account.id or not password_matches(hasher, found[1], password):
         raise Forbidden(WRONG_PASSWORD)
 
 

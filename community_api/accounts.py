@@ -134,12 +134,8 @@ def sign_in(
     bounds = guard.bounds_for(email, client_address, device_id)
     guard.admit(store, clock, bounds)
     found = store.find_account_by_email(email)
-    try:
-        # An unknown email is verified against a throw-away hash, so both failures take the same time.
-        hasher.verify(found[1] if found else _dummy_hash(hasher), password)
-        ok = found is not None
-    except (VerifyMismatchError, VerificationError, InvalidHashError):
-        ok = False
+    # An unknown email is verified against a throw-away hash, so both failures take the same time.
+    ok = password_matches(hasher, found[1] if found else _dummy_hash(hasher), password)
     if not ok or found is None:
         raise Unauthorized("wrong email or password")
     account = found[0]
@@ -155,6 +151,14 @@ def sign_in(
     store.add_web_session(session)
     return SignedIn(account=account, session=session, cookie_value=cookie_value,
                     device_cookie=device_cookies.issue(email, now, device_id))
+
+
+def password_matches(hasher: PasswordHasher, password_hash: str, password: str) -> bool:
+    """Whether ``password`` is the one ``password_hash`` was made from (a broken hash matches nothing)."""
+    try:
+        return bool(hasher.verify(password_hash, password))
+    except (VerifyMismatchError, VerificationError, InvalidHashError):
+        return False
 
 
 @functools.cache

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import falcon
 
 from adapters.http.auth import DEVICE_COOKIE, SESSION_COOKIE, device_cookie, web_session
@@ -29,6 +31,11 @@ class ManagementResource:
 
     def client(self, req: falcon.Request) -> str:
         return client_address(req, self.trusted_proxies)
+
+    def _set_cookie(self, req: falcon.Request, resp: falcon.Response, name: str, value: str,
+                    lifetime: timedelta) -> None:
+        resp.set_cookie(name, value, max_age=int(lifetime.total_seconds()), path="/", http_only=True,
+                        secure=self.secure_cookies or req.scheme == "https", same_site="Lax")
 
 
 class AccountsResource(ManagementResource):
@@ -59,24 +66,8 @@ class SessionResource(ManagementResource):
             device_cookie=device_cookie(req),
             hasher=self.deps.password_hasher,
         )
-        resp.set_cookie(
-            SESSION_COOKIE,
-            signed_in.cookie_value,
-            max_age=int(accounts.SESSION_LIFETIME.total_seconds()),
-            path="/",
-            http_only=True,
-            secure=self.secure_cookies or req.scheme == "https",
-            same_site="Lax",
-        )
-        resp.set_cookie(
-            DEVICE_COOKIE,
-            signed_in.device_cookie,
-            max_age=int(DEVICE_COOKIE_LIFETIME.total_seconds()),
-            path="/",
-            http_only=True,
-            secure=self.secure_cookies or req.scheme == "https",
-            same_site="Lax",
-        )
+        self._set_cookie(req, resp, SESSION_COOKIE, signed_in.cookie_value, accounts.SESSION_LIFETIME)
+        self._set_cookie(req, resp, DEVICE_COOKIE, signed_in.device_cookie, DEVICE_COOKIE_LIFETIME)
         send_json(resp, {"account": signed_in.account, "csrfToken": signed_in.session.csrf_token})
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response) -> None:

@@ -119,6 +119,11 @@ def ordered(world: World, group_id: str, q: FeedQuery, viewer: User | None,
 def page(world: World, group_id: str, q: FeedQuery, viewer: User | None, now_us: int) -> list[Post]:
     """The posts of page ``q.page``, pinned ones first on page 1."""
     pinned, posts = _walk(world, group_id, q, viewer, now_us)
+    return page_of(pinned, posts, q)
+
+
+def page_of(pinned: list[Post], posts: Iterable[Post], q: FeedQuery) -> list[Post]:
+    """Page ``q.page`` of an ordered feed (``ordered`` or ``_walk``), the pinned posts first on page 1."""
     start = (q.page - 1) * PAGE_SIZE
     chunk = list(islice(posts, start, start + PAGE_SIZE))
     return pinned + chunk if q.page == 1 else chunk

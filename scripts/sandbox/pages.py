@@ -62,8 +62,8 @@ def feed_result(sb: Sandbox, slug: str, params: dict[str, str], user: User | Non
             return PageResult(props={"currentGroup": serialize.group(world, group, with_labels=True)},
                               about=True)
         q = feed.FeedQuery.parse(params)
-        page = feed.page(world, group.id, q, user, sb.now_us())
-        pinned, ordered = feed.ordered(world, group.id, q, user, sb.now_us())
+        pinned, ordered = feed.ordered(world, group.id, q, user, sb.now_us())  # one walk: the page and total
+        page = feed.page_of(pinned, ordered, q)
         current = serialize.group(world, group, with_labels=True)
         if group.slug == EMPTY_LABELS_GROUP:
             current["labels"] = []  # one client saw its group's labels empty here: read them from api2
