@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import urllib.parse
 from collections.abc import Mapping
 
 import attrs
+
+from adapters.throttle.mmap_limits_storage import DEFAULT_CAPACITY, MAX_CAPACITY
 
 PREFIX = "COMMUNITY_API_"
 MODES = ("production", "demo", "test")
@@ -24,7 +27,7 @@ class Settings:
     secret: str = ""
     platform_url: str = "http://127.0.0.1:8700"
     platform_api_url: str = "http://127.0.0.1:8700/api2"
-    throttle_storage: str = ""  # empty: a SQLite file beside the database above (``throttle_uri``)
+    throttle_storage: str = ""  # empty: a mapped file beside the database above (``throttle_uri``)
     selenium_remote_url: str = ""
     browser_pool_size: int = 4
     signup: bool = False
@@ -40,14 +43,18 @@ class Settings:
 
     @property
     def throttle_uri(self) -> str:
-        """The ``limits`` storage of the DM throttle and the platform read pace. By default a SQLite file
-        of its own beside the database (``community-api.sqlite3`` → ``community-api.throttle.sqlite3``):
-        the read pace writes on every data read, and writes to the database itself would make every
-        worker's key cache re-read on every request (the cache trusts the database while it is unchanged)."""
+        """The ``limits`` storage of the DM throttle and the platform read pace. By default a memory-mapped
+        file beside the database (``community-api.sqlite3`` → ``community-api.throttle.mmap``), shared by
+        every worker of the host: the read pace writes on every data read, which costs a transaction on
+        SQLite and a few microseconds there (``adapters/throttle/mmap_limits_storage.py``). Its windows
+        hold up to 128 entries, or the read pace when that is larger."""
         if self.throttle_storage:
             return self.throttle_storage
-        root, extension = os.path.splitext(os.path.abspath(self.db))
-        return f"sqlite:///{root}.throttle{extension or '.sqlite3'}"
+        root, _ = os.path.splitext(os.path.abspath(self.db))
+        uri = "mmap://" + urllib.parse.quote(root + ".throttle.mmap")
+        if self.platform_reads_per_minute > DEFAULT_CAPACITY:
+            uri += f"?capacity={self.platform_reads_per_minute}"
+        return uri
 
 
 def _bool(name: str, value: str) -> bool:
@@ -82,8 +89,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         raise SettingsError(f"a numeric setting is not a number: {error}") from None
     if pool < 1:
         raise SettingsError(f"{PREFIX}BROWSER_POOL_SIZE must be at least 1")
-    if reads_per_minute < 1:
-        raise SettingsError(f"{PREFIX}PLATFORM_READS_PER_MINUTE must be at least 1")
+    if not 1 <= reads_per_minute <= MAX_CAPACITY:
+        raise SettingsError(f"{PREFIX}PLATFORM_READS_PER_MINUTE must be from 1 to {MAX_CAPACITY}")
     defaults = Settings()
     platform_url = get("PLATFORM_URL", defaults.platform_url).rstrip("/")
     hosts = tuple(h.strip() for h in get("MCP_ALLOWED_HOSTS").split(",") if h.strip())

@@ -1,12 +1,13 @@
 """The platform pace (the ``PlatformPace`` port) on a ``limits`` storage, shared by every worker process.
 
-It lives on the same storage as the DM throttle (``sqlite:///`` by default, ``redis://`` for several
-hosts, ``memory://`` for one process), under keys of its own:
+It lives on the same storage as the DM throttle (``mmap:///`` by default, ``sqlite:///`` also for one host,
+``redis://`` for several hosts, ``memory://`` for one process), under keys of its own:
 - ``platform-hold/{connection}``: a counter whose expiry is the end of the hold the platform's 429 asked
   for. ``get`` answers 0 once it has expired, on every storage, so the hold ends by itself;
 - ``platform-reads/{connection}``: a moving window of 60 s holding one entry per platform read.
-  ``acquire_entry`` checks and counts in one atomic step (one ``BEGIN IMMEDIATE`` on SQLite, one script
-  on Redis), so concurrent workers can never admit more than the limit between them.
+  ``acquire_entry`` checks and counts in one atomic step (under the file lock on mmap, one
+  ``BEGIN IMMEDIATE`` on SQLite, one script on Redis), so concurrent workers can never admit more than
+  the limit between them.
 
 ``limits`` windows are closed: an entry exactly 60 s old still counts. The ``retry_after`` of a refusal
 follows that rule exactly: the smallest whole number of seconds after which the refused call fits,
@@ -24,6 +25,7 @@ from limits.errors import ConfigurationError
 from limits.storage import MovingWindowSupport, Storage, storage_from_string
 
 import adapters.throttle.sqlite_limits_storage  # noqa: F401  (registers the sqlite:// scheme)
+from adapters.throttle.mmap_limits_storage import require_capacity  # (and registers mmap://)
 from community_api.model import ReadPace
 from community_api.pace import WINDOW_SECONDS, held_refusal, pace_refusal
 
@@ -39,6 +41,7 @@ class LimitsPlatformPace:
         if not (isinstance(storage, Storage) and isinstance(storage, MovingWindowSupport)):
             raise ConfigurationError(f"the platform pace needs a synchronous storage with moving windows, not "
                                      f"{storage_uri}")
+        require_capacity(storage, reads_per_minute, "the platform read pace")
         self._storage: Storage = storage
         self._windows = cast(MovingWindowSupport, storage)
         self.reads_per_minute = reads_per_minute

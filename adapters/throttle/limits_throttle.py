@@ -1,8 +1,8 @@
 """The DM throttle (the ``Throttle`` port) on a ``limits`` storage, shared by every worker process.
 
 ``LimitsThrottle(storage_uri, salt)`` takes any synchronous ``limits`` storage with moving windows:
-``sqlite:///path`` (``sqlite_limits_storage``, the default: one host, several workers), ``redis://...``
-(several hosts) or ``memory://`` (one process: tests, demos).
+``mmap:///path`` (``mmap_limits_storage``, the default) or ``sqlite:///path`` (``sqlite_limits_storage``):
+one host, several workers; ``redis://...`` (several hosts) or ``memory://`` (one process: tests, demos).
 
 Rules, per connection (DESIGN §2, spec §8):
 - pace: after a reservation at time L, the next is allowed from L + g, where g is a whole number of
@@ -52,6 +52,7 @@ from limits.errors import ConfigurationError
 from limits.storage import MovingWindowSupport, Storage, storage_from_string
 
 import adapters.throttle.sqlite_limits_storage  # noqa: F401  (registers the sqlite:// scheme)
+from adapters.throttle.mmap_limits_storage import require_capacity  # (and registers mmap://)
 from community_api.errors import RateLimited
 from community_api.model import DmQuota
 
@@ -127,7 +128,7 @@ class LimitsThrottle:
     and why the storage is used the way it is."""
 
     def __init__(self, storage_uri: str, salt: str, draw_gap: GapDraw | None = None) -> None:
-        """:param storage_uri: a ``limits`` storage URI (``sqlite:///...``, ``redis://...``,
+        """:param storage_uri: a ``limits`` storage URI (``mmap:///...``, ``sqlite:///...``, ``redis://...``,
         ``memory://``); the storage must be synchronous and support moving windows
         :param salt: the secret that keys the gap draw (the service secret, or one derived from it)
         :param draw_gap: ``(connection id, time of the last reservation) -> seconds``; tests fix it"""
@@ -138,6 +139,7 @@ class LimitsThrottle:
             )
         self._storage = cast(MovingWindowSupport, storage)
         self._plain_storage: Storage = storage
+        require_capacity(storage, DAILY_LIMIT + 1, "the DM throttle")
         self._draw = draw_gap if draw_gap is not None else hmac_gap_drawer(salt)
 
     # --- the port ------------------------------------------------------------------------------

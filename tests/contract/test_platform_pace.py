@@ -1,5 +1,5 @@
-"""One contract for every ``PlatformPace``: the fake, and ``LimitsPlatformPace`` on SQLite, memory:// and
-Redis, with time frozen by freezegun (the storages read ``time.time()``).
+"""One contract for every ``PlatformPace``: the fake, and ``LimitsPlatformPace`` on mmap://, SQLite,
+memory:// and Redis, with time frozen by freezegun (the storages read ``time.time()``).
 
 The rules (``community_api.ports.PlatformPace``): the platform's 429 holds a connection; at most N reads in
 any 60 s; a refusal counts nothing and its ``retry_after`` is exact (that many seconds later the call
@@ -48,7 +48,7 @@ def frozen() -> Iterator[FrozenDateTimeFactory]:
         yield cast(FrozenDateTimeFactory, clock)
 
 
-@pytest.fixture(params=["fake", "sqlite", "memory", "redis"])
+@pytest.fixture(params=["fake", "mmap", "sqlite", "memory", "redis"])
 def make(request: pytest.FixtureRequest, tmp_path: Path, frozen: FrozenDateTimeFactory) -> Callable[[], PlatformPace]:
     """Builds paces of the kind under test; two built by one test share their storage, as workers do."""
     kind: str = request.param
@@ -57,6 +57,8 @@ def make(request: pytest.FixtureRequest, tmp_path: Path, frozen: FrozenDateTimeF
         return lambda: shared
     if kind == "sqlite":
         uri = f"sqlite:///{tmp_path / 'pace.sqlite3'}"
+    elif kind == "mmap":
+        uri = f"mmap://{tmp_path / 'pace.mmap'}"
     elif kind == "memory":
         memory = LimitsPlatformPace("memory://", LIMIT)  # one process: share the instance
         return lambda: memory

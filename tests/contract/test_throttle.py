@@ -51,7 +51,7 @@ def redis_uri() -> Iterator[str]:
 
 # --- the throttles under test -----------------------------------------------------------------------
 
-KINDS = ["fake", "sqlite", "memory", "redis"]
+KINDS = ["fake", "mmap", "sqlite", "memory", "redis"]
 
 
 @pytest.fixture
@@ -67,6 +67,8 @@ def make(request: pytest.FixtureRequest, tmp_path: Path, frozen: FrozenDateTimeF
     uri = ""
     if kind == "sqlite":
         uri = f"sqlite:///{tmp_path / 'throttle.sqlite3'}"
+    elif kind == "mmap" or kind == "mmap":
+        uri = f"mmap://{tmp_path / 'throttle.mmap'}"
     elif kind == "memory":
         uri = "memory://"
     elif kind == "redis":
@@ -368,12 +370,14 @@ def test_the_default_draw_stays_within_30_to_45_seconds_and_varies(
 # --- LimitsThrottle only --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+@pytest.mark.parametrize("kind", ["mmap", "sqlite", "redis"])
 def test_workers_sharing_a_storage_draw_the_same_gap(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest, frozen: FrozenDateTimeFactory
 ) -> None:
     if kind == "sqlite":
         uri = f"sqlite:///{tmp_path / 'throttle.sqlite3'}"
+    elif kind == "mmap":
+        uri = f"mmap://{tmp_path / 'throttle.mmap'}"
     else:
         uri = request.getfixturevalue("redis_uri")
         flush_redis(uri)

@@ -23,6 +23,7 @@ import pytest
 from limits.storage import RedisStorage
 
 from adapters.throttle.limits_throttle import MAX_GAP, MIN_GAP, LimitsThrottle
+from adapters.throttle.mmap_limits_storage import MmapStorage
 from adapters.throttle.sqlite_limits_storage import SQLiteStorage
 from community_api.errors import RateLimited
 from tests.contract.test_throttle import flush_redis, running_redis_server
@@ -51,6 +52,15 @@ class SlowReadsSQLiteStorage(SQLiteStorage):
         return window
 
 
+class SlowReadsMmapStorage(MmapStorage):
+    STORAGE_SCHEME = ["mmap+slowreads"]
+
+    def get_moving_window(self, key: str, limit: int, expiry: int) -> tuple[float, int]:
+        window = super().get_moving_window(key, limit, expiry)
+        _pause_after_pace_read(key)
+        return window
+
+
 class SlowReadsRedisStorage(RedisStorage):
     STORAGE_SCHEME = ["redis+slowreads"]
 
@@ -72,17 +82,19 @@ def redis_uri() -> Iterator[str]:
 def _storage_uri(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if kind.startswith("sqlite"):
         return f"{kind}:///{tmp_path / 'service.sqlite3'}"
+    if kind.startswith("mmap"):
+        return f"{kind}://{tmp_path / 'service.throttle.mmap'}"
     uri: str = request.getfixturevalue("redis_uri")
     flush_redis(uri)
     return uri.replace("redis://", f"{kind}://", 1)
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=["mmap", "sqlite", "redis"])
 def storage_uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return _storage_uri(request.param, request, tmp_path)
 
 
-@pytest.fixture(params=["sqlite", "redis", "sqlite+slowreads", "redis+slowreads"])
+@pytest.fixture(params=["mmap", "sqlite", "redis", "mmap+slowreads", "sqlite+slowreads", "redis+slowreads"])
 def racing_storage_uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return _storage_uri(request.param, request, tmp_path)
 

@@ -5,15 +5,21 @@ from __future__ import annotations
 import pytest
 
 from adapters.settings import SettingsError, load_settings
+from adapters.throttle.mmap_limits_storage import DEFAULT_CAPACITY, parse_uri
 
 BASE = {"COMMUNITY_API_MODE": "test"}
 
 
-def test_the_throttles_live_in_a_file_of_their_own_beside_the_database() -> None:
+def test_the_throttles_live_in_a_mapped_file_of_their_own_beside_the_database() -> None:
     settings = load_settings({**BASE, "COMMUNITY_API_DB": "/srv/api/community-api.sqlite3"})
     # Not the database itself: the read pace writes on every read, which would refresh every key cache.
-    assert settings.throttle_uri == "sqlite:////srv/api/community-api.throttle.sqlite3"
-    assert load_settings({**BASE, "COMMUNITY_API_DB": "/srv/db"}).throttle_uri == "sqlite:////srv/db.throttle.sqlite3"
+    assert settings.throttle_uri == "mmap:///srv/api/community-api.throttle.mmap"
+    assert load_settings({**BASE, "COMMUNITY_API_DB": "/srv/db"}).throttle_uri == "mmap:///srv/db.throttle.mmap"
+    odd = load_settings({**BASE, "COMMUNITY_API_DB": "/srv/my api?/db.sqlite3"})
+    assert parse_uri(odd.throttle_uri) == ("/srv/my api?/db.throttle.mmap", DEFAULT_CAPACITY)
+    # Its windows must hold a whole minute of reads when the pace is larger than the default capacity.
+    fast = load_settings({**BASE, "COMMUNITY_API_DB": "/srv/db", "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "600"})
+    assert fast.throttle_uri == "mmap:///srv/db.throttle.mmap?capacity=600"
     redis = load_settings({**BASE, "COMMUNITY_API_THROTTLE_STORAGE": "redis://127.0.0.1:6379/0"})
     assert redis.throttle_uri == "redis://127.0.0.1:6379/0"
 
@@ -21,6 +27,6 @@ def test_the_throttles_live_in_a_file_of_their_own_beside_the_database() -> None
 def test_the_read_pace_is_a_setting_of_at_least_one() -> None:
     assert load_settings(BASE).platform_reads_per_minute == 60
     assert load_settings({**BASE, "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "120"}).platform_reads_per_minute == 120
-    for bad in ("0", "-3", "fast"):
+    for bad in ("0", "-3", "fast", "65537"):
         with pytest.raises(SettingsError):
             load_settings({**BASE, "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": bad})

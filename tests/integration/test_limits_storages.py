@@ -1,5 +1,7 @@
-"""The ``sqlite://`` storage for ``limits``: registered by scheme, the same moving-window answers as the
-storages shipped with ``limits``, and an exact count across processes and threads."""
+"""Our two storages for ``limits``, ``sqlite://`` and ``mmap://``: registered by scheme, the same
+moving-window answers as the storages shipped with ``limits`` (Redis's, differentially), and an exact
+count across processes and threads. What only one of them has is tested at the end (SQLite's tables) and
+in ``test_limits_mmap_storage.py``."""
 
 from __future__ import annotations
 
@@ -18,9 +20,10 @@ from freezegun import freeze_time
 from freezegun.api import FrozenDateTimeFactory
 from limits import RateLimitItemPerMinute
 from limits.errors import ConfigurationError
-from limits.storage import SCHEMES, MemoryStorage, storage_from_string
+from limits.storage import SCHEMES, MemoryStorage, MovingWindowSupport, Storage, storage_from_string
 from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
 
+from adapters.throttle.mmap_limits_storage import MmapStorage
 from adapters.throttle.sqlite_limits_storage import SQLiteStorage, path_from_uri
 from tests.contract.redis_support import flush_redis, running_redis_server
 
@@ -33,11 +36,24 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "var" / "service.sqlite3"
 
 
+class AnyStorage(Storage, MovingWindowSupport):
+    """For the type checker: what both storages are."""
+
+
 @pytest.fixture
-def storage(db_path: Path) -> SQLiteStorage:
+def sqlite_storage(db_path: Path) -> SQLiteStorage:
     made = storage_from_string(f"sqlite:///{db_path}")
     assert isinstance(made, SQLiteStorage)
     return made
+
+
+@pytest.fixture(params=["sqlite", "mmap"])
+def storage(request: pytest.FixtureRequest, db_path: Path) -> AnyStorage:
+    if request.param == "sqlite":
+        return cast(AnyStorage, request.getfixturevalue("sqlite_storage"))
+    made = storage_from_string(f"mmap://{db_path.with_suffix('.mmap')}")
+    assert isinstance(made, MmapStorage)
+    return cast(AnyStorage, made)
 
 
 @pytest.fixture
@@ -46,8 +62,9 @@ def frozen() -> Iterator[FrozenDateTimeFactory]:
         yield cast(FrozenDateTimeFactory, clock)
 
 
-def test_the_scheme_is_registered_with_limits() -> None:
+def test_the_schemes_are_registered_with_limits() -> None:
     assert SCHEMES["sqlite"] is SQLiteStorage
+    assert SCHEMES["mmap"] is MmapStorage
 
 
 @pytest.mark.parametrize(
@@ -69,7 +86,10 @@ def test_uri_without_a_usable_file_is_refused(uri: str) -> None:
         storage_from_string(uri)
 
 
-def test_it_creates_its_tables_in_wal_mode_beside_other_tables(storage: SQLiteStorage, db_path: Path) -> None:
+def test_sqlite_creates_its_tables_in_wal_mode_beside_other_tables(
+    sqlite_storage: SQLiteStorage, db_path: Path
+) -> None:
+    storage = sqlite_storage
     db_path.parent.mkdir(parents=True, exist_ok=True)
     with sqlite3.connect(db_path) as other:
         other.execute("CREATE TABLE api_keys (id TEXT PRIMARY KEY)")
@@ -85,7 +105,7 @@ def test_it_creates_its_tables_in_wal_mode_beside_other_tables(storage: SQLiteSt
         assert db.execute("SELECT id FROM api_keys").fetchall() == [("k1",)]
 
 
-def test_moving_window_answers_as_limits_own_storages_do(storage: SQLiteStorage, frozen: FrozenDateTimeFactory) -> None:
+def test_moving_window_answers_as_limits_own_storages_do(storage: AnyStorage, frozen: FrozenDateTimeFactory) -> None:
     """The same calls against memory:// and sqlite:// give the same answers (memory:// counts an entry
     exactly ``expiry`` old out of the window when reading, so reads here avoid that instant)."""
     memory = MemoryStorage("memory://")
@@ -110,7 +130,7 @@ def test_moving_window_answers_as_limits_own_storages_do(storage: SQLiteStorage,
     assert [b.get_moving_window("k", 2, 10) for b in (memory, storage)] == [(START.timestamp() + 4, 2)] * 2
 
 
-def test_moving_window_rate_limiter_runs_on_it(storage: SQLiteStorage, frozen: FrozenDateTimeFactory) -> None:
+def test_moving_window_rate_limiter_runs_on_it(storage: AnyStorage, frozen: FrozenDateTimeFactory) -> None:
     limiter = MovingWindowRateLimiter(storage)
     three_a_minute = RateLimitItemPerMinute(3)
     assert [limiter.hit(three_a_minute, "c1") for _ in range(4)] == [True, True, True, False]
@@ -121,9 +141,7 @@ def test_moving_window_rate_limiter_runs_on_it(storage: SQLiteStorage, frozen: F
     assert limiter.test(three_a_minute, "c1")
 
 
-def test_entries_are_trimmed_and_expire_like_redis_lists(
-    storage: SQLiteStorage, db_path: Path, frozen: FrozenDateTimeFactory
-) -> None:
+def test_entries_are_trimmed_and_expire_like_redis_lists(storage: AnyStorage, frozen: FrozenDateTimeFactory) -> None:
     for _ in range(5):
         assert storage.acquire_entry("k", 3, 100)
         frozen.tick(40)
@@ -131,12 +149,20 @@ def test_entries_are_trimmed_and_expire_like_redis_lists(
     frozen.tick(100)  # 100 s after the last acquisition the whole key has expired
     assert storage.get_moving_window("k", 10, 1000)[1] == 0
     assert storage.acquire_entry("other", 1, 5)
+    assert storage.reset() == 1  # "k" had expired: only "other" is left
+
+
+def test_sqlite_deletes_the_rows_of_expired_keys(sqlite_storage: SQLiteStorage, db_path: Path,
+                                                 frozen: FrozenDateTimeFactory) -> None:
+    assert sqlite_storage.acquire_entry("k", 3, 100)
+    frozen.tick(101)
+    assert sqlite_storage.acquire_entry("other", 1, 5)
     with sqlite3.connect(db_path) as db:
         keys = [key for (key,) in db.execute("SELECT DISTINCT key FROM throttle_marks")]
     assert keys == ["other"]
 
 
-def test_counters_for_the_fixed_window_strategy(storage: SQLiteStorage, frozen: FrozenDateTimeFactory) -> None:
+def test_counters_for_the_fixed_window_strategy(storage: AnyStorage, frozen: FrozenDateTimeFactory) -> None:
     assert storage.incr("n", 30) == 1
     assert storage.incr("n", 30, amount=2) == 3
     assert storage.get("n") == 3
@@ -153,7 +179,7 @@ def test_counters_for_the_fixed_window_strategy(storage: SQLiteStorage, frozen: 
     assert storage.get("n") == 0
 
 
-def test_each_thread_uses_its_own_connection(storage: SQLiteStorage) -> None:
+def test_threads_count_exactly(storage: AnyStorage) -> None:
     results: list[bool] = []
     lock = threading.Lock()
 
@@ -171,12 +197,12 @@ def test_each_thread_uses_its_own_connection(storage: SQLiteStorage) -> None:
     assert results.count(True) == 25 and len(results) == 60
 
 
-def _hit_many(storage: SQLiteStorage, barrier: Barrier, results: multiprocessing.Queue) -> None:  # type: ignore[type-arg,unused-ignore]
+def _hit_many(storage: AnyStorage, barrier: Barrier, results: multiprocessing.Queue) -> None:  # type: ignore[type-arg,unused-ignore]
     barrier.wait(timeout=30)
     results.put([storage.acquire_entry("exact", 20, 3600) for _ in range(5)])
 
 
-def test_an_exact_count_across_forked_processes(storage: SQLiteStorage) -> None:
+def test_an_exact_count_across_forked_processes(storage: AnyStorage) -> None:
     assert storage.check()  # the parent's connection exists before the fork; children must not reuse it
     barrier = FORK.Barrier(8)
     results: multiprocessing.Queue = FORK.Queue()  # type: ignore[type-arg,unused-ignore]
@@ -200,7 +226,7 @@ def redis_uri() -> Iterator[str]:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_random_moving_window_calls_answer_as_the_redis_storage_does(
-    storage: SQLiteStorage, frozen: FrozenDateTimeFactory, redis_uri: str, seed: int
+    storage: AnyStorage, frozen: FrozenDateTimeFactory, redis_uri: str, seed: int
 ) -> None:
     """Differential: the same random acquisitions (several limits and amounts per key, so lists are
     trimmed at different lengths) and window reads (shorter and longer windows, smaller and larger limits)

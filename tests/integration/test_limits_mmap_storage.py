@@ -1,0 +1,150 @@
+"""What only the ``mmap://`` storage has: its URI, its capacity, a table that grows while other processes
+use it, and a file that outlives the processes. (What it shares with the SQLite storage — the answers of
+``limits``' own storages, exact counts across threads and processes — is in ``test_limits_storages.py``.)"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import cast
+
+import pytest
+from freezegun import freeze_time
+from freezegun.api import FrozenDateTimeFactory
+from limits.errors import ConfigurationError
+from limits.storage import storage_from_string
+
+from adapters.throttle.limits_platform_pace import LimitsPlatformPace
+from adapters.throttle.limits_throttle import LimitsThrottle
+from adapters.throttle.mmap_limits_storage import DEFAULT_CAPACITY, MAGIC, MmapStorage, parse_uri
+
+FORK = multiprocessing.get_context("fork")
+START = datetime(2100, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "var" / "throttle.mmap"
+
+
+def open_storage(path: Path, capacity: int | None = None) -> MmapStorage:
+    made = storage_from_string(f"mmap://{path}" + (f"?capacity={capacity}" if capacity else ""))
+    assert isinstance(made, MmapStorage)
+    return made
+
+
+@pytest.fixture
+def frozen() -> Iterator[FrozenDateTimeFactory]:
+    with freeze_time(START) as clock:
+        yield cast(FrozenDateTimeFactory, clock)
+
+
+@pytest.mark.parametrize(
+    ("uri", "expected"),
+    [
+        ("mmap:///srv/api/throttle.mmap", ("/srv/api/throttle.mmap", DEFAULT_CAPACITY)),
+        ("mmap:////srv/api/throttle.mmap", ("/srv/api/throttle.mmap", DEFAULT_CAPACITY)),
+        ("mmap://var/throttle.mmap", ("var/throttle.mmap", DEFAULT_CAPACITY)),
+        ("mmap:///srv/my%20api/t.mmap?capacity=600", ("/srv/my api/t.mmap", 600)),
+    ],
+)
+def test_the_uri_names_the_file_and_the_capacity(uri: str, expected: tuple[str, int]) -> None:
+    assert parse_uri(uri) == expected
+
+
+@pytest.mark.parametrize(
+    "uri",
+    ["mmap://", "mmap:///", "mmap:///t.mmap?capacity=0", "mmap:///t.mmap?capacity=65537",
+     "mmap:///t.mmap?capacity=ten", "mmap:///t.mmap?capacity=", "mmap:///t.mmap?size=4"],
+)
+def test_a_uri_without_a_file_or_with_a_bad_option_is_refused(uri: str) -> None:
+    with pytest.raises(ConfigurationError):
+        storage_from_string(uri)
+
+
+def test_a_window_larger_than_the_capacity_is_refused_not_miscounted(path: Path) -> None:
+    storage = open_storage(path, capacity=4)
+    assert storage.acquire_entry("k", 4, 60, amount=4)
+    with pytest.raises(ConfigurationError, match=r"\?capacity=5"):
+        storage.acquire_entry("k", 5, 60)
+    # Each user checks at start-up that its largest window fits.
+    with pytest.raises(ConfigurationError, match="read pace"):
+        LimitsPlatformPace(f"mmap://{path}?capacity=59", 60)
+    with pytest.raises(ConfigurationError, match="DM throttle"):
+        LimitsThrottle(f"mmap://{path}?capacity=100", salt="s")
+    LimitsThrottle(f"mmap://{path}?capacity=101", salt="s")
+
+
+def test_a_larger_capacity_starts_the_file_again_and_a_smaller_one_uses_it(path: Path) -> None:
+    small = open_storage(path, capacity=8)
+    assert small.acquire_entry("k", 8, 60)
+    large = open_storage(path, capacity=16)
+    assert large.get_moving_window("k", 8, 60)[1] == 0  # rebuilt empty at the larger capacity
+    assert large.acquire_entry("k", 16, 60, amount=16)
+    # The first storage maps the file again at its new capacity and sees the same entries.
+    assert small.get_moving_window("k", 16, 60)[1] == 16
+    assert open_storage(path, capacity=8).get_moving_window("k", 16, 60)[1] == 16
+
+
+def test_state_outlives_the_process_and_a_foreign_file_is_replaced(path: Path) -> None:
+    assert open_storage(path).acquire_entry("k", 3, 600)
+    assert open_storage(path).get_moving_window("k", 3, 600)[1] == 1  # a new instance, as after a restart
+    path.write_bytes(b"not a throttle file" * 10)
+    storage = open_storage(path)
+    assert storage.get_moving_window("k", 3, 600)[1] == 0
+    assert storage.acquire_entry("k", 3, 600)
+    assert path.read_bytes()[:8] == MAGIC
+
+
+def test_the_table_grows_and_keeps_every_live_key(path: Path, frozen: FrozenDateTimeFactory) -> None:
+    storage = open_storage(path, capacity=2)
+    assert storage.check()  # opens the file lazily, as every operation does
+    before = path.stat().st_size
+    for i in range(3000):
+        assert storage.acquire_entry(f"key-{i}", 2, 600)
+        assert storage.incr(f"counter-{i}", 600) == 1
+    assert path.stat().st_size > before
+    assert all(storage.get_moving_window(f"key-{i}", 2, 600)[1] == 1 for i in range(3000))
+    assert all(storage.get(f"counter-{i}") == 1 for i in range(3000))
+    assert not storage.acquire_entry("key-7", 1, 600)
+
+
+def test_expired_and_cleared_slots_are_reused_so_the_table_stays_small(
+    path: Path, frozen: FrozenDateTimeFactory
+) -> None:
+    storage = open_storage(path, capacity=2)
+    for i in range(3000):  # never more than a few live at once
+        assert storage.acquire_entry(f"short-{i}", 1, 1)
+        storage.clear(f"short-{i - 1}")
+        frozen.tick(0.5)
+    size = path.stat().st_size
+    for i in range(3000, 6000):
+        assert storage.acquire_entry(f"short-{i}", 1, 1)
+        frozen.tick(0.5)
+    assert path.stat().st_size == size
+
+
+def _grow(path: Path, start: int, ready: multiprocessing.Queue) -> None:  # type: ignore[type-arg,unused-ignore]
+    storage = open_storage(path, capacity=2)
+    for i in range(start, start + 2000):
+        assert storage.acquire_entry(f"key-{i}", 2, 3600)
+    ready.put(os.getpid())
+
+
+def test_other_processes_see_the_table_grown_by_one_of_them(path: Path) -> None:
+    storage = open_storage(path, capacity=2)
+    assert storage.acquire_entry("parent", 2, 3600)  # mapped at the first size before the children grow it
+    done: multiprocessing.Queue = FORK.Queue()  # type: ignore[type-arg,unused-ignore]
+    children = [FORK.Process(target=_grow, args=(path, n * 2000, done)) for n in range(3)]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(60)
+        assert child.exitcode == 0
+    assert storage.get_moving_window("parent", 2, 3600)[1] == 1
+    assert all(storage.get_moving_window(f"key-{i}", 2, 3600)[1] == 1 for i in range(6000))
+    assert storage.acquire_entry("parent", 2, 3600)
+    assert not storage.acquire_entry("parent", 2, 3600)
