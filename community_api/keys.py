@@ -44,16 +44,17 @@ MAX_NAME_LENGTH = 100
 UNAUTHORIZED_MESSAGE = "a valid API key is required in the Authorization header (Bearer)"
 
 
-def _base62(number: int, width: int) -> str:
-    digits = [""] * width
-    for place in range(width - 1, -1, -1):
-        number, rest = divmod(number, 62)
-        digits[place] = BASE62[rest]
-    return "".join(digits)
+# Base62 two digits at a time: every request's key has its checksum written out (see has_secret_shape).
+_PAIRS = [high + low for high in BASE62 for low in BASE62]
+_PAIR = 62 * 62
 
 
 def _checksum(body: str) -> str:
-    return _base62(zlib.crc32(body.encode("ascii")), CHECKSUM_LENGTH)
+    """The CRC-32 of ``body`` in 6 base62 digits (62**6 > 2**32), most significant first."""
+    number = zlib.crc32(body.encode("ascii"))
+    number, low = divmod(number, _PAIR)
+    high, middle = divmod(number, _PAIR)
+    return _PAIRS[high] + _PAIRS[middle] + _PAIRS[low]
 
 
 def new_secret(prefix: str) -> str:

@@ -9,6 +9,7 @@ it, the request's own host is used, so it must be one the service serves: a loop
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 
 import falcon
@@ -23,6 +24,7 @@ def _name(host: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
+@functools.lru_cache(maxsize=256)  # every request asks; parsing an address costs more than the rest of the check
 def _is_loopback(host: str) -> bool:
     if host == "localhost" or host.endswith(".localhost"):
         return True

@@ -25,7 +25,7 @@ from limits.errors import ConfigurationError
 from limits.storage import MovingWindowSupport, Storage, storage_from_string
 
 import adapters.throttle.sqlite_limits_storage  # noqa: F401  (registers the sqlite:// scheme)
-from adapters.throttle.mmap_limits_storage import require_capacity  # (and registers mmap://)
+from adapters.throttle.mmap_limits_storage import MmapStorage, require_capacity  # (and registers mmap://)
 from community_api.model import ReadPace
 from community_api.pace import WINDOW_SECONDS, held_refusal, pace_refusal
 
@@ -44,11 +44,23 @@ class LimitsPlatformPace:
         require_capacity(storage, reads_per_minute, "the platform read pace")
         self._storage: Storage = storage
         self._windows = cast(MovingWindowSupport, storage)
+        self._mmap = storage if isinstance(storage, MmapStorage) else None
         self.reads_per_minute = reads_per_minute
 
     # --- the port ------------------------------------------------------------------------------
 
     def admit(self, connection_id: str, reads: int) -> None:
+        if reads > 0 and self._mmap is not None:
+            # The same rules in one step of the mmap storage (on every data read, so worth a path of its own).
+            cost = min(reads, self.reads_per_minute)
+            held_until, admitted = self._mmap.acquire_entry_unless_held(
+                _key("platform-hold", connection_id), _key("platform-reads", connection_id),
+                self.reads_per_minute, WINDOW, amount=cost)
+            if held_until:
+                raise held_refusal(held_until - time.time())
+            if not admitted:
+                raise pace_refusal(self._wait_for(connection_id, cost), self.reads_per_minute)
+            return
         held = self._held_for(connection_id)
         if held > 0:
             raise held_refusal(held)

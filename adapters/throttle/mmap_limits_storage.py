@@ -52,7 +52,6 @@ from limits.storage import MovingWindowSupport, Storage
 MAGIC = b"CDA-THR1"
 DEFAULT_CAPACITY = 128
 MAX_CAPACITY = 1 << 16
-_FIRST_SLOTS = 1024
 _FULL = 0.7  # live + cleared slots over table size that triggers a rebuild
 _HEADER = struct.Struct("<8sIII")  # magic, capacity, slots, used (live or cleared slots)
 _HEADER_SIZE = 64
@@ -85,19 +84,36 @@ def parse_uri(uri: str) -> tuple[str, int]:
     return path, capacity
 
 
+def _first_slots(capacity: int) -> int:
+    """A new table's slots: 1,024 (about 1 MiB at the default capacity), fewer for larger rings."""
+    return min(1024, max(16, (1 << 20) // (_SLOT.size + _ENTRY.size * capacity)))
+
+
+# Bumped in a child after each fork: a mapping made before it belongs to the parent. (Cheaper on every
+# operation than asking for the process id.)
+_forks = [0]
+os.register_at_fork(after_in_child=lambda: _forks.__setitem__(0, _forks[0] + 1))
+
+
 class _Mapping:
     """One thread's descriptor of the file and its mapping, as of the table size it last saw."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
-        self.pid = os.getpid()
+        self.fork = _forks[0]
         self.map: mmap.mmap | None = None
         self.capacity = 0
         self.slots = 0
+        self.slot_size = 0
 
-    @property
-    def slot_size(self) -> int:
-        return _SLOT.size + _ENTRY.size * self.capacity
+
+class _Local(threading.local):
+    mapping: _Mapping | None = None  # a class-level default: no getattr fallback on every operation
+
+
+# Digests of the keys seen lately (a handful per connection), kept so that each operation does not hash
+# its key again; cleared whole when it grows past this many.
+_DIGESTS_KEPT = 4096
 
 
 class MmapStorage(Storage, MovingWindowSupport):
@@ -108,7 +124,8 @@ class MmapStorage(Storage, MovingWindowSupport):
     def __init__(self, uri: str, wrap_exceptions: bool = False, **options: float | str | bool) -> None:
         super().__init__(uri, wrap_exceptions=wrap_exceptions, **options)
         self.path, self.capacity = parse_uri(uri)
-        self._local = threading.local()
+        self._local = _Local()
+        self._digests: dict[tuple[bytes, str], bytes] = {}
         # Descriptors inherited through fork stay open and unused in the child (see the docstring).
         self._inherited: list[_Mapping] = []
 
@@ -124,13 +141,13 @@ class MmapStorage(Storage, MovingWindowSupport):
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
-        self._local = threading.local()
+        self._local = _Local()
 
     # --- the file ------------------------------------------------------------------------------
 
     def _mapping(self) -> _Mapping:
-        mapping: _Mapping | None = getattr(self._local, "mapping", None)
-        if mapping is not None and mapping.pid == os.getpid():
+        mapping = self._local.mapping
+        if mapping is not None and mapping.fork == _forks[0]:
             return mapping
         if mapping is not None:
             self._inherited.append(mapping)
@@ -168,13 +185,14 @@ class MmapStorage(Storage, MovingWindowSupport):
                 return
         size = os.fstat(mapping.fd).st_size
         if size < _HEADER_SIZE:
-            self._make(mapping, self.capacity, _FIRST_SLOTS)
+            self._make(mapping, self.capacity, _first_slots(self.capacity))
             return
         header = _HEADER.unpack_from(os.pread(mapping.fd, _HEADER.size, 0))
         magic, capacity, slots, _ = header
         whole = _HEADER_SIZE + slots * (_SLOT.size + _ENTRY.size * capacity)
         if magic != MAGIC or capacity < self.capacity or not slots or size < whole:
-            self._make(mapping, max(self.capacity, capacity if magic == MAGIC else 0), _FIRST_SLOTS)
+            capacity = max(self.capacity, capacity if magic == MAGIC else 0)
+            self._make(mapping, capacity, _first_slots(capacity))
         else:
             self._map(mapping, capacity, slots)
 
@@ -192,12 +210,18 @@ class MmapStorage(Storage, MovingWindowSupport):
             mapping.map.close()
         mapping.map = mmap.mmap(mapping.fd, os.fstat(mapping.fd).st_size)
         mapping.capacity, mapping.slots = capacity, slots
+        mapping.slot_size = _SLOT.size + _ENTRY.size * capacity
 
     # --- slots ---------------------------------------------------------------------------------
 
-    @staticmethod
-    def _digest(kind: bytes, key: str) -> bytes:
-        return hashlib.blake2b(kind + key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    def _digest(self, kind: bytes, key: str) -> bytes:
+        digest = self._digests.get((kind, key))
+        if digest is None:
+            if len(self._digests) >= _DIGESTS_KEPT:
+                self._digests.clear()
+            digest = hashlib.blake2b(kind + key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+            self._digests[(kind, key)] = digest
+        return digest
 
     def _find(self, mapping: _Mapping, digest: bytes, now: float) -> tuple[int, int]:
         """(offset of the key's live slot or -1, offset where it would be written). An expired slot of
@@ -311,7 +335,7 @@ class MmapStorage(Storage, MovingWindowSupport):
                 _, state, expires_at, _, _, _ = _SLOT.unpack_from(
                     mapping.map, _HEADER_SIZE + index * mapping.slot_size)  # type: ignore[arg-type]
                 live += state == _LIVE and expires_at > now
-            self._make(mapping, mapping.capacity, _FIRST_SLOTS)
+            self._make(mapping, mapping.capacity, _first_slots(mapping.capacity))
             return live
         finally:
             self._unlock(mapping)
@@ -338,36 +362,61 @@ class MmapStorage(Storage, MovingWindowSupport):
         digest = self._digest(_WINDOW, key)
         mapping = self._lock()
         try:
-            if limit > mapping.capacity:
-                raise ConfigurationError(
-                    f"a moving window of {limit} entries needs an mmap storage of that capacity "
-                    f"(this file holds {mapping.capacity}; add ?capacity={limit} to its URI)")
-            table = mapping.map
-            assert table is not None
-            now = time.time()
-            offset, _ = self._find(mapping, digest, now)
-            capacity = mapping.capacity
-            head, count, stamp = capacity - 1, 0, now
-            if offset >= 0:
-                _, _, _, _, head, count = _SLOT.unpack_from(table, offset)
-                ring = offset + _SLOT.size
-                if limit - amount < count:
-                    (entry,) = _ENTRY.unpack_from(table, ring + _ENTRY.size * ((head - (limit - amount)) % capacity))
-                    if entry >= now - expiry:
-                        return False
-                if count:
-                    stamp = max(now, _ENTRY.unpack_from(table, ring + _ENTRY.size * head)[0])
-            else:
-                offset = self._place(mapping, digest, now)
-                table, ring = mapping.map, offset + _SLOT.size  # a rebuild maps the file anew
-                assert table is not None
-            for _ in range(amount):
-                head = (head + 1) % capacity
-                _ENTRY.pack_into(table, ring + _ENTRY.size * head, stamp)
-            _SLOT.pack_into(table, offset, digest, _LIVE, now + expiry, 0, head, min(count + amount, limit))
-            return True
+            return self._acquire(mapping, digest, limit, expiry, amount, time.time())
         finally:
             self._unlock(mapping)
+
+    def acquire_entry_unless_held(
+        self, counter: str, key: str, limit: int, expiry: int, amount: int = 1
+    ) -> tuple[float, bool]:
+        """``acquire_entry(key, …)`` unless the counter ``counter`` is above 0: in one step under the lock,
+        what ``get(counter)``, ``get_expiry(counter)`` then ``acquire_entry`` would do in three. Answers
+        (when the counter expires, False) when it is above 0, else (0.0, whether the entries were added).
+        The platform read pace's check on every data read (``limits_platform_pace.py``)."""
+        counter_digest = self._digest(_COUNTER, counter)
+        digest = self._digest(_WINDOW, key)
+        mapping = self._lock()
+        try:
+            now = time.time()
+            offset, _ = self._find(mapping, counter_digest, now)
+            if offset >= 0:
+                _, _, expires_at, value, _, _ = _SLOT.unpack_from(mapping.map, offset)  # type: ignore[arg-type]
+                if value > 0:
+                    return float(expires_at), False
+            if amount > limit:
+                return 0.0, False
+            return 0.0, self._acquire(mapping, digest, limit, expiry, amount, now)
+        finally:
+            self._unlock(mapping)
+
+    def _acquire(self, mapping: _Mapping, digest: bytes, limit: int, expiry: int, amount: int, now: float) -> bool:
+        if limit > mapping.capacity:
+            raise ConfigurationError(
+                f"a moving window of {limit} entries needs an mmap storage of that capacity "
+                f"(this file holds {mapping.capacity}; add ?capacity={limit} to its URI)")
+        table = mapping.map
+        assert table is not None
+        offset, _ = self._find(mapping, digest, now)
+        capacity = mapping.capacity
+        head, count, stamp = capacity - 1, 0, now
+        if offset >= 0:
+            _, _, _, _, head, count = _SLOT.unpack_from(table, offset)
+            ring = offset + _SLOT.size
+            if limit - amount < count:
+                (entry,) = _ENTRY.unpack_from(table, ring + _ENTRY.size * ((head - (limit - amount)) % capacity))
+                if entry >= now - expiry:
+                    return False
+            if count:
+                stamp = max(now, _ENTRY.unpack_from(table, ring + _ENTRY.size * head)[0])
+        else:
+            offset = self._place(mapping, digest, now)
+            table, ring = mapping.map, offset + _SLOT.size  # a rebuild maps the file anew
+            assert table is not None
+        for _ in range(amount):
+            head = (head + 1) % capacity
+            _ENTRY.pack_into(table, ring + _ENTRY.size * head, stamp)
+        _SLOT.pack_into(table, offset, digest, _LIVE, now + expiry, 0, head, min(count + amount, limit))
+        return True
 
     def get_moving_window(self, key: str, limit: int, expiry: int) -> tuple[float, int]:
         """Among the newest ``limit`` entries, those at most ``expiry`` seconds old: (the oldest of them,

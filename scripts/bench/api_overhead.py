@@ -1,6 +1,12 @@
-"""API overhead: an authenticated GET /v1/whoami (SQLite key store, usage accounting on, in-memory
-platform) against a bare Falcon route, both under the same gunicorn settings, measured side by side in
-one run with wrk. Prints requests per second of each round and the ratio of the medians.
+"""API overhead: an authenticated GET /v1/whoami (SQLite key store, usage accounting on, the read pace
+checked and counted on the shared throttle storage, in-memory platform) against a bare Falcon route, both
+under the same gunicorn settings, measured side by side in one run with wrk. Prints requests per second
+of each round and the ratio of the medians.
+
+Every read passes the platform read pace, which admits a connection's reads up to a limit a minute. So
+that every answer is a 200, wrk spreads its requests over ``--connections`` keys, each bound to a
+connection of its own (``keys.lua``: each wrk thread takes its share in turn), and the pace is set high
+enough for the rate each then reads at; the bare route is sent the same headers.
 
     make bench            # or: .venv/bin/python scripts/bench/api_overhead.py [--seconds 5] [--rounds 3]
 """
@@ -18,20 +24,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from scripts.bench.apps import prepare_database  # noqa: E402
+from scripts.bench.apps import prepare_keys  # noqa: E402
 from tests.processes import free_port, gunicorn_args, serving  # noqa: E402
 
 SECRET = "bench-secret-" + "b" * 40
 
 
-def prepare(db: Path) -> str:
-    return prepare_database(db, SECRET, None)
+LUA = Path(__file__).with_name("keys.lua")
+WRK_THREADS = 2
 
 
-def wrk(url: str, key: str | None, seconds: int) -> float:
-    command = ["wrk", "-t2", "-c16", f"-d{seconds}s", url]
-    if key:
-        command[1:1] = ["-H", f"Authorization: Bearer {key}"]
+def wrk(url: str, keys_file: Path, seconds: int) -> float:
+    command = ["wrk", f"-t{WRK_THREADS}", "-c16", f"-d{seconds}s", "-s", str(LUA), url, "--", str(keys_file),
+               str(WRK_THREADS)]
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
     if errors:
@@ -45,15 +50,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--worker-class", default="sync", choices=("sync", "gthread"))
-    parser.add_argument("--reads-per-minute", type=int, default=1_000_000,
-                        help="the platform read pace of the service (its check is part of every read; the "
-                        "default lets wrk's rate through, so every answer is a 200)")
+    parser.add_argument("--connections", type=int, default=20,
+                        help="keys, each with a connection of its own, that wrk takes in turn")
+    parser.add_argument("--reads-per-minute", type=int, default=16_384,
+                        help="the platform read pace of each connection (its check and count are part of every "
+                        "read; with the default connections it lets wrk's rate through, so every answer is a 200)")
     args = parser.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed: `make bench` installs it (Debian package wrk)")
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "bench.sqlite3"
-        key = prepare(db)
+        keys_file = Path(folder) / "keys.txt"
+        keys_file.write_text("\n".join(prepare_keys(db, SECRET, None, args.connections)) + "\n")
         env = {"COMMUNITY_API_MODE": "test", "COMMUNITY_API_DB": str(db), "COMMUNITY_API_SECRET": SECRET,
                "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": str(args.reads_per_minute)}
         bare_port, service_port = free_port(), free_port()
@@ -66,16 +74,16 @@ def main() -> None:
             serving(bare_args + quiet, bare_url, env=env),
             serving(service_args + quiet, service_url.replace("whoami", "openapi.json"), env=env),
         ):
-            wrk(service_url, key, 1)  # warm both
-            wrk(bare_url, None, 1)
+            wrk(service_url, keys_file, 1)  # warm both
+            wrk(bare_url, keys_file, 1)
             bare, ours = [], []
             for round_ in range(args.rounds):
-                bare.append(wrk(bare_url, None, args.seconds))
-                ours.append(wrk(service_url, key, args.seconds))
+                bare.append(wrk(bare_url, keys_file, args.seconds))
+                ours.append(wrk(service_url, keys_file, args.seconds))
                 print(f"round {round_ + 1}: bare {bare[-1]:.0f} req/s, authenticated whoami {ours[-1]:.0f} req/s")
     ratio = statistics.median(ours) / statistics.median(bare)
     print(f"median: bare {statistics.median(bare):.0f} req/s, ours {statistics.median(ours):.0f} req/s")
-    print(f"ratio ours/bare = {ratio:.2f} (goal: at least 0.80)")
+    print(f"ratio ours/bare = {ratio:.2f} (goal: at least 0.9)")
 
 
 if __name__ == "__main__":

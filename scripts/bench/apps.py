@@ -57,10 +57,14 @@ def service_app() -> falcon.App:
 def prepare_database(db: Path, secret: str, scopes: Iterable[str] | None = None) -> str:
     """An account, alice linked and a key (``scopes``; None: the default read scopes), written to the
     database the service will read. Answers the key."""
+    return prepare_keys(db, secret, scopes, count=1)[0]
+
+
+def prepare_keys(db: Path, secret: str, scopes: Iterable[str] | None, count: int) -> list[str]:
+    """``count`` accounts, each with alice linked (a connection of its own, so a read pace of its own) and
+    a key. Answers the keys."""
     store = SqliteKeyStore(str(db), secret)
     clock = SystemClock()
-    account = Account(id="acc_bench", email="bench@example.com", created_at=clock.now())
-    store.add_account(account, "not-a-real-hash")
     deps = Deps(
         store=store,
         gateway=FakePlatformGateway(signing_key=secret.encode()),
@@ -69,5 +73,11 @@ def prepare_database(db: Path, secret: str, scopes: Iterable[str] | None = None)
         clock=clock,
         usage=UsageRecorder(store, clock),
     )
-    link_connection(deps, account.id, {"email": "alice@sandbox.test", "password": "sandbox"})
-    return mint_key(store, clock, account_id=account.id, name="bench", scopes=scopes, connection_id=None).secret
+    keys = []
+    for n in range(count):
+        account = Account(id=f"acc_bench_{n}", email=f"bench{n}@example.com", created_at=clock.now())
+        store.add_account(account, "not-a-real-hash")
+        link_connection(deps, account.id, {"email": "alice@sandbox.test", "password": "sandbox"})
+        keys.append(mint_key(store, clock, account_id=account.id, name="bench", scopes=scopes,
+                             connection_id=None).secret)
+    return keys

@@ -10,7 +10,8 @@ is timed; in production a repeated key is answered from the cache):
 - key check: ``keys.authenticate_key`` (shape, SHA-256, look-up by prefix, constant-time compare);
 - connection look-up: ``load_connection`` (the active connection with its decrypted platform session);
 - usage accounting: one ``add_usage`` flush of one key's count;
-- DM throttle check: ``LimitsThrottle.quota`` (the reads that decide whether a send may go).
+- DM throttle check: ``LimitsThrottle.quota`` (the reads that decide whether a send may go), on the SQLite
+  storage and on the mapped-file one (the default), each holding the same number of entries.
 
 Prints one line per operation and last ``worst ratio large/small = R`` (goal: at most 1.2).
 Run: ``.venv/bin/python scripts/bench/store_scale.py`` (about a minute, most of it building the large store).
@@ -34,6 +35,7 @@ from typing import Any, TypeVar
 from adapters.store.sqlite_key_store import SqliteKeyStore
 from adapters.store.sqlite_schema import ts
 from adapters.throttle.limits_throttle import LimitsThrottle
+from adapters.throttle.mmap_limits_storage import MmapStorage
 from community_api import keys
 from community_api.clock import SystemClock
 from community_api.model import Account, Connection
@@ -68,6 +70,12 @@ class Setup:
         self.throttle = LimitsThrottle(f"sqlite:///{throttle_db}", salt=SECRET)
         self.throttle.quota(self.connection)  # creates the storage's tables
         self._fill_throttle(throttle_db, throttle_entries)
+        # The default storage, a mapped file: filled through its own API (4 entries for each connection).
+        self.mapped_throttle = LimitsThrottle(f"mmap://{folder / 'throttle.mmap'}", salt=SECRET)
+        self.mapped_throttle.quota(self.connection)
+        mapped = MmapStorage(f"mmap://{folder / 'throttle.mmap'}")
+        for i in range(throttle_entries // 4):
+            mapped.acquire_entry(f"community-api/dm-hour/con_other{i}", 21, 3600, amount=4)
         with sqlite3.connect(db) as conn, sqlite3.connect(throttle_db) as throttle_conn:
             self.counts = (
                 conn.execute("SELECT count(*) FROM keys").fetchone()[0],
@@ -135,7 +143,8 @@ def main() -> None:
             "connection look-up": lambda s: lambda: s.store.load_connection(s.account, None),
             "usage accounting": lambda s: lambda: s.store.add_usage({(s.key_id, today): 1},
                                                                    {s.key_id: datetime.now(UTC)}),
-            "DM throttle check": lambda s: lambda: s.throttle.quota(s.connection),
+            "DM throttle check (sqlite://)": lambda s: lambda: s.throttle.quota(s.connection),
+            "DM throttle check (mmap://, the default)": lambda s: lambda: s.mapped_throttle.quota(s.connection),
         }
         ratios = []
         for name, make in operations.items():

@@ -148,3 +148,19 @@ def test_other_processes_see_the_table_grown_by_one_of_them(path: Path) -> None:
     assert all(storage.get_moving_window(f"key-{i}", 2, 3600)[1] == 1 for i in range(6000))
     assert storage.acquire_entry("parent", 2, 3600)
     assert not storage.acquire_entry("parent", 2, 3600)
+
+
+def test_the_read_pace_step_answers_as_its_three_separate_calls_would(
+    path: Path, frozen: FrozenDateTimeFactory
+) -> None:
+    """``acquire_entry_unless_held`` is get + get_expiry + acquire_entry in one lock (the pace's hot path)."""
+    storage = open_storage(path, capacity=4)
+    assert storage.acquire_entry_unless_held("hold", "reads", 3, 60, amount=2) == (0.0, True)
+    assert storage.acquire_entry_unless_held("hold", "reads", 3, 60, amount=2) == (0.0, False)  # 4 > 3
+    assert storage.acquire_entry_unless_held("hold", "reads", 3, 60, amount=4) == (0.0, False)  # > limit
+    storage.incr("hold", 30, amount=30)
+    assert storage.acquire_entry_unless_held("hold", "reads", 3, 60) == (START.timestamp() + 30, False)
+    assert storage.get_moving_window("reads", 3, 60)[1] == 2  # a held call adds nothing
+    frozen.tick(30)  # the hold expires with its counter
+    assert storage.acquire_entry_unless_held("hold", "reads", 3, 60) == (0.0, True)
+    assert storage.get_moving_window("reads", 3, 60)[1] == 3
