@@ -29,7 +29,7 @@ def running_service(folder: Path, sandbox: SandboxProcess) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}"
     env = {
         "COMMUNITY_API_MODE": "test",
-        "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "100000",  # the read pace has tests of its own
+        "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "20000",  # the read pace has tests of its own
         "COMMUNITY_API_DB": str(folder / "service.sqlite3"),
         "COMMUNITY_API_SECRET": SECRET,
         "COMMUNITY_API_PLATFORM_URL": sandbox.url,
