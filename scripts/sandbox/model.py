@@ -1,14 +1,15 @@
 """In-memory records of the stand-in platform.
 
-Times are kept as integer microseconds since the epoch (the platform's ``lastComment`` and the comment
-cursor ``created-gt`` are microseconds too); the serializers turn them into ISO 8601 strings ending in Z.
+Times are kept as integer microseconds since the epoch (the comment cursor ``created-gt`` is microseconds
+too); the serializers turn them into ISO 8601 strings ending in Z, and ``lastComment`` into integer
+nanoseconds, as PLATFORM.md reports.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any, TypeVar
 
@@ -21,9 +22,15 @@ DAY_US = 24 * HOUR_US
 
 @lru_cache(maxsize=1 << 16)
 def iso(us: int) -> str:
-    """ISO 8601 UTC with microseconds and a Z, as the platform writes ``createdAt`` (memoised: the same
-    few thousand times are written for every feed page)."""
-    return datetime.fromtimestamp(us / US, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """ISO 8601 UTC with a Z, as the platform writes ``createdAt``: 1 to 6 fraction digits, trailing zeros
+    trimmed (``2024-11-08T12:14:36.1163Z``). Integer arithmetic, so the microsecond is exact. Memoised:
+    the same few thousand times are written for every feed page."""
+    seconds, fraction = divmod(us, US)
+    whole = (EPOCH + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{whole}.{f'{fraction:06d}'.rstrip('0') or '0'}Z"
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(slots=True)

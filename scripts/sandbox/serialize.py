@@ -18,6 +18,10 @@ from scripts.sandbox.model import Channel, Group, Message, Post, User, World, is
 
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
+# Where the sources disagree (PLATFORM.md): a top-level comment's parent is the post's id, or "" — here ""
+# in this group, the post's id everywhere else.
+EMPTY_TOP_LEVEL_PARENT_GROUP = "quiet-garden"
+
 
 def snake(obj: Any) -> Any:
     """Deep-convert camelCase keys to snake_case (the api2 convention)."""
@@ -53,14 +57,17 @@ def post(world: World, p: Post, viewer: User | None, with_user: bool = True) -> 
         "updatedAt": iso(p.updated_us),
     }
     if p.parent_id:
-        out["parentId"] = p.parent_id
+        top_level = p.parent_id == p.root_id
+        out["parentId"] = "" if top_level and world.groups[p.group_id].slug == EMPTY_TOP_LEVEL_PARENT_GROUP \
+            else p.parent_id
     if p.is_root:
         read_at = world.reads.get(viewer.id, {}).get(p.id) if viewer else None
         out["metadata"] = {
             "title": p.title, "content": p.content, "comments": p.num_comments, "upvotes": p.upvotes,
             "labels": p.label_id, "pinned": 1 if p.pinned else 0,
             "hasNewComments": 1 if read_at is not None and p.last_comment_us > read_at else 0,
-            "lastComment": p.last_comment_us, "imagePreview": p.image_preview, "attachments": "",
+            # Integer nanoseconds, 19 digits: above 2**53, so a JavaScript JSON.parse would round it.
+            "lastComment": p.last_comment_us * 1000, "imagePreview": p.image_preview, "attachments": "",
         }
     else:
         out["metadata"] = {"content": p.content, "upvotes": p.upvotes, "attachments": ""}

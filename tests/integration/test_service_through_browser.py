@@ -139,15 +139,17 @@ def test_since_windows_stop_early(api: Api, since: str) -> None:
     assert body["stoppedEarly"] is True and body["pagesFetched"] < 30
 
 
-def test_post_detail_and_comments(api: Api) -> None:
-    posts = api.call("GET", f"/v1/groups/{GROUP}/posts", params={"pages": "2"}).json()["posts"]
+@pytest.mark.parametrize("group", [GROUP, "quiet-garden"])  # quiet-garden's top-level comments say parent_id ""
+def test_post_detail_and_comments(api: Api, group: str) -> None:
+    posts = api.call("GET", f"/v1/groups/{group}/posts", params={"pages": "2"}).json()["posts"]
     post = next(p for p in posts if p["commentCount"] >= 2)
     detail = api.call("GET", f"/v1/posts/{post['id']}").json()
     assert detail["post"]["id"] == post["id"]
-    comments = api.call("GET", f"/v1/posts/{post['id']}/comments", params={"group": GROUP}).json()["comments"]
+    comments = api.call("GET", f"/v1/posts/{post['id']}/comments", params={"group": group}).json()["comments"]
     assert comments == detail["comments"] and len(comments) == post["commentCount"]
     ids = {c["id"] for c in comments}
     assert all(c["postId"] == post["id"] and (c["parentId"] is None or c["parentId"] in ids) for c in comments)
+    assert any(c["parentId"] is None for c in comments)
     assert api.call("GET", "/v1/posts/no-such-post").status_code == 404
 
 

@@ -216,3 +216,32 @@ def test_the_busy_post_pages_its_comments_with_last_and_has_more(client, alice):
         assert len(children) == 25 and answer["last"] > cursor
         cursor = answer["last"]
     assert pages == 3 and len(seen) == len(set(seen)) >= 62
+
+
+def test_top_level_comments_name_the_post_as_parent_or_nothing_by_group(client, alice):
+    """PLATFORM.md: a top-level comment's ``parent_id`` is the post's id or ``""``; both are served."""
+    parents = {}
+    for slug in (BIG, "quiet-garden"):
+        gid = group_id(client, slug)
+        posts = [t["post"] for t in alice.data(f"/{slug}", query_string="s=best").json["pageProps"]["postTrees"]]
+        post = next(p for p in posts if p["metadata"]["comments"] >= 2)
+        tree = alice.get(f"/api2/posts/{post['id']}/comments", query_string=f"group-id={gid}&limit=25").json
+        top = [node["post"] for node in tree["post_tree"]["children"]]
+        parents[slug] = {c["parent_id"] for c in top}, post["id"]
+        replies = [r["post"] for node in tree["post_tree"]["children"] for r in node["children"]]
+        assert all(r["parent_id"] in {c["id"] for c in top} for r in replies)  # replies name their comment
+    assert parents[BIG][0] == {parents[BIG][1]}
+    assert parents["quiet-garden"][0] == {""}
+
+
+def test_times_trim_their_fraction_and_last_comment_is_in_nanoseconds(alice):
+    """PLATFORM.md: 1 to 6 fraction digits, trailing zeros trimmed; ``lastComment`` integer nanoseconds."""
+    posts = [t["post"] for t in alice.data(f"/{BIG}", query_string="s=newest-cm").json["pageProps"]["postTrees"]]
+    stamps = [p["createdAt"] for p in posts] + [p["updatedAt"] for p in posts]
+    fractions = [stamp.rsplit(".", 1)[1][:-1] for stamp in stamps]
+    assert all(stamp.endswith("Z") for stamp in stamps)
+    assert all(1 <= len(f) <= 6 and f.isdigit() for f in fractions)
+    assert all(f == "0" or not f.endswith("0") for f in fractions)
+    last = [p["metadata"]["lastComment"] for p in posts if p["metadata"]["lastComment"]]
+    assert last and all(type(n) is int and len(str(n)) == 19 and n > 2**53 for n in last)
+    assert all(n % 1000 == 0 for n in last)  # kept in microseconds, written in nanoseconds

@@ -84,7 +84,7 @@ def test_newest_and_default_orders(alice):
     created = [ts(p["createdAt"]) for p in newest]
     assert created == sorted(created, reverse=True)
     default = regular(walk(alice))
-    activity = [p["metadata"]["lastComment"] / 1e6 or ts(p["createdAt"]) for p in default]
+    activity = [p["metadata"]["lastComment"] / 1e9 or ts(p["createdAt"]) for p in default]  # nanoseconds
     assert activity == sorted(activity, reverse=True)
     assert [p["id"] for p in default] != [p["id"] for p in newest]
     assert {p["id"] for p in default} == {p["id"] for p in newest}

@@ -3,6 +3,7 @@ the full checks answer, and the memo of authors never lets a record through that
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -10,6 +11,7 @@ import attrs
 import pytest
 
 from adapters.platform import platform_mapping as m
+from adapters.platform.page_fetch import Resp
 from community_api.errors import PlatformError
 from community_api.model import Post
 
@@ -229,3 +231,38 @@ def test_page_data_variants_for_signed_out_and_non_member_feeds() -> None:
         m.page_props({"pageProps": {"postTrees": [], "self": None}}, "group g")
     with pytest.raises(NotFound):
         m.page_props({"notFound": True}, "group g")
+
+
+@pytest.mark.parametrize(
+    ("spelled", "micro"),
+    [("2024-11-08T12:14:36.1163Z", 116300), ("2024-11-07T23:26:18.04203Z", 42030),
+     ("2024-11-07T23:28:36.995Z", 995000), ("2024-11-07T23:28:36.9Z", 900000), ("2024-11-07T23:28:36.0Z", 0)],
+)
+def test_times_with_trimmed_fractions_are_read_exactly(spelled: str, micro: int) -> None:
+    """PLATFORM.md: 1 to 6 fraction digits, trailing zeros trimmed."""
+    assert m.timestamp({"t": spelled}, "t").microsecond == micro
+
+
+def test_a_top_level_comment_names_the_post_or_nothing_and_a_reply_its_comment() -> None:
+    """PLATFORM.md, captured shape (snake_case): ``parent_id`` of a top-level comment is the post's id or ""."""
+    def record(cid: str, parent: str) -> dict[str, Any]:
+        return {"id": cid, "post_type": "comment", "root_id": "p" * 32, "parent_id": parent, "user_id": "u" * 32,
+                "created_at": "2024-11-08T12:14:36.1163Z", "metadata": {"content": "hi", "upvotes": 0}}
+
+    assert m.comment(record("a" * 32, ""), "p" * 32).parent_id is None
+    assert m.comment(record("b" * 32, "p" * 32), "p" * 32).parent_id is None
+    assert m.comment(record("c" * 32, "a" * 32), "p" * 32).parent_id == "a" * 32
+
+
+def test_last_comment_in_nanoseconds_beyond_two_to_the_53_is_read_without_loss() -> None:
+    """``lastComment`` is 19 digits. The page hands the answer over as text (never through the browser's
+    JSON.parse, which would round it), and the reader keeps it exact, as text or as packed bytes."""
+    author = {"id": "u1", "name": "alice", "firstName": "A", "lastName": "B"}
+    record = post_record(1, author)
+    record["metadata"]["lastComment"] = 1731068076116300123
+    body = json.dumps({"pageProps": {"postTrees": [{"post": record}]}})
+    for packed in (body, body.encode()):
+        data = Resp(200, "application/json", packed).json()
+        assert data["pageProps"]["postTrees"][0]["post"]["metadata"]["lastComment"] == 1731068076116300123
+    assert float(1731068076116300123) != 1731068076116300123  # what a double would have made of it
+    assert m.post(record, "https://x", "g").id == "p1"
