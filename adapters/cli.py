@@ -62,6 +62,8 @@ def serve(args: argparse.Namespace) -> int:
 
 def sandbox(args: argparse.Namespace) -> int:
     argv = [sys.executable, "-m", "scripts.sandbox", "--bind", args.bind, "--seed", str(args.seed)]
+    argv += ["--plain-http"] if args.plain_http else []
+    argv += ["--http1"] if args.http1 else []
     os.execv(sys.executable, argv)  # noqa: S606
     return 0  # pragma: no cover
 
@@ -141,9 +143,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--preload", action="store_true")
     p.set_defaults(func=serve)
 
-    p = commands.add_parser("sandbox", help="run the stand-in community platform")
+    p = commands.add_parser("sandbox", help="run the stand-in community platform (HTTPS, HTTP/2)")
     p.add_argument("--bind", default="127.0.0.1:8700")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--plain-http", action="store_true", help="plain HTTP/1.1 without TLS")
+    p.add_argument("--http1", action="store_true", help="HTTPS offering HTTP/1.1 only")
     p.set_defaults(func=sandbox)
 
     p = commands.add_parser("demo", help="the stand-in platform and the service, ready to try")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -38,6 +39,21 @@ def _wait(url: str, process: subprocess.Popen[bytes], what: str, timeout: float 
         except requests.RequestException:
             time.sleep(0.2)
     raise SystemExit(f"demo: the {what} did not answer at {url} within {timeout:.0f} s")
+
+
+def _wait_for_sandbox(log_path: Path, process: subprocess.Popen[bytes], timeout: float = 60.0) -> tuple[str, str, str]:
+    """The stand-in's https URL, certificate file and key hash, once it has printed that it listens."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        said = log_path.read_text(errors="replace")
+        url, cert, spki = (re.search(rf"sandbox {what} (\S+)", said)
+                           for what in ("listening on", "certificate", "spki"))
+        if url and cert and spki:
+            return url.group(1), cert.group(1), spki.group(1)
+        if process.poll() is not None:
+            raise SystemExit(f"demo: the stand-in platform exited with code {process.returncode}:\n{said[-2000:]}")
+        time.sleep(0.1)
+    raise SystemExit(f"demo: the stand-in platform did not start within {timeout:.0f} s (log: {log_path})")
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -72,35 +88,38 @@ def curl_lines(api: str, key: str, group: str, post_id: str, conversation_id: st
 
 def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) -> int:
     api = f"http://{bind}"
-    platform = f"http://{sandbox_bind}"
     folder = Path(tempfile.mkdtemp(prefix="community-api-demo-"))
-    env = {
-        **os.environ,
-        "COMMUNITY_API_MODE": "demo",
-        "COMMUNITY_API_DB": str(folder / "demo.sqlite3"),
-        "COMMUNITY_API_PLATFORM_URL": platform,
-        "COMMUNITY_API_PLATFORM_API_URL": platform + "/api2",
-    }
-    env.setdefault("COMMUNITY_API_SECRET", "demo-secret-" + os.urandom(16).hex())
-    print(f"demo: starting the stand-in platform on {platform} and the service on {api} …", flush=True)
+    print(f"demo: starting the stand-in platform on https://{sandbox_bind} and the service on {api} …", flush=True)
     sandbox = subprocess.Popen(
         [sys.executable, "-m", "scripts.sandbox", "--bind", sandbox_bind],
         stdout=open(folder / "sandbox.log", "wb"),  # noqa: SIM115 - lives as long as the process
         stderr=subprocess.STDOUT,
     )
-    service = subprocess.Popen(
-        [sys.executable, "-m", "adapters.cli", "serve", "--bind", bind, "--workers", "2"],
-        env=env,
-        stdout=open(folder / "service.log", "wb"),  # noqa: SIM115
-        stderr=subprocess.STDOUT,
-    )
+    service: subprocess.Popen[bytes] | None = None
 
     def end(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, end)
     try:
-        _wait(platform + "/login", sandbox, "stand-in platform")
+        # The stand-in speaks HTTPS with a certificate made at its start: the service's browser is told to
+        # trust exactly that certificate's key.
+        platform, certificate, spki = _wait_for_sandbox(folder / "sandbox.log", sandbox)
+        env = {
+            **os.environ,
+            "COMMUNITY_API_MODE": "demo",
+            "COMMUNITY_API_DB": str(folder / "demo.sqlite3"),
+            "COMMUNITY_API_PLATFORM_URL": platform,
+            "COMMUNITY_API_PLATFORM_API_URL": platform + "/api2",
+            "COMMUNITY_API_BROWSER_TRUSTED_SPKI": spki,
+        }
+        env.setdefault("COMMUNITY_API_SECRET", "demo-secret-" + os.urandom(16).hex())
+        service = subprocess.Popen(
+            [sys.executable, "-m", "adapters.cli", "serve", "--bind", bind, "--workers", "2"],
+            env=env,
+            stdout=open(folder / "service.log", "wb"),  # noqa: SIM115 - lives as long as the process
+            stderr=subprocess.STDOUT,
+        )
         _wait(api + "/v1/openapi.json", service, "service")
         web = requests.Session()
         web.post(f"{api}/v1/accounts", json={"email": DEMO_EMAIL, "password": DEMO_PASSWORD}, timeout=10)
@@ -126,7 +145,8 @@ def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) ->
         conversation_id = bob["id"] if bob else "CONVERSATION_ID"
         bob_id = bob["with"]["id"] if bob else "BOB_ID"
         print()
-        print(f"The service: {api}   the stand-in platform: {platform} (log in there as alice@sandbox.test / sandbox)")
+        print(f"The service: {api}   the stand-in platform: {platform} (log in there as alice@sandbox.test / sandbox;"
+              f" its certificate is self-signed: {certificate})")
         print(f"Dashboard account: {DEMO_EMAIL} / {DEMO_PASSWORD}   logs: {folder}")
         print(f"\nYour key (every scope, acting as alice):\n  {key}\n")
         print("Try:")
@@ -143,5 +163,6 @@ def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) ->
     except KeyboardInterrupt:
         return 0
     finally:
-        _stop(service)
+        if service is not None:
+            _stop(service)
         _stop(sandbox)

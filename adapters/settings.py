@@ -3,6 +3,8 @@ from its flags, so gunicorn workers read one source of truth."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import ipaddress
 import os
 import urllib.parse
@@ -40,6 +42,9 @@ class Settings:
     trusted_proxies: tuple[str, ...] = ()
     # Hosts served besides loopback when no PUBLIC_URL is set (``adapters/http/host_check.py``).
     allowed_hosts: tuple[str, ...] = ()
+    # Certificate keys the browser trusts besides the system's (base64 SHA-256 of a SubjectPublicKeyInfo):
+    # the stand-in's self-signed certificate in the demo and the tests. Empty in production.
+    browser_trusted_spki: tuple[str, ...] = ()
 
     @property
     def throttle_uri(self) -> str:
@@ -110,7 +115,21 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         platform_reads_per_minute=reads_per_minute,
         trusted_proxies=_proxies(get("TRUSTED_PROXIES")),
         allowed_hosts=tuple(h.strip() for h in get("ALLOWED_HOSTS").split(",") if h.strip()),
+        browser_trusted_spki=_spki_list(get("BROWSER_TRUSTED_SPKI")),
     )
+
+
+def _spki_list(value: str) -> tuple[str, ...]:
+    hashes = tuple(part.strip() for part in value.split(",") if part.strip())
+    for spki in hashes:
+        try:
+            digest = base64.b64decode(spki, validate=True)
+        except binascii.Error:
+            digest = b""
+        if len(digest) != 32:
+            raise SettingsError(f"{PREFIX}BROWSER_TRUSTED_SPKI lists base64 SHA-256 hashes of certificate keys "
+                                f"(44 characters each), not {spki!r}")
+    return hashes
 
 
 def _proxies(value: str) -> tuple[str, ...]:

@@ -131,20 +131,25 @@ def _children(parent: int) -> list[int]:
     return sorted(found)
 
 
-def chrome_options(user_data_dir: str | None) -> webdriver.ChromeOptions:
+def chrome_options(user_data_dir: str | None, trusted_spki: tuple[str, ...] = ()) -> webdriver.ChromeOptions:
+    """``trusted_spki``: certificate keys trusted besides the system's (the stand-in's self-signed one), by
+    the SHA-256 of their SubjectPublicKeyInfo. Chromium honours the flag only with a profile directory of
+    its own. Never ``--ignore-certificate-errors``: any other certificate still fails."""
     options = webdriver.ChromeOptions()
     for flag in FLAGS:
         options.add_argument(flag)
     if user_data_dir is not None:
         options.add_argument(f"--user-data-dir={user_data_dir}")
+    if trusted_spki:
+        options.add_argument(f"--ignore-certificate-errors-spki-list={','.join(trusted_spki)}")
     options.add_experimental_option("prefs", STARTUP_PREFS)
     return options
 
 
-def local_browser(timeout: float) -> Browser:
+def local_browser(timeout: float, trusted_spki: tuple[str, ...] = ()) -> Browser:
     """Debian's Chromium with a fresh profile directory (removed when the browser is closed)."""
     profile = tempfile.mkdtemp(prefix="cda-chromium-")
-    options = chrome_options(profile)
+    options = chrome_options(profile, trusted_spki)
     options.binary_location = CHROMIUM
     try:
         driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
@@ -155,9 +160,9 @@ def local_browser(timeout: float) -> Browser:
     return Browser(driver, cleanup=lambda: shutil.rmtree(profile, ignore_errors=True))
 
 
-def remote_browser(remote_url: str, timeout: float) -> Browser:
+def remote_browser(remote_url: str, timeout: float, trusted_spki: tuple[str, ...] = ()) -> Browser:
     """A browser from a Selenium Grid; the node keeps its own profiles, so no profile flag is passed."""
-    driver = webdriver.Remote(command_executor=remote_url, options=chrome_options(None))
+    driver = webdriver.Remote(command_executor=remote_url, options=chrome_options(None, trusted_spki))
     ready_driver(driver, timeout)
     return Browser(driver)
 

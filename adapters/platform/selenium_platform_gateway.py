@@ -77,17 +77,19 @@ class SeleniumPlatformGateway:
         remote_url: str | None = None,
         timeout: float = 20.0,
         driver_factory: Callable[[], WebDriver] | None = None,
+        trusted_spki: tuple[str, ...] = (),
     ) -> None:
         """``timeout`` bounds each platform request and each wait for a page; a browser is started by
-        ``driver_factory`` when given, else from the Selenium Grid at ``remote_url``, else locally."""
+        ``driver_factory`` when given, else from the Selenium Grid at ``remote_url``, else locally.
+        ``trusted_spki``: certificate keys the browser trusts besides the system's (the stand-in's)."""
         self.platform_url = platform_url.rstrip("/")
         factory: Callable[[], Browser]
         if driver_factory is not None:
             factory = lambda: _custom_browser(driver_factory, timeout)  # noqa: E731
         elif remote_url:
-            factory = lambda: remote_browser(remote_url, timeout)  # noqa: E731
+            factory = lambda: remote_browser(remote_url, timeout, trusted_spki)  # noqa: E731
         else:
-            factory = lambda: local_browser(timeout)  # noqa: E731
+            factory = lambda: local_browser(timeout, trusted_spki)  # noqa: E731
         # A call waits for the connection's earlier calls, or for a free browser, at most ``timeout``.
         self._pool = BrowserPool(factory, pool_size, wait=timeout)
         self._client = PlatformClient(PageRunner(platform_url, api_url, timeout), self._pool, factory, timeout)
@@ -96,7 +98,7 @@ class SeleniumPlatformGateway:
     @classmethod
     def from_settings(cls, settings: Settings) -> SeleniumPlatformGateway:
         gateway = cls(settings.platform_url, settings.platform_api_url, pool_size=settings.browser_pool_size,
-                      remote_url=settings.selenium_remote_url or None)
+                      remote_url=settings.selenium_remote_url or None, trusted_spki=settings.browser_trusted_spki)
         atexit.register(gateway.close)  # no Chromium outlives the worker process
         return gateway
 

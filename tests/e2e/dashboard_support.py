@@ -34,6 +34,7 @@ def running_service(folder: Path, sandbox: SandboxProcess) -> Iterator[str]:
         "COMMUNITY_API_SECRET": SECRET,
         "COMMUNITY_API_PLATFORM_URL": sandbox.url,
         "COMMUNITY_API_PLATFORM_API_URL": sandbox.api_url,
+        "COMMUNITY_API_BROWSER_TRUSTED_SPKI": ",".join(sandbox.trusted_spki),
         "COMMUNITY_API_BROWSER_POOL_SIZE": "1",
         "COMMUNITY_API_USAGE_FLUSH_SECONDS": "0",
     }

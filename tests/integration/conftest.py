@@ -31,19 +31,31 @@ import pytest
 import requests
 
 ROOT = Path(__file__).resolve().parents[2]
-READY = re.compile(r"sandbox listening on (http://\S+)")
+READY = re.compile(r"sandbox listening on (https?://\S+)")
+CERTIFICATE = re.compile(r"sandbox certificate (\S+)")
+SPKI = re.compile(r"sandbox spki (\S+)")
 START_TIMEOUT = 60.0
 
 
 class SandboxProcess:
     """A running stand-in platform: its URLs, its PID, and its control API (``/__sandbox/``)."""
 
-    def __init__(self, process: subprocess.Popen[bytes], url: str, log_path: Path) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], url: str, log_path: Path, cert: str | None = None,
+                 spki: str | None = None) -> None:
         self.process = process
-        self.url = url  # the www host: pages and page data
+        self.url = url  # the www host: pages and page data (https://, HTTP/2)
         self.api_url = f"{url}/api2"  # the api2 host
         self.log_path = log_path
+        self.cert = cert  # its certificate file (None: plain HTTP)
+        self.spki = spki  # its key's hash, for the browser (``COMMUNITY_API_BROWSER_TRUSTED_SPKI``)
         self._http = requests.Session()
+        self._http.trust_env = False  # else REQUESTS_CA_BUNDLE, when set, replaces the verify below
+        self._http.verify = cert or True
+
+    @property
+    def trusted_spki(self) -> tuple[str, ...]:
+        """What a gateway under test is told to trust."""
+        return (self.spki,) if self.spki else ()
 
     @property
     def pid(self) -> int:
@@ -95,7 +107,10 @@ def running_sandbox(seed: int = 1) -> Iterator[SandboxProcess]:
         sandbox: SandboxProcess | None = None
         try:
             url = _wait_until_listening(process, log_path)
-            sandbox = SandboxProcess(process, url, log_path)
+            said = log_path.read_text(errors="replace")
+            cert, spki = CERTIFICATE.search(said), SPKI.search(said)
+            sandbox = SandboxProcess(process, url, log_path, cert.group(1) if cert else None,
+                                     spki.group(1) if spki else None)
             yield sandbox
         finally:
             if sandbox is not None:

@@ -33,7 +33,8 @@ INBOX = "/api2/self/chat-channels"
 
 @pytest.fixture(scope="module")
 def gateway(sandbox: SandboxProcess) -> Iterator[SeleniumPlatformGateway]:
-    gw = SeleniumPlatformGateway(sandbox.url, sandbox.api_url, pool_size=3, timeout=TIMEOUT)
+    gw = SeleniumPlatformGateway(sandbox.url, sandbox.api_url, pool_size=3, timeout=TIMEOUT,
+                                     trusted_spki=sandbox.trusted_spki)
     try:
         yield gw
     finally:
@@ -199,7 +200,8 @@ def test_thirty_feed_pages_are_fetched_in_one_script_call(
 
 def test_close_quits_every_browser_and_removes_its_profile(
         alice: PlatformSession, sandbox: SandboxProcess) -> None:
-    own = SeleniumPlatformGateway(sandbox.url, sandbox.api_url, pool_size=2, timeout=TIMEOUT)
+    own = SeleniumPlatformGateway(sandbox.url, sandbox.api_url, pool_size=2, timeout=TIMEOUT,
+                                     trusted_spki=sandbox.trusted_spki)
     try:
         assert own.whoami(alice).handle == "alice"
         pids = own.browser_pids(alice.connection_id)

@@ -23,7 +23,8 @@ GROUP = "builders-club"
 
 @pytest.fixture(scope="module")
 def gateway(sandbox: SandboxProcess) -> Iterator[SeleniumPlatformGateway]:
-    gw = SeleniumPlatformGateway(sandbox.url, sandbox.api_url, pool_size=1, timeout=10)
+    gw = SeleniumPlatformGateway(sandbox.url, sandbox.api_url, pool_size=1, timeout=10,
+                                     trusted_spki=sandbox.trusted_spki)
     try:
         yield gw
     finally:

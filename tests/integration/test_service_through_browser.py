@@ -78,6 +78,7 @@ def api(sandbox: SandboxProcess, tmp_path_factory: pytest.TempPathFactory) -> It
         "COMMUNITY_API_SECRET": SECRET,
         "COMMUNITY_API_PLATFORM_URL": sandbox.url,
         "COMMUNITY_API_PLATFORM_API_URL": sandbox.api_url,
+        "COMMUNITY_API_BROWSER_TRUSTED_SPKI": ",".join(sandbox.trusted_spki),
         "COMMUNITY_API_BROWSER_POOL_SIZE": "2",
         # This module reads far more than a real account should in a minute; the pace has tests of its own.
         "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "20000",

@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,22 +23,39 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@dataclass(frozen=True)
+class RunningSandbox:
+    base: str  # https://127.0.0.1:PORT (http:// with --plain-http)
+    process: subprocess.Popen[str]
+    cert: str | None  # the certificate file to verify against (None: plain HTTP)
+    spki: str | None  # what Chromium is told to trust (--ignore-certificate-errors-spki-list)
+
+    @property
+    def verify(self) -> str | bool:
+        """For ``requests``: the stand-in's own certificate."""
+        return self.cert or True
+
+
 @contextmanager
-def sandbox_server(*args: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """Yield ``(base_url, process)`` once the sandbox has printed its ready line."""
+def sandbox_server(*args: str) -> Iterator[RunningSandbox]:
+    """Yield the running sandbox once it has printed its ready line (after its certificate lines)."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "scripts.sandbox", "--bind", f"127.0.0.1:{port}", *args],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
     try:
-        deadline, line = time.monotonic() + 30, ""
+        deadline, line, said = time.monotonic() + 30, "", {}
         while "sandbox listening" not in line:
             assert time.monotonic() < deadline and proc.poll() is None, f"sandbox did not start: {line}"
             if select.select([proc.stdout], [], [], 0.5)[0]:
                 line = proc.stdout.readline()
-        base = f"http://127.0.0.1:{port}"
+                for what in ("certificate", "spki"):
+                    if line.startswith(f"sandbox {what} "):
+                        said[what] = line.split(" ", 2)[2].strip()
+        scheme = "http" if "--plain-http" in args else "https"
+        base = f"{scheme}://127.0.0.1:{port}"
         assert line.strip() == f"sandbox listening on {base}"
-        yield base, proc
+        yield RunningSandbox(base, proc, said.get("certificate"), said.get("spki"))
     finally:
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGTERM)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.sandbox.server import sandbox_server
+from tests.sandbox.server import RunningSandbox, sandbox_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -22,11 +22,19 @@ window.__fwReadyPromise.then(() => {
 
 
 @pytest.fixture
-def driver() -> Iterator[object]:
+def running() -> Iterator[RunningSandbox]:
+    with sandbox_server() as sandbox:
+        yield sandbox
+
+
+@pytest.fixture
+def driver(running: RunningSandbox) -> Iterator[object]:
+    """Chromium trusting exactly the stand-in's certificate key (never every certificate)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
+    options.add_argument(f"--ignore-certificate-errors-spki-list={running.spki}")
     options.binary_location = "/usr/bin/chromium"
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"):
@@ -49,23 +57,27 @@ def submit_login(driver, base: str, email: str, password: str = "sandbox", query
     driver.find_element(By.CSS_SELECTOR, 'button[type="submit"]').click()
 
 
-def test_login_form_firewall_and_concurrent_page_data(driver):
+def test_login_form_firewall_and_concurrent_page_data(driver, running):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    with sandbox_server() as (base, _):
-        submit_login(driver, base, "alice@sandbox.test", query="?next=/builders-club")
-        WebDriverWait(driver, 10).until(lambda d: d.current_url == f"{base}/builders-club")
-        counts = driver.execute_async_script(FETCH_30)
-        assert counts[0] == 33 and counts[1:] == [30] * 29
-        assert driver.execute_script("return window.__fwReady") is True
-        assert "auth_token" not in driver.execute_script("return document.cookie")  # HttpOnly
+    base = running.base
+    submit_login(driver, base, "alice@sandbox.test", query="?next=/builders-club")
+    WebDriverWait(driver, 10).until(lambda d: d.current_url == f"{base}/builders-club")
+    counts = driver.execute_async_script(FETCH_30)
+    assert counts[0] == 33 and counts[1:] == [30] * 29
+    # Over HTTP/2, as on the real hosts (the page's own fetches, as the gateway makes them).
+    protocols = driver.execute_script(
+        "return [...new Set(performance.getEntriesByType('resource').map(e => e.nextHopProtocol))]")
+    assert protocols == ["h2"]
+    assert driver.execute_script("return window.__fwReady") is True
+    assert "auth_token" not in driver.execute_script("return document.cookie")  # HttpOnly
 
-        driver.delete_all_cookies()
-        submit_login(driver, base, "mallory@sandbox.test")
-        box = WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.ID, "two-factor"))
-        assert "Two-factor" in box[0].text
+    driver.delete_all_cookies()
+    submit_login(driver, base, "mallory@sandbox.test")
+    box = WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.ID, "two-factor"))
+    assert "Two-factor" in box[0].text
 
-        submit_login(driver, base, "bob@sandbox.test", password="wrong")
-        WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "login-error").text)
-        assert driver.find_element(By.ID, "login-error").text == "invalid credentials"
+    submit_login(driver, base, "bob@sandbox.test", password="wrong")
+    WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "login-error").text)
+    assert driver.find_element(By.ID, "login-error").text == "invalid credentials"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from adapters.platform.browser_pool import chrome_options
 from adapters.settings import SettingsError, load_settings
 from adapters.throttle.mmap_limits_storage import DEFAULT_CAPACITY, parse_uri
 
@@ -30,3 +31,17 @@ def test_the_read_pace_is_a_setting_of_at_least_one() -> None:
     for bad in ("0", "-3", "fast", "65537"):
         with pytest.raises(SettingsError):
             load_settings({**BASE, "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": bad})
+
+
+def test_the_browser_trusts_only_the_certificate_keys_it_is_given() -> None:
+    assert load_settings(BASE).browser_trusted_spki == ()
+    spki = "44Vy9wbXFEzxcccfXv4gs0Zlb7SjUg+FL5EcmCnEgOY="
+    given = load_settings({**BASE, "COMMUNITY_API_BROWSER_TRUSTED_SPKI": f" {spki} ,{spki}"})
+    assert given.browser_trusted_spki == (spki, spki)
+    for bad in ("yes", "*", spki[:-2], "not base64!" * 4, spki + "=="):
+        with pytest.raises(SettingsError, match="BROWSER_TRUSTED_SPKI"):
+            load_settings({**BASE, "COMMUNITY_API_BROWSER_TRUSTED_SPKI": bad})
+    flags = chrome_options("/tmp/profile", given.browser_trusted_spki).arguments
+    assert f"--ignore-certificate-errors-spki-list={spki},{spki}" in flags
+    assert not any(flag.startswith("--ignore-certificate-errors") and "spki" not in flag for flag in flags)
+    assert not any("spki" in flag for flag in chrome_options("/tmp/profile").arguments)
