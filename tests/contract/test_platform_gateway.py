@@ -24,6 +24,7 @@ from tests.contract.gateway_cases import (
     TestFeed,
     TestGroups,
     TestPosts,
+    TestReportedVariants,
     TestSessions,
     email,
 )
@@ -31,7 +32,7 @@ from tests.fakes.clock import FakeClock
 from tests.fakes.platform import FakePlatformGateway
 from tests.fakes.platform_seed import platform_id
 
-__all__ = ["TestDirectMessages", "TestFeed", "TestGroups", "TestPosts", "TestSessions"]
+__all__ = ["TestDirectMessages", "TestFeed", "TestGroups", "TestPosts", "TestReportedVariants", "TestSessions"]
 
 
 @attrs.define

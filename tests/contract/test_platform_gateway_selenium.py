@@ -22,12 +22,13 @@ from tests.contract.gateway_cases import (
     TestFeed,
     TestGroups,
     TestPosts,
+    TestReportedVariants,
     TestSessions,
     email,
 )
 from tests.integration.conftest import SandboxProcess, running_sandbox
 
-__all__ = ["TestDirectMessages", "TestFeed", "TestGroups", "TestPosts", "TestSessions"]
+__all__ = ["TestDirectMessages", "TestFeed", "TestGroups", "TestPosts", "TestReportedVariants", "TestSessions"]
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

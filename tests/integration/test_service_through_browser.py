@@ -196,6 +196,22 @@ def test_comment_and_reply_land_with_the_right_parent(api: Api, sandbox: Sandbox
     assert reply["id"] not in {c["id"] for c in listed} and top["id"] in {c["id"] for c in listed}
 
 
+def test_the_reported_variants_through_the_whole_stack(api: Api) -> None:
+    """PLATFORM.md's variants through gunicorn, Chromium and the HTTPS stand-in: design-guild's page data
+    lists no labels (bob's group: its labels come from api2), a feed asked by a non-member is the group's
+    about page (alice: not found), and the inbox answers ``channels: null`` past its end (an empty page)."""
+    as_bob = {"X-Community-Connection": api.bob_connection}
+    guild = api.call("GET", "/v1/groups/design-guild", headers=as_bob).json()
+    assert guild["labels"] and all(label["id"] and label["name"] for label in guild["labels"])
+    feed = api.call("GET", "/v1/groups/design-guild/posts", headers=as_bob).json()
+    label_ids = {label["id"] for label in guild["labels"]}
+    assert feed["posts"] and all(p["labelId"] is None or p["labelId"] in label_ids for p in feed["posts"])
+    outside = api.call("GET", "/v1/groups/design-guild/posts")  # alice is not a member
+    assert outside.status_code == 404 and outside.json()["error"]["code"] == "not_found"
+    past_the_end = api.call("GET", "/v1/dms", params={"cursor": "990"}).json()
+    assert past_the_end["conversations"] == [] and past_the_end["nextCursor"] is None
+
+
 def test_dm_inbox_thread_and_a_send_that_arrives_once(api: Api, sandbox: SandboxProcess) -> None:
     inbox = api.call("GET", "/v1/dms").json()
     assert len(inbox["conversations"]) == 30 and inbox["nextCursor"] == "30"
