@@ -18,6 +18,7 @@ from adapters.http import data_resources as data
 from adapters.http import errors
 from adapters.http import management_resources as manage
 from adapters.http.client_address import trusted_networks
+from adapters.http.health import add_health_routes
 from adapters.http.host_check import AllowedHosts
 from adapters.http.openapi import OpenApiResource
 from adapters.mcp import add_mcp_route
@@ -58,6 +59,7 @@ def add_rest_routes(app: falcon.App, deps: Deps, settings: Settings) -> None:
     app.add_route("/v1/me/password", manage.PasswordResource(deps, **options))
     app.add_route("/v1/sessions", manage.SessionsResource(deps, **options))
     app.add_route("/v1/openapi.json", OpenApiResource())
+    add_health_routes(app, deps)
 
 
 def bootstrap(

@@ -119,6 +119,11 @@ class PlatformGateway(Protocol):
 
     def send_message(self, session: PlatformSession, conversation_id: str, content: str) -> Message: ...
 
+    def ready(self) -> str | None:
+        """None when a browser can be had (one is running, one can be started, or the Grid answers ready);
+        else a short reason for an operator, with nothing secret in it. For ``GET /readyz``."""
+        ...
+
 
 class Throttle(Protocol):
     """The per-connection DM throttle: one send per drawn gap of 30-45 s (drawn anew after each send),
@@ -141,6 +146,10 @@ class Throttle(Protocol):
 
     def quota(self, connection_id: str) -> DmQuota: ...
 
+    def ready(self) -> str | None:
+        """None when its shared storage answers; else a short reason (``GET /readyz``)."""
+        ...
+
 
 class PlatformPace(Protocol):
     """How fast one connected account may call the platform, shared by every worker process. It keeps
@@ -161,3 +170,7 @@ class PlatformPace(Protocol):
     def hold(self, connection_id: str, seconds: int) -> None: ...
 
     def status(self, connection_id: str) -> ReadPace: ...
+
+    def ready(self) -> str | None:
+        """None when its shared storage answers; else a short reason (``GET /readyz``)."""
+        ...

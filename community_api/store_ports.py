@@ -255,3 +255,8 @@ class KeyStore(
     def unit_of_work(self) -> AbstractContextManager[UnitOfWork]:
         """A block whose reads and writes are one step (``UnitOfWork``)."""
         ...
+
+    def ready(self) -> str | None:
+        """None when a write can be committed now; else a short reason for an operator, with nothing
+        secret in it (``GET /readyz``)."""
+        ...

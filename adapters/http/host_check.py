@@ -15,6 +15,7 @@ import ipaddress
 import falcon
 
 from adapters.http.errors import error_body
+from adapters.http.health import HEALTH_PATHS
 
 
 def _name(host: str) -> str:
@@ -43,7 +44,7 @@ class AllowedHosts:
         self._allowed = {entry.strip().lower() for entry in allowed if entry.strip()}
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
-        if not self._active:
+        if not self._active or req.path in HEALTH_PATHS:
             return
         host = (req.get_header("Host") or "").strip().lower()
         name = _name(host)

@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import atexit
 import logging
+import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
+import requests
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from adapters.platform import platform_mapping as m
@@ -92,6 +95,9 @@ class SeleniumPlatformGateway:
             factory = lambda: local_browser(timeout, trusted_spki)  # noqa: E731
         # A call waits for the connection's earlier calls, or for a free browser, at most ``timeout``.
         self._pool = BrowserPool(factory, pool_size, wait=timeout)
+        self._factory, self._remote_url, self._timeout = factory, remote_url, timeout
+        self._ready_lock = threading.Lock()
+        self._started_fine_at: float | None = None  # when ``ready`` last started a browser that worked
         self._client = PlatformClient(PageRunner(platform_url, api_url, timeout), self._pool, factory, timeout)
         self._dms = PlatformDms(self._client)
 
@@ -105,6 +111,24 @@ class SeleniumPlatformGateway:
     def close(self) -> None:
         """Quit every browser of the pool."""
         self._pool.close()
+
+    def ready(self) -> str | None:
+        """The Grid's own ``/status`` says ready; locally, a browser is running, or one was started (and
+        closed again) within the last minute, or one can be started now."""
+        if self._remote_url:
+            return grid_ready(self._remote_url, self._timeout)
+        if self._pool.live():
+            return None
+        with self._ready_lock:
+            if self._started_fine_at is not None and time.monotonic() - self._started_fine_at < READY_FOR:
+                return None
+            try:
+                self._factory().quit()
+            except Exception as error:  # noqa: BLE001 - whatever stops a browser from starting
+                log.warning("readiness: no browser could be started", exc_info=True)
+                return f"no browser could be started ({type(error).__name__})"
+            self._started_fine_at = time.monotonic()
+            return None
 
     def browser_pids(self, connection_id: str) -> list[int]:
         """The Chromium processes of a connection's browser ([] if none is running or it is remote)."""
@@ -291,6 +315,19 @@ class SeleniumPlatformGateway:
 
     def send_message(self, session: PlatformSession, conversation_id: str, content: str) -> Message:
         return self._dms.send_message(session, conversation_id, content)
+
+
+READY_FOR = 60.0  # seconds a started browser vouches for ``ready``
+
+
+def grid_ready(remote_url: str, timeout: float) -> str | None:
+    """A Selenium Grid's ``GET /status``: ``{"value": {"ready": true, …}}`` when a node can take a session."""
+    try:
+        answer = requests.get(remote_url.rstrip("/") + "/status", timeout=min(timeout, 5.0))
+        ready = answer.json().get("value", {}).get("ready") is True
+    except (requests.RequestException, ValueError, AttributeError) as error:
+        return f"the Selenium Grid does not answer ({type(error).__name__})"
+    return None if ready else "the Selenium Grid answers but has no node ready"
 
 
 def _custom_browser(driver_factory: Callable[[], WebDriver], timeout: float) -> Browser:

@@ -21,7 +21,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -113,6 +113,17 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteOAuthRecords):
 
     def unit_of_work(self) -> SqliteUnitOfWork:
         return SqliteUnitOfWork(self, self, self._units)
+
+    def ready(self) -> str | None:
+        """Commits one row (the time of the check): the file, its folder and the write lock all take a
+        write now. A held lock is waited for up to the busy timeout. SQLite's messages name no secret."""
+        try:
+            with self._immediate() as db:
+                db.conn.execute("INSERT OR REPLACE INTO health_checks (id, checked_at) VALUES (1, ?)",
+                                (datetime.now(UTC).isoformat(),))
+        except sqlite3.Error as error:
+            return f"the database does not take a write: {error}"
+        return None
 
     def _begin(self) -> None:
         self._db.conn.execute("BEGIN IMMEDIATE")

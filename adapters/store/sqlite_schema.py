@@ -134,7 +134,15 @@ _V2 = (
     "CREATE INDEX IF NOT EXISTS oauth_tokens_key ON oauth_tokens (key_id, expires_at)",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
+# Version 3: the row ``GET /readyz`` writes to prove the database takes a write.
+_V3 = (
+    """CREATE TABLE IF NOT EXISTS health_checks (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        checked_at TEXT NOT NULL
+    )""",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

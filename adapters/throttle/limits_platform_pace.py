@@ -79,6 +79,9 @@ class LimitsPlatformPace:
         self._storage.clear(key)
         self._storage.incr(key, seconds)
 
+    def ready(self) -> str | None:
+        return None if self._storage.check() else "the read pace's storage does not answer"
+
     def status(self, connection_id: str) -> ReadPace:
         key = _key("platform-reads", connection_id)
         _, used = self._windows.get_moving_window(key, self.reads_per_minute, WINDOW)

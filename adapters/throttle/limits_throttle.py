@@ -180,6 +180,9 @@ class LimitsThrottle:
         self._plain_storage.clear(_key("dm-pace-lock", held.connection_id))
         self._plain_storage.clear(_key("dm-pace", held.connection_id))
 
+    def ready(self) -> str | None:
+        return None if self._plain_storage.check() else "the throttle storage does not answer"
+
     def quota(self, connection_id: str) -> DmQuota:
         state = self._state(connection_id)
         return DmQuota(

@@ -62,6 +62,10 @@ class FakeKeyStore:
         self._oauth_clients: dict[str, OAuthClient] = {}
         self._oauth_codes: dict[str, AuthorizationCode] = {}
         self._oauth_tokens: dict[str, OAuthToken] = {}
+        self.not_ready: str | None = None  # tests set a reason to make ``ready`` answer it
+
+    def ready(self) -> str | None:
+        return self.not_ready
 
     # --- the unit of work ------------------------------------------------------------------------
 

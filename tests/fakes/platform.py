@@ -94,6 +94,10 @@ class FakePlatformGateway:
         self._created_posts: list[Post] = []
         self._created_comments: list[Comment] = []
         self._sent: list[Message] = []
+        self.not_ready: str | None = None  # tests set a reason to make ``ready`` answer it
+
+    def ready(self) -> str | None:
+        return self.not_ready
 
     # --- helpers for tests --------------------------------------------------------------------------
     def fail_next(self, method_name: str, error: Exception, times: int = 1) -> None:

@@ -24,6 +24,10 @@ class FakePlatformPace:
         self._reads: dict[str, list[float]] = {}  # connection -> times of its reads, oldest first
         self._holds: dict[str, float] = {}  # connection -> end of its hold
         self._lock = threading.Lock()
+        self.not_ready: str | None = None  # tests set a reason to make ``ready`` answer it
+
+    def ready(self) -> str | None:
+        return self.not_ready
 
     def admit(self, connection_id: str, reads: int) -> None:
         with self._lock:

@@ -48,6 +48,10 @@ class FakeThrottle:
         self._pace: dict[str, _Pace] = {}
         self._sends: dict[str, list[float]] = {}
         self._lock = threading.Lock()
+        self.not_ready: str | None = None  # tests set a reason to make ``ready`` answer it
+
+    def ready(self) -> str | None:
+        return self.not_ready
 
     def _now(self) -> float:
         return self._clock.now().timestamp()

@@ -101,6 +101,14 @@ def api(sandbox: SandboxProcess, tmp_path_factory: pytest.TempPathFactory) -> It
         assert "sandbox\n" not in log and '"sandbox"' not in log  # the platform password is never logged
 
 
+def test_health_and_readiness_of_the_real_service(api: Api) -> None:
+    """Real SQLite, the mapped-file throttle storage, Chromium: ready; and neither route needs a key."""
+    assert requests.get(api.url + "/healthz", timeout=10).json() == {"status": "ok"}
+    ready = requests.get(api.url + "/readyz", timeout=60)
+    assert ready.status_code == 200, ready.text
+    assert ready.json() == {"status": "ready", "checks": {"database": "ok", "throttle": "ok", "browser": "ok"}}
+
+
 def test_whoami_groups_and_group(api: Api, sandbox: SandboxProcess) -> None:
     me = api.call("GET", "/v1/whoami").json()
     assert me == {"id": sandbox.user_id("alice"), "handle": "alice", "name": me["name"]}

@@ -355,3 +355,21 @@ def test_one_check_is_per_thread(tmp_path: Path) -> None:
         thread.start()
         thread.join()
     assert seen == [t0]
+
+
+def test_ready_commits_a_write_and_names_why_it_cannot(tmp_path: Path) -> None:
+    """``GET /readyz``'s database check: a committed write, or SQLite's own reason (here: the write lock
+    held elsewhere past the busy timeout)."""
+    path = tmp_path / "ready.sqlite3"
+    store = SqliteKeyStore(path, "s" * 40, busy_timeout_ms=200)
+    assert store.ready() is None
+    with sqlite3.connect(path) as other:
+        assert other.execute("SELECT count(*) FROM health_checks").fetchone() == (1,)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        assert store.ready() == "the database does not take a write: database is locked"
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert store.ready() is None
