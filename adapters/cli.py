@@ -50,8 +50,7 @@ def serve(args: argparse.Namespace) -> int:
         str(args.threads),
         "--timeout",
         str(args.timeout),
-        "--access-logfile",
-        "-",
+        # No gunicorn access log: the service writes one JSON line per request (request_log.py).
         "adapters.wiring:get_app()",
     ]
     if args.preload:

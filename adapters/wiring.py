@@ -21,6 +21,7 @@ from adapters.http.client_address import trusted_networks
 from adapters.http.health import add_health_routes
 from adapters.http.host_check import AllowedHosts
 from adapters.http.openapi import OpenApiResource
+from adapters.http.request_log import RequestLog, configure_logging
 from adapters.mcp import add_mcp_route
 from adapters.settings import Settings, load_settings
 from adapters.web import add_web_routes
@@ -86,7 +87,8 @@ def bootstrap(
 
 
 def app_for(deps: Deps, settings: Settings) -> falcon.App:
-    middleware: list[Any] = [AllowedHosts(settings.public_url, settings.allowed_hosts), manage.NoStoreForManagement()]
+    middleware: list[Any] = [RequestLog(), AllowedHosts(settings.public_url, settings.allowed_hosts),
+                             manage.NoStoreForManagement()]
     app = falcon.App(media_type=falcon.MEDIA_JSON, middleware=middleware)
     app.req_options.strip_url_path_trailing_slash = True
     errors.install(app)
@@ -122,7 +124,7 @@ def get_app(settings: Settings | None = None) -> falcon.App:
     from adapters.throttle.limits_throttle import LimitsThrottle
 
     settings = settings or load_settings()
-    logging.basicConfig(level=logging.INFO)
+    configure_logging()
     app = create_app(
         key_store=SqliteKeyStore(settings.db, settings.secret),
         gateway=build_gateway(settings),

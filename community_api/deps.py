@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import attrs
 from argon2 import PasswordHasher
 
-from community_api.errors import ConnectionExpired, RateLimited
+from community_api.errors import ConnectionExpired, RateLimited, ServiceError
 from community_api.model import CONNECTION_EXPIRED
 from community_api.ports import Clock, KeyStore, PlatformGateway, PlatformPace, Throttle
 from community_api.sign_in_guard import DeviceCookies
@@ -51,11 +51,11 @@ def on_platform(deps: Deps, connection_id: str, *, reads: int = 0) -> Iterator[N
     deps.pace.admit(connection_id, reads)
     try:
         yield
-    except RateLimited as error:
-        if error.details.get("source") == "platform":
+    except ServiceError as error:
+        error.via_platform = True
+        if isinstance(error, RateLimited) and error.details.get("source") == "platform":
             deps.pace.hold(connection_id, error.retry_after)
-        raise
-    except ConnectionExpired as error:
-        deps.store.set_connection_status(connection_id, CONNECTION_EXPIRED)
-        error.details.setdefault("connectionId", connection_id)
+        elif isinstance(error, ConnectionExpired):
+            deps.store.set_connection_status(connection_id, CONNECTION_EXPIRED)
+            error.details.setdefault("connectionId", connection_id)
         raise

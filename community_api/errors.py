@@ -14,6 +14,9 @@ class ServiceError(Exception):
     """Base of every error the core raises on purpose."""
 
     code: str = "internal_error"
+    # Set when the error came out of a platform call (``deps.on_platform``): the platform refused, failed
+    # or could not be reached. Never shown to clients; the request log gives such errors a line of their own.
+    via_platform: bool = False
 
     def __init__(self, message: str, **details: Any) -> None:
         super().__init__(message)

@@ -93,7 +93,9 @@ def api_actor(deps: Deps, req: falcon.Request, scope: str) -> Actor:
     # The key and the connection as the store stood when the request arrived (one freshness check).
     with deps.store.one_check():
         key = bearer_key(deps, req)
-        return actor_for(deps.store, key, scope, req.get_header(CONNECTION_HEADER))
+        actor = actor_for(deps.store, key, scope, req.get_header(CONNECTION_HEADER))
+    req.context.connection_id = actor.connection.id  # for the request's log line
+    return actor
 
 
 def web_session(deps: Deps, req: falcon.Request) -> tuple[Account, WebSession]:

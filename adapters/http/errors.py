@@ -12,6 +12,7 @@ from typing import Any
 
 import falcon
 
+from adapters.http.request_log import log_error
 from community_api.errors import RateLimited, ServiceError, Unauthorized
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,9 @@ def handle_service_error(
     required = error.details.get("requiredScope")
     if error.code == "forbidden" and required:
         resp.set_header("WWW-Authenticate", f'Bearer error="insufficient_scope", scope="{required}"')
+    if status >= 500 or error.via_platform:
+        log_error(req, status, error.code, error.message, error.__cause__ or error.__context__,
+                  viaPlatform=error.via_platform)
     _respond(resp, status, error.code, error.message, error.details)
 
 
@@ -92,12 +96,15 @@ def handle_http_error(
     elif status == 405:
         message = f"{req.method} is not allowed on {req.path}"
     resp.set_headers(error.headers or {})
+    if status >= 500:
+        log_error(req, status, code, message, error)
     _respond(resp, status, code, message, {})
 
 
 def handle_unexpected(req: falcon.Request, resp: falcon.Response, error: Exception, params: dict[str, Any]) -> None:
     # A bug: say so plainly without leaking internals; the traceback goes to the server log only.
-    log.exception("unexpected error on %s %s", req.method, req.path)
+    log.exception("unexpected error on %s %s", req.method, req.uri_template or "(no route)")
+    log_error(req, 500, "internal_error", "unexpected error", error)
     _respond(resp, 500, "internal_error", "the service failed to handle this request", {})
 
 
