@@ -36,6 +36,9 @@ def serve(args: argparse.Namespace) -> int:
         sys.executable,
         "-m",
         "gunicorn",
+        # Metrics summed over every worker (prometheus_client's multiprocess mode): see gunicorn_conf.py.
+        "--config",
+        "python:adapters.gunicorn_conf",
         # X-Forwarded-Proto (the scheme of absolute URLs, Secure cookies) only from a trusted proxy; gunicorn
         # would otherwise believe any loopback peer.
         "--forwarded-allow-ips",

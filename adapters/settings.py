@@ -45,6 +45,8 @@ class Settings:
     # Certificate keys the browser trusts besides the system's (base64 SHA-256 of a SubjectPublicKeyInfo):
     # the stand-in's self-signed certificate in the demo and the tests. Empty in production.
     browser_trusted_spki: tuple[str, ...] = ()
+    # A scraper presents it as ``Authorization: Bearer …`` to read ``/metrics`` from elsewhere than loopback.
+    metrics_token: str = ""
 
     @property
     def throttle_uri(self) -> str:
@@ -116,7 +118,15 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         trusted_proxies=_proxies(get("TRUSTED_PROXIES")),
         allowed_hosts=tuple(h.strip() for h in get("ALLOWED_HOSTS").split(",") if h.strip()),
         browser_trusted_spki=_spki_list(get("BROWSER_TRUSTED_SPKI")),
+        metrics_token=_metrics_token(get("METRICS_TOKEN")),
     )
+
+
+def _metrics_token(value: str) -> str:
+    token = value.strip()
+    if token and (len(token) < 32 or not token.isascii() or not token.isprintable() or " " in token):
+        raise SettingsError(f"{PREFIX}METRICS_TOKEN must be at least 32 printable ASCII characters without spaces")
+    return token
 
 
 def _spki_list(value: str) -> tuple[str, ...]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from typing import Any
+from typing import Any, cast
 
 import falcon
 from argon2 import PasswordHasher
@@ -20,9 +20,11 @@ from adapters.http import management_resources as manage
 from adapters.http.client_address import trusted_networks
 from adapters.http.health import add_health_routes
 from adapters.http.host_check import AllowedHosts
+from adapters.http.metrics_resource import MetricsResource
 from adapters.http.openapi import OpenApiResource
 from adapters.http.request_log import RequestLog, configure_logging
 from adapters.mcp import add_mcp_route
+from adapters.metrics import MeteredGateway, MeteredPace, MeteredThrottle
 from adapters.settings import Settings, load_settings
 from adapters.web import add_web_routes
 from community_api.clock import SystemClock
@@ -61,6 +63,7 @@ def add_rest_routes(app: falcon.App, deps: Deps, settings: Settings) -> None:
     app.add_route("/v1/sessions", manage.SessionsResource(deps, **options))
     app.add_route("/v1/openapi.json", OpenApiResource())
     add_health_routes(app, deps)
+    app.add_route("/metrics", MetricsResource(settings.metrics_token, trusted_networks(settings.trusted_proxies)))
 
 
 def bootstrap(
@@ -75,9 +78,10 @@ def bootstrap(
     """The collaborators every use case takes (tests call this with fakes)."""
     return Deps(
         store=key_store,
-        gateway=gateway,
-        throttle=throttle,
-        pace=pace,
+        # Counted for /metrics: each platform call, and each refusal of the two limits.
+        gateway=cast(PlatformGateway, MeteredGateway(gateway)),
+        throttle=MeteredThrottle(throttle),
+        pace=MeteredPace(pace),
         clock=clock,
         usage=UsageRecorder(key_store, clock, settings.usage_flush_seconds),
         # Tests sign in hundreds of times: argon2's cheap profile there, the default everywhere else.

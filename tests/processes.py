@@ -73,6 +73,9 @@ def gunicorn_args(
     args = [
         "-m",
         "gunicorn",
+        # As `community-api serve` runs it: /metrics sums every worker's counts.
+        "--config",
+        "python:adapters.gunicorn_conf",
         "--bind",
         f"127.0.0.1:{port}",
         "--workers",

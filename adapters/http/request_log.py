@@ -22,8 +22,10 @@ from typing import Any
 
 import falcon
 
+from adapters.metrics import REQUEST_SECONDS, REQUESTS
 from adapters.wire import dumps
 
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 REQUEST_ID_HEADER = "X-Request-Id"
 MAX_REQUEST_ID = 128
 requests_log = logging.getLogger("community_api.requests")
@@ -49,18 +51,23 @@ class RequestLog:
     def process_response(
         self, req: falcon.Request, resp: falcon.Response, resource: object, req_succeeded: bool
     ) -> None:
+        context = req.context
+        started: float = context.get("started") or time.perf_counter()
+        elapsed = time.perf_counter() - started
+        route = req.uri_template or "unmatched"
+        method = req.method if req.method in _METHODS else "other"  # a client picks it: keep labels bounded
+        REQUESTS.labels(route, method, str(resp.status_code)).inc()
+        REQUEST_SECONDS.labels(route, method).observe(elapsed)
         if not requests_log.isEnabledFor(logging.INFO):
             return
-        context = req.context
         key = context.get("key")
-        started: float = context.get("started") or time.perf_counter()
         requests_log.info(dumps({
             "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "requestId": context.get("request_id"),
             "method": req.method,
             "route": req.uri_template or None,
             "status": resp.status_code,
-            "durationMs": round((time.perf_counter() - started) * 1000, 2),
+            "durationMs": round(elapsed * 1000, 2),
             "keyId": key.id if key is not None else None,
             "connectionId": context.get("connection_id"),
         }))

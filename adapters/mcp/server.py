@@ -26,6 +26,7 @@ from mcp.server.lowlevel import Server
 from adapters.http.errors import error_answer, error_body
 from adapters.mcp.arguments import ArgumentChecker
 from adapters.mcp.tools import TOOLS, TOOLS_BY_NAME, ToolSpec
+from adapters.metrics import MCP_TOOL_CALLS
 from adapters.wire import data_and_text, dumps
 from community_api.access import Actor, actor_for
 from community_api.deps import Deps
@@ -76,6 +77,16 @@ def error_result(code: str, message: str, details: Mapping[str, Any] | None = No
     return {"content": [{"type": "text", "text": text}], "isError": True, "resultType": "complete"}
 
 
+def _outcome(result: ToolResult) -> str:
+    """``ok``, or the error code of a result that is an error (a replayed one included)."""
+    if not result.get("isError"):
+        return "ok"
+    try:
+        return str(json.loads(result["content"][0]["text"])["error"]["code"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return "internal_error"
+
+
 def success_result(payload: Any, text: str | None = None) -> ToolResult:
     """``payload``: JSON-ready data; ``text``: its JSON text when it is already written."""
     if text is None:
@@ -98,6 +109,7 @@ class ToolRunner:
 
     def call(self, caller: Caller, name: str, arguments: Mapping[str, Any]) -> ToolResult:
         spec = TOOLS_BY_NAME.get(name)
+        tool = spec.name if spec else "unknown"  # a client picks the name: keep the metric's labels bounded
         try:
             if spec is None:
                 raise NotFound(f"no tool named {name}", allowed=sorted(TOOLS_BY_NAME))
@@ -105,13 +117,18 @@ class ToolRunner:
             actor = actor_for(self.deps.store, caller.key, spec.scope, caller.connection)
             self._checkers[spec.name].check(arguments)
             if not spec.creates:
-                return success_result(*data_and_text(spec.run(self.deps, actor, arguments)))
-            return self._create_once(spec, actor, arguments)
+                result = success_result(*data_and_text(spec.run(self.deps, actor, arguments)))
+            else:
+                result = self._create_once(spec, actor, arguments)
         except ServiceError as error:
+            MCP_TOOL_CALLS.labels(tool, error.code).inc()
             return error_result(error.code, error.message, error.details)
         except Exception:
-            log.exception("MCP tool %s failed", name)
+            log.exception("MCP tool %s failed", tool)
+            MCP_TOOL_CALLS.labels(tool, "internal_error").inc()
             return error_result("internal_error", "the service failed to handle this call")
+        MCP_TOOL_CALLS.labels(tool, _outcome(result)).inc()
+        return result
 
     def _create_once(self, spec: ToolSpec, actor: Actor, arguments: Mapping[str, Any]) -> ToolResult:
         """Act at most once per ``idempotencyKey``, with the core's rules for REST's Idempotency-Key."""

@@ -28,6 +28,8 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.remote.webdriver import WebDriver
 
+from adapters.metrics import BROWSER_CRASHES, BROWSER_EVICTIONS, BROWSER_STARTS, BROWSERS_LIVE
+
 log = logging.getLogger(__name__)
 
 CHROMIUM = "/usr/bin/chromium"
@@ -269,6 +271,7 @@ class BrowserPool:
             for slot in self._slots.values():
                 slot.browser = None
             self._slots.clear()
+            BROWSERS_LIVE.dec(self._live)
             self._live = 0
             self._cond.notify_all()
         for browser in browsers:
@@ -292,12 +295,15 @@ class BrowserPool:
                     victim.browser = None
                     del self._slots[victim.key]
                     self._live -= 1
+                    BROWSERS_LIVE.dec()
+                    BROWSER_EVICTIONS.inc()
                     continue
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise PoolBusy(f"all {self._size} browsers are busy")
                 self._cond.wait(remaining)
             self._live += 1
+            BROWSERS_LIVE.inc()
         # The evicted browsers close while the new one starts (closing one takes 0.1-0.5 s, mostly
         # waiting for its processes to end); both are done before this call returns.
         closing = []
@@ -310,11 +316,13 @@ class BrowserPool:
         except Exception as error:
             with self._cond:
                 self._live -= 1
+                BROWSERS_LIVE.dec()
                 self._cond.notify_all()
             raise BrowserFailure(f"the browser could not start: {type(error).__name__}") from error
         finally:
             for thread in closing:
                 thread.join()
+        BROWSER_STARTS.inc()
         with self._cond:
             if not self._closed:
                 slot.browser = browser
@@ -327,6 +335,8 @@ class BrowserPool:
             browser, slot.browser = slot.browser, None
             if browser is not None and not self._closed:
                 self._live -= 1
+                BROWSERS_LIVE.dec()
+                BROWSER_CRASHES.inc()
             self._cond.notify_all()
         if browser is not None:
             browser.quit()

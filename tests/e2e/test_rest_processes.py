@@ -12,6 +12,7 @@ from typing import Any
 import attrs
 import pytest
 import requests
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.fakes.platform_seed import platform_id
 from tests.processes import free_port, gunicorn_args, serving
@@ -46,6 +47,8 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
         "COMMUNITY_API_DB": str(db),
         "COMMUNITY_API_SECRET": SECRET,
         "COMMUNITY_API_USAGE_FLUSH_SECONDS": "0",
+        # A folder the test can look into (gunicorn_conf.py otherwise makes one of its own).
+        "PROMETHEUS_MULTIPROC_DIR": str(folder / "metrics"),
     }
     args = gunicorn_args("tests.e2e.app_factory:get_app()", port, workers=3)
     args[-1:-1] = ["--access-logformat", "pid=%(p)s %(r)s %(s)s"]
@@ -97,6 +100,32 @@ def test_mint_use_revoke_is_seen_by_every_worker(service: Service, alice: dict[s
         if len(pids) >= 2:
             break
     assert len(pids) >= 2, "the requests should have landed on several workers"
+
+
+def requests_counted(service: Service, route: str, status: str) -> float:
+    answer = requests.get(service.url + "/metrics", timeout=10)
+    assert answer.status_code == 200
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(answer.text)
+        for sample in family.samples
+        if sample.name == "community_api_requests_total"
+        and sample.labels.get("route") == route and sample.labels.get("status") == status
+    )
+
+
+def test_metrics_sum_every_workers_counts(service: Service, alice: dict[str, Any]) -> None:
+    """prometheus_client's multiprocess mode through gunicorn_conf.py: 60 requests spread over three
+    workers are all counted, whichever worker answers the scrape."""
+    key = mint(service, name="metrics")["secret"]
+    before = requests_counted(service, "/v1/whoami", "200")
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        statuses = list(pool.map(lambda _: whoami(service, key).status_code, range(60)))
+    assert statuses == [200] * 60
+    for _ in range(3):  # each scrape may land on another worker: every one sums them all
+        assert requests_counted(service, "/v1/whoami", "200") - before == 60
+    writers = {path.stem.rsplit("_", 1)[1] for path in (service.db.parent / "metrics").glob("counter_*.db")}
+    assert len(writers) >= 2, "the counts should come from several workers"
 
 
 def _send_dm(url: str, key: str, to: str, start: Any, results: Any) -> None:

@@ -1,0 +1,39 @@
+"""gunicorn's configuration for the service (``gunicorn --config python:adapters.gunicorn_conf``).
+
+It makes ``/metrics`` count every worker: ``prometheus_client``'s multiprocess mode keeps each process's
+values in files under ``PROMETHEUS_MULTIPROC_DIR``, and that variable must be set before any worker imports
+the library. This module is read by gunicorn's master before it loads the app or forks, so the variable set
+here is what every worker inherits.
+
+The folder is made fresh for each run (stale files from an earlier run would add old counts); a folder the
+operator names in ``PROMETHEUS_MULTIPROC_DIR`` is used instead, emptied of its ``*.db`` files first. When a
+worker ends, its live gauges are dropped (``mark_process_dead``); when the master ends, a folder made here
+is removed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+_MADE_HERE = not os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+if _MADE_HERE:
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="community-api-metrics-")
+else:
+    Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).mkdir(parents=True, exist_ok=True)
+    for stale in Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).glob("*.db"):
+        stale.unlink()
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server: Any) -> None:
+    if _MADE_HERE:
+        shutil.rmtree(os.environ["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)

@@ -1,0 +1,43 @@
+"""``GET /metrics``: the Prometheus text, for loopback clients or those presenting the metrics token.
+
+Loopback is the client as resolved through the trusted proxies (``client_address.py``): behind a reverse
+proxy on the same machine every connection comes from 127.0.0.1, but the client is the one the proxy
+names, so the world does not get the metrics through the proxy. Elsewhere, a scraper sends
+``Authorization: Bearer <COMMUNITY_API_METRICS_TOKEN>``; with no token set, only loopback is served.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+
+import falcon
+
+from adapters.http.client_address import Network, client_address
+from adapters.metrics import exposition
+from community_api.errors import Forbidden
+
+
+class MetricsResource:
+    def __init__(self, token: str, trusted_proxies: tuple[Network, ...]) -> None:
+        self.token = token
+        self.trusted_proxies = trusted_proxies
+
+    def _allowed(self, req: falcon.Request) -> bool:
+        header = req.get_header("Authorization") or ""
+        scheme, _, presented = header.partition(" ")
+        if self.token and scheme.lower() == "bearer" and hmac.compare_digest(presented.encode(), self.token.encode()):
+            return True
+        try:
+            return ipaddress.ip_address(client_address(req, self.trusted_proxies)).is_loopback
+        except ValueError:
+            return False
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        if not self._allowed(req):
+            raise Forbidden("the metrics are served to loopback, or with the metrics token "
+                            "(COMMUNITY_API_METRICS_TOKEN)")
+        body, content_type = exposition()
+        resp.content_type = content_type
+        resp.data = body
+        resp.set_header("Cache-Control", "no-store")

@@ -1,0 +1,159 @@
+"""Prometheus metrics (``prometheus_client``), counted in every gunicorn worker and summed at ``/metrics``.
+
+Multiprocess mode: ``community-api serve`` runs gunicorn with ``adapters/gunicorn_conf.py``, which points
+``PROMETHEUS_MULTIPROC_DIR`` at a fresh folder before any worker imports this module, and tells the
+library when a worker ends. Without it (tests in one process) the metrics are the process's own.
+
+What is counted, and where:
+- requests by route template, method and status, with their latency (``RequestLog``);
+- platform calls by kind (the gateway's method) and outcome (``ok`` or the error code), with their
+  latency (``MeteredGateway``, wrapped around the gateway at start-up);
+- the browser pool: browsers live, started, evicted, crashed (``browser_pool.py``);
+- refusals of the DM throttle and of the read pace (``MeteredThrottle``, ``MeteredPace``);
+- MCP tool calls by tool and outcome (``adapters/mcp/server.py``).
+Labels never hold an id, a key or anything a client typed: routes are templates, tools are known names.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+from community_api.errors import RateLimited, ServiceError
+from community_api.model import DmQuota, ReadPace
+from community_api.ports import PlatformGateway, PlatformPace, Throttle
+
+T = TypeVar("T")
+_LATENCY = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 60.0)
+
+REQUESTS = Counter("community_api_requests_total", "HTTP requests answered, by route template, method, status",
+                   ["route", "method", "status"])
+REQUEST_SECONDS = Histogram("community_api_request_duration_seconds", "Time to answer a request",
+                            ["route", "method"], buckets=_LATENCY)
+PLATFORM_CALLS = Counter("community_api_platform_calls_total", "Calls of the platform gateway, by kind and outcome",
+                         ["kind", "outcome"])
+PLATFORM_SECONDS = Histogram("community_api_platform_call_duration_seconds", "Time of a platform gateway call",
+                             ["kind"], buckets=_LATENCY)
+BROWSERS_LIVE = Gauge("community_api_browsers_live", "Browsers running or starting", multiprocess_mode="livesum")
+BROWSER_STARTS = Counter("community_api_browser_starts_total", "Browsers started")
+BROWSER_EVICTIONS = Counter("community_api_browser_evictions_total",
+                            "Browsers closed to make room for another connection's")
+BROWSER_CRASHES = Counter("community_api_browser_crashes_total", "Browsers discarded after a crash or a hang")
+REFUSALS = Counter("community_api_rate_limit_refusals_total",
+                   "Calls refused by a limit: dm_throttle, read_pace, platform_hold", ["limit"])
+MCP_TOOL_CALLS = Counter("community_api_mcp_tool_calls_total", "MCP tool calls, by tool and outcome",
+                         ["tool", "outcome"])
+
+
+def exposition() -> tuple[bytes, str]:
+    """The metrics text and its content type: every worker's, summed, in multiprocess mode."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        return generate_latest(registry), CONTENT_TYPE_LATEST
+    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+
+
+def outcome(error: BaseException | None) -> str:
+    if error is None:
+        return "ok"
+    return error.code if isinstance(error, ServiceError) else "internal_error"
+
+
+class MeteredGateway:
+    """A ``PlatformGateway`` that counts and times each call of the one it wraps (everything else, such as
+    ``browser_pids`` or ``close``, passes through)."""
+
+    def __init__(self, inner: PlatformGateway) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._inner, name)
+        if name not in GATEWAY_CALLS:
+            return attribute
+        return _metered(name, attribute)
+
+
+GATEWAY_CALLS = frozenset({
+    "login", "adopt_session", "whoami", "list_groups", "get_group", "feed_pages", "post_detail", "create_post",
+    "delete_post", "create_comment", "delete_comment", "list_conversations", "get_messages",
+    "open_conversation", "send_message",
+})
+
+
+def _metered(kind: str, call: Callable[..., T]) -> Callable[..., T]:
+    def timed(*args: Any, **kwargs: Any) -> T:
+        started = time.perf_counter()
+        failure: BaseException | None = None
+        try:
+            return call(*args, **kwargs)
+        except BaseException as error:
+            failure = error
+            raise
+        finally:
+            PLATFORM_SECONDS.labels(kind).observe(time.perf_counter() - started)
+            PLATFORM_CALLS.labels(kind, outcome(failure)).inc()
+
+    return timed
+
+
+class MeteredThrottle:
+    """The DM throttle, its refusals counted."""
+
+    def __init__(self, inner: Throttle) -> None:
+        self._inner = inner
+
+    def reserve(self, connection_id: str) -> object:
+        try:
+            return self._inner.reserve(connection_id)
+        except RateLimited:
+            REFUSALS.labels("dm_throttle").inc()
+            raise
+
+    def commit(self, reservation: object) -> None:
+        self._inner.commit(reservation)
+
+    def cancel(self, reservation: object) -> None:
+        self._inner.cancel(reservation)
+
+    def quota(self, connection_id: str) -> DmQuota:
+        return self._inner.quota(connection_id)
+
+    def ready(self) -> str | None:
+        return self._inner.ready()
+
+
+class MeteredPace:
+    """The read pace, its refusals counted by reason (``read_pace`` or ``platform_hold``)."""
+
+    def __init__(self, inner: PlatformPace) -> None:
+        self._inner = inner
+
+    def admit(self, connection_id: str, reads: int) -> None:
+        try:
+            self._inner.admit(connection_id, reads)
+        except RateLimited as refused:
+            REFUSALS.labels(str(refused.details.get("reason", "read_pace"))).inc()
+            raise
+
+    def hold(self, connection_id: str, seconds: int) -> None:
+        self._inner.hold(connection_id, seconds)
+
+    def status(self, connection_id: str) -> ReadPace:
+        return self._inner.status(connection_id)
+
+    def ready(self) -> str | None:
+        return self._inner.ready()

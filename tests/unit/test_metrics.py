@@ -1,0 +1,213 @@
+"""``GET /metrics``: the Prometheus text, parsed with ``prometheus_client``'s own parser, its counters
+growing with what the service does; served to loopback or with the metrics token, refused otherwise.
+
+The metrics live for the whole test process (like a worker's), so each test compares before and after."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import falcon.testing
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from adapters.settings import Settings
+from adapters.wiring import app_for
+from community_api.errors import PlatformUnavailable
+from tests.unit.conftest import DM_GAP, Ready, World
+from tests.unit.test_mcp_world import McpWorld
+
+TOKEN = "m" * 40
+FEED = "/v1/groups/builders-club/posts"
+
+
+def scrape(client: falcon.testing.TestClient, **kwargs: Any) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    answer = client.simulate_get("/metrics", **kwargs)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["content-type"].startswith("text/plain; version=")
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(answer.text)
+        for sample in family.samples
+    }
+
+
+def value(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str) -> float:
+    """The sum of the samples of ``name`` whose labels include ``labels``."""
+    wanted = set(labels.items())
+    return sum(v for (n, have), v in samples.items() if n == name and wanted <= have)
+
+
+def test_the_text_parses_and_names_every_family(world: World) -> None:
+    answer = world.client.simulate_get("/metrics")
+    assert answer.status_code == 200 and answer.headers["cache-control"] == "no-store"
+    families = {family.name: family for family in text_string_to_metric_families(answer.text)}
+    counters = {
+        "community_api_requests", "community_api_platform_calls", "community_api_browser_starts",
+        "community_api_browser_evictions", "community_api_browser_crashes",
+        "community_api_rate_limit_refusals", "community_api_mcp_tool_calls",
+    }
+    for name in counters:
+        assert families[name].type == "counter"  # exposed as <name>_total
+    assert families["community_api_request_duration_seconds"].type == "histogram"
+    assert families["community_api_platform_call_duration_seconds"].type == "histogram"
+    assert families["community_api_browsers_live"].type == "gauge"
+    assert "request" in "community_api_requests_total"
+
+
+def test_request_counters_grow_by_route_template_method_and_status(ready: Ready) -> None:
+    world = ready.world
+    before = scrape(world.client)
+    for _ in range(3):
+        assert world.get(FEED, ready.key).status_code == 200
+    assert world.get("/v1/posts/999999999", ready.key).status_code == 404
+    assert world.get(FEED, "cda_live_nonsense").status_code == 401
+    after = scrape(world.client)
+    route = "/v1/groups/{gid}/posts"
+    grown = value(after, "community_api_requests_total", route=route, method="GET", status="200") - value(
+        before, "community_api_requests_total", route=route, method="GET", status="200")
+    assert grown == 3
+    assert value(after, "community_api_requests_total", route=route, status="401") - value(
+        before, "community_api_requests_total", route=route, status="401") == 1
+    assert value(after, "community_api_request_duration_seconds_count", route=route) - value(
+        before, "community_api_request_duration_seconds_count", route=route) == 4
+    # An id never becomes a label: the post's route is its template.
+    assert value(after, "community_api_requests_total", route="/v1/posts/{post_id}", status="404") >= 1
+    assert not any("999999999" in str(labels) for _, labels in after)
+
+
+@pytest.mark.filterwarnings("ignore:Unknown REQUEST_METHOD")
+def test_unknown_paths_and_methods_keep_the_labels_bounded(world: World) -> None:
+    world.client.simulate_get("/no/such/page/abc123")
+    world.client.simulate_request("BREW", "/healthz")
+    samples = scrape(world.client)
+    assert value(samples, "community_api_requests_total", route="unmatched", method="GET", status="404") >= 1
+    labels = {dict(have).get("route") for (name, have) in samples if name == "community_api_requests_total"}
+    assert not any(route and "abc123" in route for route in labels)
+    methods = {dict(have).get("method") for (name, have) in samples if name == "community_api_requests_total"}
+    assert "BREW" not in methods
+
+
+def test_platform_calls_by_kind_and_outcome(ready: Ready) -> None:
+    world = ready.world
+    before = scrape(world.client)
+    world.get(FEED, ready.key)
+    world.gateway.fail_next("feed_pages", PlatformUnavailable("the platform timed out"))
+    assert world.get(FEED, ready.key).status_code == 503
+    after = scrape(world.client)
+
+    def grew(**labels: str) -> float:
+        return value(after, "community_api_platform_calls_total", **labels) - value(
+            before, "community_api_platform_calls_total", **labels)
+
+    assert grew(kind="feed_pages", outcome="ok") == 1
+    assert grew(kind="feed_pages", outcome="platform_unavailable") == 1
+    assert value(after, "community_api_platform_call_duration_seconds_count", kind="feed_pages") - value(
+        before, "community_api_platform_call_duration_seconds_count", kind="feed_pages") == 2
+
+
+def test_dm_throttle_and_read_pace_refusals_are_counted(ready: Ready) -> None:
+    world = ready.world
+    bob = next(c["with"] for c in world.get("/v1/dms", ready.key).json["conversations"]
+               if c["with"]["handle"] == "bob")
+    before = scrape(world.client)
+    assert world.post("/v1/dms", ready.key, {"to": bob["id"], "content": "one"}).status_code == 201
+    assert world.post("/v1/dms", ready.key, {"to": bob["id"], "content": "two"}).status_code == 429
+    world.clock.advance(seconds=DM_GAP)
+    world.pace.reads_per_minute = 0  # every read refused from now
+    assert world.get("/v1/whoami", ready.key).status_code == 429
+    after = scrape(world.client)
+
+    def grew(limit: str) -> float:
+        return value(after, "community_api_rate_limit_refusals_total", limit=limit) - value(
+            before, "community_api_rate_limit_refusals_total", limit=limit)
+
+    assert grew("dm_throttle") == 1
+    assert grew("read_pace") == 1
+
+
+def test_mcp_tool_calls_by_tool_and_outcome() -> None:
+    world = McpWorld.build()
+    try:
+        before = scrape(world.client)
+        world.ok("whoami", {})
+        world.call("get_post", {"postId": "not an id"})
+        world.call("no_such_tool_xyz", {})
+        after = scrape(world.client)
+    finally:
+        world.close()
+
+    def grew(**labels: str) -> float:
+        return value(after, "community_api_mcp_tool_calls_total", **labels) - value(
+            before, "community_api_mcp_tool_calls_total", **labels)
+
+    assert grew(tool="whoami", outcome="ok") == 1
+    assert grew(tool="get_post", outcome="invalid_request") == 1
+    assert grew(tool="unknown", outcome="not_found") == 1
+    assert not any("no_such_tool_xyz" in str(labels) for _, labels in after)
+
+
+# --- who may read them -----------------------------------------------------------------------------
+
+
+def with_token(world: World, token: str = TOKEN, proxies: tuple[str, ...] = ()) -> falcon.testing.TestClient:
+    settings = Settings(mode="test", allowed_hosts=("falconframework.org",), metrics_token=token,
+                        trusted_proxies=proxies)
+    return falcon.testing.TestClient(app_for(world.deps, settings))
+
+
+@pytest.mark.parametrize("peer", ["127.0.0.1", "::1", "127.0.0.53"])
+def test_loopback_is_served_without_a_token(world: World, peer: str) -> None:
+    assert world.client.simulate_get("/metrics", remote_addr=peer).status_code == 200
+
+
+@pytest.mark.parametrize("authorization", [
+    None, "", f"Bearer {TOKEN[:-1]}", f"Bearer {TOKEN}x", f"Basic {TOKEN}", TOKEN, "Bearer ", f"Bearer  {TOKEN}",
+])
+def test_elsewhere_without_the_right_token_is_403(world: World, authorization: str | None) -> None:
+    client = with_token(world)
+    headers = {"Authorization": authorization} if authorization is not None else {}
+    answer = client.simulate_get("/metrics", remote_addr="203.0.113.9", headers=headers)
+    assert answer.status_code == 403 and answer.json["error"]["code"] == "forbidden"
+    assert "community_api_" not in answer.text
+
+
+def test_elsewhere_with_the_token_is_served(world: World) -> None:
+    client = with_token(world)
+    answer = client.simulate_get("/metrics", remote_addr="203.0.113.9", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert answer.status_code == 200 and "community_api_requests_total" in answer.text
+
+
+def test_no_token_set_means_no_bearer_is_enough(world: World) -> None:
+    client = with_token(world, token="")
+    answer = client.simulate_get("/metrics", remote_addr="203.0.113.9", headers={"Authorization": "Bearer "})
+    assert answer.status_code == 403
+
+
+def test_through_a_local_proxy_the_forwarded_client_decides(world: World) -> None:
+    """Behind nginx on the same box every peer is 127.0.0.1: the client it names is the one checked."""
+    client = with_token(world, proxies=("127.0.0.1/32",))
+    outside = client.simulate_get("/metrics", remote_addr="127.0.0.1", headers={"X-Forwarded-For": "198.51.100.7"})
+    assert outside.status_code == 403
+    local = client.simulate_get("/metrics", remote_addr="127.0.0.1", headers={"X-Forwarded-For": "127.0.0.1"})
+    assert local.status_code == 200
+
+
+def test_an_untrusted_peer_cannot_claim_loopback(world: World) -> None:
+    answer = world.client.simulate_get("/metrics", remote_addr="203.0.113.9", headers={"X-Forwarded-For": "127.0.0.1"})
+    assert answer.status_code == 403
+
+
+@pytest.mark.parametrize("token", ["short", "x" * 31, "has space" + "x" * 30, "é" * 40])
+def test_a_weak_or_odd_metrics_token_refuses_to_start(token: str) -> None:
+    from adapters.settings import SettingsError, load_settings
+
+    with pytest.raises(SettingsError, match="METRICS_TOKEN"):
+        load_settings({"COMMUNITY_API_METRICS_TOKEN": token, "COMMUNITY_API_MODE": "test"})
+
+
+def test_metrics_are_not_usage(ready: Ready) -> None:
+    world = ready.world
+    usage = dict(world.store._usage)
+    scrape(world.client)
+    assert world.store._usage == usage
