@@ -1,4 +1,4 @@
-"""The ``community-api`` command: serve, sandbox, demo, accounts create, keys mint.
+"""The ``community-api`` command: serve, sandbox, demo, backup, accounts create and delete, keys mint.
 
 Flags set the same ``COMMUNITY_API_*`` variables the service reads, so gunicorn workers see one source
 of settings. A wrong setting ends the command with a one-line reason, not a traceback.
@@ -125,6 +125,21 @@ def keys_mint(args: argparse.Namespace) -> int:
     return 0
 
 
+def backup(args: argparse.Namespace) -> int:
+    from adapters.store.sqlite_backup import BackupError, backup_database
+
+    _apply_common(args)
+    settings = load_settings()
+    try:
+        summary = backup_database(settings.db, args.path)
+    except BackupError as error:
+        raise SettingsError(str(error)) from None
+    print(f"backed up {settings.db} to {summary.target} ({summary.size_bytes} bytes: {summary.accounts} accounts, "
+          f"{summary.keys} keys, {summary.connections} connections); restoring it needs the same "
+          "COMMUNITY_API_SECRET (docs/deployment.md)")
+    return 0
+
+
 def demo(args: argparse.Namespace) -> int:
     from adapters.demo import run_demo
 
@@ -157,6 +172,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sandbox-bind", default="127.0.0.1:8700")
     p.add_argument("--exit-after-setup", action="store_true", help="print the key and curl lines, then stop")
     p.set_defaults(func=demo)
+
+    p = commands.add_parser("backup", help="copy the database (COMMUNITY_API_DB) consistently while serving")
+    _add_common(p)
+    p.add_argument("path", help="the new file to write; an existing one is never overwritten")
+    p.set_defaults(func=backup)
 
     p = commands.add_parser("accounts", help="manage accounts")
     sub = p.add_subparsers(dest="action", required=True)

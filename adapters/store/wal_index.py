@@ -23,17 +23,60 @@ the caller keeps one mapping per connection, made after the connection was opene
 
 from __future__ import annotations
 
+import ctypes
 import mmap
 import os
 import struct
+import threading
 
 HEADER_SIZE = 48  # one copy of the WAL-index header
 _VERSION = struct.pack("=I", 3007000)  # WALINDEX_MAX_VERSION, native byte order as SQLite writes it
 _IS_INIT = 12  # offset of the isInit byte
 _SALTS = slice(32, 40)  # aSalt[2] in the header: the bytes 16–24 of the -wal file's header, as they are
 
+# Why not Python's ``mmap.mmap``: it keeps a duplicate of the descriptor and closes it with the mapping, and
+# POSIX drops every fcntl lock a process holds on a file as soon as it closes *any* descriptor of that
+# file. SQLite holds such a lock on the ``-shm`` file (its "dead man switch" byte) to tell other processes
+# that the WAL-index is in use; without it, the next process to open the database resets the file to 3
+# bytes, and every process that has it mapped dies of SIGBUS when it next touches it (gunicorn workers
+# did, when a new worker or ``community-api backup`` opened the database). So the file is mapped with
+# libc's ``mmap``, from a descriptor opened once per ``-shm`` file per process and never closed; unmapping
+# closes nothing.
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
+_libc.munmap.restype = ctypes.c_int
+_libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+_MAP_FAILED = ctypes.c_void_p(-1).value
+_MAPPED = 2 * HEADER_SIZE
+_descriptors: dict[tuple[int, int], int] = {}  # (device, inode) of a -shm file -> a descriptor, kept open
+_descriptors_lock = threading.Lock()
+
+
+def _descriptor(shm_path: str) -> int | None:
+    """A read-only descriptor of ``shm_path``'s file, the same one for every call in this process."""
+    try:
+        seen = os.stat(shm_path)
+    except OSError:
+        return None
+    with _descriptors_lock:
+        fd = _descriptors.get((seen.st_dev, seen.st_ino))
+        if fd is not None:
+            return fd
+        try:
+            fd = os.open(shm_path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        opened = os.fstat(fd)
+        # Kept even if the path changed file in between (closing it is what must never happen); the
+        # inode is then checked below like any other, and a stale one is never trusted.
+        _descriptors[(opened.st_dev, opened.st_ino)] = fd
+        return fd if (opened.st_dev, opened.st_ino) == (seen.st_dev, seen.st_ino) else None
+
 
 def _wal_salts(wal_path: str) -> bytes | None:
+    # Reading the -wal file with a descriptor that is closed again is harmless: SQLite locks the database
+    # and the -shm files, never the -wal file.
     try:
         with open(wal_path, "rb") as wal:
             head = wal.read(24)
@@ -43,8 +86,8 @@ def _wal_salts(wal_path: str) -> bytes | None:
 
 
 class WalIndexHeader:
-    def __init__(self, mapping: mmap.mmap) -> None:
-        self._mapping = mapping
+    def __init__(self, address: int) -> None:
+        self._address: int | None = address
 
     @classmethod
     def open(cls, database_path: str) -> WalIndexHeader | None:
@@ -55,32 +98,50 @@ class WalIndexHeader:
         another file once at that path) would never change, so it is checked against the WAL it indexes:
         the header repeats the two salts of the ``-wal`` file's own header."""
         real = os.path.realpath(database_path)
-        try:
-            fd = os.open(real + "-shm", os.O_RDONLY)
-        except OSError:
+        header = cls.map(real + "-shm")
+        if header is None:
             return None
-        try:
-            if os.fstat(fd).st_size < 2 * HEADER_SIZE:
-                return None
-            header = cls(mmap.mmap(fd, 2 * HEADER_SIZE, prot=mmap.PROT_READ))
-        except (OSError, ValueError):
-            return None
-        finally:
-            os.close(fd)  # the mapping keeps its own reference to the file
         current = header.read()
         if current is None or current[_SALTS] != _wal_salts(real + "-wal"):
             header.close()
             return None
         return header
 
+    @classmethod
+    def map(cls, shm_path: str) -> WalIndexHeader | None:
+        """The first bytes of ``shm_path`` mapped, unchecked (``open`` checks them)."""
+        fd = _descriptor(shm_path)
+        if fd is None:
+            return None
+        try:
+            if os.fstat(fd).st_size < _MAPPED:
+                return None
+        except OSError:
+            return None
+        address = _libc.mmap(None, _MAPPED, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        if address is None or address == _MAP_FAILED:
+            return None
+        return cls(address)
+
     def read(self) -> bytes | None:
         """The header's 48 bytes when both copies agree and it is initialised; None when unsure."""
         # Two separate reads, the first copy first: the copy SQLite writes last is read first.
-        first = self._mapping[:HEADER_SIZE]
-        second = self._mapping[HEADER_SIZE : 2 * HEADER_SIZE]
+        address = self._address
+        if address is None:
+            return None
+        first = ctypes.string_at(address, HEADER_SIZE)
+        second = ctypes.string_at(address + HEADER_SIZE, HEADER_SIZE)
         if first != second or first[_IS_INIT] != 1 or first[:4] != _VERSION:
             return None
         return first
 
     def close(self) -> None:
-        self._mapping.close()
+        address, self._address = self._address, None
+        if address is not None:
+            _libc.munmap(address, _MAPPED)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001, S110 - at interpreter exit libc may already be torn down
+            return

@@ -4,7 +4,7 @@ cache then asks ``PRAGMA data_version``)."""
 
 from __future__ import annotations
 
-import mmap
+import fcntl
 import sqlite3
 import struct
 from contextlib import closing
@@ -61,10 +61,12 @@ def test_a_header_it_cannot_vouch_for_reads_as_none(tmp_path: Path, change: obje
         raw = (tmp_path / "db.sqlite3-shm").read_bytes()[: 2 * HEADER_SIZE]
     crafted = tmp_path / "crafted-shm"
     crafted.write_bytes(change(raw))  # type: ignore[operator]
-    with open(crafted, "rb") as file:
-        header = WalIndexHeader(mmap.mmap(file.fileno(), 2 * HEADER_SIZE, prot=mmap.PROT_READ))
-    assert WalIndexHeader(mmap.mmap(-1, 2 * HEADER_SIZE)).read() is None  # all zeros: never initialised
-    assert header.read() is None, why
+    header = WalIndexHeader.map(str(crafted))
+    assert header is not None and header.read() is None, why
+    zeros = tmp_path / "zeros-shm"
+    zeros.write_bytes(bytes(2 * HEADER_SIZE))
+    never_initialised = WalIndexHeader.map(str(zeros))
+    assert never_initialised is not None and never_initialised.read() is None
 
 
 def test_a_left_over_shared_memory_file_is_not_trusted(tmp_path: Path) -> None:
@@ -122,3 +124,56 @@ def test_without_a_header_the_store_asks_sqlite(tmp_path: Path, monkeypatch: pyt
     when = datetime(2026, 1, 1, 0, 0, 1, tzinfo=UTC)
     worker_a.end_key(key.id, revoked_at=when)
     assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at == when
+
+
+_HOLDER = """
+import sqlite3, sys
+from adapters.store.wal_index import WalIndexHeader
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("INSERT INTO t VALUES (0)")  # a -wal file with a header, as a live service has
+for _ in range(3):  # the read cache maps a header for each connection it sees, and drops the old ones
+    header = WalIndexHeader.open(sys.argv[1])
+    assert header is not None
+    header.close()
+header = WalIndexHeader.open(sys.argv[1])
+print("mapped", flush=True)
+sys.stdin.readline()  # another process opens the database meanwhile
+assert header.read() is not None
+print(conn.execute("SELECT count(*) FROM t").fetchone()[0], flush=True)
+"""
+
+
+def test_mapping_the_header_keeps_sqlites_locks_on_the_shared_memory(tmp_path: Path) -> None:
+    """POSIX drops every lock a process holds on a file when it closes any descriptor of that file. Had
+    mapping the header closed a descriptor of the ``-shm`` file, SQLite's lock saying "this process uses
+    the WAL-index" would be gone; the next process to open the database would find no user left, reset
+    the file to zero bytes, and every process with it mapped would die of SIGBUS (seen: gunicorn workers
+    "sent SIGBUS!" when a new worker or ``community-api backup`` opened the database)."""
+    import subprocess
+    import sys
+
+    from tests.processes import ROOT
+
+    path = tmp_path / "db.sqlite3"
+    with closing(_wal_db(path)) as setup:
+        setup.execute("INSERT INTO t VALUES (1)")
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path)], cwd=ROOT, text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert holder.stdout is not None and holder.stdin is not None
+    try:
+        assert holder.stdout.readline().strip() == "mapped", holder.stderr.read() if holder.stderr else ""
+        # The "dead man switch" byte of the WAL-index (offset 128, unix VFS): a process that uses the file
+        # holds a shared lock on it, so nobody else may take it exclusively.
+        with open(f"{path}-shm", "r+b") as shm, pytest.raises(OSError):
+            fcntl.lockf(shm, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 128)
+        newcomer = subprocess.run([sys.executable, "-c", (
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
+            "c.execute('INSERT INTO t VALUES (2)'); c.close()"), str(path)], capture_output=True, text=True,
+            timeout=30)
+        assert newcomer.returncode == 0, newcomer.stderr
+        out, err = holder.communicate("go\n", timeout=30)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+    assert holder.returncode == 0, f"the holder ended with {holder.returncode}: {err}"
+    assert out.strip() == "3"
