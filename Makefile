@@ -3,14 +3,15 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-DEBIAN_PACKAGES := chromium chromium-driver redis-server curl
+DEBIAN_PACKAGES := chromium chromium-driver redis-server curl nginx
 BENCH_PACKAGES := wrk
 
 .PHONY: install system-deps lint test demo bench bench-deps bench-feed bench-mcp bench-store clean
 
 install: system-deps $(STAMP)
 
-# Debian's Chromium and its driver (the browser gateway) and redis-server (the throttle's redis:// test).
+# Debian's Chromium and its driver (the browser gateway), redis-server (the throttle's redis:// test) and
+# nginx (the reverse-proxy test, deploy/nginx/).
 system-deps:
 	@missing=""; \
 	for pkg in $(DEBIAN_PACKAGES); do dpkg -s $$pkg >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \

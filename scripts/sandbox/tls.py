@@ -36,10 +36,12 @@ def spki_hash(certificate: x509.Certificate) -> str:
     return base64.b64encode(hashlib.sha256(info).digest()).decode("ascii")
 
 
-def make_certificate(folder: Path) -> Certificate:
-    """A new key and a self-signed certificate for the loopback names, written to ``folder`` (key 0600)."""
+def make_certificate(folder: Path, dns_names: tuple[str, ...] = ("localhost",), stem: str = "sandbox",
+                     common_name: str = "community-api stand-in platform") -> Certificate:
+    """A new key and a self-signed certificate for ``dns_names`` and the loopback addresses, written to
+    ``folder`` as ``<stem>-cert.pem`` and ``<stem>-key.pem`` (key 0600)."""
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "community-api stand-in platform")])
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     now = dt.datetime.now(dt.UTC)
     certificate = (
         x509.CertificateBuilder()
@@ -50,7 +52,7 @@ def make_certificate(folder: Path) -> Certificate:
         .not_valid_before(now - dt.timedelta(minutes=5))
         .not_valid_after(now + VALID_FOR)
         .add_extension(x509.SubjectAlternativeName([
-            x509.DNSName("localhost"),
+            *(x509.DNSName(dns_name) for dns_name in dns_names),
             x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
             x509.IPAddress(ipaddress.ip_address("::1")),
         ]), critical=False)
@@ -59,7 +61,7 @@ def make_certificate(folder: Path) -> Certificate:
         .sign(key, hashes.SHA256())
     )
     folder.mkdir(parents=True, exist_ok=True)
-    cert_path, key_path = folder / "sandbox-cert.pem", folder / "sandbox-key.pem"
+    cert_path, key_path = folder / f"{stem}-cert.pem", folder / f"{stem}-key.pem"
     cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
     key_path.touch(mode=0o600)
     key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,

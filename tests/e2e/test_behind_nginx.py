@@ -1,0 +1,282 @@
+"""The service behind Debian's nginx, as ``deploy/nginx/community-api.conf`` configures it: TLS on a
+certificate made for the test, HTTP/2, ``proxy_pass`` to gunicorn, the MCP endpoint unbuffered.
+
+The public name is ``api.community.test``, resolved to 127.0.0.1 for this test's clients (Chromium's host
+resolver rules; ``socket.getaddrinfo`` in this process), so the Host, the TLS name and the URLs are those
+of a real deployment rather than loopback's, which the service would accept anyway. Through nginx:
+- the dashboard signs in with Chromium over HTTP/2, its cookies Secure;
+- REST: accounts, a linked connection, a key, ``GET /v1/whoami``; the OAuth metadata carries https URLs;
+- MCP: the official client lists the tools and calls ``whoami``;
+- the failed-sign-in throttle counts the clients nginx saw (two loopback addresses, 127.0.0.2 and
+  127.0.0.3), whatever ``X-Forwarded-For`` they send; gunicorn, reached directly, trusts no one's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import attrs
+import httpx2
+import pytest
+import requests
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service as ChromeService
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from adapters.platform.browser_pool import CHROMEDRIVER, CHROMIUM, chrome_options
+from scripts.sandbox.tls import Certificate, make_certificate
+from tests.e2e.dashboard_support import fill, heading, press
+from tests.processes import ROOT, free_port, gunicorn_args, serving, stop
+
+pytestmark = pytest.mark.slow
+NGINX = "/usr/sbin/nginx"
+NAME = "api.community.test"
+SECRET = "nginx-e2e-secret-" + "n" * 40
+EMAIL, PASSWORD = "owner@example.com", "owner password 1"
+
+
+@attrs.define
+class Deployment:
+    public_url: str  # https://api.community.test:<port>, through nginx
+    direct_url: str  # http://127.0.0.1:<port>, gunicorn itself
+    cert: Certificate
+    folder: Path
+
+
+def render_nginx(folder: Path, listen: int, upstream: int, cert: Certificate) -> Path:
+    """The deployment's server block with its values filled in, inside a main file that keeps every path
+    nginx writes (pid, logs, temporary bodies) in ``folder`` so that it runs without touching /etc or /var."""
+    site = (ROOT / "deploy" / "nginx" / "community-api.conf").read_text()
+    for placeholder, value in {"@UPSTREAM@": f"127.0.0.1:{upstream}", "@LISTEN@": f"127.0.0.1:{listen}",
+                               "@SERVER_NAME@": NAME, "@CERTIFICATE@": str(cert.cert_path),
+                               "@CERTIFICATE_KEY@": str(cert.key_path)}.items():
+        site = site.replace(placeholder, value)
+    assert not re.search(r"@[A-Z_]+@", site), "a placeholder of the deployment file was left unfilled"
+    (folder / "site.conf").write_text(site)
+    temp = "\n".join(f"    {kind}_temp_path {folder / kind};" for kind in ("client_body", "proxy", "fastcgi",
+                                                                            "uwsgi", "scgi"))
+    # As root nginx's workers would become "nobody", who cannot read this test's private folder.
+    user = "user root root;\n" if os.geteuid() == 0 else ""
+    main = folder / "nginx.conf"
+    main.write_text(
+        f"{user}worker_processes 1;\ndaemon off;\npid {folder / 'nginx.pid'};\n"
+        f"error_log {folder / 'nginx-error.log'} warn;\nevents {{ worker_connections 256; }}\n"
+        f"http {{\n    access_log off;\n{temp}\n    include {folder / 'site.conf'};\n}}\n")
+    return main
+
+
+@contextmanager
+def nginx(folder: Path, config: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
+    check = subprocess.run([NGINX, "-t", "-p", str(folder), "-c", str(config), "-e", str(folder / "nginx-error.log")],
+                           capture_output=True, text=True, timeout=30)
+    assert check.returncode == 0, check.stderr
+    with open(folder / "nginx.out", "wb") as out:
+        process = subprocess.Popen([NGINX, "-p", str(folder), "-c", str(config), "-e",
+                                    str(folder / "nginx-error.log")], stdout=out, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 20
+            while True:
+                assert process.poll() is None, (folder / "nginx-error.log").read_text()
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    assert time.monotonic() < deadline, "nginx did not listen"
+                    time.sleep(0.05)
+            yield process
+        finally:
+            stop(process)
+
+
+@pytest.fixture(scope="module")
+def resolve_public_name() -> Iterator[None]:
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        named = host.decode("idna") if isinstance(host, bytes) else host  # anyio passes IDNA bytes
+        return real("127.0.0.1" if named == NAME else host, *args, **kwargs)
+
+    socket.getaddrinfo = getaddrinfo  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        socket.getaddrinfo = real  # type: ignore[assignment]
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory: pytest.TempPathFactory, resolve_public_name: None) -> Iterator[Deployment]:
+    if not Path(NGINX).exists():
+        pytest.fail("nginx is missing: `make install` installs Debian's nginx")
+    folder = tmp_path_factory.mktemp("nginx")
+    cert = make_certificate(folder, dns_names=(NAME,), stem="proxy", common_name="community-api test proxy")
+    listen, upstream = free_port(), free_port()
+    public_url = f"https://{NAME}:{listen}"
+    env = {
+        "COMMUNITY_API_MODE": "test",
+        "COMMUNITY_API_DB": str(folder / "service.sqlite3"),
+        "COMMUNITY_API_SECRET": SECRET,
+        "COMMUNITY_API_SIGNUP": "true",
+        "COMMUNITY_API_USAGE_FLUSH_SECONDS": "0",
+        # What deploy/nginx/community-api.conf asks of the service:
+        "COMMUNITY_API_PUBLIC_URL": public_url,
+        "COMMUNITY_API_TRUSTED_PROXIES": "127.0.0.1",
+        "COMMUNITY_API_MCP_ALLOWED_HOSTS": f"{NAME}:{listen}",
+    }
+    args = gunicorn_args("tests.e2e.app_factory:get_app()", upstream, workers=2, worker_class="gthread")
+    args[-1:-1] = ["--forwarded-allow-ips", "127.0.0.1"]  # as `community-api serve` passes TRUSTED_PROXIES
+    direct_url = f"http://127.0.0.1:{upstream}"
+    with serving(args, direct_url + "/healthz", env=env, log_path=folder / "service.log"), \
+            nginx(folder, render_nginx(folder, listen, upstream, cert), listen):
+        yield Deployment(public_url, direct_url, cert, folder)
+
+
+class FromAddress(requests.adapters.HTTPAdapter):
+    """Connections from a chosen loopback address: a client other than nginx's own 127.0.0.1."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        super().__init__()
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["source_address"] = (self.address, 0)
+        super().init_poolmanager(*args, **kwargs)
+
+
+def client(deployment: Deployment, address: str = "127.0.0.2") -> requests.Session:
+    session = requests.Session()
+    session.trust_env = False
+    session.verify = str(deployment.cert.cert_path)
+    session.mount("https://", FromAddress(address))
+    session.mount("http://", FromAddress(address))
+    return session
+
+
+@contextmanager
+def chromium(deployment: Deployment) -> Iterator[WebDriver]:
+    profile = tempfile.mkdtemp(prefix="cda-nginx-chromium-")
+    options = chrome_options(profile, (deployment.cert.spki,))
+    options.add_argument(f"--host-resolver-rules=MAP {NAME} 127.0.0.1")
+    options.binary_location = CHROMIUM
+    driver = webdriver.Chrome(service=ChromeService(executable_path=CHROMEDRIVER), options=options)
+    try:
+        driver.set_page_load_timeout(30)
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_the_dashboard_signs_in_through_nginx_over_http2_with_secure_cookies(deployment: Deployment) -> None:
+    with chromium(deployment) as driver:
+        driver.get(deployment.public_url + "/signup")
+        assert heading(driver) == "Create an account"
+        assert driver.execute_script("return performance.getEntriesByType('navigation')[0].nextHopProtocol") == "h2"
+        fill(driver, "email", EMAIL)
+        fill(driver, "password", PASSWORD)
+        fill(driver, "password_again", PASSWORD)
+        press(driver, "form[action='/signup'] button[type=submit]")
+        press(driver, "form.sign-out button")
+        assert driver.current_url == deployment.public_url + "/login"
+        fill(driver, "email", EMAIL)
+        fill(driver, "password", PASSWORD)
+        press(driver, "form[action='/login'] button[type=submit]")
+        assert driver.current_url == deployment.public_url + "/connections"
+        assert EMAIL in driver.find_element(By.CLASS_NAME, "who").text
+        cookies = {cookie["name"]: cookie for cookie in driver.get_cookies()}
+        assert cookies["cda_session"]["secure"] is True and cookies["cda_session"]["httpOnly"] is True
+
+
+def test_rest_through_nginx_with_https_urls(deployment: Deployment) -> None:
+    owner = client(deployment)
+    url = deployment.public_url
+    signed = owner.post(url + "/v1/session", json={"email": EMAIL, "password": PASSWORD}, timeout=10)
+    if signed.status_code == 401:  # run alone, without the dashboard test's account
+        assert owner.post(url + "/v1/accounts", json={"email": EMAIL, "password": PASSWORD}).status_code == 201
+        signed = owner.post(url + "/v1/session", json={"email": EMAIL, "password": PASSWORD}, timeout=10)
+    assert signed.status_code == 200, signed.text
+    assert "secure" in signed.headers["set-cookie"].lower()
+    csrf = {"X-CSRF-Token": signed.json()["csrfToken"]}
+    linked = owner.post(url + "/v1/connections", json={"email": "alice@sandbox.test", "password": "sandbox"},
+                        headers=csrf, timeout=30)
+    assert linked.status_code == 201, linked.text
+    key = owner.post(url + "/v1/keys", json={"name": "behind nginx"}, headers=csrf, timeout=10).json()["secret"]
+    answer = owner.get(url + "/v1/whoami", headers={"Authorization": f"Bearer {key}", "X-Request-Id": "nginx-1"},
+                       timeout=10)
+    assert answer.status_code == 200 and answer.json()["handle"] == "alice"
+    assert answer.headers["x-request-id"] == "nginx-1"
+
+    metadata = owner.get(url + "/.well-known/oauth-authorization-server", timeout=10).json()
+    assert metadata["issuer"] == url
+    for field in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
+        assert metadata[field].startswith(url + "/"), metadata[field]
+    resource = owner.get(url + "/.well-known/oauth-protected-resource/v1/mcp", timeout=10).json()
+    assert resource["resource"] == url + "/v1/mcp"
+    challenge = owner.post(url + "/v1/mcp", json={}, timeout=10)
+    assert challenge.status_code == 401
+    assert f'resource_metadata="{url}/.well-known/oauth-protected-resource/v1/mcp"' in challenge.headers[
+        "www-authenticate"]
+    (deployment.folder / "key").write_text(key)
+
+
+def test_mcp_through_nginx_with_the_official_client(deployment: Deployment) -> None:
+    key_file = deployment.folder / "key"
+    if not key_file.exists():
+        test_rest_through_nginx_with_https_urls(deployment)
+    key = key_file.read_text()
+
+    async def run(mode: str) -> tuple[set[str], dict[str, Any]]:
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30, trust_env=False,
+                                  verify=ssl.create_default_context(cafile=str(deployment.cert.cert_path)))
+        async with http, Client(streamable_http_client(deployment.public_url + "/v1/mcp", http_client=http),
+                                mode=mode) as mcp:
+            tools = {tool.name for tool in (await mcp.list_tools()).tools}
+            result = await mcp.call_tool("whoami", {})
+            assert result.is_error is False, result.content
+            return tools, dict(result.structured_content or {})
+
+    for mode in ("auto", "legacy"):  # the current protocol, and the handshake-era one
+        tools, me = anyio.run(run, mode)
+        assert {"whoami", "get_feed"} <= tools and "send_dm" not in tools  # a key with the read scopes
+        assert me["handle"] == "alice"
+
+
+def test_the_sign_in_throttle_counts_the_clients_nginx_saw(deployment: Deployment) -> None:
+    url = deployment.public_url
+    email = "throttled@example.com"
+    first, second = client(deployment, "127.0.0.2"), client(deployment, "127.0.0.3")
+    for spoofed in ("198.51.100.1", "198.51.100.2", "127.0.0.3", "10.0.0.1", "::1"):
+        # A client's own X-Forwarded-For is replaced by nginx: every attempt counts against 127.0.0.2.
+        refused = first.post(url + "/v1/session", json={"email": email, "password": "wrong password"},
+                             headers={"X-Forwarded-For": spoofed}, timeout=10)
+        assert refused.status_code == 401, refused.text
+    assert first.post(url + "/v1/session", json={"email": email, "password": "wrong password"},
+                      headers={"X-Forwarded-For": "203.0.113.50"}, timeout=10).status_code == 429
+    # Another client is not locked out by the first one's failures.
+    assert second.post(url + "/v1/session", json={"email": email, "password": "wrong password"},
+                       timeout=10).status_code == 401
+    # Straight to gunicorn, 127.0.0.2 is not a trusted proxy: its X-Forwarded-For is ignored.
+    direct = first.post(deployment.direct_url + "/v1/session", json={"email": email, "password": "wrong password"},
+                        headers={"X-Forwarded-For": "203.0.113.51", "Host": f"{NAME}:{url.rsplit(':', 1)[1]}"},
+                        timeout=10)
+    assert direct.status_code == 429
+
+
+def test_the_mcp_endpoint_is_not_buffered(deployment: Deployment) -> None:
+    site = (deployment.folder / "site.conf").read_text()
+    block = site.split("location = /v1/mcp", 1)[1].split("}", 1)[0]
+    assert "proxy_buffering off;" in block and "proxy_request_buffering off;" in block
