@@ -84,7 +84,9 @@ class MeteredGateway:
         attribute = getattr(self._inner, name)
         if name not in GATEWAY_CALLS:
             return attribute
-        return _metered(name, attribute)
+        metered = _metered(name, attribute)
+        setattr(self, name, metered)  # made once: later look-ups find it on the instance
+        return metered
 
 
 GATEWAY_CALLS = frozenset({
@@ -95,17 +97,19 @@ GATEWAY_CALLS = frozenset({
 
 
 def _metered(kind: str, call: Callable[..., T]) -> Callable[..., T]:
+    seconds, succeeded = PLATFORM_SECONDS.labels(kind), PLATFORM_CALLS.labels(kind, "ok")
+
     def timed(*args: Any, **kwargs: Any) -> T:
         started = time.perf_counter()
-        failure: BaseException | None = None
         try:
-            return call(*args, **kwargs)
+            result = call(*args, **kwargs)
         except BaseException as error:
-            failure = error
+            seconds.observe(time.perf_counter() - started)
+            PLATFORM_CALLS.labels(kind, outcome(error)).inc()
             raise
-        finally:
-            PLATFORM_SECONDS.labels(kind).observe(time.perf_counter() - started)
-            PLATFORM_CALLS.labels(kind, outcome(failure)).inc()
+        seconds.observe(time.perf_counter() - started)
+        succeeded.inc()
+        return result
 
     return timed
 

@@ -14,13 +14,16 @@ Lines are written by ``logging`` through ``JsonLines`` (``configure``), one JSON
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
+import secrets
 import time
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
 import falcon
+import orjson
 
 from adapters.metrics import REQUEST_SECONDS, REQUESTS
 from adapters.wire import dumps
@@ -32,16 +35,38 @@ requests_log = logging.getLogger("community_api.requests")
 errors_log = logging.getLogger("community_api.errors")
 
 
+class _Ids:
+    """New request ids: 16 random hex digits drawn once per process, then a counter (a tenth of a uuid4's
+    cost, which reads the system's random source for each). A forked worker draws its own digits."""
+
+    def __init__(self) -> None:
+        self.reset()
+        os.register_at_fork(after_in_child=self.reset)
+
+    def reset(self) -> None:
+        self.prefix = secrets.token_hex(8)
+        self.counter = itertools.count(1)
+
+    def new(self) -> str:
+        return f"{self.prefix}{next(self.counter):016x}"  # 32 hex digits, as a uuid4 in hex
+
+
+_ids = _Ids()
+
+
 def request_id(offered: str | None) -> str:
     """The client's id when it is 1 to 128 characters of printable ASCII without spaces; else a new one."""
     if offered and len(offered) <= MAX_REQUEST_ID and offered.isascii() and offered.isprintable() \
             and " " not in offered:
         return offered
-    return uuid.uuid4().hex
+    return _ids.new()
 
 
 class RequestLog:
     """Middleware: the request id first (so every other line can carry it), the log line last."""
+
+    def __init__(self) -> None:
+        self._children: dict[tuple[str | None, str, int], tuple[Any, Any]] = {}
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         req.context.request_id = request_id(req.get_header(REQUEST_ID_HEADER))
@@ -54,14 +79,18 @@ class RequestLog:
         context = req.context
         started: float = context.get("started") or time.perf_counter()
         elapsed = time.perf_counter() - started
-        route = req.uri_template or "unmatched"
-        method = req.method if req.method in _METHODS else "other"  # a client picks it: keep labels bounded
-        REQUESTS.labels(route, method, str(resp.status_code)).inc()
-        REQUEST_SECONDS.labels(route, method).observe(elapsed)
+        template = req.uri_template
+        status = resp.status_code
+        counted = self._children.get((template, req.method, status))
+        if counted is None:
+            counted = self._count_as(template, req.method, status)
+        counted[0].inc()
+        counted[1].observe(elapsed)
         if not requests_log.isEnabledFor(logging.INFO):
             return
         key = context.get("key")
-        requests_log.info(dumps({
+        # orjson straight: every value here is the service's own (ids, a template) or checked ASCII.
+        requests_log.info(orjson.dumps({
             "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "requestId": context.get("request_id"),
             "method": req.method,
@@ -70,7 +99,17 @@ class RequestLog:
             "durationMs": round(elapsed * 1000, 2),
             "keyId": key.id if key is not None else None,
             "connectionId": context.get("connection_id"),
-        }))
+        }).decode())
+
+    def _count_as(self, template: str | None, method: str, status: int) -> tuple[Any, Any]:
+        """The request counter and latency histogram for these labels, looked up once (``labels()`` takes a
+        lock and builds strings). Bounded: routes are templates, a method a client makes up is ``other``."""
+        route = template or "unmatched"
+        label = method if method in _METHODS else "other"
+        counted = (REQUESTS.labels(route, label, str(status)), REQUEST_SECONDS.labels(route, label))
+        if label == method:
+            self._children[(template, method, status)] = counted
+        return counted
 
 
 def log_error(req: falcon.Request, status: int, code: str, message: str, cause: BaseException | None,
@@ -110,6 +149,10 @@ class JsonLines(logging.Formatter):
 def configure_logging(level: int = logging.INFO) -> None:
     """Every log line of the process as JSON on standard error; the ``mcp`` library's per-request INFO
     lines ("Terminating session: None", …) are kept out."""
+    # What a line does not show is not gathered (logging's own advice): the caller's frame, the thread
+    # and process names.
+    logging._srcfile = None  # noqa: SLF001
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     handler = logging.StreamHandler()
     handler.setFormatter(JsonLines())
     root = logging.getLogger()

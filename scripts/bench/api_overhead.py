@@ -1,7 +1,7 @@
 """API overhead: an authenticated GET /v1/whoami (SQLite key store, usage accounting on, the read pace
-checked and counted on the shared throttle storage, in-memory platform) against a bare Falcon route, both
-under the same gunicorn settings, measured side by side in one run with wrk. Prints requests per second
-of each round and the ratio of the medians.
+checked and counted on the shared throttle storage, metrics counted, one JSON log line written per
+request, in-memory platform) against a bare Falcon route, both under the same gunicorn settings, measured
+side by side in one run with wrk. Prints requests per second of each round and the ratio of the medians.
 
 Every read passes the platform read pace, which admits a connection's reads up to a limit a minute. So
 that every answer is a 200, wrk spreads its requests over ``--connections`` keys, each bound to a
@@ -21,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -72,7 +74,9 @@ def main() -> None:
         service_args = gunicorn_args("scripts.bench.apps:service_app()", service_port, args.workers, args.worker_class)
         with (
             serving(bare_args + quiet, bare_url, env=env),
-            serving(service_args + quiet, service_url.replace("whoami", "openapi.json"), env=env),
+            # The JSON request log goes to a file, as an operator's would.
+            serving(service_args + quiet, service_url.replace("whoami", "openapi.json"), env=env,
+                    log_path=Path(folder) / "service.log"),
         ):
             wrk(service_url, keys_file, 1)  # warm both
             wrk(bare_url, keys_file, 1)
@@ -81,6 +85,11 @@ def main() -> None:
                 bare.append(wrk(bare_url, keys_file, args.seconds))
                 ours.append(wrk(service_url, keys_file, args.seconds))
                 print(f"round {round_ + 1}: bare {bare[-1]:.0f} req/s, authenticated whoami {ours[-1]:.0f} req/s")
+            logged = sum(1 for line in (Path(folder) / "service.log").open() if '"route":"/v1/whoami"' in line)
+            metrics = requests.get(service_url.replace("/v1/whoami", "/metrics"), timeout=10).text
+    counted = sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+                  if line.startswith("community_api_requests_total{") and 'route="/v1/whoami"' in line)
+    print(f"the service logged {logged} JSON request lines and counted {counted:.0f} requests in /metrics")
     ratio = statistics.median(ours) / statistics.median(bare)
     print(f"median: bare {statistics.median(bare):.0f} req/s, ours {statistics.median(ours):.0f} req/s")
     print(f"ratio ours/bare = {ratio:.2f} (goal: at least 0.9)")

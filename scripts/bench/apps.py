@@ -8,6 +8,7 @@ from pathlib import Path
 
 import falcon
 
+from adapters.http.request_log import configure_logging
 from adapters.settings import load_settings
 from adapters.store.sqlite_key_store import SqliteKeyStore
 from adapters.throttle.limits_platform_pace import LimitsPlatformPace
@@ -39,9 +40,11 @@ def bare_app() -> falcon.App:
 
 
 def service_app() -> falcon.App:
-    """The real service (SQLite key store, usage accounting on, SQLite throttle) with the in-memory
-    platform, so the figure measures our overhead and not the platform's."""
+    """The real service (SQLite key store, usage accounting on, the default throttle storage, metrics
+    counted, one JSON log line per request) with the in-memory platform, so the figure measures our
+    overhead and not the platform's."""
     settings = load_settings()
+    configure_logging()  # as get_app() does
     app = create_app(
         key_store=SqliteKeyStore(settings.db, settings.secret),
         gateway=FakePlatformGateway(signing_key=settings.secret.encode()),
