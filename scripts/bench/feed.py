@@ -59,7 +59,7 @@ import requests
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.processes import free_port, gunicorn_args, serving  # noqa: E402
+from tests.processes import descendants, free_port, gunicorn_args, process_table, serving  # noqa: E402
 
 SECRET = "bench-feed-secret-" + "f" * 40
 GROUP = "builders-club"
@@ -230,30 +230,6 @@ class Floor:
 
 
 # --- memory ----------------------------------------------------------------------------------------------
-def _processes() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, command name), from /proc."""
-    found = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text(errors="replace")
-            except OSError:
-                continue
-            name = stat[stat.index("(") + 1:stat.rindex(")")]
-            found[int(entry)] = (int(stat[stat.rindex(")") + 2:].split()[1]), name)
-    return found
-
-
-def _descendants(root: int, table: dict[int, tuple[int, str]]) -> list[int]:
-    out, todo = [], [root]
-    while todo:
-        parent = todo.pop()
-        kids = [pid for pid, (ppid, _) in table.items() if ppid == parent]
-        out += kids
-        todo += kids
-    return out
-
-
 def memory_kib(pid: int) -> tuple[int, int]:
     """(PSS, USS) of a process in KiB: its share of the pages it maps, and the pages only it maps."""
     try:
@@ -267,11 +243,11 @@ def memory_kib(pid: int) -> tuple[int, int]:
 def browsers_memory(master: int) -> list[tuple[int, int, int, int]]:
     """For each chromedriver under the gunicorn master: (Chromium processes, their PSS and USS in KiB,
     the chromedriver's own PSS in KiB)."""
-    table = _processes()
-    drivers = [pid for pid in _descendants(master, table) if table[pid][1] == "chromedriver"]
+    table = process_table()
+    drivers = [pid for pid in descendants(master, table) if table[pid][1] == "chromedriver"]
     out = []
     for driver in drivers:
-        chromium = [memory_kib(pid) for pid in _descendants(driver, table)]
+        chromium = [memory_kib(pid) for pid in descendants(driver, table)]
         out.append((len(chromium), sum(p for p, _ in chromium), sum(u for _, u in chromium), memory_kib(driver)[0]))
     return out
 
@@ -295,13 +271,13 @@ def cpu_seconds(pids: list[int]) -> float:
 def cpu_per_request(api: Api, pages: int, samples: int, stand_in_pid: int, service_pid: int) -> dict[str, float]:
     """Milliseconds of CPU one feed request costs each part (the stand-in, Chromium with chromedriver, the
     service's own Python, this client), from /proc before and after ``samples`` sequential requests."""
-    table = _processes()
-    drivers = [pid for pid in _descendants(service_pid, table) if table[pid][1] == "chromedriver"]
-    browser = drivers + [pid for driver in drivers for pid in _descendants(driver, table)]
+    table = process_table()
+    drivers = [pid for pid in descendants(service_pid, table) if table[pid][1] == "chromedriver"]
+    browser = drivers + [pid for driver in drivers for pid in descendants(driver, table)]
     parts = {
-        "stand-in": [stand_in_pid, *_descendants(stand_in_pid, table)],
+        "stand-in": [stand_in_pid, *descendants(stand_in_pid, table)],
         "Chromium": browser,
-        "service": [pid for pid in [service_pid, *_descendants(service_pid, table)] if pid not in browser],
+        "service": [pid for pid in [service_pid, *descendants(service_pid, table)] if pid not in browser],
     }
     before = {name: cpu_seconds(pids) for name, pids in parts.items()}
     client_before = sum(os.times()[:2])
