@@ -157,8 +157,5 @@ def configure_logging(level: int = logging.INFO) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    for noisy in ("mcp", "httpx", "selenium"):
+    for noisy in ("mcp", "httpx", "urllib3", "selenium"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    # urllib3 warns of each retry of a connection Selenium makes to a Grid or a driver that is gone; the
-    # gateway writes one line of its own for the failure.
-    logging.getLogger("urllib3").setLevel(logging.ERROR)

@@ -18,6 +18,8 @@ import contextlib
 import logging
 import os
 import shutil
+import signal
+import subprocess
 import tempfile
 import threading
 import time
@@ -89,28 +91,54 @@ class Browser:
         self.on_origin = False
         self.token: str | None = None
         self.build_id: str | None = None
+        # Chromium's own processes, known while its driver lives: ended by PID if the driver dies first.
+        self._started = [(pid, _start_time(pid)) for pid in self.pids()]
+
+    def _driver_process(self) -> subprocess.Popen[bytes] | None:
+        process = getattr(getattr(self.driver, "service", None), "process", None)
+        return process if isinstance(process, subprocess.Popen) else None
 
     def pids(self) -> list[int]:
         """The PIDs of the Chromium browser processes (children of the local chromedriver); [] when the
         browser is remote or already gone."""
-        service = getattr(self.driver, "service", None)
-        process = getattr(service, "process", None)
-        pid = getattr(process, "pid", None)
-        return _children(pid) if isinstance(pid, int) else []
+        process = self._driver_process()
+        return _children(process.pid) if process is not None else []
 
     def quit(self) -> None:
-        """Close the browser whatever state it is in; never raises."""
-        try:
-            self.driver.quit()
-        except Exception:  # a dead browser cannot be closed politely; that is fine
-            log.debug("quitting a browser failed", exc_info=True)
-            service = getattr(self.driver, "service", None)
-            with contextlib.suppress(Exception):
-                if service is not None:
-                    service.stop()
+        """Close the browser whatever state it is in; never raises.
+
+        A local driver that has already ended (a stop signal sent to the whole process group, as a
+        terminal's Ctrl-C or ``systemctl stop`` do, reaches chromedriver as well as the worker) is not
+        asked to quit: every request to it would be refused and retried, warnings and all. Its Chromium
+        processes are ended by PID instead, those that are still the ones it started."""
+        process = self._driver_process()
+        if process is not None and process.poll() is not None:
+            for pid, started in self._started:
+                if started is not None and _start_time(pid) == started:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGTERM)
+        else:
+            try:
+                self.driver.quit()
+            except Exception:  # a dead browser cannot be closed politely; that is fine
+                log.debug("quitting a browser failed", exc_info=True)
+                service = getattr(self.driver, "service", None)
+                with contextlib.suppress(Exception):
+                    if service is not None:
+                        service.stop()
         if self._cleanup is not None:
             self._cleanup()
             self._cleanup = None
+
+
+def _start_time(pid: int) -> str | None:
+    """When the process started (field 22 of /proc/PID/stat): with the PID, it names one process, not
+    whichever later reuses its number."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
 
 
 def _children(parent: int) -> list[int]:

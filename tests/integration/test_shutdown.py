@@ -1,0 +1,143 @@
+"""A clean stop: SIGTERM to gunicorn ends every Chromium and chromedriver the service started, with no
+warning on the way out — whether the signal goes to gunicorn's master alone (``kill PID``), or to its
+whole process group at once (a terminal's Ctrl-C, ``systemctl stop``: the drivers then get it too) — and,
+with the browsers on a Selenium Grid, no session is left on the node."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.grid_support import running_grid
+from tests.integration.conftest import SandboxProcess
+from tests.processes import ROOT, descendants, free_port, gunicorn_args, process_table, wait_for_http
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+SECRET = "shutdown-test-secret-" + "s" * 40
+BROWSER_PROCESSES = ("chromedriver", "chromium", "chrome")
+
+
+def alive(pid: int) -> bool:
+    """Running, not merely a zombie waiting for its parent."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+class Service:
+    def __init__(self, folder: Path, sandbox: SandboxProcess, remote_url: str | None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = folder / "service.log"
+        env = {
+            **os.environ,
+            "COMMUNITY_API_MODE": "test",
+            "COMMUNITY_API_DB": str(folder / "service.sqlite3"),
+            "COMMUNITY_API_SECRET": SECRET,
+            "COMMUNITY_API_PLATFORM_URL": sandbox.url,
+            "COMMUNITY_API_PLATFORM_API_URL": sandbox.api_url,
+            "COMMUNITY_API_BROWSER_TRUSTED_SPKI": ",".join(sandbox.trusted_spki),
+            "COMMUNITY_API_BROWSER_POOL_SIZE": "2",
+            "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "20000",
+        }
+        if remote_url:
+            env["COMMUNITY_API_SELENIUM_REMOTE_URL"] = remote_url
+        args = gunicorn_args("adapters.wiring:get_app()", self.port, workers=2, worker_class="gthread")
+        with open(self.log, "wb") as out:
+            # A session of its own, so that the test can signal gunicorn's whole process group.
+            self.process = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env, stdout=out,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+        wait_for_http(self.url + "/healthz", self.process)
+
+    def use_browsers(self) -> None:
+        """Link two connections and read through both from several threads, so that both workers start
+        browsers."""
+        web = requests.Session()
+        web.post(self.url + "/v1/accounts", json={"email": "stop@example.com", "password": "stop test pass"})
+        signed = web.post(self.url + "/v1/session", json={"email": "stop@example.com", "password": "stop test pass"})
+        web.headers["X-CSRF-Token"] = signed.json()["csrfToken"]
+        connections = []
+        for handle in ("alice", "bob"):
+            linked = web.post(self.url + "/v1/connections",
+                              json={"email": f"{handle}@sandbox.test", "password": "sandbox"}, timeout=120)
+            assert linked.status_code == 201, linked.text
+            connections.append(linked.json()["id"])
+        key = web.post(self.url + "/v1/keys", json={}, timeout=10).json()["secret"]
+        for _ in range(3):
+            for connection in connections:
+                answer = requests.get(self.url + "/v1/whoami", timeout=60, headers={
+                    "Authorization": f"Bearer {key}", "X-Community-Connection": connection, "Connection": "close"})
+                assert answer.status_code == 200, answer.text
+
+    def browser_pids(self) -> list[int]:
+        table = process_table()
+        return [pid for pid in descendants(self.process.pid, table) if table[pid][1] in BROWSER_PROCESSES]
+
+    def stop(self, how: str) -> None:
+        if how == "master":
+            os.kill(self.process.pid, signal.SIGTERM)
+        else:
+            os.killpg(self.process.pid, signal.SIGTERM)  # its PID is its group's: start_new_session
+        self.process.wait(60)
+
+    def lines_after_the_signal(self) -> list[str]:
+        lines = self.log.read_text(errors="replace").splitlines()
+        start = next(i for i, line in enumerate(lines) if "Handling signal: term" in line)
+        return lines[start:]
+
+
+@pytest.fixture
+def service_folder(tmp_path: Path, sandbox: SandboxProcess) -> Iterator[Path]:
+    sandbox.reset()
+    yield tmp_path
+
+
+def assert_quiet_exit(lines: list[str]) -> None:
+    noisy = [line for line in lines if any(word in line for word in (
+        "Traceback", "Retrying", '"level":"warning"', '"level":"error"', "[WARNING]", "[ERROR]", "Exception"))]
+    assert noisy == [], "\n".join(noisy)
+
+
+@pytest.mark.parametrize("how", ["master", "process group"])
+def test_sigterm_ends_every_local_browser_quietly(service_folder: Path, sandbox: SandboxProcess, how: str) -> None:
+    service = Service(service_folder, sandbox, remote_url=None)
+    try:
+        service.use_browsers()
+        started = service.browser_pids()
+        table = process_table()
+        assert [pid for pid in started if table[pid][1] == "chromedriver"], "browsers should be running"
+    finally:
+        service.stop(how)
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in started) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [pid for pid in started if alive(pid)] == []
+    assert service.process.returncode == 0
+    assert_quiet_exit(service.lines_after_the_signal())
+
+
+@pytest.mark.grid
+def test_sigterm_leaves_no_session_on_the_grid(service_folder: Path, sandbox: SandboxProcess) -> None:
+    with running_grid("standalone", service_folder / "grid") as grid:
+        service = Service(service_folder, sandbox, remote_url=grid.url)
+        try:
+            service.use_browsers()
+            assert grid.session_ids(), "the browsers should be sessions on the Grid"
+        finally:
+            service.stop("master")
+        deadline = time.monotonic() + 10
+        while grid.session_ids() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert grid.session_ids() == []
+        assert service.process.returncode == 0
+        assert_quiet_exit(service.lines_after_the_signal())
