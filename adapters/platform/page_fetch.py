@@ -31,7 +31,8 @@ from selenium.common.exceptions import WebDriverException
 from urllib3.exceptions import HTTPError as Urllib3Error
 
 from adapters.platform import page_scripts, platform_urls
-from adapters.platform.browser_pool import Browser, BrowserFailure
+from adapters.platform.browser import Browser, BrowserFailure
+from adapters.platform.deadline import remaining
 from adapters.platform.platform_mapping import EXPIRED
 from community_api.errors import (
     ConnectionExpired,
@@ -55,6 +56,9 @@ DRIVER_ERRORS = (WebDriverException, Urllib3Error, OSError)
 # Answers whose bodies hold this many bytes or more are gzipped in the page before they leave the
 # browser (``page_scripts.FETCH_ALL``): above it, packing costs less than the transfer it saves.
 PACK_MIN_BYTES = 64 * 1024
+# How much longer than the call's time left a driver command may take: enough for an in-page script that
+# stopped itself at the deadline to report back.
+COMMAND_GRACE = 2.0
 GZIP_WBITS = 16 + zlib.MAX_WBITS
 UTF8_BOM = b"\xef\xbb\xbf"
 # Seconds a connection is held after the platform's 429 without a usable Retry-After (DESIGN §2), and
@@ -227,10 +231,20 @@ class PageRunner:
         return platform_urls.url(self.api_url, *segments, query=query)
 
     # -- readying a browser ----------------------------------------------------------------------------
+    def time_left(self, browser: Browser) -> float:
+        """Seconds left of the call's deadline (``deadline.py``), and the browser's commands bounded by them:
+        none may outlast it by more than ``COMMAND_GRACE``. Past the deadline the call ends here."""
+        left = remaining(self.timeout)
+        if left <= 0:
+            raise PlatformUnavailable("the platform did not answer in the time allowed")
+        browser.limit(left + COMMAND_GRACE)
+        return left
+
     def prepare(self, browser: Browser, token: str, *, check_alive: bool = False) -> None:
         """Be on a page of the platform with its firewall token, and with ``token`` as the session.
         ``check_alive`` makes sure the browser answers before a write is sent: a browser that died while
         idle then fails here, where running the write on a fresh one cannot send it twice."""
+        self.time_left(browser)
         if not browser.on_origin:
             self.renew(browser)
         elif check_alive:
@@ -261,8 +275,10 @@ class PageRunner:
         """Load an HTML page: it runs the firewall script (a fresh token) and names the current build."""
         browser.on_origin = False
         try:
+            self.time_left(browser)
             browser.driver.get(self.platform_url + READY_PATH)
-            state = browser.driver.execute_async_script(page_scripts.WAIT_READY, int(self.timeout * 1000))
+            state = browser.driver.execute_async_script(page_scripts.WAIT_READY,
+                                                        int(self.time_left(browser) * 1000))
         except DRIVER_ERRORS as error:
             raise BrowserFailure(f"loading a platform page failed: {type(error).__name__}") from error
         if not isinstance(state, dict) or not state.get("ok"):
@@ -292,9 +308,10 @@ class PageRunner:
                     # Next.js' client router marks its page-data requests with this header.
                     "headers": {"x-nextjs-data": "1"} if r.data_path is not None else {}}
                    for r in reqs]
+        left = self.time_left(browser)  # the in-page fetches stop themselves when the call's time is up
         try:
             answers = browser.driver.execute_async_script(
-                page_scripts.FETCH_ALL, payload, int(self.timeout * 1000), PACK_MIN_BYTES)
+                page_scripts.FETCH_ALL, payload, int(left * 1000), PACK_MIN_BYTES)
         except DRIVER_ERRORS as error:
             raise BrowserFailure(f"the in-page request failed: {type(error).__name__}") from error
         if isinstance(answers, dict) and "packed" in answers:

@@ -27,7 +27,9 @@ from selenium.webdriver.support.wait import WebDriverWait
 from adapters.platform import page_scripts
 from adapters.platform import platform_mapping as m
 from adapters.platform.bounded_cache import BoundedCache
-from adapters.platform.browser_pool import Browser, BrowserFailure, BrowserPool, PoolBusy
+from adapters.platform.browser import Browser, BrowserFailure
+from adapters.platform.browser_pool import BrowserPool, PoolBusy
+from adapters.platform.deadline import remaining
 from adapters.platform.page_fetch import (
     DRIVER_ERRORS,
     SESSION_COOKIE,
@@ -49,6 +51,9 @@ from community_api.model import LinkedAccount, PlatformSession, PlatformUser
 log = logging.getLogger(__name__)
 
 GROUPS_PAGE = 30  # the platform's largest page for group lists
+# A crashed browser is replaced and the read run again only if this much of the call's time is left: a
+# fresh browser takes about a second to start.
+MIN_RETRY_SECONDS = 3.0
 POLL_SECONDS = 0.1
 # Selenium logs every WebDriver command with its body at DEBUG level, typed keys included.
 DRIVER_LOGGER = "selenium.webdriver.remote.remote_connection"
@@ -92,8 +97,8 @@ class PlatformClient:
                     except BrowserFailure as error:
                         lease.discard()
                         # A write may run again only if the browser failed before sending anything
-                        # (e.g. it had died while idle).
-                        if (read or not sent) and attempt == 1:
+                        # (e.g. it had died while idle); either only with time left for a fresh browser.
+                        if (read or not sent) and attempt == 1 and remaining(self.timeout) >= MIN_RETRY_SECONDS:
                             log.warning("browser failed (%s): replacing it and trying again", error)
                             continue
                         log.warning("browser failed (%s): browser replaced", error)

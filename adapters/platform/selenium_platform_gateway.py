@@ -36,7 +36,9 @@ import requests
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from adapters.platform import platform_mapping as m
-from adapters.platform.browser_pool import Browser, BrowserPool, local_browser, ready_driver, remote_browser
+from adapters.platform.browser import Browser, local_browser, ready_driver, remote_browser
+from adapters.platform.browser_pool import BrowserPool
+from adapters.platform.deadline import bounded, within
 from adapters.platform.page_fetch import PageRunner, Req, Resp, checked_json
 from adapters.platform.platform_client import PlatformClient
 from adapters.platform.platform_dms import PlatformDms
@@ -138,22 +140,28 @@ class SeleniumPlatformGateway:
         return self._pool.live()
 
     # -- sessions --------------------------------------------------------------------------------------
+    # Signing in loads two pages and waits for the platform's answer in between: twice the time-out.
     def login(self, email: str, password: str) -> LinkedAccount:
-        return self._client.login(email, password)
+        with within(2 * self._timeout):
+            return self._client.login(email, password)
 
     def adopt_session(self, session_token: str) -> LinkedAccount:
-        return self._client.adopt(session_token)
+        with within(2 * self._timeout):
+            return self._client.adopt(session_token)
 
+    @bounded
     def whoami(self, session: PlatformSession) -> PlatformUser:
         return self._client.me(session, fresh=True)
 
     # -- groups ----------------------------------------------------------------------------------------
+    @bounded
     def list_groups(self, session: PlatformSession) -> list[Group]:
         records = self._client.my_groups(session)
         label_reqs = [Req("GET", self._client.api("groups", m.text(r, "id"), "labels")) for r in records]
         resps = self._client.call(session, label_reqs) if label_reqs else []
         return [m.group(record, labels=_labels(resp, record)) for record, resp in zip(records, resps, strict=True)]
 
+    @bounded
     def get_group(self, session: PlatformSession, group: str) -> Group:
         ref = self._client.group_ref(session, group)
         info, labels = self._client.call(session, [Req("GET", self._client.api("groups", ref.id)),
@@ -163,6 +171,7 @@ class SeleniumPlatformGateway:
         return m.group(record, labels=_labels(labels, record))
 
     # -- feed ------------------------------------------------------------------------------------------
+    @bounded
     def feed_pages(
         self, session: PlatformSession, group: str, sort: str, pages: Sequence[int]
     ) -> list[list[Post]]:
@@ -228,6 +237,7 @@ class SeleniumPlatformGateway:
         resps = self._client.call(session, [self._comments_req(post_id, g, limit) for g in groups])
         return next((r for r in resps if r.status == 200), None)
 
+    @bounded
     def post_detail(self, session: PlatformSession, post_id: str, group: str | None) -> PostDetail:
         tree, data = self._post_tree(session, post_id, group)
         root = tree["post"]
@@ -253,6 +263,7 @@ class SeleniumPlatformGateway:
                 log.info("marking post read failed: %s", error.code)
         return PostDetail(post=post, comments=tuple(comments))
 
+    @bounded
     def create_post(
         self, session: PlatformSession, group: str, title: str, content: str, label_id: str | None
     ) -> Post:
@@ -266,12 +277,14 @@ class SeleniumPlatformGateway:
         self._client.post_groups.put(post.id, post.group_id)
         return post
 
+    @bounded
     def delete_post(self, session: PlatformSession, post_id: str) -> None:
         self._post_tree(session, post_id, None, limit=1)  # NotFound for a comment id
         self._client.one(session, Req("DELETE", self._client.api("posts", post_id)), f"post {post_id}",
                          read=False)
         self._client.post_groups.pop(post_id)
 
+    @bounded
     def create_comment(
         self,
         session: PlatformSession,
@@ -293,6 +306,7 @@ class SeleniumPlatformGateway:
         # The answer carries no author; it is the signed-in user.
         return attrs.evolve(comment, author_id=me.id, author=me)
 
+    @bounded
     def delete_comment(self, session: PlatformSession, comment_id: str) -> None:
         try:
             self._post_tree(session, comment_id, None, limit=1)
@@ -304,15 +318,19 @@ class SeleniumPlatformGateway:
                          f"comment {comment_id}", read=False)
 
     # -- direct messages -------------------------------------------------------------------------------
+    @bounded
     def list_conversations(self, session: PlatformSession, offset: int, limit: int) -> list[Conversation]:
         return self._dms.list_conversations(session, offset, limit)
 
+    @bounded
     def get_messages(self, session: PlatformSession, conversation_id: str, before: str | None) -> MessagePage:
         return self._dms.get_messages(session, conversation_id, before)
 
+    @bounded
     def open_conversation(self, session: PlatformSession, user_id: str, group: str | None) -> Conversation:
         return self._dms.open_conversation(session, user_id, group)
 
+    @bounded
     def send_message(self, session: PlatformSession, conversation_id: str, content: str) -> Message:
         return self._dms.send_message(session, conversation_id, content)
 

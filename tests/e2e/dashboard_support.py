@@ -12,7 +12,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
-from adapters.platform.browser_pool import local_browser
+from adapters.platform.browser import local_browser
 from tests.integration.conftest import SandboxProcess
 from tests.processes import ROOT, free_port, gunicorn_args, serving
 

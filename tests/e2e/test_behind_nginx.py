@@ -38,7 +38,7 @@ from selenium.webdriver.chrome.service import Service as ChromeService
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from adapters.platform.browser_pool import CHROMEDRIVER, CHROMIUM, chrome_options
+from adapters.platform.browser import CHROMEDRIVER, CHROMIUM, chrome_options
 from scripts.sandbox.tls import Certificate, make_certificate
 from tests.e2e.dashboard_support import fill, heading, press
 from tests.processes import ROOT, free_port, gunicorn_args, serving, stop

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.platform.browser_pool import local_browser
+from adapters.platform.browser import local_browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -11,7 +11,8 @@ from typing import Any, cast
 import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from adapters.platform.browser_pool import Browser, BrowserFailure, BrowserPool, PoolBusy
+from adapters.platform.browser import Browser, BrowserFailure
+from adapters.platform.browser_pool import BrowserPool, PoolBusy
 
 
 class FakeDriver:

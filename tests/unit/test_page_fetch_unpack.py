@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from adapters.platform.browser_pool import BrowserFailure
+from adapters.platform.browser import BrowserFailure
 from adapters.platform.page_fetch import Resp, unpack
 from community_api.errors import PlatformError
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.platform.browser_pool import chrome_options
+from adapters.platform.browser import chrome_options
 from adapters.settings import SettingsError, load_settings
 from adapters.throttle.mmap_limits_storage import DEFAULT_CAPACITY, parse_uri
 
