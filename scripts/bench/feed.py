@@ -32,12 +32,17 @@ page, at most 1.5x the floor plus 100 ms; with latency, over HTTP/2: 30 pages at
 the lines ``latency 150 ms, http2: pages=30 / pages=1 = R`` and ``latency 150 ms, http1.1: …``. About two
 minutes.
 
-    .venv/bin/python scripts/bench/feed.py [--rounds 5] [--samples 5] [--cold 4] [--latency-ms 150]
+    .venv/bin/python scripts/bench/feed.py [--rounds 5] [--samples 5] [--cold 4] [--latency-ms 150] [--grid]
+
+``--grid`` runs the same with the browsers on a Selenium Grid (standalone on 127.0.0.1, the jar `make`
+fetched): the services get ``SELENIUM_REMOTE_URL``, and the browsers' CPU and memory are found under the
+Grid's Java process (whose own CPU is shown as "Grid").
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -59,6 +64,7 @@ import requests
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tests.grid_support import GRID_VERSION, running_grid  # noqa: E402
 from tests.processes import descendants, free_port, gunicorn_args, process_table, serving  # noqa: E402
 
 SECRET = "bench-feed-secret-" + "f" * 40
@@ -109,8 +115,10 @@ def stand_in(folder: Path, threads: int, http1: bool = False) -> Iterator[StandI
 
 
 @contextmanager
-def service_for(folder: Path, platform: StandIn, name: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """gunicorn serving the app (one gthread worker, a pool of two browsers) against ``platform``."""
+def service_for(folder: Path, platform: StandIn, name: str,
+                grid_url: str | None = None) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """gunicorn serving the app (one gthread worker, a pool of two browsers) against ``platform``; its
+    browsers on the Selenium Grid at ``grid_url`` if one is given."""
     port = free_port()
     api = f"http://127.0.0.1:{port}"
     env = {"COMMUNITY_API_MODE": "test", "COMMUNITY_API_DB": str(folder / f"{name}.sqlite3"),
@@ -119,6 +127,8 @@ def service_for(folder: Path, platform: StandIn, name: str) -> Iterator[tuple[su
            "COMMUNITY_API_BROWSER_TRUSTED_SPKI": platform.spki,
            # The bench reads far more than an account should; the read pace has tests and a bench of its own.
            "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "20000"}
+    if grid_url:
+        env["COMMUNITY_API_SELENIUM_REMOTE_URL"] = grid_url
     service_args = gunicorn_args("adapters.wiring:get_app()", port, workers=1, worker_class="gthread")
     with serving([*service_args, "--access-logfile", "/dev/null"], api + "/v1/openapi.json", env=env,
                  log_path=folder / f"{name}.log") as service:
@@ -268,17 +278,22 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / TICK
 
 
-def cpu_per_request(api: Api, pages: int, samples: int, stand_in_pid: int, service_pid: int) -> dict[str, float]:
+def cpu_per_request(api: Api, pages: int, samples: int, stand_in_pid: int, service_pid: int,
+                    grid_pid: int | None = None) -> dict[str, float]:
     """Milliseconds of CPU one feed request costs each part (the stand-in, Chromium with chromedriver, the
-    service's own Python, this client), from /proc before and after ``samples`` sequential requests."""
+    service's own Python, the Grid's Java when there is one, this client), from /proc before and after
+    ``samples`` sequential requests. With a Grid the browsers run under it, not under the service."""
     table = process_table()
-    drivers = [pid for pid in descendants(service_pid, table) if table[pid][1] == "chromedriver"]
+    browsers_under = grid_pid if grid_pid is not None else service_pid
+    drivers = [pid for pid in descendants(browsers_under, table) if table[pid][1] == "chromedriver"]
     browser = drivers + [pid for driver in drivers for pid in descendants(driver, table)]
     parts = {
         "stand-in": [stand_in_pid, *descendants(stand_in_pid, table)],
         "Chromium": browser,
         "service": [pid for pid in [service_pid, *descendants(service_pid, table)] if pid not in browser],
     }
+    if grid_pid is not None:
+        parts["Grid"] = [grid_pid]
     before = {name: cpu_seconds(pids) for name, pids in parts.items()}
     client_before = sum(os.times()[:2])
     for _ in range(samples):
@@ -336,10 +351,12 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=int, default=150,
                         help="platform latency injected on every page document for the second part")
     parser.add_argument("--latency-rounds", type=int, default=3)
+    parser.add_argument("--grid", action="store_true",
+                        help="the browsers on a Selenium Grid (standalone, on 127.0.0.1), as SELENIUM_REMOTE_URL")
     args = parser.parse_args()
     command = (f".venv/bin/python scripts/bench/feed.py --rounds {args.rounds} --samples {args.samples} "
                f"--cold {args.cold} --sandbox-threads {args.sandbox_threads} --latency-ms {args.latency_ms} "
-               f"--latency-rounds {args.latency_rounds}")
+               f"--latency-rounds {args.latency_rounds}{' --grid' if args.grid else ''}")
     print(f"reproduce: {command}")
     print(f"machine: {os.cpu_count()} CPUs; {shlex.quote(sys.version.split()[0])}; "
           f"{subprocess.run(['/usr/bin/chromium', '--version'], capture_output=True, text=True).stdout.strip()}",
@@ -347,11 +364,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-feed-") as tmp:
         folder = Path(tmp)
         with (stand_in(folder, args.sandbox_threads) as h2_platform,
-              stand_in(folder, args.sandbox_threads, http1=True) as h1_platform):
+              stand_in(folder, args.sandbox_threads, http1=True) as h1_platform,
+              (running_grid("standalone", folder / "grid", max_sessions=6) if args.grid
+               else contextlib.nullcontext()) as grid):
             sandbox, platform = h2_platform.process, h2_platform
+            grid_url, grid_pid = (grid.url, grid.pids()[0]) if grid else (None, None)
+            if grid:
+                print(f"browsers on a Selenium Grid {GRID_VERSION} (standalone, {grid.url}), Java PID {grid_pid}")
             started = time.perf_counter()
-            with (service_for(folder, h2_platform, "service") as (service, api),
-                  service_for(folder, h1_platform, "service-http1") as (_, api_http1)):
+            with (service_for(folder, h2_platform, "service", grid_url) as (service, api),
+                  service_for(folder, h1_platform, "service-http1", grid_url) as (_, api_http1)):
                 up = time.perf_counter() - started
                 clients = [Api(api, key) for key in link_users(api, ["alice", "bob", "carol"])]
                 alice = clients[0]
@@ -409,7 +431,7 @@ def main() -> None:
                 # take no less than its CPU divided by N, whatever the code does.
                 cores = os.cpu_count() or 1
                 for pages, wall in ((1, m1), (PAGES, m30)):
-                    used = cpu_per_request(alice, pages, 10, sandbox.pid, service.pid)
+                    used = cpu_per_request(alice, pages, 10, sandbox.pid, service.pid, grid_pid)
                     total = sum(used.values())
                     print(f"CPU per request, pages={pages}: "
                           + ", ".join(f"{name} {ms:.1f}" for name, ms in used.items())
@@ -420,7 +442,8 @@ def main() -> None:
                               f"{total / cores / m1:.2f} x pages=1 (all {cores} cores busy for the whole request)")
 
                 clients[1].feed(1)  # a second warm browser, so the pool is full
-                for n, (count, pss, uss, driver) in enumerate(browsers_memory(service.pid), 1):
+                # With a Grid, every browser runs under its Java (both services' here).
+                for n, (count, pss, uss, driver) in enumerate(browsers_memory(grid_pid or service.pid), 1):
                     print(f"memory: warm browser {n}: {count} Chromium processes, PSS {pss / 1024:.0f} MiB, "
                           f"USS {uss / 1024:.0f} MiB (+ chromedriver PSS {driver / 1024:.0f} MiB)")
 
