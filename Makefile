@@ -43,6 +43,7 @@ $(GRID_JAR):
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
 test: lint

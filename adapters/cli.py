@@ -134,9 +134,11 @@ def backup(args: argparse.Namespace) -> int:
         summary = backup_database(settings.db, args.path)
     except BackupError as error:
         raise SettingsError(str(error)) from None
-    print(f"backed up {settings.db} to {summary.target} ({summary.size_bytes} bytes: {summary.accounts} accounts, "
-          f"{summary.keys} keys, {summary.connections} connections); restoring it needs the same "
-          "COMMUNITY_API_SECRET (docs/deployment.md)")
+    print(
+        f"backed up {settings.db} to {summary.target} ({summary.size_bytes} bytes: {summary.accounts} accounts, "
+        f"{summary.keys} keys, {summary.connections} connections); restoring it needs the same "
+        "COMMUNITY_API_SECRET (docs/deployment.md)"
+    )
     return 0
 
 

@@ -46,8 +46,9 @@ def _wait_for_sandbox(log_path: Path, process: subprocess.Popen[bytes], timeout:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         said = log_path.read_text(errors="replace")
-        url, cert, spki = (re.search(rf"sandbox {what} (\S+)", said)
-                           for what in ("listening on", "certificate", "spki"))
+        url, cert, spki = (
+            re.search(rf"sandbox {what} (\S+)", said) for what in ("listening on", "certificate", "spki")
+        )
         if url and cert and spki:
             return url.group(1), cert.group(1), spki.group(1)
         if process.poll() is not None:
@@ -145,8 +146,10 @@ def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) ->
         conversation_id = bob["id"] if bob else "CONVERSATION_ID"
         bob_id = bob["with"]["id"] if bob else "BOB_ID"
         print()
-        print(f"The service: {api}   the stand-in platform: {platform} (log in there as alice@sandbox.test / sandbox;"
-              f" its certificate is self-signed: {certificate})")
+        print(
+            f"The service: {api}   the stand-in platform: {platform} (log in there as alice@sandbox.test / sandbox;"
+            f" its certificate is self-signed: {certificate})"
+        )
         print(f"Dashboard account: {DEMO_EMAIL} / {DEMO_PASSWORD}   logs: {folder}")
         print(f"\nYour key (every scope, acting as alice):\n  {key}\n")
         print("Try:")

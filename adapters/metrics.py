@@ -39,23 +39,34 @@ from community_api.ports import PlatformGateway, PlatformPace, Throttle
 T = TypeVar("T")
 _LATENCY = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 60.0)
 
-REQUESTS = Counter("community_api_requests_total", "HTTP requests answered, by route template, method, status",
-                   ["route", "method", "status"])
-REQUEST_SECONDS = Histogram("community_api_request_duration_seconds", "Time to answer a request",
-                            ["route", "method"], buckets=_LATENCY)
-PLATFORM_CALLS = Counter("community_api_platform_calls_total", "Calls of the platform gateway, by kind and outcome",
-                         ["kind", "outcome"])
-PLATFORM_SECONDS = Histogram("community_api_platform_call_duration_seconds", "Time of a platform gateway call",
-                             ["kind"], buckets=_LATENCY)
+REQUESTS = Counter(
+    "community_api_requests_total",
+    "HTTP requests answered, by route template, method, status",
+    ["route", "method", "status"],
+)
+REQUEST_SECONDS = Histogram(
+    "community_api_request_duration_seconds", "Time to answer a request", ["route", "method"], buckets=_LATENCY
+)
+PLATFORM_CALLS = Counter(
+    "community_api_platform_calls_total", "Calls of the platform gateway, by kind and outcome", ["kind", "outcome"]
+)
+PLATFORM_SECONDS = Histogram(
+    "community_api_platform_call_duration_seconds", "Time of a platform gateway call", ["kind"], buckets=_LATENCY
+)
 BROWSERS_LIVE = Gauge("community_api_browsers_live", "Browsers running or starting", multiprocess_mode="livesum")
 BROWSER_STARTS = Counter("community_api_browser_starts_total", "Browsers started")
-BROWSER_EVICTIONS = Counter("community_api_browser_evictions_total",
-                            "Browsers closed to make room for another connection's")
+BROWSER_EVICTIONS = Counter(
+    "community_api_browser_evictions_total", "Browsers closed to make room for another connection's"
+)
 BROWSER_CRASHES = Counter("community_api_browser_crashes_total", "Browsers discarded after a crash or a hang")
-REFUSALS = Counter("community_api_rate_limit_refusals_total",
-                   "Calls refused by a limit: dm_throttle, read_pace, platform_hold", ["limit"])
-MCP_TOOL_CALLS = Counter("community_api_mcp_tool_calls_total", "MCP tool calls, by tool and outcome",
-                         ["tool", "outcome"])
+REFUSALS = Counter(
+    "community_api_rate_limit_refusals_total",
+    "Calls refused by a limit: dm_throttle, read_pace, platform_hold",
+    ["limit"],
+)
+MCP_TOOL_CALLS = Counter(
+    "community_api_mcp_tool_calls_total", "MCP tool calls, by tool and outcome", ["tool", "outcome"]
+)
 
 
 def exposition() -> tuple[bytes, str]:
@@ -89,11 +100,25 @@ class MeteredGateway:
         return metered
 
 
-GATEWAY_CALLS = frozenset({
-    "login", "adopt_session", "whoami", "list_groups", "get_group", "feed_pages", "post_detail", "create_post",
-    "delete_post", "create_comment", "delete_comment", "list_conversations", "get_messages",
-    "open_conversation", "send_message",
-})
+GATEWAY_CALLS = frozenset(
+    {
+        "login",
+        "adopt_session",
+        "whoami",
+        "list_groups",
+        "get_group",
+        "feed_pages",
+        "post_detail",
+        "create_post",
+        "delete_post",
+        "create_comment",
+        "delete_comment",
+        "list_conversations",
+        "get_messages",
+        "open_conversation",
+        "send_message",
+    }
+)
 
 
 def _metered(kind: str, call: Callable[..., T]) -> Callable[..., T]:

@@ -137,8 +137,10 @@ def _spki_list(value: str) -> tuple[str, ...]:
         except binascii.Error:
             digest = b""
         if len(digest) != 32:
-            raise SettingsError(f"{PREFIX}BROWSER_TRUSTED_SPKI lists base64 SHA-256 hashes of certificate keys "
-                                f"(44 characters each), not {spki!r}")
+            raise SettingsError(
+                f"{PREFIX}BROWSER_TRUSTED_SPKI lists base64 SHA-256 hashes of certificate keys "
+                f"(44 characters each), not {spki!r}"
+            )
     return hashes
 
 

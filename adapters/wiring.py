@@ -91,8 +91,11 @@ def bootstrap(
 
 
 def app_for(deps: Deps, settings: Settings) -> falcon.App:
-    middleware: list[Any] = [RequestLog(), AllowedHosts(settings.public_url, settings.allowed_hosts),
-                             manage.NoStoreForManagement()]
+    middleware: list[Any] = [
+        RequestLog(),
+        AllowedHosts(settings.public_url, settings.allowed_hosts),
+        manage.NoStoreForManagement(),
+    ]
     app = falcon.App(media_type=falcon.MEDIA_JSON, middleware=middleware)
     app.req_options.strip_url_path_trailing_slash = True
     errors.install(app)
@@ -111,8 +114,7 @@ def create_app(
     clock: Clock,
     settings: Settings,
 ) -> falcon.App:
-    deps = bootstrap(key_store=key_store, gateway=gateway, throttle=throttle, pace=pace, clock=clock,
-                     settings=settings)
+    deps = bootstrap(key_store=key_store, gateway=gateway, throttle=throttle, pace=pace, clock=clock, settings=settings)
     return app_for(deps, settings)
 
 

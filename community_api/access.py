@@ -47,9 +47,7 @@ def select_connection(store: KeyStore, key: ApiKey, requested: str | None) -> tu
     requested = (requested or "").strip() or None
     if key.connection_id is not None:
         if requested is not None and requested != key.connection_id:
-            raise ConnectionMismatch(
-                "this key is bound to another connection", boundConnectionId=key.connection_id
-            )
+            raise ConnectionMismatch("this key is bound to another connection", boundConnectionId=key.connection_id)
         found = store.load_connection(key.account_id, key.connection_id)
         if found is None:
             raise NotFound("the connection this key is bound to no longer exists")

@@ -32,8 +32,13 @@ def _check_password(store: KeyStore, account: Account, password: str, hasher: Pa
 
 
 def change_password(
-    store: KeyStore, clock: Clock, account: Account, session: WebSession, body: object,
-    *, hasher: PasswordHasher = DEFAULT_HASHER,
+    store: KeyStore,
+    clock: Clock,
+    account: Account,
+    session: WebSession,
+    body: object,
+    *,
+    hasher: PasswordHasher = DEFAULT_HASHER,
 ) -> None:
     fields = check_body(body, required={"currentPassword": MAX_PASSWORD, "newPassword": MAX_PASSWORD})
     new_password = fields["newPassword"] or ""

@@ -77,8 +77,11 @@ def create_account(
     email, password = _credentials(body)
     if len(password) < MIN_PASSWORD:
         raise InvalidRequest(f"password must have at least {MIN_PASSWORD} characters", field="password")
-    taken_by = None if client_address is None else guard.Bound("signup-taken", guard.client_key(client_address),
-                                                                *TAKEN_PER_ADDRESS)
+    taken_by = (
+        None
+        if client_address is None
+        else guard.Bound("signup-taken", guard.client_key(client_address), *TAKEN_PER_ADDRESS)
+    )
     if taken_by is not None and _taken_count(store, clock, taken_by) >= taken_by.limit:
         raise _taken_refusal(taken_by)  # before the slow hash
     password_hash = hasher.hash(password)  # slow on purpose: before the step, not inside it
@@ -111,8 +114,9 @@ def _taken_count(store: KeyStore, clock: Clock, bound: guard.Bound) -> int:
 
 
 def _taken_refusal(bound: guard.Bound) -> RateLimited:
-    return RateLimited("too many sign-ups refused from this address; try again later",
-                       int(bound.window.total_seconds()))
+    return RateLimited(
+        "too many sign-ups refused from this address; try again later", int(bound.window.total_seconds())
+    )
 
 
 def sign_in(
@@ -149,8 +153,12 @@ def sign_in(
         expires_at=now + SESSION_LIFETIME,
     )
     store.add_web_session(session)
-    return SignedIn(account=account, session=session, cookie_value=cookie_value,
-                    device_cookie=device_cookies.issue(email, now, device_id))
+    return SignedIn(
+        account=account,
+        session=session,
+        cookie_value=cookie_value,
+        device_cookie=device_cookies.issue(email, now, device_id),
+    )
 
 
 def password_matches(hasher: PasswordHasher, password_hash: str, password: str) -> bool:

@@ -130,7 +130,12 @@ def mint_key(
 
 
 def _mint(
-    uow: UnitOfWork, clock: Clock, account_id: str, name: str, granted: tuple[str, ...], connection_id: str | None,
+    uow: UnitOfWork,
+    clock: Clock,
+    account_id: str,
+    name: str,
+    granted: tuple[str, ...],
+    connection_id: str | None,
     kind: str,
 ) -> IssuedKey:
     if connection_id is not None:

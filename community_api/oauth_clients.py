@@ -45,14 +45,68 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 # scheme (RFC 8252 §7.1; real MCP clients use ones like ``cursor://``). Refused by name: schemes that run
 # or read something in the page, the schemes a browser hands to another program (WHATWG HTML's safelisted
 # schemes of ``registerProtocolHandler``), and those it shows as source or keeps for itself.
-_FORBIDDEN_SCHEMES = frozenset({
-    "javascript", "data", "file", "vbscript", "about", "blob", "ftp", "ws", "wss",
-    "bitcoin", "ftps", "geo", "im", "irc", "ircs", "magnet", "mailto", "matrix", "mms", "news", "nntp",
-    "openpgp4fpr", "sftp", "sip", "sips", "sms", "smsto", "ssh", "tel", "urn", "webcal", "wtai", "xmpp",
-    "view-source", "intent", "android-app", "chrome", "chrome-extension", "chrome-search", "chrome-untrusted",
-    "edge", "brave", "opera", "vivaldi", "moz-extension", "resource", "jar", "filesystem", "callto", "facetime",
-    "skype", "market", "itms", "itms-apps", "itms-services", "fax", "mid", "cid",
-})
+_FORBIDDEN_SCHEMES = frozenset(
+    {
+        "javascript",
+        "data",
+        "file",
+        "vbscript",
+        "about",
+        "blob",
+        "ftp",
+        "ws",
+        "wss",
+        "bitcoin",
+        "ftps",
+        "geo",
+        "im",
+        "irc",
+        "ircs",
+        "magnet",
+        "mailto",
+        "matrix",
+        "mms",
+        "news",
+        "nntp",
+        "openpgp4fpr",
+        "sftp",
+        "sip",
+        "sips",
+        "sms",
+        "smsto",
+        "ssh",
+        "tel",
+        "urn",
+        "webcal",
+        "wtai",
+        "xmpp",
+        "view-source",
+        "intent",
+        "android-app",
+        "chrome",
+        "chrome-extension",
+        "chrome-search",
+        "chrome-untrusted",
+        "edge",
+        "brave",
+        "opera",
+        "vivaldi",
+        "moz-extension",
+        "resource",
+        "jar",
+        "filesystem",
+        "callto",
+        "facetime",
+        "skype",
+        "market",
+        "itms",
+        "itms-apps",
+        "itms-services",
+        "fax",
+        "mid",
+        "cid",
+    }
+)
 _SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
 # A host and port only: no user info, and nothing that could end a header value or a CSP source list.
 _NETLOC = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?")
@@ -134,8 +188,9 @@ def register_client(store: KeyStore, clock: Clock, body: object, client_address:
         raise OAuthError("invalid_client_metadata", "client_name must be a string")
     if name is not None and not is_readable(name):
         # Shown on the consent page: a right-to-left override could make it read as another name.
-        raise OAuthError("invalid_client_metadata", "client_name may not hold control characters or "
-                         "bidirectional overrides")
+        raise OAuthError(
+            "invalid_client_metadata", "client_name may not hold control characters or bidirectional overrides"
+        )
     name = " ".join((name or "").split())[:MAX_CLIENT_NAME] or DEFAULT_CLIENT_NAME
     grant_types = body.get("grant_types")
     if grant_types is not None and (not isinstance(grant_types, list) or "authorization_code" not in grant_types):

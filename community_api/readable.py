@@ -22,7 +22,5 @@ def is_readable(value: str) -> bool:
 def readable(value: str, field: str) -> str:
     """``value``, or ``InvalidRequest`` naming ``field``."""
     if not is_readable(value):
-        raise InvalidRequest(
-            f"{field} may not hold control characters or bidirectional overrides", field=field
-        )
+        raise InvalidRequest(f"{field} may not hold control characters or bidirectional overrides", field=field)
     return value

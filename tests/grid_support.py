@@ -88,8 +88,12 @@ class Grid:
 
     def session_ids(self) -> list[str]:
         """The sessions running on the Grid's nodes."""
-        return [slot["session"]["sessionId"] for node in self.status().get("nodes", [])
-                for slot in node.get("slots", []) if slot.get("session")]
+        return [
+            slot["session"]["sessionId"]
+            for node in self.status().get("nodes", [])
+            for slot in node.get("slots", [])
+            if slot.get("session")
+        ]
 
     def browser_pids(self) -> list[int]:
         """The browsers' processes on the node (chromedriver and Chromium), found under its PID."""
@@ -102,9 +106,14 @@ class Grid:
     def _java(self, role: str, args: list[str]) -> None:
         with open(self.folder / f"{role}.log", "ab") as out:
             # A small heap: the Grid routes sessions, the browsers run outside the JVM.
-            self.processes.append(subprocess.Popen(
-                [JAVA, "-Xmx256m", "-jar", str(GRID_JAR), role, *args], cwd=self.folder, stdout=out,
-                stderr=subprocess.STDOUT))
+            self.processes.append(
+                subprocess.Popen(
+                    [JAVA, "-Xmx256m", "-jar", str(GRID_JAR), role, *args],
+                    cwd=self.folder,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                )
+            )
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + START_SECONDS

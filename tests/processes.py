@@ -32,8 +32,8 @@ def process_table() -> dict[int, tuple[int, str]]:
                 stat = Path(f"/proc/{entry}/stat").read_text(errors="replace")
             except OSError:
                 continue
-            name = stat[stat.index("(") + 1:stat.rindex(")")]
-            found[int(entry)] = (int(stat[stat.rindex(")") + 2:].split()[1]), name)
+            name = stat[stat.index("(") + 1 : stat.rindex(")")]
+            found[int(entry)] = (int(stat[stat.rindex(")") + 2 :].split()[1]), name)
     return found
 
 

@@ -35,6 +35,8 @@ DEVICE_COOKIE = "cda_device"
 def device_cookie(req: falcon.Request) -> str | None:
     values = req.get_cookie_values(DEVICE_COOKIE) or []
     return values[0] if values else None
+
+
 CONNECTION_HEADER = "X-Community-Connection"
 CSRF_HEADER = "X-CSRF-Token"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

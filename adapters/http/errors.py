@@ -80,8 +80,9 @@ def handle_service_error(
     if error.code == "forbidden" and required:
         resp.set_header("WWW-Authenticate", f'Bearer error="insufficient_scope", scope="{required}"')
     if status >= 500 or error.via_platform:
-        log_error(req, status, error.code, error.message, error.__cause__ or error.__context__,
-                  viaPlatform=error.via_platform)
+        log_error(
+            req, status, error.code, error.message, error.__cause__ or error.__context__, viaPlatform=error.via_platform
+        )
     _respond(resp, status, error.code, error.message, error.details)
 
 

@@ -26,8 +26,11 @@ class ReadyResource:
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         answer = readiness(self.deps)
-        send_json(resp, {"status": "ready" if answer.ready else "not_ready", "checks": answer.checks},
-                  200 if answer.ready else 503)
+        send_json(
+            resp,
+            {"status": "ready" if answer.ready else "not_ready", "checks": answer.checks},
+            200 if answer.ready else 503,
+        )
         resp.set_header("Cache-Control", "no-store")
 
 

@@ -21,7 +21,11 @@ class ManagementResource:
     """A route of the web-session API (accounts, sessions, connections, keys, me)."""
 
     def __init__(
-        self, deps: Deps, *, signup_enabled: bool = False, secure_cookies: bool = False,
+        self,
+        deps: Deps,
+        *,
+        signup_enabled: bool = False,
+        secure_cookies: bool = False,
         trusted_proxies: tuple[Network, ...] = (),
     ) -> None:
         self.deps = deps
@@ -32,10 +36,18 @@ class ManagementResource:
     def client(self, req: falcon.Request) -> str:
         return client_address(req, self.trusted_proxies)
 
-    def _set_cookie(self, req: falcon.Request, resp: falcon.Response, name: str, value: str,
-                    lifetime: timedelta) -> None:
-        resp.set_cookie(name, value, max_age=int(lifetime.total_seconds()), path="/", http_only=True,
-                        secure=self.secure_cookies or req.scheme == "https", same_site="Lax")
+    def _set_cookie(
+        self, req: falcon.Request, resp: falcon.Response, name: str, value: str, lifetime: timedelta
+    ) -> None:
+        resp.set_cookie(
+            name,
+            value,
+            max_age=int(lifetime.total_seconds()),
+            path="/",
+            http_only=True,
+            secure=self.secure_cookies or req.scheme == "https",
+            same_site="Lax",
+        )
 
 
 class AccountsResource(ManagementResource):
@@ -138,8 +150,9 @@ class MeResource(ManagementResource):
         account, _ = web_session(self.deps, req)
         query(req, ())
         body, _ = read_json(req)
-        account_lifecycle.delete_account(self.deps.store, self.deps.clock, account, body,
-                                         hasher=self.deps.password_hasher)
+        account_lifecycle.delete_account(
+            self.deps.store, self.deps.clock, account, body, hasher=self.deps.password_hasher
+        )
         resp.unset_cookie(SESSION_COOKIE, path="/")
         resp.status = falcon.HTTP_204
 
@@ -150,8 +163,9 @@ class PasswordResource(ManagementResource):
         account, session = web_session(self.deps, req)
         query(req, ())
         body, _ = read_json(req)
-        account_lifecycle.change_password(self.deps.store, self.deps.clock, account, session, body,
-                                          hasher=self.deps.password_hasher)
+        account_lifecycle.change_password(
+            self.deps.store, self.deps.clock, account, session, body, hasher=self.deps.password_hasher
+        )
         resp.status = falcon.HTTP_204
 
 

@@ -35,8 +35,9 @@ class MetricsResource:
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         if not self._allowed(req):
-            raise Forbidden("the metrics are served to loopback, or with the metrics token "
-                            "(COMMUNITY_API_METRICS_TOKEN)")
+            raise Forbidden(
+                "the metrics are served to loopback, or with the metrics token (COMMUNITY_API_METRICS_TOKEN)"
+            )
         body, content_type = exposition()
         resp.content_type = content_type
         resp.data = body

@@ -42,8 +42,12 @@ _STR = {"type": "string"}
 # What names a thing on the platform (``community_api.platform_ids``): an id in a path that does not have
 # this shape answers 404, a body or query field 400 naming it.
 _ID = {"type": "string", "pattern": PLATFORM_ID_PATTERN, "description": f"A platform id: {ID_HINT}."}
-_GROUP = {"type": "string", "pattern": GROUP_PATTERN, "maxLength": MAX_SLUG,
-          "description": "A group id, or its slug (lowercase letters, digits and dashes)."}
+_GROUP = {
+    "type": "string",
+    "pattern": GROUP_PATTERN,
+    "maxLength": MAX_SLUG,
+    "description": "A group id, or its slug (lowercase letters, digits and dashes).",
+}
 _POST_ID = _param("post_id", "path", schema=_ID)
 _THREAD_CURSOR = _param("cursor", schema=_ID, description="A message id (nextCursor): older messages.")
 _GID = _param("gid", "path", schema=_GROUP)
@@ -209,13 +213,24 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "Change the password; every other web session ends",
         "session",
         [],
-        _body({"currentPassword": {"type": "string", "minLength": 1},
-               "newPassword": {"type": "string", "minLength": 10, "maxLength": 1024}},
-              ["currentPassword", "newPassword"]),
+        _body(
+            {
+                "currentPassword": {"type": "string", "minLength": 1},
+                "newPassword": {"type": "string", "minLength": 10, "maxLength": 1024},
+            },
+            ["currentPassword", "newPassword"],
+        ),
         204,
     ),
-    ("DELETE", "/v1/sessions", "Sign out everywhere: every web session ends, this one included", "session", [], None,
-     204),
+    (
+        "DELETE",
+        "/v1/sessions",
+        "Sign out everywhere: every web session ends, this one included",
+        "session",
+        [],
+        None,
+        204,
+    ),
     (
         "POST",
         "/v1/mcp",

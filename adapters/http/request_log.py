@@ -56,8 +56,13 @@ _ids = _Ids()
 
 def request_id(offered: str | None) -> str:
     """The client's id when it is 1 to 128 characters of printable ASCII without spaces; else a new one."""
-    if offered and len(offered) <= MAX_REQUEST_ID and offered.isascii() and offered.isprintable() \
-            and " " not in offered:
+    if (
+        offered
+        and len(offered) <= MAX_REQUEST_ID
+        and offered.isascii()
+        and offered.isprintable()
+        and " " not in offered
+    ):
         return offered
     return _ids.new()
 
@@ -90,16 +95,20 @@ class RequestLog:
             return
         key = context.get("key")
         # orjson straight: every value here is the service's own (ids, a template) or checked ASCII.
-        requests_log.info(orjson.dumps({
-            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
-            "requestId": context.get("request_id"),
-            "method": req.method,
-            "route": req.uri_template or None,
-            "status": resp.status_code,
-            "durationMs": round(elapsed * 1000, 2),
-            "keyId": key.id if key is not None else None,
-            "connectionId": context.get("connection_id"),
-        }).decode())
+        requests_log.info(
+            orjson.dumps(
+                {
+                    "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+                    "requestId": context.get("request_id"),
+                    "method": req.method,
+                    "route": req.uri_template or None,
+                    "status": resp.status_code,
+                    "durationMs": round(elapsed * 1000, 2),
+                    "keyId": key.id if key is not None else None,
+                    "connectionId": context.get("connection_id"),
+                }
+            ).decode()
+        )
 
     def _count_as(self, template: str | None, method: str, status: int) -> tuple[Any, Any]:
         """The request counter and latency histogram for these labels, looked up once (``labels()`` takes a
@@ -112,20 +121,25 @@ class RequestLog:
         return counted
 
 
-def log_error(req: falcon.Request, status: int, code: str, message: str, cause: BaseException | None,
-              **extra: Any) -> None:
+def log_error(
+    req: falcon.Request, status: int, code: str, message: str, cause: BaseException | None, **extra: Any
+) -> None:
     """The second line of a 5xx or of a platform refusal: what happened and why."""
-    errors_log.warning(dumps({
-        "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
-        "requestId": req.context.get("request_id"),
-        "method": req.method,
-        "route": req.uri_template or None,
-        "status": status,
-        "code": code,
-        "message": message,
-        "cause": f"{type(cause).__name__}: {str(cause)[:300]}" if cause is not None else None,
-        **extra,
-    }))
+    errors_log.warning(
+        dumps(
+            {
+                "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+                "requestId": req.context.get("request_id"),
+                "method": req.method,
+                "route": req.uri_template or None,
+                "status": status,
+                "code": code,
+                "message": message,
+                "cause": f"{type(cause).__name__}: {str(cause)[:300]}" if cause is not None else None,
+                **extra,
+            }
+        )
+    )
 
 
 class JsonLines(logging.Formatter):

@@ -54,9 +54,7 @@ def security_settings(settings: Settings) -> TransportSecuritySettings:
         if public_host and public_host not in hosts:
             hosts.append(public_host)
     origins = [f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")]
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
-    )
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
 def _read_body(req: falcon.Request) -> bytes:

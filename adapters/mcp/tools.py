@@ -101,8 +101,11 @@ _FEED_ARGS = arguments(
 )
 _SEND_ARGS = arguments(
     {
-        "to": text("Platform user id of the recipient (a post's authorId, a conversation's with.id).",
-                   PLATFORM_ID_LENGTH, **_ID),
+        "to": text(
+            "Platform user id of the recipient (a post's authorId, a conversation's with.id).",
+            PLATFORM_ID_LENGTH,
+            **_ID,
+        ),
         "conversationId": text("Id of an existing conversation (from list_dms).", PLATFORM_ID_LENGTH, **_ID),
         "content": text("The message text.", dms.MAX_MESSAGE),
         "group": text("With to: a group you share with the recipient (optional).", MAX_SLUG, **_GROUP_NAME),
@@ -319,8 +322,11 @@ TOOLS: tuple[ToolSpec, ...] = (
         arguments(
             {
                 "cursor": text("nextCursor of the previous answer.", 20),
-                "awaitingReply": {"type": "boolean", "default": False, "description": "Only conversations "
-                                  "awaiting your reply."},
+                "awaitingReply": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "Only conversations awaiting your reply.",
+                },
             }
         ),
         object_schema(dms.Inbox),
@@ -336,8 +342,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         arguments(
             {
                 "conversationId": text("Conversation id (from list_dms).", PLATFORM_ID_LENGTH, **_ID),
-                "cursor": text("nextCursor of the previous answer: returns older messages.", PLATFORM_ID_LENGTH,
-                               **_ID),
+                "cursor": text("nextCursor of the previous answer: returns older messages.", PLATFORM_ID_LENGTH, **_ID),
             },
             ("conversationId",),
         ),

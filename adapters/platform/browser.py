@@ -216,8 +216,9 @@ def remote_browser(remote_url: str, timeout: float, trusted_spki: tuple[str, ...
     """A browser from a Selenium Grid; the node keeps its own profiles, so no profile flag is passed."""
     # A Grid with no free slot queues a new session for minutes: the start is bounded like a local one.
     config = ClientConfig(remote_server_addr=remote_url, timeout=int(START_SECONDS))
-    driver = webdriver.Remote(command_executor=remote_url, options=chrome_options(None, trusted_spki),
-                              client_config=config)
+    driver = webdriver.Remote(
+        command_executor=remote_url, options=chrome_options(None, trusted_spki), client_config=config
+    )
     ready_driver(driver, timeout)
     return Browser(driver)
 

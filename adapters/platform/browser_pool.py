@@ -133,8 +133,9 @@ class BrowserPool:
                     raise PoolBusy("the browser pool is closed")
                 if self._live < self._size:
                     break
-                victim = next((s for s in self._slots.values()
-                               if s is not slot and s.users == 0 and s.browser is not None), None)
+                victim = next(
+                    (s for s in self._slots.values() if s is not slot and s.users == 0 and s.browser is not None), None
+                )
                 if victim is not None:
                     assert victim.browser is not None
                     evicted.append(victim.browser)

@@ -256,8 +256,14 @@ class PageRunner:
             self.set_session(browser, token)
 
     def set_session(self, browser: Browser, token: str) -> None:
-        cookie: dict[str, Any] = {"name": SESSION_COOKIE, "value": token, "path": "/", "httpOnly": True,
-                                  "secure": self.secure, "sameSite": "Lax"}
+        cookie: dict[str, Any] = {
+            "name": SESSION_COOKIE,
+            "value": token,
+            "path": "/",
+            "httpOnly": True,
+            "secure": self.secure,
+            "sameSite": "Lax",
+        }
         if self.cookie_domain:
             cookie["domain"] = self.cookie_domain
         try:
@@ -277,8 +283,7 @@ class PageRunner:
         try:
             self.time_left(browser)
             browser.driver.get(self.platform_url + READY_PATH)
-            state = browser.driver.execute_async_script(page_scripts.WAIT_READY,
-                                                        int(self.time_left(browser) * 1000))
+            state = browser.driver.execute_async_script(page_scripts.WAIT_READY, int(self.time_left(browser) * 1000))
         except DRIVER_ERRORS as error:
             raise BrowserFailure(f"loading a platform page failed: {type(error).__name__}") from error
         if not isinstance(state, dict) or not state.get("ok"):
@@ -291,8 +296,11 @@ class PageRunner:
     def fetch(self, browser: Browser, reqs: Sequence[Req]) -> list[Resp]:
         """Run ``reqs`` at once; renew the firewall token or the build id once if the answers say so."""
         resps = self._run(browser, reqs)
-        redo = [i for i, (req, resp) in enumerate(zip(reqs, resps, strict=True))
-                if resp.blocked or (req.data_path is not None and resp.status == 404 and resp.is_html)]
+        redo = [
+            i
+            for i, (req, resp) in enumerate(zip(reqs, resps, strict=True))
+            if resp.blocked or (req.data_path is not None and resp.status == 404 and resp.is_html)
+        ]
         if redo:
             self.renew(browser)
             again = self._run(browser, [reqs[i] for i in redo])
@@ -303,15 +311,21 @@ class PageRunner:
     def _run(self, browser: Browser, reqs: Sequence[Req]) -> list[Resp]:
         if not reqs:
             return []
-        payload = [{"url": self._url(browser, r), "method": r.method,
-                    "body": None if r.body is None else json.dumps(r.body),
-                    # Next.js' client router marks its page-data requests with this header.
-                    "headers": {"x-nextjs-data": "1"} if r.data_path is not None else {}}
-                   for r in reqs]
+        payload = [
+            {
+                "url": self._url(browser, r),
+                "method": r.method,
+                "body": None if r.body is None else json.dumps(r.body),
+                # Next.js' client router marks its page-data requests with this header.
+                "headers": {"x-nextjs-data": "1"} if r.data_path is not None else {},
+            }
+            for r in reqs
+        ]
         left = self.time_left(browser)  # the in-page fetches stop themselves when the call's time is up
         try:
             answers = browser.driver.execute_async_script(
-                page_scripts.FETCH_ALL, payload, int(left * 1000), PACK_MIN_BYTES)
+                page_scripts.FETCH_ALL, payload, int(left * 1000), PACK_MIN_BYTES
+            )
         except DRIVER_ERRORS as error:
             raise BrowserFailure(f"the in-page request failed: {type(error).__name__}") from error
         if isinstance(answers, dict) and "packed" in answers:
@@ -350,11 +364,16 @@ def unpack(packed: object, count: int) -> list[Resp]:
         if not isinstance(head, list) or len(head) != 6:
             raise BrowserFailure("the in-page request script answered a broken package")
         index, status, content_type, failure, size, retry_after = head
-        if (not isinstance(index, int) or not 0 <= index < count or answers[index] is not None
-                or not isinstance(size, int) or not 0 <= size <= len(raw) - end - 1):
+        if (
+            not isinstance(index, int)
+            or not 0 <= index < count
+            or answers[index] is not None
+            or not isinstance(size, int)
+            or not 0 <= size <= len(raw) - end - 1
+        ):
             raise BrowserFailure("the in-page request script answered a broken package")
         pos = end + 1 + size
-        answers[index] = _resp(status, content_type, raw[end + 1:pos].removeprefix(UTF8_BOM), failure, retry_after)
+        answers[index] = _resp(status, content_type, raw[end + 1 : pos].removeprefix(UTF8_BOM), failure, retry_after)
     found = [answer for answer in answers if answer is not None]
     if len(found) != count:
         raise BrowserFailure("the in-page request script answered a package with answers missing")
@@ -366,15 +385,23 @@ def _plain(answer: object) -> Resp:
     if not isinstance(answer, dict):
         raise BrowserFailure("the in-page request script answered nonsense")
     text = answer.get("text")
-    return _resp(answer.get("status"), answer.get("contentType"), text if isinstance(text, str) else "",
-                 answer.get("error"), answer.get("retryAfter"))
+    return _resp(
+        answer.get("status"),
+        answer.get("contentType"),
+        text if isinstance(text, str) else "",
+        answer.get("error"),
+        answer.get("retryAfter"),
+    )
 
 
 def _resp(status: object, content_type: object, body: str | bytes, error: object, retry_after: object) -> Resp:
-    return Resp(status=status if isinstance(status, int) else 0,
-                content_type=content_type if isinstance(content_type, str) else "",
-                body=body, error=error if isinstance(error, str) else None,
-                retry_after=retry_after if isinstance(retry_after, str) else None)
+    return Resp(
+        status=status if isinstance(status, int) else 0,
+        content_type=content_type if isinstance(content_type, str) else "",
+        body=body,
+        error=error if isinstance(error, str) else None,
+        retry_after=retry_after if isinstance(retry_after, str) else None,
+    )
 
 
 def _cookie_domain(www_host: str, api_host: str) -> str | None:

@@ -66,8 +66,9 @@ class GroupRef:
 
 
 class PlatformClient:
-    def __init__(self, runner: PageRunner, pool: BrowserPool, new_browser: Callable[[], Browser],
-                 timeout: float) -> None:
+    def __init__(
+        self, runner: PageRunner, pool: BrowserPool, new_browser: Callable[[], Browser], timeout: float
+    ) -> None:
         self.page = runner
         self.pool = pool
         self._new_browser = new_browser
@@ -188,14 +189,16 @@ class PlatformClient:
             try:
                 driver.get(self.page.platform_url + "/login")
                 WebDriverWait(driver, self.timeout).until(
-                    expected_conditions.presence_of_element_located(("css selector", "#password")))
+                    expected_conditions.presence_of_element_located(("css selector", "#password"))
+                )
                 with _quiet_driver_log():  # the typed password would be logged at DEBUG level
                     driver.find_element("css selector", "#email").send_keys(email)
                     driver.find_element("css selector", "#password").send_keys(password)
                 driver.find_element("css selector", "button[type='submit']").click()
             except DRIVER_ERRORS as error:
                 raise PlatformUnavailable(
-                    f"the platform's login page did not work in the browser: {type(error).__name__}") from None
+                    f"the platform's login page did not work in the browser: {type(error).__name__}"
+                ) from None
             token = self._await_login(browser)
             try:
                 # Settle on a fresh page (the site navigates away after signing in), then ask who we are.
@@ -225,7 +228,8 @@ class PlatformClient:
                 if state.get("challenge"):
                     raise InvalidRequest(
                         "the platform asks this account for a two-factor code or a captcha, which cannot be "
-                        "answered here: link it with a session token instead")
+                        "answered here: link it with a session token instead"
+                    )
                 error = str(state.get("error") or "")
                 if "blocked" in error.lower():
                     raise PlatformError("the platform's firewall blocked the login")
@@ -271,4 +275,3 @@ def _quiet_driver_log() -> Iterator[None]:
         yield
     finally:
         logger.removeFilter(dropper)
-

@@ -67,21 +67,24 @@ class PlatformDms:
         thread = Req("GET", self._client.api("channels", conversation_id, "messages", query=query))
         thread_resp, inbox_resp = self._client.call(session, [thread, self._inbox_req(0)])
         data = m.obj(checked_json(thread_resp, f"conversation {conversation_id}"), "thread")
-        messages = sorted((m.message(x, conversation_id) for x in m.items(data.get("messages"), "messages")
-                           if x.get("id") != before),
-                          key=lambda x: (x.created_at, x.id))
+        messages = sorted(
+            (m.message(x, conversation_id) for x in m.items(data.get("messages"), "messages") if x.get("id") != before),
+            key=lambda x: (x.created_at, x.id),
+        )
         conversation = self._conversation(session, conversation_id, data.get("channel"), inbox_resp)
         newest = messages[-1] if messages and before is None else None
-        if newest is not None and (conversation.last_message is None
-                                   or conversation.last_message.created_at < newest.created_at):
+        if newest is not None and (
+            conversation.last_message is None or conversation.last_message.created_at < newest.created_at
+        ):
             conversation = attrs.evolve(conversation, last_message=newest, updated_at=newest.created_at)
         has_older = data.get("has_more_before")
         if not isinstance(has_older, bool | int):
             has_older = self._has_older(session, conversation_id, messages)
         return MessagePage(conversation=conversation, messages=tuple(messages), has_older=bool(has_older))
 
-    def _conversation(self, session: PlatformSession, conversation_id: str, channel: object,
-                      inbox_resp: Resp) -> Conversation:
+    def _conversation(
+        self, session: PlatformSession, conversation_id: str, channel: object, inbox_resp: Resp
+    ) -> Conversation:
         """The thread's own ``channel`` when the answer carries one, else the inbox's record of it."""
         found = None
         if isinstance(channel, dict) and channel.get("id") == conversation_id:
@@ -136,8 +139,9 @@ class PlatformDms:
     def _shared_group(self, session: PlatformSession, user_id: str) -> str:
         mine = self._client.my_groups(session)
         query = {"offset": 0, "limit": INBOX_LIMIT}
-        data = self._client.one(session, Req("GET", self._client.api("users", user_id, "groups", query=query)),
-                                f"user {user_id}")
+        data = self._client.one(
+            session, Req("GET", self._client.api("users", user_id, "groups", query=query)), f"user {user_id}"
+        )
         theirs = {m.text(g, "id") for g in m.items(m.obj(data, "groups").get("groups"), "groups")}
         shared = [m.text(g, "id") for g in mine if m.text(g, "id") in theirs]
         if not shared:
@@ -146,10 +150,14 @@ class PlatformDms:
 
     def send_message(self, session: PlatformSession, conversation_id: str, content: str) -> Message:
         # Never retried (``read=False``): a second attempt could deliver the message twice.
-        req = Req("POST", self._client.api("channels", conversation_id, "messages", query={"ct": "wdm"}),
-                  body={"content": content, "attachments": []})
-        message = m.message(self._client.one(session, req, f"conversation {conversation_id}", read=False),
-                            conversation_id)
+        req = Req(
+            "POST",
+            self._client.api("channels", conversation_id, "messages", query={"ct": "wdm"}),
+            body={"content": content, "attachments": []},
+        )
+        message = m.message(
+            self._client.one(session, req, f"conversation {conversation_id}", read=False), conversation_id
+        )
         seen = self._seen.get(conversation_id)
         if seen is not None:
             self._seen.put(conversation_id, attrs.evolve(seen, last_message=message, updated_at=message.created_at))

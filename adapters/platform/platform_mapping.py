@@ -135,8 +135,7 @@ def user(data: object, seen: Authors | None = None) -> PlatformUser:
     if seen is not None:
         # Page data's usual shape: the four camelCase fields are strings, and then they alone decide the
         # member (a string under the camelCase name hides its snake_case twin).
-        key: tuple[Any, ...] = (record.get("id"), record.get("name"), record.get("firstName"),
-                                record.get("lastName"))
+        key: tuple[Any, ...] = (record.get("id"), record.get("name"), record.get("firstName"), record.get("lastName"))
         if not (type(key[0]) is str and type(key[1]) is str and type(key[2]) is str and type(key[3]) is str):
             key = tuple(record.get(name) for name in _USER_FIELDS)
             if not all(value is None or type(value) is str for value in key):
@@ -162,8 +161,11 @@ def self_user(resp_text: str, data: object) -> PlatformUser:
 def label(data: object) -> Label:
     record = obj(data, "label")
     info = meta(record)
-    return Label(id=text(record, "id"), name=text(info, "displayName", "display_name", default=""),
-                 post_count=number(info, "posts"))
+    return Label(
+        id=text(record, "id"),
+        name=text(info, "displayName", "display_name", default=""),
+        post_count=number(info, "posts"),
+    )
 
 
 def group(data: object, labels: list[dict[str, Any]] | None = None) -> Group:
@@ -173,7 +175,8 @@ def group(data: object, labels: list[dict[str, Any]] | None = None) -> Group:
     members = _pick(info, "totalMembers", "total_members")
     raw_labels = labels if labels is not None else record.get("labels") or []
     return Group(
-        id=text(record, "id"), slug=slug,
+        id=text(record, "id"),
+        slug=slug,
         name=text(info, "displayName", "display_name", default=slug),
         description=text(info, "description", default=""),
         member_count=number(info, "totalMembers", "total_members") if members is not None else None,
@@ -186,12 +189,16 @@ def is_comment(record: Mapping[str, Any]) -> bool:
     """A comment has a parent; a root post is its own root (and its type is not "comment")."""
     own = record.get("id")
     root = _pick(record, "rootId", "root_id")
-    return (_pick(record, "postType", "post_type") == "comment" or bool(_pick(record, "parentId", "parent_id"))
-            or (root not in (None, "") and root != own))
+    return (
+        _pick(record, "postType", "post_type") == "comment"
+        or bool(_pick(record, "parentId", "parent_id"))
+        or (root not in (None, "") and root != own)
+    )
 
 
-def post(data: object, platform_url: str, slug: str | None, *, with_author: bool = True,
-         authors: Authors | None = None) -> Post:
+def post(
+    data: object, platform_url: str, slug: str | None, *, with_author: bool = True, authors: Authors | None = None
+) -> Post:
     """``authors``: see ``user``; pass one dict for the posts of one answer."""
     if with_author and type(data) is dict:
         usual = usual_post(data, platform_url, slug, authors)
@@ -200,8 +207,9 @@ def post(data: object, platform_url: str, slug: str | None, *, with_author: bool
     return checked_post(data, platform_url, slug, with_author=with_author, authors=authors)
 
 
-def checked_post(data: object, platform_url: str, slug: str | None, *, with_author: bool = True,
-                 authors: Authors | None = None) -> Post:
+def checked_post(
+    data: object, platform_url: str, slug: str | None, *, with_author: bool = True, authors: Authors | None = None
+) -> Post:
     """A post of any shape the platform sends, each field through its reader."""
     record = obj(data, "post")
     info = meta(record)
@@ -217,8 +225,7 @@ def checked_post(data: object, platform_url: str, slug: str | None, *, with_auth
         author_id=author_id or (author.id if author else None),
         author=author,
         created_at=timestamp(record, "createdAt", "created_at"),
-        updated_at=timestamp(record, "updatedAt", "updated_at") if _pick(record, "updatedAt", "updated_at")
-        else None,
+        updated_at=timestamp(record, "updatedAt", "updated_at") if _pick(record, "updatedAt", "updated_at") else None,
         upvotes=number(info, "upvotes"),
         comment_count=number(info, "comments"),
         pinned=bool(number(info, "pinned")),
@@ -226,8 +233,7 @@ def checked_post(data: object, platform_url: str, slug: str | None, *, with_auth
     )
 
 
-def usual_post(record: dict[str, Any], platform_url: str, slug: str | None,
-                authors: Authors | None) -> Post | None:
+def usual_post(record: dict[str, Any], platform_url: str, slug: str | None, authors: Authors | None) -> Post | None:
     """A post in page data's usual shape, read in one go (a 30-page feed is about 900 of them): every
     field present under its camelCase name with its usual type, so that each reader of ``checked_post``
     would take the value as it is. None for any other record, which ``checked_post`` then reads and
@@ -242,10 +248,20 @@ def usual_post(record: dict[str, Any], platform_url: str, slug: str | None,
     created, updated = record.get("createdAt"), record.get("updatedAt")
     title, content = info.get("title"), info.get("content")
     upvotes, comments, pinned = info.get("upvotes"), info.get("comments"), info.get("pinned")
-    if (type(post_id) is not str or type(group_id) is not str or type(name) is not str
-            or type(label_id) is not str or type(user_id) is not str or type(created) is not str
-            or type(updated) is not str or type(title) is not str or type(content) is not str
-            or type(upvotes) is not int or type(comments) is not int or type(pinned) is not int):
+    if (
+        type(post_id) is not str
+        or type(group_id) is not str
+        or type(name) is not str
+        or type(label_id) is not str
+        or type(user_id) is not str
+        or type(created) is not str
+        or type(updated) is not str
+        or type(title) is not str
+        or type(content) is not str
+        or type(upvotes) is not int
+        or type(comments) is not int
+        or type(pinned) is not int
+    ):
         return None  # (a bool is no int here: ``number`` reads it)
     member = user(author, authors)
     created_at = _time(created, "createdAt")
@@ -254,8 +270,21 @@ def usual_post(record: dict[str, Any], platform_url: str, slug: str | None,
     url = f"{platform_url}/{slug}/{name}" if slug and name else None
     # Positional, in the order of Post's fields (the test of this module checks that order): with 13
     # keywords, attrs' __init__ costs a third more (about 1 ms more for 900 posts here).
-    return Post(post_id, group_id, title, content, label_id or None, user_id or member.id, member, created_at,
-                updated_at, upvotes, comments, bool(pinned), url)
+    return Post(
+        post_id,
+        group_id,
+        title,
+        content,
+        label_id or None,
+        user_id or member.id,
+        member,
+        created_at,
+        updated_at,
+        upvotes,
+        comments,
+        bool(pinned),
+        url,
+    )
 
 
 def comment(data: object, root_id: str) -> Comment:
@@ -328,6 +357,7 @@ def conversation(data: object) -> Conversation:
         last_message=last_message,
         unread_count=number(meta(record), "numUnread", "num_unread"),
         awaiting_reply=False,
-        updated_at=timestamp(record, "updatedAt", "updated_at") if updated
+        updated_at=timestamp(record, "updatedAt", "updated_at")
+        if updated
         else (last_message.created_at if last_message else None),
     )

@@ -105,8 +105,13 @@ class SeleniumPlatformGateway:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SeleniumPlatformGateway:
-        gateway = cls(settings.platform_url, settings.platform_api_url, pool_size=settings.browser_pool_size,
-                      remote_url=settings.selenium_remote_url or None, trusted_spki=settings.browser_trusted_spki)
+        gateway = cls(
+            settings.platform_url,
+            settings.platform_api_url,
+            pool_size=settings.browser_pool_size,
+            remote_url=settings.selenium_remote_url or None,
+            trusted_spki=settings.browser_trusted_spki,
+        )
         atexit.register(gateway.close)  # no Chromium outlives the worker process
         return gateway
 
@@ -164,17 +169,17 @@ class SeleniumPlatformGateway:
     @bounded
     def get_group(self, session: PlatformSession, group: str) -> Group:
         ref = self._client.group_ref(session, group)
-        info, labels = self._client.call(session, [Req("GET", self._client.api("groups", ref.id)),
-                                                   Req("GET", self._client.api("groups", ref.id, "labels"))])
+        info, labels = self._client.call(
+            session,
+            [Req("GET", self._client.api("groups", ref.id)), Req("GET", self._client.api("groups", ref.id, "labels"))],
+        )
         record = m.obj(checked_json(info, f"group {group}"), "group")
         self._client.remember_group(record)
         return m.group(record, labels=_labels(labels, record))
 
     # -- feed ------------------------------------------------------------------------------------------
     @bounded
-    def feed_pages(
-        self, session: PlatformSession, group: str, sort: str, pages: Sequence[int]
-    ) -> list[list[Post]]:
+    def feed_pages(self, session: PlatformSession, group: str, sort: str, pages: Sequence[int]) -> list[list[Post]]:
         query = SORT_QUERY.get(sort)
         if query is None:
             raise InvalidRequest(f"unknown sort: {sort}")
@@ -213,8 +218,9 @@ class SeleniumPlatformGateway:
             query["created-gt"] = after
         return Req("GET", self._client.api("posts", post_id, "comments", query=query))
 
-    def _post_tree(self, session: PlatformSession, post_id: str, group: str | None,
-                   limit: int = COMMENTS_PAGE) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _post_tree(
+        self, session: PlatformSession, post_id: str, group: str | None, limit: int = COMMENTS_PAGE
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """The first page of a post's tree, and the whole answer it came in (its paging fields); ``NotFound``
         for an unknown post or a comment id."""
         group_id = self._client.group_ref(session, group).id if group else self._client.post_groups.get(post_id)
@@ -249,8 +255,9 @@ class SeleniumPlatformGateway:
         pending = [Req.data([slug, name], {"group": slug, "post": name})] if name else []
         cursor = _next_page(data, tree, post_id)
         while cursor is not None:
-            resps = self._client.call(session, [self._comments_req(post_id, post.group_id, COMMENTS_PAGE, cursor),
-                                                *pending])
+            resps = self._client.call(
+                session, [self._comments_req(post_id, post.group_id, COMMENTS_PAGE, cursor), *pending]
+            )
             pending = []
             data = m.obj(checked_json(resps[0], f"post {post_id}"), "comments")
             page = m.obj(data.get("post_tree", data.get("postTree")), "post_tree")
@@ -264,13 +271,20 @@ class SeleniumPlatformGateway:
         return PostDetail(post=post, comments=tuple(comments))
 
     @bounded
-    def create_post(
-        self, session: PlatformSession, group: str, title: str, content: str, label_id: str | None
-    ) -> Post:
+    def create_post(self, session: PlatformSession, group: str, title: str, content: str, label_id: str | None) -> Post:
         ref = self._client.group_ref(session, group)
-        body = {"post_type": "generic", "group_id": ref.id,
-                "metadata": {"title": title, "content": content, "labels": label_id or "",
-                             "attachments": "", "action": 0, "video_ids": ""}}
+        body = {
+            "post_type": "generic",
+            "group_id": ref.id,
+            "metadata": {
+                "title": title,
+                "content": content,
+                "labels": label_id or "",
+                "attachments": "",
+                "action": 0,
+                "video_ids": "",
+            },
+        }
         req = Req("POST", self._client.api("posts", query={"follow": "true"}), body=body)
         data = self._client.one(session, req, f"group {group}", read=False)
         post = m.post(data, self.platform_url, ref.slug, with_author=False)  # the answer has no author
@@ -280,8 +294,7 @@ class SeleniumPlatformGateway:
     @bounded
     def delete_post(self, session: PlatformSession, post_id: str) -> None:
         self._post_tree(session, post_id, None, limit=1)  # NotFound for a comment id
-        self._client.one(session, Req("DELETE", self._client.api("posts", post_id)), f"post {post_id}",
-                         read=False)
+        self._client.one(session, Req("DELETE", self._client.api("posts", post_id)), f"post {post_id}", read=False)
         self._client.post_groups.pop(post_id)
 
     @bounded
@@ -297,9 +310,13 @@ class SeleniumPlatformGateway:
         # to our clients is an unknown post; this also finds the group the platform wants in the body.
         tree, _ = self._post_tree(session, post_id, group, limit=1)
         me = self._client.me(session)
-        body = {"post_type": "comment", "group_id": m.text(tree["post"], "groupId", "group_id"),
-                "root_id": post_id, "parent_id": parent_id or post_id,
-                "metadata": {"content": content, "attachments": "", "action": 0, "video_ids": ""}}
+        body = {
+            "post_type": "comment",
+            "group_id": m.text(tree["post"], "groupId", "group_id"),
+            "root_id": post_id,
+            "parent_id": parent_id or post_id,
+            "metadata": {"content": content, "attachments": "", "action": 0, "video_ids": ""},
+        }
         req = Req("POST", self._client.api("posts", query={"follow": "true"}), body=body)
         data = self._client.one(session, req, f"post {post_id}", read=False)
         comment = m.comment(data, post_id)
@@ -314,8 +331,9 @@ class SeleniumPlatformGateway:
             pass  # not a post: a comment, or nothing (the DELETE says which)
         else:
             raise NotFound(f"comment {comment_id} not found")
-        self._client.one(session, Req("DELETE", self._client.api("posts", comment_id)),
-                         f"comment {comment_id}", read=False)
+        self._client.one(
+            session, Req("DELETE", self._client.api("posts", comment_id)), f"comment {comment_id}", read=False
+        )
 
     # -- direct messages -------------------------------------------------------------------------------
     @bounded

@@ -36,8 +36,9 @@ class BackupSummary:
     connections: int
 
 
-def backup_database(source: str | os.PathLike[str], target: str | os.PathLike[str],
-                    busy_timeout_ms: int = 5000) -> BackupSummary:
+def backup_database(
+    source: str | os.PathLike[str], target: str | os.PathLike[str], busy_timeout_ms: int = 5000
+) -> BackupSummary:
     source_path, target_path = Path(source), Path(target)
     if not source_path.is_file():
         raise BackupError(f"no database at {source_path} (COMMUNITY_API_DB)")
@@ -62,8 +63,10 @@ def backup_database(source: str | os.PathLike[str], target: str | os.PathLike[st
                 dst.execute("PRAGMA journal_mode = DELETE")
                 if dst.execute("PRAGMA quick_check").fetchone()[0] != "ok":
                     raise BackupError("the copy failed SQLite's quick_check; the database was left as it was")
-                counts = [dst.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # noqa: S608 - fixed names
-                          for table in ("accounts", "keys", "connections")]
+                counts = [
+                    dst.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # noqa: S608 - fixed names
+                    for table in ("accounts", "keys", "connections")
+                ]
             finally:
                 dst.close()
         finally:

@@ -119,8 +119,10 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteOAuthRecords):
         write now. A held lock is waited for up to the busy timeout. SQLite's messages name no secret."""
         try:
             with self._immediate() as db:
-                db.conn.execute("INSERT OR REPLACE INTO health_checks (id, checked_at) VALUES (1, ?)",
-                                (datetime.now(UTC).isoformat(),))
+                db.conn.execute(
+                    "INSERT OR REPLACE INTO health_checks (id, checked_at) VALUES (1, ?)",
+                    (datetime.now(UTC).isoformat(),),
+                )
         except sqlite3.Error as error:
             return f"the database does not take a write: {error}"
         return None

@@ -39,8 +39,9 @@ class LimitsPlatformPace:
             raise ConfigurationError("the platform read pace must allow at least one read a minute")
         storage = storage_from_string(storage_uri)
         if not (isinstance(storage, Storage) and isinstance(storage, MovingWindowSupport)):
-            raise ConfigurationError(f"the platform pace needs a synchronous storage with moving windows, not "
-                                     f"{storage_uri}")
+            raise ConfigurationError(
+                f"the platform pace needs a synchronous storage with moving windows, not {storage_uri}"
+            )
         require_capacity(storage, reads_per_minute, "the platform read pace")
         self._storage: Storage = storage
         self._windows = cast(MovingWindowSupport, storage)
@@ -54,8 +55,12 @@ class LimitsPlatformPace:
             # The same rules in one step of the mmap storage (on every data read, so worth a path of its own).
             cost = min(reads, self.reads_per_minute)
             held_until, admitted = self._mmap.acquire_entry_unless_held(
-                _key("platform-hold", connection_id), _key("platform-reads", connection_id),
-                self.reads_per_minute, WINDOW, amount=cost)
+                _key("platform-hold", connection_id),
+                _key("platform-reads", connection_id),
+                self.reads_per_minute,
+                WINDOW,
+                amount=cost,
+            )
             if held_until:
                 raise held_refusal(held_until - time.time())
             if not admitted:
@@ -67,8 +72,9 @@ class LimitsPlatformPace:
         if reads <= 0:
             return
         cost = min(reads, self.reads_per_minute)
-        if not self._windows.acquire_entry(_key("platform-reads", connection_id), self.reads_per_minute, WINDOW,
-                                           amount=cost):
+        if not self._windows.acquire_entry(
+            _key("platform-reads", connection_id), self.reads_per_minute, WINDOW, amount=cost
+        ):
             raise pace_refusal(self._wait_for(connection_id, cost), self.reads_per_minute)
 
     def hold(self, connection_id: str, seconds: int) -> None:

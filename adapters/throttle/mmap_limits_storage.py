@@ -268,12 +268,12 @@ class MmapStorage(Storage, MovingWindowSupport):
             offset = _HEADER_SIZE + index * size
             _, state, expires_at, _, _, _ = _SLOT.unpack_from(table, offset)
             if state == _LIVE and expires_at > now:
-                kept.append(table[offset:offset + size])
+                kept.append(table[offset : offset + size])
         slots = mapping.slots * 2 if len(kept) > mapping.slots // 2 else mapping.slots
         self._make(mapping, mapping.capacity, slots)
         for record in kept:
             _, place = self._find(mapping, record[:16], now)
-            mapping.map[place:place + size] = record  # type: ignore[index]
+            mapping.map[place : place + size] = record  # type: ignore[index]
         _HEADER.pack_into(mapping.map, 0, MAGIC, mapping.capacity, slots, len(kept))  # type: ignore[arg-type]
 
     # --- Storage -------------------------------------------------------------------------------
@@ -332,8 +332,7 @@ class MmapStorage(Storage, MovingWindowSupport):
             now = time.time()
             live = 0
             for index in range(mapping.slots):
-                _, state, expires_at, _, _, _ = _SLOT.unpack_from(
-                    mapping.map, _HEADER_SIZE + index * mapping.slot_size)  # type: ignore[arg-type]
+                _, state, expires_at, _, _, _ = _SLOT.unpack_from(mapping.map, _HEADER_SIZE + index * mapping.slot_size)  # type: ignore[arg-type]
                 live += state == _LIVE and expires_at > now
             self._make(mapping, mapping.capacity, _first_slots(mapping.capacity))
             return live
@@ -393,7 +392,8 @@ class MmapStorage(Storage, MovingWindowSupport):
         if limit > mapping.capacity:
             raise ConfigurationError(
                 f"a moving window of {limit} entries needs an mmap storage of that capacity "
-                f"(this file holds {mapping.capacity}; add ?capacity={limit} to its URI)")
+                f"(this file holds {mapping.capacity}; add ?capacity={limit} to its URI)"
+            )
         table = mapping.map
         assert table is not None
         offset, _ = self._find(mapping, digest, now)
@@ -454,5 +454,5 @@ def require_capacity(storage: object, entries: int, user: str) -> None:
     ``user`` keeps): it would otherwise fail on the first acquisition."""
     if isinstance(storage, MmapStorage) and storage.capacity < entries:
         raise ConfigurationError(
-            f"{user} keeps windows of {entries} entries: give its mmap storage ?capacity={entries} or more")
-
+            f"{user} keeps windows of {entries} entries: give its mmap storage ?capacity={entries} or more"
+        )

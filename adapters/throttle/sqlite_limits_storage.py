@@ -288,17 +288,23 @@ class SQLiteStorage(Storage, MovingWindowSupport):
         if last // _TRIM_EVERY != (last - amount) // _TRIM_EVERY:
             # Two index ranges (never a walk over the key's marks): trimmed positions, then marks past their
             # own expiry (an entry exactly ``expiry`` old still counts, so strictly past).
-            self._retrying(lambda: db.execute(
-                "DELETE FROM throttle_marks WHERE key = ? AND last <= ?", (key, floor)))
-            self._retrying(lambda: db.execute(
-                "DELETE FROM throttle_marks INDEXED BY throttle_marks_at"
-                " WHERE key = ? AND at < ? AND expires_at < ? AND last < ?",
-                (key, now - expiry, now, last)))
+            self._retrying(lambda: db.execute("DELETE FROM throttle_marks WHERE key = ? AND last <= ?", (key, floor)))
+            self._retrying(
+                lambda: db.execute(
+                    "DELETE FROM throttle_marks INDEXED BY throttle_marks_at"
+                    " WHERE key = ? AND at < ? AND expires_at < ? AND last < ?",
+                    (key, now - expiry, now, last),
+                )
+            )
         if now - self._swept_at >= _SWEEP_SECONDS:
             self._swept_at = now
-            self._retrying(lambda: db.execute(
-                "DELETE FROM throttle_marks WHERE expires_at <= ? AND key NOT IN"
-                " (SELECT key FROM throttle_marks WHERE expires_at > ?)", (now, now)))
+            self._retrying(
+                lambda: db.execute(
+                    "DELETE FROM throttle_marks WHERE expires_at <= ? AND key NOT IN"
+                    " (SELECT key FROM throttle_marks WHERE expires_at > ?)",
+                    (now, now),
+                )
+            )
         return True
 
     def get_moving_window(self, key: str, limit: int, expiry: int) -> tuple[float, int]:

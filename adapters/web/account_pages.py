@@ -77,8 +77,12 @@ class SignupPage(SessionStarter):
         deps = self.deps
         try:
             accounts.create_account(
-                deps.store, deps.clock, credentials, signup_enabled=self.settings.signup,
-                client_address=self.client(req), hasher=deps.password_hasher,
+                deps.store,
+                deps.clock,
+                credentials,
+                signup_enabled=self.settings.signup,
+                client_address=self.client(req),
+                hasher=deps.password_hasher,
             )
             signed = self.sign_in(req, credentials)
         except ServiceError as error:

@@ -24,10 +24,28 @@ class AccountPage(WebResource):
         if found is not None:
             self.show(req, resp, found[0], notice=NOTICES.get(req.get_param("done") or ""))
 
-    def show(self, req: falcon.Request, resp: falcon.Response, account: Account, *, notice: str | None = None,
-             error: str | None = None, error_form: str | None = None, status: int = 200) -> None:
-        self.render(req, resp, "account.html", status=status, title="Account", section="account",
-                    notice=notice, error=error, error_form=error_form)
+    def show(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        account: Account,
+        *,
+        notice: str | None = None,
+        error: str | None = None,
+        error_form: str | None = None,
+        status: int = 200,
+    ) -> None:
+        self.render(
+            req,
+            resp,
+            "account.html",
+            status=status,
+            title="Account",
+            section="account",
+            notice=notice,
+            error=error,
+            error_form=error_form,
+        )
 
 
 class PasswordChange(AccountPage):
@@ -38,8 +56,9 @@ class PasswordChange(AccountPage):
             self.show(req, resp, account, error="The two new passwords differ.", error_form="password", status=400)
             return
         try:
-            account_lifecycle.change_password(self.deps.store, self.deps.clock, account, session, body,
-                                              hasher=self.deps.password_hasher)
+            account_lifecycle.change_password(
+                self.deps.store, self.deps.clock, account, session, body, hasher=self.deps.password_hasher
+            )
         except ServiceError as error:
             status = STATUS_BY_CODE.get(error.code, 400)
             self.show(req, resp, account, error=error.message, error_form="password", status=status)
@@ -59,9 +78,13 @@ class AccountDeletion(AccountPage):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         account, _, form = self.form_session(req)
         try:
-            account_lifecycle.delete_account(self.deps.store, self.deps.clock, account,
-                                             {"password": form.get("password") or ""},
-                                             hasher=self.deps.password_hasher)
+            account_lifecycle.delete_account(
+                self.deps.store,
+                self.deps.clock,
+                account,
+                {"password": form.get("password") or ""},
+                hasher=self.deps.password_hasher,
+            )
         except ServiceError as error:
             status = STATUS_BY_CODE.get(error.code, 400)
             self.show(req, resp, account, error=error.message, error_form="delete", status=status)

@@ -37,8 +37,18 @@ WRK_THREADS = 2
 
 
 def wrk(url: str, keys_file: Path, seconds: int) -> float:
-    command = ["wrk", f"-t{WRK_THREADS}", "-c16", f"-d{seconds}s", "-s", str(LUA), url, "--", str(keys_file),
-               str(WRK_THREADS)]
+    command = [
+        "wrk",
+        f"-t{WRK_THREADS}",
+        "-c16",
+        f"-d{seconds}s",
+        "-s",
+        str(LUA),
+        url,
+        "--",
+        str(keys_file),
+        str(WRK_THREADS),
+    ]
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
     if errors:
@@ -52,11 +62,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--worker-class", default="sync", choices=("sync", "gthread"))
-    parser.add_argument("--connections", type=int, default=20,
-                        help="keys, each with a connection of its own, that wrk takes in turn")
-    parser.add_argument("--reads-per-minute", type=int, default=16_384,
-                        help="the platform read pace of each connection (its check and count are part of every "
-                        "read; with the default connections it lets wrk's rate through, so every answer is a 200)")
+    parser.add_argument(
+        "--connections", type=int, default=20, help="keys, each with a connection of its own, that wrk takes in turn"
+    )
+    parser.add_argument(
+        "--reads-per-minute",
+        type=int,
+        default=16_384,
+        help="the platform read pace of each connection (its check and count are part of every "
+        "read; with the default connections it lets wrk's rate through, so every answer is a 200)",
+    )
     args = parser.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed: `make bench` installs it (Debian package wrk)")
@@ -64,8 +79,12 @@ def main() -> None:
         db = Path(folder) / "bench.sqlite3"
         keys_file = Path(folder) / "keys.txt"
         keys_file.write_text("\n".join(prepare_keys(db, SECRET, None, args.connections)) + "\n")
-        env = {"COMMUNITY_API_MODE": "test", "COMMUNITY_API_DB": str(db), "COMMUNITY_API_SECRET": SECRET,
-               "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": str(args.reads_per_minute)}
+        env = {
+            "COMMUNITY_API_MODE": "test",
+            "COMMUNITY_API_DB": str(db),
+            "COMMUNITY_API_SECRET": SECRET,
+            "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": str(args.reads_per_minute),
+        }
         bare_port, service_port = free_port(), free_port()
         bare_url = f"http://127.0.0.1:{bare_port}/v1/whoami"
         service_url = f"http://127.0.0.1:{service_port}/v1/whoami"
@@ -75,8 +94,12 @@ def main() -> None:
         with (
             serving(bare_args + quiet, bare_url, env=env),
             # The JSON request log goes to a file, as an operator's would.
-            serving(service_args + quiet, service_url.replace("whoami", "openapi.json"), env=env,
-                    log_path=Path(folder) / "service.log"),
+            serving(
+                service_args + quiet,
+                service_url.replace("whoami", "openapi.json"),
+                env=env,
+                log_path=Path(folder) / "service.log",
+            ),
         ):
             wrk(service_url, keys_file, 1)  # warm both
             wrk(bare_url, keys_file, 1)
@@ -87,8 +110,11 @@ def main() -> None:
                 print(f"round {round_ + 1}: bare {bare[-1]:.0f} req/s, authenticated whoami {ours[-1]:.0f} req/s")
             logged = sum(1 for line in (Path(folder) / "service.log").open() if '"route":"/v1/whoami"' in line)
             metrics = requests.get(service_url.replace("/v1/whoami", "/metrics"), timeout=10).text
-    counted = sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
-                  if line.startswith("community_api_requests_total{") and 'route="/v1/whoami"' in line)
+    counted = sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in metrics.splitlines()
+        if line.startswith("community_api_requests_total{") and 'route="/v1/whoami"' in line
+    )
     print(f"the service logged {logged} JSON request lines and counted {counted:.0f} requests in /metrics")
     ratio = statistics.median(ours) / statistics.median(bare)
     print(f"median: bare {statistics.median(bare):.0f} req/s, ours {statistics.median(ours):.0f} req/s")

@@ -81,6 +81,7 @@ def prepare_keys(db: Path, secret: str, scopes: Iterable[str] | None, count: int
         account = Account(id=f"acc_bench_{n}", email=f"bench{n}@example.com", created_at=clock.now())
         store.add_account(account, "not-a-real-hash")
         link_connection(deps, account.id, {"email": "alice@sandbox.test", "password": "sandbox"})
-        keys.append(mint_key(store, clock, account_id=account.id, name="bench", scopes=scopes,
-                             connection_id=None).secret)
+        keys.append(
+            mint_key(store, clock, account_id=account.id, name="bench", scopes=scopes, connection_id=None).secret
+        )
     return keys

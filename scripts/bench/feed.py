@@ -71,8 +71,7 @@ SECRET = "bench-feed-secret-" + "f" * 40
 GROUP = "builders-club"
 SORT = "newest"  # the API's default sort; on the platform ``s=newest``
 PAGES = 30
-BROWSER_UA = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 "
-              "Safari/537.36")
+BROWSER_UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
 READY = re.compile(r"sandbox listening on (https?://\S+)")
 SAID = re.compile(r"sandbox (certificate|spki) (\S+)")
 NEXT_DATA = re.compile(r'<script id="__NEXT_DATA__" type="application/json">(.*?)</script>', re.S)
@@ -93,9 +92,20 @@ def stand_in(folder: Path, threads: int, http1: bool = False) -> Iterator[StandI
     log_path = folder / ("sandbox-http1.log" if http1 else "sandbox.log")
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "scripts.sandbox", "--bind", "127.0.0.1:0", "--threads", str(threads),
-             *(["--http1"] if http1 else [])],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "scripts.sandbox",
+                "--bind",
+                "127.0.0.1:0",
+                "--threads",
+                str(threads),
+                *(["--http1"] if http1 else []),
+            ],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     try:
         deadline = time.monotonic() + 60
         while not (found := READY.search(log_path.read_text(errors="replace"))):
@@ -115,23 +125,33 @@ def stand_in(folder: Path, threads: int, http1: bool = False) -> Iterator[StandI
 
 
 @contextmanager
-def service_for(folder: Path, platform: StandIn, name: str,
-                grid_url: str | None = None) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+def service_for(
+    folder: Path, platform: StandIn, name: str, grid_url: str | None = None
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """gunicorn serving the app (one gthread worker, a pool of two browsers) against ``platform``; its
     browsers on the Selenium Grid at ``grid_url`` if one is given."""
     port = free_port()
     api = f"http://127.0.0.1:{port}"
-    env = {"COMMUNITY_API_MODE": "test", "COMMUNITY_API_DB": str(folder / f"{name}.sqlite3"),
-           "COMMUNITY_API_SECRET": SECRET, "COMMUNITY_API_PLATFORM_URL": platform.url,
-           "COMMUNITY_API_PLATFORM_API_URL": platform.url + "/api2", "COMMUNITY_API_BROWSER_POOL_SIZE": "2",
-           "COMMUNITY_API_BROWSER_TRUSTED_SPKI": platform.spki,
-           # The bench reads far more than an account should; the read pace has tests and a bench of its own.
-           "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "20000"}
+    env = {
+        "COMMUNITY_API_MODE": "test",
+        "COMMUNITY_API_DB": str(folder / f"{name}.sqlite3"),
+        "COMMUNITY_API_SECRET": SECRET,
+        "COMMUNITY_API_PLATFORM_URL": platform.url,
+        "COMMUNITY_API_PLATFORM_API_URL": platform.url + "/api2",
+        "COMMUNITY_API_BROWSER_POOL_SIZE": "2",
+        "COMMUNITY_API_BROWSER_TRUSTED_SPKI": platform.spki,
+        # The bench reads far more than an account should; the read pace has tests and a bench of its own.
+        "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "20000",
+    }
     if grid_url:
         env["COMMUNITY_API_SELENIUM_REMOTE_URL"] = grid_url
     service_args = gunicorn_args("adapters.wiring:get_app()", port, workers=1, worker_class="gthread")
-    with serving([*service_args, "--access-logfile", "/dev/null"], api + "/v1/openapi.json", env=env,
-                 log_path=folder / f"{name}.log") as service:
+    with serving(
+        [*service_args, "--access-logfile", "/dev/null"],
+        api + "/v1/openapi.json",
+        env=env,
+        log_path=folder / f"{name}.log",
+    ) as service:
         yield service, api
 
 
@@ -139,11 +159,16 @@ def set_latency(platform: StandIn, ms: int) -> None:
     """The control API's ``latency`` on page data (``/_next/data/``): every page document waits ``ms``."""
     with requests.Session() as http:
         http.trust_env = False
-        http.post(f"{platform.url}/__sandbox/clear-faults", json={}, verify=platform.cert, timeout=10) \
-            .raise_for_status()
+        http.post(
+            f"{platform.url}/__sandbox/clear-faults", json={}, verify=platform.cert, timeout=10
+        ).raise_for_status()
         if ms:
-            http.post(f"{platform.url}/__sandbox/latency", json={"route": "/_next/data/", "ms": ms},
-                      verify=platform.cert, timeout=10).raise_for_status()
+            http.post(
+                f"{platform.url}/__sandbox/latency",
+                json={"route": "/_next/data/", "ms": ms},
+                verify=platform.cert,
+                timeout=10,
+            ).raise_for_status()
 
 
 def link_users(api: str, handles: list[str]) -> list[str]:
@@ -157,8 +182,9 @@ def link_users(api: str, handles: list[str]) -> list[str]:
     web.headers["X-CSRF-Token"] = signed.json()["csrfToken"]
     keys = []
     for handle in handles:
-        linked = web.post(f"{api}/v1/connections", json={"email": f"{handle}@sandbox.test", "password": "sandbox"},
-                          timeout=120)
+        linked = web.post(
+            f"{api}/v1/connections", json={"email": f"{handle}@sandbox.test", "password": "sandbox"}, timeout=120
+        )
         if linked.status_code != 201:
             raise SystemExit(f"linking {handle} failed: {linked.status_code} {linked.text[:300]}")
         minted = web.post(f"{api}/v1/keys", json={"name": handle, "connectionId": linked.json()["id"]}, timeout=10)
@@ -177,8 +203,9 @@ class Api:
     def feed(self, pages: int) -> float:
         """Seconds for one feed request of ``pages`` pages; checks every page was fetched."""
         started = time.perf_counter()
-        resp = self.http.get(f"{self.url}/v1/groups/{GROUP}/posts", params={"pages": str(pages), "sort": SORT},
-                             timeout=120)
+        resp = self.http.get(
+            f"{self.url}/v1/groups/{GROUP}/posts", params={"pages": str(pages), "sort": SORT}, timeout=120
+        )
         elapsed = time.perf_counter() - started
         if resp.status_code != 200:
             raise SystemExit(f"the API answered {resp.status_code}: {resp.text[:300]}")
@@ -205,11 +232,13 @@ class Floor:
         challenge = first.get(f"{platform}/__fw/challenge", timeout=10)  # what the page's script does
         challenge.raise_for_status()
         first.cookies.set("aws-waf-token", challenge.json()["token"])
-        login = first.post(f"{platform}/api2/auth/login",
-                           json={"email": "alice@sandbox.test", "password": "sandbox"}, timeout=10)
+        login = first.post(
+            f"{platform}/api2/auth/login", json={"email": "alice@sandbox.test", "password": "sandbox"}, timeout=10
+        )
         login.raise_for_status()
-        self.urls = [f"{platform}/_next/data/{build_id}/{GROUP}.json?group={GROUP}&p={p}&s={SORT}"
-                     for p in range(1, PAGES + 1)]
+        self.urls = [
+            f"{platform}/_next/data/{build_id}/{GROUP}.json?group={GROUP}&p={p}&s={SORT}" for p in range(1, PAGES + 1)
+        ]
         self.sessions = []
         for _ in range(PAGES):
             session = requests.Session()
@@ -278,8 +307,9 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / TICK
 
 
-def cpu_per_request(api: Api, pages: int, samples: int, stand_in_pid: int, service_pid: int,
-                    grid_pid: int | None = None) -> dict[str, float]:
+def cpu_per_request(
+    api: Api, pages: int, samples: int, stand_in_pid: int, service_pid: int, grid_pid: int | None = None
+) -> dict[str, float]:
     """Milliseconds of CPU one feed request costs each part (the stand-in, Chromium with chromedriver, the
     service's own Python, the Grid's Java when there is one, this client), from /proc before and after
     ``samples`` sequential requests. With a Grid the browsers run under it, not under the service."""
@@ -319,8 +349,9 @@ def warm_ratio(api: Api, rounds: int, samples: int) -> tuple[float, float]:
     return median_ms(one), median_ms(thirty)
 
 
-def with_latency(stacks: dict[str, Api], platforms: dict[str, StandIn], latency_ms: int, rounds: int,
-                 samples: int) -> dict[str, tuple[float, float]]:
+def with_latency(
+    stacks: dict[str, Api], platforms: dict[str, StandIn], latency_ms: int, rounds: int, samples: int
+) -> dict[str, tuple[float, float]]:
     """Warm ``pages=1`` and ``pages=30`` with ``latency_ms`` on every page document, for each protocol,
     the protocols taking turns round by round (so a load that comes and goes hits both)."""
     for platform in platforms.values():
@@ -334,9 +365,15 @@ def with_latency(stacks: dict[str, Api], platforms: dict[str, StandIn], latency_
             for _ in range(samples):
                 one[name].append(api.feed(1))
                 thirty[name].append(api.feed(PAGES))
-        print(f"  round {round_ + 1}: " + "; ".join(
-            f"{name} pages=1 {median_ms(one[name][-samples:]):.0f} ms, pages=30 "
-            f"{median_ms(thirty[name][-samples:]):.0f} ms" for name in stacks), flush=True)
+        print(
+            f"  round {round_ + 1}: "
+            + "; ".join(
+                f"{name} pages=1 {median_ms(one[name][-samples:]):.0f} ms, pages=30 "
+                f"{median_ms(thirty[name][-samples:]):.0f} ms"
+                for name in stacks
+            ),
+            flush=True,
+        )
     for platform in platforms.values():
         set_latency(platform, 0)
     return {name: (median_ms(one[name]), median_ms(thirty[name])) for name in stacks}
@@ -348,49 +385,70 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=5, help="of each measure in each round")
     parser.add_argument("--cold", type=int, default=4, help="cold first requests after an eviction")
     parser.add_argument("--sandbox-threads", type=int, default=32)
-    parser.add_argument("--latency-ms", type=int, default=150,
-                        help="platform latency injected on every page document for the second part")
+    parser.add_argument(
+        "--latency-ms",
+        type=int,
+        default=150,
+        help="platform latency injected on every page document for the second part",
+    )
     parser.add_argument("--latency-rounds", type=int, default=3)
-    parser.add_argument("--grid", action="store_true",
-                        help="the browsers on a Selenium Grid (standalone, on 127.0.0.1), as SELENIUM_REMOTE_URL")
+    parser.add_argument(
+        "--grid",
+        action="store_true",
+        help="the browsers on a Selenium Grid (standalone, on 127.0.0.1), as SELENIUM_REMOTE_URL",
+    )
     args = parser.parse_args()
-    command = (f".venv/bin/python scripts/bench/feed.py --rounds {args.rounds} --samples {args.samples} "
-               f"--cold {args.cold} --sandbox-threads {args.sandbox_threads} --latency-ms {args.latency_ms} "
-               f"--latency-rounds {args.latency_rounds}{' --grid' if args.grid else ''}")
+    command = (
+        f".venv/bin/python scripts/bench/feed.py --rounds {args.rounds} --samples {args.samples} "
+        f"--cold {args.cold} --sandbox-threads {args.sandbox_threads} --latency-ms {args.latency_ms} "
+        f"--latency-rounds {args.latency_rounds}{' --grid' if args.grid else ''}"
+    )
     print(f"reproduce: {command}")
-    print(f"machine: {os.cpu_count()} CPUs; {shlex.quote(sys.version.split()[0])}; "
-          f"{subprocess.run(['/usr/bin/chromium', '--version'], capture_output=True, text=True).stdout.strip()}",
-          flush=True)
+    print(
+        f"machine: {os.cpu_count()} CPUs; {shlex.quote(sys.version.split()[0])}; "
+        f"{subprocess.run(['/usr/bin/chromium', '--version'], capture_output=True, text=True).stdout.strip()}",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(prefix="bench-feed-") as tmp:
         folder = Path(tmp)
-        with (stand_in(folder, args.sandbox_threads) as h2_platform,
-              stand_in(folder, args.sandbox_threads, http1=True) as h1_platform,
-              (running_grid("standalone", folder / "grid", max_sessions=6) if args.grid
-               else contextlib.nullcontext()) as grid):
+        with (
+            stand_in(folder, args.sandbox_threads) as h2_platform,
+            stand_in(folder, args.sandbox_threads, http1=True) as h1_platform,
+            (
+                running_grid("standalone", folder / "grid", max_sessions=6) if args.grid else contextlib.nullcontext()
+            ) as grid,
+        ):
             sandbox, platform = h2_platform.process, h2_platform
             grid_url, grid_pid = (grid.url, grid.pids()[0]) if grid else (None, None)
             if grid:
                 print(f"browsers on a Selenium Grid {GRID_VERSION} (standalone, {grid.url}), Java PID {grid_pid}")
             started = time.perf_counter()
-            with (service_for(folder, h2_platform, "service", grid_url) as (service, api),
-                  service_for(folder, h1_platform, "service-http1", grid_url) as (_, api_http1)):
+            with (
+                service_for(folder, h2_platform, "service", grid_url) as (service, api),
+                service_for(folder, h1_platform, "service-http1", grid_url) as (_, api_http1),
+            ):
                 up = time.perf_counter() - started
                 clients = [Api(api, key) for key in link_users(api, ["alice", "bob", "carol"])]
                 alice = clients[0]
                 alice_http1 = Api(api_http1, link_users(api_http1, ["alice"])[0])
                 first = alice.feed(1)
-                print(f"stand-in: HTTPS, HTTP/2 ({h2_platform.url}); a second one offering HTTP/1.1 only "
-                      f"({h1_platform.url}), each with a service of its own")
-                print(f"services up in {up:.1f} s; alice, bob and carol linked (3 connections, a pool of 2 "
-                      f"browsers)")
-                print(f"cold: first feed request (pages=1) of a connection after the service started: "
-                      f"{first * 1000:.0f} ms")
+                print(
+                    f"stand-in: HTTPS, HTTP/2 ({h2_platform.url}); a second one offering HTTP/1.1 only "
+                    f"({h1_platform.url}), each with a service of its own"
+                )
+                print(f"services up in {up:.1f} s; alice, bob and carol linked (3 connections, a pool of 2 browsers)")
+                print(
+                    f"cold: first feed request (pages=1) of a connection after the service started: "
+                    f"{first * 1000:.0f} ms"
+                )
 
                 floor = Floor(platform)
                 for _ in range(2):  # warm everything: the browser's page, connections, the stand-in's memo
                     alice.feed(PAGES), alice.feed(1), floor.fetch()
-                print(f"warm, no latency, HTTP/2: {args.rounds} rounds of {args.samples} samples each "
-                      f"(ms, medians of the round)")
+                print(
+                    f"warm, no latency, HTTP/2: {args.rounds} rounds of {args.samples} samples each "
+                    f"(ms, medians of the round)"
+                )
                 one: list[float] = []
                 thirty: list[float] = []
                 bare: list[float] = []
@@ -403,24 +461,39 @@ def main() -> None:
                     one += a
                     thirty += b
                     bare += c
-                    print(f"  round {round_ + 1}: API pages=1 {median_ms(a):6.1f}   API pages=30 {median_ms(b):6.1f}"
-                          f"   floor (30 documents, parallel plain client) {median_ms(c):6.1f}", flush=True)
+                    print(
+                        f"  round {round_ + 1}: API pages=1 {median_ms(a):6.1f}   API pages=30 {median_ms(b):6.1f}"
+                        f"   floor (30 documents, parallel plain client) {median_ms(c):6.1f}",
+                        flush=True,
+                    )
                 floor.close()
                 m1, m30, mf = median_ms(one), median_ms(thirty), median_ms(bare)
-                print(f"medians: API pages=1 {m1:.1f} ms; API pages=30 {m30:.1f} ms; floor {mf:.1f} ms "
-                      f"({floor.last_bytes / 1024:.0f} KiB in 30 documents)")
+                print(
+                    f"medians: API pages=1 {m1:.1f} ms; API pages=30 {m30:.1f} ms; floor {mf:.1f} ms "
+                    f"({floor.last_bytes / 1024:.0f} KiB in 30 documents)"
+                )
                 print(f"ratio pages=30 / pages=1 = {m30 / m1:.2f} (goal: at most 2)")
-                print(f"ratio pages=30 / floor = {m30 / mf:.2f}; pages=30 - 1.5 x floor = {m30 - 1.5 * mf:.0f} ms "
-                      f"(goal: at most 100 ms, i.e. pages=30 <= {1.5 * mf + 100:.0f} ms)")
+                print(
+                    f"ratio pages=30 / floor = {m30 / mf:.2f}; pages=30 - 1.5 x floor = {m30 - 1.5 * mf:.0f} ms "
+                    f"(goal: at most 100 ms, i.e. pages=30 <= {1.5 * mf + 100:.0f} ms)"
+                )
                 h1_one, h1_thirty = warm_ratio(alice_http1, 1, args.samples)
-                print(f"the same without latency over HTTP/1.1 (1 round): pages=1 {h1_one:.1f} ms, "
-                      f"pages=30 {h1_thirty:.1f} ms, ratio {h1_thirty / h1_one:.2f}")
+                print(
+                    f"the same without latency over HTTP/1.1 (1 round): pages=1 {h1_one:.1f} ms, "
+                    f"pages=30 {h1_thirty:.1f} ms, ratio {h1_thirty / h1_one:.2f}"
+                )
 
-                print(f"warm, {args.latency_ms} ms of platform latency on every page document: "
-                      f"{args.latency_rounds} rounds of {args.samples} samples of each protocol")
-                latency = with_latency({"http2": alice, "http1.1": alice_http1},
-                                       {"http2": h2_platform, "http1.1": h1_platform},
-                                       args.latency_ms, args.latency_rounds, args.samples)
+                print(
+                    f"warm, {args.latency_ms} ms of platform latency on every page document: "
+                    f"{args.latency_rounds} rounds of {args.samples} samples of each protocol"
+                )
+                latency = with_latency(
+                    {"http2": alice, "http1.1": alice_http1},
+                    {"http2": h2_platform, "http1.1": h1_platform},
+                    args.latency_ms,
+                    args.latency_rounds,
+                    args.samples,
+                )
                 for name, (l1, l30) in latency.items():
                     print(f"latency {args.latency_ms} ms, {name}: pages=1 {l1:.0f} ms, pages=30 {l30:.0f} ms")
                 for name, (l1, l30) in latency.items():
@@ -433,26 +506,35 @@ def main() -> None:
                 for pages, wall in ((1, m1), (PAGES, m30)):
                     used = cpu_per_request(alice, pages, 10, sandbox.pid, service.pid, grid_pid)
                     total = sum(used.values())
-                    print(f"CPU per request, pages={pages}: "
-                          + ", ".join(f"{name} {ms:.1f}" for name, ms in used.items())
-                          + f"; total {total:.1f} ms = {total / cores:.1f} ms on each of {cores} cores "
-                          f"(median wall {wall:.1f} ms)", flush=True)
+                    print(
+                        f"CPU per request, pages={pages}: "
+                        + ", ".join(f"{name} {ms:.1f}" for name, ms in used.items())
+                        + f"; total {total:.1f} ms = {total / cores:.1f} ms on each of {cores} cores "
+                        f"(median wall {wall:.1f} ms)",
+                        flush=True,
+                    )
                     if pages == PAGES:
-                        print(f"lower bound here: pages=30 >= {total / cores:.1f} ms = "
-                              f"{total / cores / m1:.2f} x pages=1 (all {cores} cores busy for the whole request)")
+                        print(
+                            f"lower bound here: pages=30 >= {total / cores:.1f} ms = "
+                            f"{total / cores / m1:.2f} x pages=1 (all {cores} cores busy for the whole request)"
+                        )
 
                 clients[1].feed(1)  # a second warm browser, so the pool is full
                 # With a Grid, every browser runs under its Java (both services' here).
                 for n, (count, pss, uss, driver) in enumerate(browsers_memory(grid_pid or service.pid), 1):
-                    print(f"memory: warm browser {n}: {count} Chromium processes, PSS {pss / 1024:.0f} MiB, "
-                          f"USS {uss / 1024:.0f} MiB (+ chromedriver PSS {driver / 1024:.0f} MiB)")
+                    print(
+                        f"memory: warm browser {n}: {count} Chromium processes, PSS {pss / 1024:.0f} MiB, "
+                        f"USS {uss / 1024:.0f} MiB (+ chromedriver PSS {driver / 1024:.0f} MiB)"
+                    )
 
                 cold: list[float] = []
                 order = [2, 0, 1]  # each one's browser is the least recently used: every request is cold
                 for i in range(args.cold):
                     cold.append(clients[order[i % 3]].feed(1))
-                print(f"cold after an eviction (pool of 2, 3 connections in turn): "
-                      f"{', '.join(f'{t * 1000:.0f}' for t in cold)} ms; median {median_ms(cold):.0f} ms")
+                print(
+                    f"cold after an eviction (pool of 2, 3 connections in turn): "
+                    f"{', '.join(f'{t * 1000:.0f}' for t in cold)} ms; median {median_ms(cold):.0f} ms"
+                )
 
 
 if __name__ == "__main__":

@@ -59,11 +59,20 @@ class Setup:
         clock = SystemClock()
         self.account = "acc_scale"
         self.store.add_account(Account(id=self.account, email="scale@example.com", created_at=clock.now()), "h")
-        connection = Connection(id="con_scale", account_id=self.account, platform_user_id="0" * 32, handle="alice",
-                                name="Alice", active=True, status="active", created_at=clock.now())
+        connection = Connection(
+            id="con_scale",
+            account_id=self.account,
+            platform_user_id="0" * 32,
+            handle="alice",
+            name="Alice",
+            active=True,
+            status="active",
+            created_at=clock.now(),
+        )
         self.connection = self.store.save_connection(connection, "platform-session-token").id
-        issued = keys.mint_key(self.store, clock, account_id=self.account, name="measured", scopes=None,
-                               connection_id=None)
+        issued = keys.mint_key(
+            self.store, clock, account_id=self.account, name="measured", scopes=None, connection_id=None
+        )
         self.secret, self.key_id = issued.secret, issued.key.id
         self._fill(db, n_keys - 1, usage_days)
         throttle_db = folder / "throttle.sqlite3"
@@ -91,14 +100,34 @@ class Setup:
             for i in range(others):
                 prefix = "".join(rng.choices(ALPHABET, k=8))
                 secret_hash = hashlib.sha256(f"other-{i}".encode()).hexdigest()
-                rows.append((f"key_other{i}", f"acc_other{i % 5000}", "k", prefix, "posts:read", None, "standard",
-                             ts(now), f"key_other{i}", None, None, None, secret_hash))
-            conn.executemany("INSERT INTO keys (id, account_id, name, prefix, scopes, connection_id, kind, created_at,"
-                             " lineage_id, last_used_at, expires_at, revoked_at, secret_hash)"
-                             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                rows.append(
+                    (
+                        f"key_other{i}",
+                        f"acc_other{i % 5000}",
+                        "k",
+                        prefix,
+                        "posts:read",
+                        None,
+                        "standard",
+                        ts(now),
+                        f"key_other{i}",
+                        None,
+                        None,
+                        None,
+                        secret_hash,
+                    )
+                )
+            conn.executemany(
+                "INSERT INTO keys (id, account_id, name, prefix, scopes, connection_id, kind, created_at,"
+                " lineage_id, last_used_at, expires_at, revoked_at, secret_hash)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
             days = [(now - timedelta(days=d)).strftime("%Y-%m-%d") for d in range(1, usage_days + 1)]
-            conn.executemany("INSERT INTO usage (key_id, day, count) VALUES (?, ?, ?)",
-                             ((f"key_other{i}", day, 3) for i in range(others) for day in days))
+            conn.executemany(
+                "INSERT INTO usage (key_id, day, count) VALUES (?, ?, ?)",
+                ((f"key_other{i}", day, 3) for i in range(others) for day in days),
+            )
 
     @staticmethod
     def _fill_throttle(db: Path, entries: int) -> None:
@@ -107,8 +136,16 @@ class Setup:
         with sqlite3.connect(db) as conn:
             conn.executemany(
                 "INSERT INTO throttle_marks (key, last, first, at, expires_at, floor) VALUES (?, ?, ?, ?, ?, 0)",
-                ((f"community-api/dm-hour/con_other{i // per_key}", i % per_key + 1, i % per_key + 1,
-                  now - 60 * (per_key - i % per_key), now + 3600) for i in range(entries)),
+                (
+                    (
+                        f"community-api/dm-hour/con_other{i // per_key}",
+                        i % per_key + 1,
+                        i % per_key + 1,
+                        now - 60 * (per_key - i % per_key),
+                        now + 3600,
+                    )
+                    for i in range(entries)
+                ),
             )
 
 
@@ -135,14 +172,17 @@ def main() -> None:
         large = Setup(Path(large_dir), args.keys, 10, 100_000)
         print(f"built the stores in {time.perf_counter() - started:.0f} s")
         for label, setup in (("small", small), ("large", large)):
-            print(f"{label}: {setup.counts[0]:,} keys, {setup.counts[1]:,} usage rows, "
-                  f"{setup.counts[2]:,} throttle entries")
+            print(
+                f"{label}: {setup.counts[0]:,} keys, {setup.counts[1]:,} usage rows, "
+                f"{setup.counts[2]:,} throttle entries"
+            )
         today = datetime.now(UTC).strftime("%Y-%m-%d")
         operations: dict[str, Callable[[Setup], Callable[[], object]]] = {
             "key check": lambda s: lambda: keys.authenticate_key(s.store, clock, s.secret),
             "connection look-up": lambda s: lambda: s.store.load_connection(s.account, None),
-            "usage accounting": lambda s: lambda: s.store.add_usage({(s.key_id, today): 1},
-                                                                   {s.key_id: datetime.now(UTC)}),
+            "usage accounting": lambda s: (
+                lambda: s.store.add_usage({(s.key_id, today): 1}, {s.key_id: datetime.now(UTC)})
+            ),
             "DM throttle check (sqlite://)": lambda s: lambda: s.throttle.quota(s.connection),
             "DM throttle check (mmap://, the default)": lambda s: lambda: s.mapped_throttle.quota(s.connection),
         }

@@ -35,17 +35,34 @@ class Login(Resource):
         data = body(req)
         email, password = data.get("email"), data.get("password")
         user = self.sb.world.user_by_email(email) if isinstance(email, str) else None
-        if user is None or not isinstance(password, str) or not secrets.compare_digest(
-                password.encode(), (user.password or "").encode()):
+        if (
+            user is None
+            or not isinstance(password, str)
+            or not secrets.compare_digest(password.encode(), (user.password or "").encode())
+        ):
             raise ApiError(401, "invalid credentials")
         if user.requires_2fa:  # the real site asks for a code here; no cookie is set
             resp.media = {"requires2fa": True}
             return
         token = self.sb.issue_session(user)
-        resp.set_cookie(SESSION_COOKIE, token, max_age=int(self.sb.session_ttl), path="/", secure=False,
-                        http_only=True, same_site="Lax")
-        resp.set_cookie(CLIENT_COOKIE, cookie_or_new(req), max_age=int(self.sb.session_ttl), path="/",
-                        secure=False, http_only=False, same_site="Lax")
+        resp.set_cookie(
+            SESSION_COOKIE,
+            token,
+            max_age=int(self.sb.session_ttl),
+            path="/",
+            secure=False,
+            http_only=True,
+            same_site="Lax",
+        )
+        resp.set_cookie(
+            CLIENT_COOKIE,
+            cookie_or_new(req),
+            max_age=int(self.sb.session_ttl),
+            path="/",
+            secure=False,
+            http_only=False,
+            same_site="Lax",
+        )
         resp.media = {"user": serialize.snake(serialize.public_user(user))}
 
 
@@ -76,8 +93,9 @@ class UserGroups(Resource):
             if user_id not in world.users:
                 raise ApiError(404, "not found")
             groups = [g for g in world.groups.values() if user_id in g.members and me.id in g.members]
-            resp.media = {"groups": [serialize.snake(serialize.group(world, g))
-                                     for g in groups[offset:offset + limit]]}
+            resp.media = {
+                "groups": [serialize.snake(serialize.group(world, g)) for g in groups[offset : offset + limit]]
+            }
 
 
 class GroupItem(Resource):
@@ -159,11 +177,18 @@ class ChatRequest(Resource):
 
 def add_routes(app: falcon.App, sb: Sandbox) -> None:
     routes = {
-        "/api2/auth/login": Login, "/api2/self": Self, "/api2/users/{user_id}/groups": UserGroups,
-        "/api2/groups/{group_id}": GroupItem, "/api2/groups/{group_id}/labels": GroupLabels,
-        "/api2/posts/{post_id}/comments": Comments, "/api2/posts": Posts, "/api2/posts/{post_id}": PostItem,
-        "/api2/self/chat-channels": ChatChannels, "/api2/channels/{channel_id}/messages": ChannelMessages,
-        "/api2/channels/{channel_id}/read": ChannelRead, "/api2/users/{user_id}/chat-request": ChatRequest,
+        "/api2/auth/login": Login,
+        "/api2/self": Self,
+        "/api2/users/{user_id}/groups": UserGroups,
+        "/api2/groups/{group_id}": GroupItem,
+        "/api2/groups/{group_id}/labels": GroupLabels,
+        "/api2/posts/{post_id}/comments": Comments,
+        "/api2/posts": Posts,
+        "/api2/posts/{post_id}": PostItem,
+        "/api2/self/chat-channels": ChatChannels,
+        "/api2/channels/{channel_id}/messages": ChannelMessages,
+        "/api2/channels/{channel_id}/read": ChannelRead,
+        "/api2/users/{user_id}/chat-request": ChatRequest,
     }
     for path, cls in routes.items():
         app.add_route(path, cls(sb))

@@ -25,8 +25,14 @@ from scripts.sandbox.state import DAY, ApiError, Sandbox
 from scripts.sandbox.web import api_error, not_found
 
 
-def create_app(seed: int = 1, *, clock: Callable[[], float] = time.time, firewall_ttl: float = DAY,
-               session_ttl: float = 365 * DAY, sandbox: Sandbox | None = None) -> falcon.App:
+def create_app(
+    seed: int = 1,
+    *,
+    clock: Callable[[], float] = time.time,
+    firewall_ttl: float = DAY,
+    session_ttl: float = 365 * DAY,
+    sandbox: Sandbox | None = None,
+) -> falcon.App:
     sb = sandbox or Sandbox(seed, clock=clock, firewall_ttl=firewall_ttl, session_ttl=session_ttl)
     # The log sees every request; then faults, then the firewall.
     middleware: list[Any] = [RequestLogMiddleware(sb), FaultMiddleware(sb), FirewallMiddleware(sb)]

@@ -41,13 +41,12 @@ def inbox(sb: Sandbox, user: User, offset: int, limit: int, unread_only: bool) -
         chans = [sb.world.channels[c] for c in sb.world.user_channels.get(user.id, [])]
         chans = [c for c in chans if c.messages and (not unread_only or c.num_unread(user.id))]
         chans.sort(key=lambda c: (c.updated_us, c.id), reverse=True)
-        page = [serialize.channel(sb.world, c, user) for c in chans[offset:offset + limit]]
+        page = [serialize.channel(sb.world, c, user) for c in chans[offset : offset + limit]]
         # A page past the end comes as null, not [] (PLATFORM.md, "Chat").
         return {"channels": page if page or offset == 0 else None}
 
 
-def messages(sb: Sandbox, user: User, channel_id: str, before: int, after: int,
-             anchor: str | None) -> dict[str, Any]:
+def messages(sb: Sandbox, user: User, channel_id: str, before: int, after: int, anchor: str | None) -> dict[str, Any]:
     with sb.lock:
         channel = _own_channel(sb, user, channel_id)
         total = len(channel.messages)
@@ -86,15 +85,31 @@ def send(sb: Sandbox, user: User, channel_id: str, body: dict[str, Any]) -> dict
         sb.check_dm_allowed(user)
         now = max(sb.now_us(), channel.updated_us + 1)  # keep the thread strictly ordered
         other = channel.other(user.id)
-        msg = Message(id=uuid.uuid4().hex, channel_id=channel.id, src=user.id, dst=other, content=content,
-                      created_us=now, attachments=attachments)
+        msg = Message(
+            id=uuid.uuid4().hex,
+            channel_id=channel.id,
+            src=user.id,
+            dst=other,
+            content=content,
+            created_us=now,
+            attachments=attachments,
+        )
         channel.append(msg)
         channel.read_upto[user.id] = len(channel.messages)
         sb.record_dm(user)
         sb.changed()
-        sb.sent.append({"id": msg.id, "channelId": channel.id, "from": user.handle, "fromId": user.id,
-                        "to": sb.world.users[other].handle, "toId": other, "content": content,
-                        "createdAt": iso(now)})
+        sb.sent.append(
+            {
+                "id": msg.id,
+                "channelId": channel.id,
+                "from": user.handle,
+                "fromId": user.id,
+                "to": sb.world.users[other].handle,
+                "toId": other,
+                "content": content,
+                "createdAt": iso(now),
+            }
+        )
         return serialize.message(msg)
 
 

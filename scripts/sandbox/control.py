@@ -47,16 +47,23 @@ class Control:
     def __init__(self, sb: Sandbox) -> None:
         self.sb = sb
         self.posts: dict[str, Callable[[dict[str, Any]], Any]] = {
-            "reset": self.reset, "latency": self.latency, "errors": self.errors,
-            "clear-faults": self.clear_faults, "expire-session": self.expire_session,
-            "expire-firewall": self.expire_firewall, "build-id": self.build_id,
-            "antispam": self.antispam, "ttl": self.ttl,
+            "reset": self.reset,
+            "latency": self.latency,
+            "errors": self.errors,
+            "clear-faults": self.clear_faults,
+            "expire-session": self.expire_session,
+            "expire-firewall": self.expire_firewall,
+            "build-id": self.build_id,
+            "antispam": self.antispam,
+            "ttl": self.ttl,
         }
         self.gets: dict[str, Callable[[falcon.Request], Any]] = {
             "created": lambda req: {"created": list(self.sb.created)},
             "sent": lambda req: {"sent": list(self.sb.sent)},
             "requests": lambda req: {"requests": list(self.sb.requests)},
-            "users": self.users, "state": self.state, "ordering": self.ordering,
+            "users": self.users,
+            "state": self.state,
+            "ordering": self.ordering,
         }
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, action: str) -> None:
@@ -88,13 +95,19 @@ class Control:
         status = data.get("status", 500)
         status = 0 if status == "hang" else status
         if isinstance(status, bool) or not isinstance(status, int) or not (status == 0 or 400 <= status < 600):
-            raise ApiError(400, "status must be 0, \"hang\" or an HTTP error status")
+            raise ApiError(400, 'status must be 0, "hang" or an HTTP error status')
         retry_after = data.get("retryAfter")
         if retry_after is not None and not isinstance(retry_after, str | int):
             raise ApiError(400, "retryAfter must be a string or a number of seconds")
-        self.sb.add_fault(FaultRule(route=_route(data), status=status, remaining=int(_number(data, "count", 1)),
-                                    hang_seconds=_number(data, "seconds", 60.0),
-                                    retry_after=None if retry_after is None else str(retry_after)))
+        self.sb.add_fault(
+            FaultRule(
+                route=_route(data),
+                status=status,
+                remaining=int(_number(data, "count", 1)),
+                hang_seconds=_number(data, "seconds", 60.0),
+                retry_after=None if retry_after is None else str(retry_after),
+            )
+        )
 
     def clear_faults(self, data: dict[str, Any]) -> None:
         self.sb.clear_faults()
@@ -140,25 +153,43 @@ class Control:
 
     # -- read-outs -------------------------------------------------------------------------------
     def users(self, req: falcon.Request) -> dict[str, Any]:
-        return {"users": [
-            {"id": u.id, "name": u.handle, "firstName": u.first_name, "lastName": u.last_name,
-             "email": u.email, "canLogin": u.email is not None and not u.requires_2fa,
-             "requires2fa": u.requires_2fa, "flagged": u.id in self.sb.flagged,
-             "groups": [g.slug for g in self.sb.world.groups.values() if u.id in g.members]}
-            for u in self.sb.world.users.values()]}
+        return {
+            "users": [
+                {
+                    "id": u.id,
+                    "name": u.handle,
+                    "firstName": u.first_name,
+                    "lastName": u.last_name,
+                    "email": u.email,
+                    "canLogin": u.email is not None and not u.requires_2fa,
+                    "requires2fa": u.requires_2fa,
+                    "flagged": u.id in self.sb.flagged,
+                    "groups": [g.slug for g in self.sb.world.groups.values() if u.id in g.members],
+                }
+                for u in self.sb.world.users.values()
+            ]
+        }
 
     def state(self, req: falcon.Request | None) -> dict[str, Any]:
         w = self.sb.world
         cfg = self.sb.antispam
         return {
-            "seed": w.seed, "buildId": w.build_id, "now": w.now_us,
-            "groups": {g.slug: {"id": g.id, "posts": sum(not w.posts[p].deleted
-                                                         for p in w.group_posts.get(g.id, []))}
-                       for g in w.groups.values()},
-            "counts": {"users": len(w.users), "posts": sum(p.is_root and not p.deleted for p in w.posts.values()),
-                       "comments": sum(not p.is_root and not p.deleted for p in w.posts.values()),
-                       "channels": len(w.channels), "messages": sum(len(c.messages) for c in w.channels.values()),
-                       "created": len(self.sb.created), "sent": len(self.sb.sent)},
+            "seed": w.seed,
+            "buildId": w.build_id,
+            "now": w.now_us,
+            "groups": {
+                g.slug: {"id": g.id, "posts": sum(not w.posts[p].deleted for p in w.group_posts.get(g.id, []))}
+                for g in w.groups.values()
+            },
+            "counts": {
+                "users": len(w.users),
+                "posts": sum(p.is_root and not p.deleted for p in w.posts.values()),
+                "comments": sum(not p.is_root and not p.deleted for p in w.posts.values()),
+                "channels": len(w.channels),
+                "messages": sum(len(c.messages) for c in w.channels.values()),
+                "created": len(self.sb.created),
+                "sent": len(self.sb.sent),
+            },
             "antispam": {"enabled": cfg.enabled, "minGapSeconds": cfg.min_gap_seconds, "perHour": cfg.per_hour},
             "flagged": sorted(w.users[u].handle for u in self.sb.flagged),
             "faults": [f.describe() for f in self.sb.faults],
@@ -183,5 +214,10 @@ class Control:
         seen: dict[str, None] = {}
         for page in pages:
             seen.update(dict.fromkeys(page))
-        return {"group": group.slug, "sortType": q.sort, "pinned": [p.id for p in pinned], "pages": pages,
-                "ids": list(seen)}
+        return {
+            "group": group.slug,
+            "sortType": q.sort,
+            "pinned": [p.id for p in pinned],
+            "pages": pages,
+            "ids": list(seen),
+        }

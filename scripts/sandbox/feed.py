@@ -68,12 +68,14 @@ def _order(world: World, group_id: str, sort: str) -> tuple[Post, ...]:
 
 
 def _pinned(world: World, group_id: str) -> tuple[Post, ...]:
-    return world.memo(("feed-pinned", group_id),
-                      lambda: tuple(p for p in _order(world, group_id, "newest") if p.pinned))
+    return world.memo(
+        ("feed-pinned", group_id), lambda: tuple(p for p in _order(world, group_id, "newest") if p.pinned)
+    )
 
 
-def _filtered(posts: Iterable[Post], label: str | None, read: Mapping[str, int],
-              since_us: int | None) -> Iterator[Post]:
+def _filtered(
+    posts: Iterable[Post], label: str | None, read: Mapping[str, int], since_us: int | None
+) -> Iterator[Post]:
     """``posts`` of ``label`` (if any), not in ``read``, and created at ``since_us`` or later (if any)."""
     for p in posts:
         if (label and p.label_id != label) or (read and p.id in read):
@@ -101,16 +103,18 @@ def window_size(world: World, group_id: str, q: FeedQuery, now_us: int) -> int |
     return bisect_right(_order(world, group_id, "newest"), -since, key=lambda p: -p.created_us)
 
 
-def _walk(world: World, group_id: str, q: FeedQuery, viewer: User | None,
-          now_us: int) -> tuple[list[Post], Iterator[Post]]:
+def _walk(
+    world: World, group_id: str, q: FeedQuery, viewer: User | None, now_us: int
+) -> tuple[list[Post], Iterator[Post]]:
     read = world.reads.get(viewer.id, {}) if viewer and q.unread else {}
     since = _since(q, now_us)
     pinned = list(_filtered(_pinned(world, group_id), q.label_id, read, None))
     return pinned, _filtered(_order(world, group_id, q.sort), q.label_id, read, since)
 
 
-def ordered(world: World, group_id: str, q: FeedQuery, viewer: User | None,
-            now_us: int) -> tuple[list[Post], list[Post]]:
+def ordered(
+    world: World, group_id: str, q: FeedQuery, viewer: User | None, now_us: int
+) -> tuple[list[Post], list[Post]]:
     """``(pinned, ordered)``: the pinned posts that lead page 1, and every post of the query in order."""
     pinned, posts = _walk(world, group_id, q, viewer, now_us)
     return pinned, list(posts)

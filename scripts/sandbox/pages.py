@@ -59,22 +59,26 @@ def feed_result(sb: Sandbox, slug: str, params: dict[str, str], user: User | Non
         if user is None or user.id not in group.members:
             # Signed out or not a member: Next serves the group's about page instead of the feed, with no
             # posts and nothing that says which of the two it is (PLATFORM.md, "Pages and page data").
-            return PageResult(props={"currentGroup": serialize.group(world, group, with_labels=True)},
-                              about=True)
+            return PageResult(props={"currentGroup": serialize.group(world, group, with_labels=True)}, about=True)
         q = feed.FeedQuery.parse(params)
         pinned, ordered = feed.ordered(world, group.id, q, user, sb.now_us())  # one walk: the page and total
         page = feed.page_of(pinned, ordered, q)
         current = serialize.group(world, group, with_labels=True)
         if group.slug == EMPTY_LABELS_GROUP:
             current["labels"] = []  # one client saw its group's labels empty here: read them from api2
-        return PageResult(props={
-            "postTrees": _with_repeats_as_reported(group.slug, [serialize.post(world, p, user) for p in page],
-                                                   leading=len(pinned) if q.page == 1 else 0),
-            "currentGroup": current,
-            "total": len(ordered),  # the group's post count for the query (one client reads it)
-            "sortType": q.sort,
-            "self": serialize.self_user(user),
-        })
+        return PageResult(
+            props={
+                "postTrees": _with_repeats_as_reported(
+                    group.slug,
+                    [serialize.post(world, p, user) for p in page],
+                    leading=len(pinned) if q.page == 1 else 0,
+                ),
+                "currentGroup": current,
+                "total": len(ordered),  # the group's post count for the query (one client reads it)
+                "sortType": q.sort,
+                "self": serialize.self_user(user),
+            }
+        )
 
 
 # Where the sources disagree (PLATFORM.md), each variant is served somewhere: the group whose pinned
@@ -97,8 +101,14 @@ def _with_repeats_as_reported(slug: str, page: list[dict[str, Any]], leading: in
     return trees
 
 
-def cached_feed(sb: Sandbox, route: tuple[Hashable, ...], slug: str, params: dict[str, str],
-                user: User | None, render: Callable[[PageResult], Rendered]) -> Rendered:
+def cached_feed(
+    sb: Sandbox,
+    route: tuple[Hashable, ...],
+    slug: str,
+    params: dict[str, str],
+    user: User | None,
+    render: Callable[[PageResult], Rendered],
+) -> Rendered:
     """``render(feed_result(…))``, kept in ``sb.pages`` and served again while nothing has changed.
 
     ``route`` names the route and whatever it takes from the request besides the parsed query. The rest
@@ -128,14 +138,22 @@ def post_result(sb: Sandbox, slug: str, name: str, user: User | None) -> PageRes
         group = world.group_by_slug(slug)
         if group is None:
             return PageResult(not_found=True)
-        props: dict[str, Any] = {"currentGroup": serialize.group(world, group, with_labels=True),
-                                 "self": serialize.self_user(user) if user else None}
+        props: dict[str, Any] = {
+            "currentGroup": serialize.group(world, group, with_labels=True),
+            "self": serialize.self_user(user) if user else None,
+        }
         if name == ABOUT:
             return PageResult(props=props)
         if user is not None and user.id not in group.members:
             return PageResult(redirect=f"/{slug}/{ABOUT}")
-        post = next((world.posts[pid] for pid in world.group_posts.get(group.id, [])
-                     if world.posts[pid].name == name and not world.posts[pid].deleted), None)
+        post = next(
+            (
+                world.posts[pid]
+                for pid in world.group_posts.get(group.id, [])
+                if world.posts[pid].name == name and not world.posts[pid].deleted
+            ),
+            None,
+        )
         if post is None:
             return PageResult(not_found=True)
         props["postTree"] = None
@@ -146,20 +164,28 @@ def post_result(sb: Sandbox, slug: str, name: str, user: User | None) -> PageRes
 
 
 def _next_data(sb: Sandbox, page: str, query: dict[str, str], props: dict[str, Any]) -> str:
-    data = {"props": {"pageProps": props, "__N_SSP": True}, "page": page, "query": query,
-            "buildId": sb.world.build_id, "isFallback": False, "gssp": True, "scriptLoader": []}
+    data = {
+        "props": {"pageProps": props, "__N_SSP": True},
+        "page": page,
+        "query": query,
+        "buildId": sb.world.build_id,
+        "isFallback": False,
+        "gssp": True,
+        "scriptLoader": [],
+    }
     text = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
     return f'<script id="__NEXT_DATA__" type="application/json">{text}</script>'
 
 
 def _document(title: str, main: str, next_data: str, extra_script: str = "") -> str:
-    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}"
-            f"</title>{FIREWALL_SCRIPT}</head><body><div id=\"__next\">{main}</div>{next_data}"
-            f"{extra_script}</body></html>")
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}'
+        f'</title>{FIREWALL_SCRIPT}</head><body><div id="__next">{main}</div>{next_data}'
+        f"{extra_script}</body></html>"
+    )
 
 
-def _html_answer(sb: Sandbox, result: PageResult, page: str, query: dict[str, str], title: str,
-                 main: str) -> Rendered:
+def _html_answer(sb: Sandbox, result: PageResult, page: str, query: dict[str, str], title: str, main: str) -> Rendered:
     """The HTML page of ``result``; a redirect is raised (Falcon writes it)."""
     if result.not_found:
         return Rendered(404, falcon.MEDIA_HTML, NOT_FOUND_HTML)
@@ -174,8 +200,7 @@ def _data_answer(result: PageResult) -> Rendered:
     if result.not_found:
         return _json(404, {"notFound": True, "__N_SSP": True})
     if result.redirect:
-        return _json(200, {"pageProps": {"__N_REDIRECT": result.redirect, "__N_REDIRECT_STATUS": 307},
-                           "__N_SSP": True})
+        return _json(200, {"pageProps": {"__N_REDIRECT": result.redirect, "__N_REDIRECT_STATUS": 307}, "__N_SSP": True})
     return _json(200, {"pageProps": result.props, "__N_SSP": True})
 
 
@@ -202,7 +227,8 @@ class FeedPage:
             items = "".join(
                 f'<li class="post"><a class="post-link" href="/{html.escape(slug)}/'
                 f'{html.escape(t["post"]["name"])}">{html.escape(t["post"]["metadata"]["title"])}</a></li>'
-                for t in result.props.get("postTrees", []))
+                for t in result.props.get("postTrees", [])
+            )
             main = f'<h1>{html.escape(slug)}</h1><ul id="feed">{items}</ul>'
             return _html_answer(self.sb, result, "/[group]", {"group": slug, **params}, slug, main)
 
@@ -223,8 +249,10 @@ class PostPage:
         main = "<h1>About</h1>" if name == ABOUT else "<p>Sign in to see this post.</p>"
         if tree:
             post = tree["post"]
-            main = (f'<article><h1>{html.escape(post["metadata"]["title"])}</h1>'
-                    f'<div class="content">{html.escape(post["metadata"]["content"])}</div></article>')
+            main = (
+                f"<article><h1>{html.escape(post['metadata']['title'])}</h1>"
+                f'<div class="content">{html.escape(post["metadata"]["content"])}</div></article>'
+            )
         send(resp, _html_answer(self.sb, result, "/[group]/[post]", {"group": slug, "post": name}, name, main))
 
 
@@ -234,8 +262,9 @@ class PageData:
     def __init__(self, sb: Sandbox) -> None:
         self.sb = sb
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, build_id: str, slug: str,
-               name: str | None = None) -> None:
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, build_id: str, slug: str, name: str | None = None
+    ) -> None:
         last = name if name is not None else slug
         if build_id != self.sb.world.build_id or not last.endswith(".json"):
             html_page(resp, 404, "404", "<h1>404</h1><p>This page could not be found.</p>")
@@ -259,14 +288,17 @@ class HomePage:
         if user is None:
             raise falcon.HTTPFound("/login")
         with self.sb.lock:
-            groups = [serialize.group(self.sb.world, g) for g in self.sb.world.groups.values()
-                      if user.id in g.members]
-        links = "".join(f'<li><a class="group-link" href="/{g["name"]}">'
-                        f'{html.escape(g["metadata"]["displayName"])}</a></li>' for g in groups)
+            groups = [serialize.group(self.sb.world, g) for g in self.sb.world.groups.values() if user.id in g.members]
+        links = "".join(
+            f'<li><a class="group-link" href="/{g["name"]}">{html.escape(g["metadata"]["displayName"])}</a></li>'
+            for g in groups
+        )
         resp.content_type = falcon.MEDIA_HTML
-        resp.text = _document("Home", f'<ul id="groups">{links}</ul>',
-                              _next_data(self.sb, "/", {}, {"groups": groups,
-                                                            "self": serialize.self_user(user)}))
+        resp.text = _document(
+            "Home",
+            f'<ul id="groups">{links}</ul>',
+            _next_data(self.sb, "/", {}, {"groups": groups, "self": serialize.self_user(user)}),
+        )
 
 
 LOGIN_SCRIPT = """<script>(function () {
@@ -305,11 +337,13 @@ class LoginPage:
         nxt = req.get_param("next") or "/"
         if not nxt.startswith("/") or nxt.startswith("//"):
             nxt = "/"
-        main = ('<h1>Log in</h1><form id="login-form" method="post" action="#">'
-                '<input id="email" name="email" type="email" autocomplete="username" placeholder="Email">'
-                '<input id="password" name="password" type="password" autocomplete="current-password" '
-                'placeholder="Password"><button type="submit">Log in</button></form>'
-                '<p id="login-error" role="alert"></p>')
+        main = (
+            '<h1>Log in</h1><form id="login-form" method="post" action="#">'
+            '<input id="email" name="email" type="email" autocomplete="username" placeholder="Email">'
+            '<input id="password" name="password" type="password" autocomplete="current-password" '
+            'placeholder="Password"><button type="submit">Log in</button></form>'
+            '<p id="login-error" role="alert"></p>'
+        )
         script = LOGIN_SCRIPT % json.dumps(nxt).replace("<", "\\u003c")
         resp.content_type = falcon.MEDIA_HTML
         resp.text = _document("Log in", main, _next_data(self.sb, "/login", {}, {"self": None}), script)

@@ -66,9 +66,20 @@ def create(sb: Sandbox, user: User, body: dict[str, Any]) -> dict[str, Any]:
             label = group.label(wanted) if wanted else group.labels[0]
             if label is None:
                 raise ApiError(400, "cannot post to this label")
-            post = Post(id=pid, name=post_name(title, pid), post_type="generic", group_id=group.id,
-                        user_id=user.id, root_id=pid, parent_id="", label_id=label.id, created_us=now,
-                        updated_us=now, title=title, content=content)
+            post = Post(
+                id=pid,
+                name=post_name(title, pid),
+                post_type="generic",
+                group_id=group.id,
+                user_id=user.id,
+                root_id=pid,
+                parent_id="",
+                label_id=label.id,
+                created_us=now,
+                updated_us=now,
+                title=title,
+                content=content,
+            )
         elif post_type == "comment":
             root = live_post(sb, str(body.get("root_id") or ""))
             if not root.is_root:
@@ -83,21 +94,44 @@ def create(sb: Sandbox, user: User, body: dict[str, Any]) -> dict[str, Any]:
                 parent = sb.world.posts[parent.parent_id]  # two deep at most
             if not content:
                 raise ApiError(400, "content required")
-            post = Post(id=pid, name=pid, post_type="comment", group_id=group.id, user_id=user.id,
-                        root_id=root.id, parent_id=parent.id, label_id=root.label_id, created_us=now,
-                        updated_us=now, title="", content=content)
+            post = Post(
+                id=pid,
+                name=pid,
+                post_type="comment",
+                group_id=group.id,
+                user_id=user.id,
+                root_id=root.id,
+                parent_id=parent.id,
+                label_id=root.label_id,
+                created_us=now,
+                updated_us=now,
+                title="",
+                content=content,
+            )
         else:
             raise ApiError(400, "invalid post_type")
         sb.world.add_post(post)
         if post.is_root:
             sb.world.reads.setdefault(user.id, {})[post.id] = now  # your own post is read
         sb.changed()
-        sb.created.append({
-            "id": post.id, "type": post.post_type, "author": user.handle, "authorId": user.id,
-            "group": group.slug, "groupId": group.id, "title": post.title, "content": post.content,
-            "labelId": post.label_id, "rootId": post.root_id, "parentId": post.parent_id or None,
-            "name": post.name, "createdAt": iso(post.created_us), "deleted": False,
-        })
+        sb.created.append(
+            {
+                "id": post.id,
+                "type": post.post_type,
+                "author": user.handle,
+                "authorId": user.id,
+                "group": group.slug,
+                "groupId": group.id,
+                "title": post.title,
+                "content": post.content,
+                "labelId": post.label_id,
+                "rootId": post.root_id,
+                "parentId": post.parent_id or None,
+                "name": post.name,
+                "createdAt": iso(post.created_us),
+                "deleted": False,
+            }
+        )
         answer = serialize.snake(serialize.post(sb.world, post, user, with_user=False))
         answer.pop("user_id", None)
         return answer
@@ -134,8 +168,9 @@ def _recount(sb: Sandbox, root: Post) -> None:
     root.last_comment_us = max((c.created_us for c in live), default=0)
 
 
-def comments(sb: Sandbox, user: User, post_id: str, group_id: str | None, limit: int,
-             created_gt: int) -> dict[str, Any]:
+def comments(
+    sb: Sandbox, user: User, post_id: str, group_id: str | None, limit: int, created_gt: int
+) -> dict[str, Any]:
     """``post_tree`` of the root post and its next ``limit`` top-level comments after ``created_gt``, with
     ``last`` (the next page's ``created-gt``) and ``meta.has_more``."""
     with sb.lock:
@@ -151,5 +186,8 @@ def comments(sb: Sandbox, user: User, post_id: str, group_id: str | None, limit:
         tree = {"post": serialize.post(world, root, user), "children": children}
         # ``last``: the cursor of the next page (microseconds of the last comment answered), and whether
         # there is one (PLATFORM.md, "Posts and comments").
-        return {"post_tree": serialize.snake(tree), "last": page[-1].created_us if page else created_gt,
-                "meta": {"has_more": len(later) > limit}}
+        return {
+            "post_tree": serialize.snake(tree),
+            "last": page[-1].created_us if page else created_gt,
+            "meta": {"has_more": len(later) > limit},
+        }

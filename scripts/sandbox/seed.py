@@ -30,45 +30,171 @@ FIXED_USERS = [  # handle, first, last, 2FA
     ("mallory", "Mallory", "Moss", True),
 ]
 GROUPS = [  # slug, display name, description, labels, member handles (None: everyone), root posts
-    ("builders-club", "Builders Club", "Makers shipping side projects together, one week at a time.",
-     ["General", "Wins", "Questions", "Resources", "Introductions", "Events"], None, 1200),
-    ("night-owls", "Night Owls", "Late-night study sessions and accountability.",
-     ["General", "Check-ins", "Off-topic"], ["alice", "bob", "carol", "dave"], 80),
-    ("quiet-garden", "Quiet Garden", "Slow gardening, seed swaps and photos.",
-     ["General", "Seeds", "Photos"], ["alice", "bob", "carol"], 50),
-    ("design-guild", "Design Guild", "Critique circle for interface designers.",
-     ["General", "Critique"], ["bob", "carol", "dave"], 24),
+    (
+        "builders-club",
+        "Builders Club",
+        "Makers shipping side projects together, one week at a time.",
+        ["General", "Wins", "Questions", "Resources", "Introductions", "Events"],
+        None,
+        1200,
+    ),
+    (
+        "night-owls",
+        "Night Owls",
+        "Late-night study sessions and accountability.",
+        ["General", "Check-ins", "Off-topic"],
+        ["alice", "bob", "carol", "dave"],
+        80,
+    ),
+    (
+        "quiet-garden",
+        "Quiet Garden",
+        "Slow gardening, seed swaps and photos.",
+        ["General", "Seeds", "Photos"],
+        ["alice", "bob", "carol"],
+        50,
+    ),
+    (
+        "design-guild",
+        "Design Guild",
+        "Critique circle for interface designers.",
+        ["General", "Critique"],
+        ["bob", "carol", "dave"],
+        24,
+    ),
 ]
 READ_SHARE = {"alice": 0.6, "bob": 0.4, "carol": 0.2, "dave": 0.85, "mallory": 0.0}
 FIRST = (
-    "Ava", "Ben", "Cleo", "Dan", "Eli", "Fay", "Gus", "Hana", "Ivan", "Jade", "Kai", "Lena", "Milo",
-    "Nia", "Omar", "Pia", "Quinn", "Rosa", "Sami", "Tara", "Umar", "Vera", "Wes", "Xena", "Yara", "Zane",
-    "Ines", "Leo", "Maya", "Noor",
+    "Ava",
+    "Ben",
+    "Cleo",
+    "Dan",
+    "Eli",
+    "Fay",
+    "Gus",
+    "Hana",
+    "Ivan",
+    "Jade",
+    "Kai",
+    "Lena",
+    "Milo",
+    "Nia",
+    "Omar",
+    "Pia",
+    "Quinn",
+    "Rosa",
+    "Sami",
+    "Tara",
+    "Umar",
+    "Vera",
+    "Wes",
+    "Xena",
+    "Yara",
+    "Zane",
+    "Ines",
+    "Leo",
+    "Maya",
+    "Noor",
 )
 LAST = (
-    "Ames", "Brook", "Cole", "Diaz", "Evans", "Fox", "Gray", "Hale", "Ito", "Jones", "Kerr", "Lund",
-    "Moss", "Nash", "Ortiz", "Park", "Quint", "Reyes", "Shah", "Tran", "Ueda", "Vance", "Wolfe", "Young",
+    "Ames",
+    "Brook",
+    "Cole",
+    "Diaz",
+    "Evans",
+    "Fox",
+    "Gray",
+    "Hale",
+    "Ito",
+    "Jones",
+    "Kerr",
+    "Lund",
+    "Moss",
+    "Nash",
+    "Ortiz",
+    "Park",
+    "Quint",
+    "Reyes",
+    "Shah",
+    "Tran",
+    "Ueda",
+    "Vance",
+    "Wolfe",
+    "Young",
     "Zhou",
 )
-TOPICS = ("pricing page", "landing page", "cold outreach", "onboarding flow", "launch week", "newsletter",
-          "Stripe setup", "SEO plan", "first customer", "churn", "waitlist", "demo video", "MVP scope",
-          "side project", "Product Hunt launch", "referral program", "analytics", "community call")
-TITLES = ("How I fixed my {t}", "Question about {t}", "Feedback wanted: {t}", "Week {n} update: {t}",
-          "Lessons from my {t}", "Anyone tried a new {t}?", "My {t} checklist", "Win: {t} is live",
-          "Stuck on the {t}", "Template for your {t}")
-SENTENCES = ("I spent the weekend on this and learned a lot.", "Happy to share the numbers if useful.",
-             "What would you change first?", "The biggest surprise was how long it took.",
-             "Thanks to everyone who gave feedback last week.", "Here is what worked and what did not.",
-             "I am still not sure about the pricing.", "Ship small, ship often.",
-             "Curious how others approach this.", "Numbers are up 12% since the change.",
-             "I will post an update next week.", "Keeping it simple helped more than anything.")
-REPLIES = ("Great point!", "Thanks for sharing this.", "I had the same problem.", "Following.",
-           "Could you share the template?", "This is gold.", "Have you tried asking your users?",
-           "Congrats!", "Same here, watching this thread.", "Totally agree.")
-CHAT = ("Hey! Saw your post in the group.", "Thanks, that helps a lot.", "Are you joining the call?",
-        "Sure, send it over.", "Let me check and get back to you.", "Sounds good!", "Haha, true.",
-        "Can we talk tomorrow?", "I just shipped it.", "Nice work on the launch.", "What do you think?",
-        "Got it, thanks.")
+TOPICS = (
+    "pricing page",
+    "landing page",
+    "cold outreach",
+    "onboarding flow",
+    "launch week",
+    "newsletter",
+    "Stripe setup",
+    "SEO plan",
+    "first customer",
+    "churn",
+    "waitlist",
+    "demo video",
+    "MVP scope",
+    "side project",
+    "Product Hunt launch",
+    "referral program",
+    "analytics",
+    "community call",
+)
+TITLES = (
+    "How I fixed my {t}",
+    "Question about {t}",
+    "Feedback wanted: {t}",
+    "Week {n} update: {t}",
+    "Lessons from my {t}",
+    "Anyone tried a new {t}?",
+    "My {t} checklist",
+    "Win: {t} is live",
+    "Stuck on the {t}",
+    "Template for your {t}",
+)
+SENTENCES = (
+    "I spent the weekend on this and learned a lot.",
+    "Happy to share the numbers if useful.",
+    "What would you change first?",
+    "The biggest surprise was how long it took.",
+    "Thanks to everyone who gave feedback last week.",
+    "Here is what worked and what did not.",
+    "I am still not sure about the pricing.",
+    "Ship small, ship often.",
+    "Curious how others approach this.",
+    "Numbers are up 12% since the change.",
+    "I will post an update next week.",
+    "Keeping it simple helped more than anything.",
+)
+REPLIES = (
+    "Great point!",
+    "Thanks for sharing this.",
+    "I had the same problem.",
+    "Following.",
+    "Could you share the template?",
+    "This is gold.",
+    "Have you tried asking your users?",
+    "Congrats!",
+    "Same here, watching this thread.",
+    "Totally agree.",
+)
+CHAT = (
+    "Hey! Saw your post in the group.",
+    "Thanks, that helps a lot.",
+    "Are you joining the call?",
+    "Sure, send it over.",
+    "Let me check and get back to you.",
+    "Sounds good!",
+    "Haha, true.",
+    "Can we talk tomorrow?",
+    "I just shipped it.",
+    "Nice work on the launch.",
+    "What do you think?",
+    "Got it, thanks.",
+)
 
 
 def stable_id(*parts: object) -> str:
@@ -92,12 +218,25 @@ def post_name(title: str, post_id: str) -> str:
 def _fixed_user(handle: str, first: str, last: str, two_fa: bool) -> User:
     h = stable_id("user", handle)
     return User(
-        id=h, handle=handle, first_name=first, last_name=last, email=f"{handle}@sandbox.test",
-        password=PASSWORD, points=int(h[:4], 16) % 900 + 50, level=int(h[4], 16) % 6 + 1,
-        picture=f"https://assets.sandbox.test/avatars/{handle}.png", requires_2fa=two_fa,
+        id=h,
+        handle=handle,
+        first_name=first,
+        last_name=last,
+        email=f"{handle}@sandbox.test",
+        password=PASSWORD,
+        points=int(h[:4], 16) % 900 + 50,
+        level=int(h[4], 16) % 6 + 1,
+        picture=f"https://assets.sandbox.test/avatars/{handle}.png",
+        requires_2fa=two_fa,
         private={
-            "paymentMethods": [{"brand": "visa", "last4": str(4000 + int(h[5:8], 16) % 999),
-                                "expMonth": int(h[8], 16) % 12 + 1, "expYear": 2029}],
+            "paymentMethods": [
+                {
+                    "brand": "visa",
+                    "last4": str(4000 + int(h[5:8], 16) % 999),
+                    "expMonth": int(h[8], 16) % 12 + 1,
+                    "expYear": 2029,
+                }
+            ],
             "apiKeys": [f"sk_live_{stable_id('key', handle)}"],
             "stripeCustomerId": f"cus_{h[:14]}",
         },
@@ -110,10 +249,19 @@ def _members(rng: random.Random) -> list[User]:
     users = []
     for first, last in names[:200]:
         uid = hexid(rng)
-        users.append(User(
-            id=uid, handle=f"{first}-{last}-{rng.randint(1000, 9999)}".lower(), first_name=first,
-            last_name=last, email=None, password=None, points=rng.randint(0, 3000),
-            level=rng.randint(1, 9), picture=f"https://assets.sandbox.test/avatars/{uid[:12]}.png"))
+        users.append(
+            User(
+                id=uid,
+                handle=f"{first}-{last}-{rng.randint(1000, 9999)}".lower(),
+                first_name=first,
+                last_name=last,
+                email=None,
+                password=None,
+                points=rng.randint(0, 3000),
+                level=rng.randint(1, 9),
+                picture=f"https://assets.sandbox.test/avatars/{uid[:12]}.png",
+            )
+        )
     return users
 
 
@@ -134,8 +282,7 @@ def _text(rng: random.Random, lo: int, hi: int) -> str:
     return " ".join(rng.sample(SENTENCES, rng.randint(lo, hi)))
 
 
-def _seed_group(world: World, rng: random.Random, group: Group, count: int, authors: list[str],
-                pinned: int) -> None:
+def _seed_group(world: World, rng: random.Random, group: Group, count: int, authors: list[str], pinned: int) -> None:
     weights = [8 if i < 5 else 1 for i in range(len(authors))]  # fixed users post more than members
     times = _post_times(rng, count, world.now_us)
     pin_at = set(rng.sample(range(max(pinned, count - 25)), pinned)) if pinned else set()
@@ -143,12 +290,22 @@ def _seed_group(world: World, rng: random.Random, group: Group, count: int, auth
         pid = hexid(rng)
         title = rng.choice(TITLES).format(t=rng.choice(TOPICS), n=rng.randint(1, 52))
         post = Post(
-            id=pid, name=post_name(title, pid), post_type="generic", group_id=group.id,
-            user_id=rng.choices(authors, weights)[0], root_id=pid, parent_id="",
-            label_id=rng.choice(group.labels).id, created_us=created, updated_us=created, title=title,
-            content=_text(rng, 1, 4), upvotes=min(int(rng.paretovariate(1.3)) - 1 + rng.randint(0, 3), 400),
+            id=pid,
+            name=post_name(title, pid),
+            post_type="generic",
+            group_id=group.id,
+            user_id=rng.choices(authors, weights)[0],
+            root_id=pid,
+            parent_id="",
+            label_id=rng.choice(group.labels).id,
+            created_us=created,
+            updated_us=created,
+            title=title,
+            content=_text(rng, 1, 4),
+            upvotes=min(int(rng.paretovariate(1.3)) - 1 + rng.randint(0, 3), 400),
             pinned=i in pin_at,
-            image_preview=f"https://assets.sandbox.test/img/{pid[:10]}.jpg" if rng.random() < 0.15 else "")
+            image_preview=f"https://assets.sandbox.test/img/{pid[:10]}.jpg" if rng.random() < 0.15 else "",
+        )
         world.add_post(post)
         if rng.random() < 0.55:
             _seed_comments(world, rng, post, authors)
@@ -164,17 +321,43 @@ def _seed_comments(world: World, rng: random.Random, post: Post, authors: list[s
     tops = sorted(post.created_us + rng.randint(1, span) for _ in range(tops or rng.randint(1, 6)))
     for t in tops:
         cid = hexid(rng)
-        world.add_post(Post(
-            id=cid, name=cid, post_type="comment", group_id=post.group_id, user_id=rng.choice(authors),
-            root_id=post.id, parent_id=post.id, label_id=post.label_id, created_us=t, updated_us=t,
-            title="", content=rng.choice(REPLIES + SENTENCES), upvotes=rng.randint(0, 6)))
+        world.add_post(
+            Post(
+                id=cid,
+                name=cid,
+                post_type="comment",
+                group_id=post.group_id,
+                user_id=rng.choice(authors),
+                root_id=post.id,
+                parent_id=post.id,
+                label_id=post.label_id,
+                created_us=t,
+                updated_us=t,
+                title="",
+                content=rng.choice(REPLIES + SENTENCES),
+                upvotes=rng.randint(0, 6),
+            )
+        )
         rest = max(1, min(world.now_us - t, 5 * DAY_US))
         for rt in sorted(t + rng.randint(1, rest) for _ in range(rng.choice((0, 0, 1, 2, 3)))):
             rid = hexid(rng)
-            world.add_post(Post(
-                id=rid, name=rid, post_type="comment", group_id=post.group_id, user_id=rng.choice(authors),
-                root_id=post.id, parent_id=cid, label_id=post.label_id, created_us=rt, updated_us=rt,
-                title="", content=rng.choice(REPLIES), upvotes=rng.randint(0, 3)))
+            world.add_post(
+                Post(
+                    id=rid,
+                    name=rid,
+                    post_type="comment",
+                    group_id=post.group_id,
+                    user_id=rng.choice(authors),
+                    root_id=post.id,
+                    parent_id=cid,
+                    label_id=post.label_id,
+                    created_us=rt,
+                    updated_us=rt,
+                    title="",
+                    content=rng.choice(REPLIES),
+                    upvotes=rng.randint(0, 3),
+                )
+            )
 
 
 def _seed_reads(world: World, seed: int) -> None:
@@ -203,8 +386,16 @@ def _seed_channel(world: World, rng: random.Random, a: str, b: str, count: int, 
     channel.created_us = times[-1] - US
     for t in reversed(times):
         src = a if rng.random() < 0.5 else b
-        channel.append(Message(id=hexid(rng), channel_id=channel.id, src=src, dst=b if src == a else a,
-                               content=rng.choice(CHAT), created_us=t))
+        channel.append(
+            Message(
+                id=hexid(rng),
+                channel_id=channel.id,
+                src=src,
+                dst=b if src == a else a,
+                content=rng.choice(CHAT),
+                created_us=t,
+            )
+        )
     for uid in (a, b):  # trailing messages from the other party may be unread
         unread = 0
         if rng.random() < 0.35:
@@ -222,8 +413,7 @@ def _seed_chats(world: World, rng: random.Random, fixed: dict[str, str], members
     _seed_channel(world, rng, alice, dave, 8, now - 9 * DAY_US)
     _seed_channel(world, rng, bob, carol, 6, now - DAY_US)
     for member in members[:197]:
-        _seed_channel(world, rng, alice, member.id, rng.randint(1, 10),
-                      now - rng.randint(10 * 60 * US, 180 * DAY_US))
+        _seed_channel(world, rng, alice, member.id, rng.randint(1, 10), now - rng.randint(10 * 60 * US, 180 * DAY_US))
 
 
 def build_world(seed: int, now_us: int) -> World:
@@ -238,9 +428,15 @@ def build_world(seed: int, now_us: int) -> World:
     for slug, name, desc, labels, handles, count in GROUPS:
         gid = hexid(rng)
         member_ids = set(world.users) if handles is None else {ids[h] for h in handles}
-        group = Group(id=gid, slug=slug, display_name=name, description=desc,
-                      created_us=now_us - 800 * DAY_US, members=member_ids,
-                      labels=[Label(id=hexid(rng), group_id=gid, display_name=lb) for lb in labels])
+        group = Group(
+            id=gid,
+            slug=slug,
+            display_name=name,
+            description=desc,
+            created_us=now_us - 800 * DAY_US,
+            members=member_ids,
+            labels=[Label(id=hexid(rng), group_id=gid, display_name=lb) for lb in labels],
+        )
         world.groups[gid] = group
         authors = [ids[h] for h, *_ in FIXED_USERS if ids[h] in member_ids and h != "mallory"]
         if handles is None:

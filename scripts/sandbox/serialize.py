@@ -34,9 +34,11 @@ def snake(obj: Any) -> Any:
 
 def public_user(user: User) -> dict[str, Any]:
     return {
-        "id": user.id, "name": user.handle, "firstName": user.first_name, "lastName": user.last_name,
-        "metadata": {"pictureProfile": user.picture,
-                     "spData": _sp_data(user.points, user.level)},
+        "id": user.id,
+        "name": user.handle,
+        "firstName": user.first_name,
+        "lastName": user.last_name,
+        "metadata": {"pictureProfile": user.picture, "spData": _sp_data(user.points, user.level)},
     }
 
 
@@ -52,22 +54,35 @@ def self_user(user: User) -> dict[str, Any]:
 
 def post(world: World, p: Post, viewer: User | None, with_user: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "id": p.id, "name": p.name, "postType": p.post_type, "groupId": p.group_id, "userId": p.user_id,
-        "rootId": p.root_id, "labelId": p.label_id, "createdAt": iso(p.created_us),
+        "id": p.id,
+        "name": p.name,
+        "postType": p.post_type,
+        "groupId": p.group_id,
+        "userId": p.user_id,
+        "rootId": p.root_id,
+        "labelId": p.label_id,
+        "createdAt": iso(p.created_us),
         "updatedAt": iso(p.updated_us),
     }
     if p.parent_id:
         top_level = p.parent_id == p.root_id
-        out["parentId"] = "" if top_level and world.groups[p.group_id].slug == EMPTY_TOP_LEVEL_PARENT_GROUP \
-            else p.parent_id
+        out["parentId"] = (
+            "" if top_level and world.groups[p.group_id].slug == EMPTY_TOP_LEVEL_PARENT_GROUP else p.parent_id
+        )
     if p.is_root:
         read_at = world.reads.get(viewer.id, {}).get(p.id) if viewer else None
         out["metadata"] = {
-            "title": p.title, "content": p.content, "comments": p.num_comments, "upvotes": p.upvotes,
-            "labels": p.label_id, "pinned": 1 if p.pinned else 0,
+            "title": p.title,
+            "content": p.content,
+            "comments": p.num_comments,
+            "upvotes": p.upvotes,
+            "labels": p.label_id,
+            "pinned": 1 if p.pinned else 0,
             "hasNewComments": 1 if read_at is not None and p.last_comment_us > read_at else 0,
             # Integer nanoseconds, 19 digits: above 2**53, so a JavaScript JSON.parse would round it.
-            "lastComment": p.last_comment_us * 1000, "imagePreview": p.image_preview, "attachments": "",
+            "lastComment": p.last_comment_us * 1000,
+            "imagePreview": p.image_preview,
+            "attachments": "",
         }
     else:
         out["metadata"] = {"content": p.content, "upvotes": p.upvotes, "attachments": ""}
@@ -79,9 +94,10 @@ def post(world: World, p: Post, viewer: User | None, with_user: bool = True) -> 
 def tree(world: World, p: Post, viewer: User | None) -> dict[str, Any]:
     """``{post, children}`` with every live comment and reply, oldest first."""
     kids = [world.posts[c] for c in p.children]
-    return {"post": post(world, p, viewer),
-            "children": [tree(world, k, viewer) for k in sorted(kids, key=lambda k: k.created_us)
-                         if not k.deleted]}
+    return {
+        "post": post(world, p, viewer),
+        "children": [tree(world, k, viewer) for k in sorted(kids, key=lambda k: k.created_us) if not k.deleted],
+    }
 
 
 def label_counts(world: World, group: Group) -> dict[str, int]:
@@ -99,24 +115,34 @@ def _label_counts(world: World, group: Group) -> dict[str, int]:
 
 def live_posts(world: World, group: Group) -> int:
     """How many root posts of the group are not deleted (memoised until the posts change)."""
-    return world.memo(("live-posts", group.id),
-                      lambda: sum(1 for pid in world.group_posts.get(group.id, []) if not world.posts[pid].deleted))
+    return world.memo(
+        ("live-posts", group.id),
+        lambda: sum(1 for pid in world.group_posts.get(group.id, []) if not world.posts[pid].deleted),
+    )
 
 
 def labels(world: World, group: Group) -> list[dict[str, Any]]:
     counts = label_counts(world, group)
-    return [{"id": lb.id, "groupId": group.id, "metadata": {"displayName": lb.display_name,
-                                                          "posts": counts[lb.id]}}
-            for lb in group.labels]
+    return [
+        {"id": lb.id, "groupId": group.id, "metadata": {"displayName": lb.display_name, "posts": counts[lb.id]}}
+        for lb in group.labels
+    ]
 
 
 def group(world: World, g: Group, with_labels: bool = False) -> dict[str, Any]:
     """``name`` is the slug; metadata: displayName, description, totalMembers, totalPosts, privacy."""
     live = live_posts(world, g)
     out: dict[str, Any] = {
-        "id": g.id, "name": g.slug, "createdAt": iso(g.created_us),
-        "metadata": {"displayName": g.display_name, "description": g.description,
-                     "totalMembers": len(g.members), "totalPosts": live, "privacy": "private"},
+        "id": g.id,
+        "name": g.slug,
+        "createdAt": iso(g.created_us),
+        "metadata": {
+            "displayName": g.display_name,
+            "description": g.description,
+            "totalMembers": len(g.members),
+            "totalPosts": live,
+            "privacy": "private",
+        },
     }
     if with_labels:
         out["labels"] = labels(world, g)
@@ -124,19 +150,29 @@ def group(world: World, g: Group, with_labels: bool = False) -> dict[str, Any]:
 
 
 def message(m: Message) -> dict[str, Any]:
-    return {"id": m.id, "channel_id": m.channel_id, "created_at": iso(m.created_us),
-            "updated_at": iso(m.created_us),
-            "metadata": {"content": m.content, "src": m.src, "dst": m.dst, "attachments": m.attachments}}
+    return {
+        "id": m.id,
+        "channel_id": m.channel_id,
+        "created_at": iso(m.created_us),
+        "updated_at": iso(m.created_us),
+        "metadata": {"content": m.content, "src": m.src, "dst": m.dst, "attachments": m.attachments},
+    }
 
 
 def channel(world: World, c: Channel, viewer: User) -> dict[str, Any]:
     other = world.users[c.other(viewer.id)]
     return {
         "id": c.id,
-        "user": {"id": other.id, "name": other.handle, "first_name": other.first_name,
-                 "last_name": other.last_name, "metadata": {"picture_profile": other.picture}},
+        "user": {
+            "id": other.id,
+            "name": other.handle,
+            "first_name": other.first_name,
+            "last_name": other.last_name,
+            "metadata": {"picture_profile": other.picture},
+        },
         "user_ids": list(c.user_ids),
         "metadata": {"num_unread": c.num_unread(viewer.id)},
         "last_message": message(c.messages[-1]) if c.messages else None,
-        "created_at": iso(c.created_us), "updated_at": iso(c.updated_us),
+        "created_at": iso(c.created_us),
+        "updated_at": iso(c.updated_us),
     }

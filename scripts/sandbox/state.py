@@ -75,8 +75,13 @@ class FaultRule:
 
 
 class Sandbox:
-    def __init__(self, seed: int = 1, clock: Callable[[], float] = time.time,
-                 firewall_ttl: float = DAY, session_ttl: float = 365 * DAY) -> None:
+    def __init__(
+        self,
+        seed: int = 1,
+        clock: Callable[[], float] = time.time,
+        firewall_ttl: float = DAY,
+        session_ttl: float = 365 * DAY,
+    ) -> None:
         self.lock = threading.RLock()
         self.clock = clock
         self.signer = Signer()

@@ -31,13 +31,18 @@ class Certificate:
 
 
 def spki_hash(certificate: x509.Certificate) -> str:
-    info = certificate.public_key().public_bytes(serialization.Encoding.DER,
-                                                 serialization.PublicFormat.SubjectPublicKeyInfo)
+    info = certificate.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
     return base64.b64encode(hashlib.sha256(info).digest()).decode("ascii")
 
 
-def make_certificate(folder: Path, dns_names: tuple[str, ...] = ("localhost",), stem: str = "sandbox",
-                     common_name: str = "community-api stand-in platform") -> Certificate:
+def make_certificate(
+    folder: Path,
+    dns_names: tuple[str, ...] = ("localhost",),
+    stem: str = "sandbox",
+    common_name: str = "community-api stand-in platform",
+) -> Certificate:
     """A new key and a self-signed certificate for ``dns_names`` and the loopback addresses, written to
     ``folder`` as ``<stem>-cert.pem`` and ``<stem>-key.pem`` (key 0600)."""
     key = ec.generate_private_key(ec.SECP256R1())
@@ -51,11 +56,16 @@ def make_certificate(folder: Path, dns_names: tuple[str, ...] = ("localhost",), 
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(minutes=5))
         .not_valid_after(now + VALID_FOR)
-        .add_extension(x509.SubjectAlternativeName([
-            *(x509.DNSName(dns_name) for dns_name in dns_names),
-            x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-            x509.IPAddress(ipaddress.ip_address("::1")),
-        ]), critical=False)
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [
+                    *(x509.DNSName(dns_name) for dns_name in dns_names),
+                    x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                    x509.IPAddress(ipaddress.ip_address("::1")),
+                ]
+            ),
+            critical=False,
+        )
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(key, hashes.SHA256())
@@ -64,6 +74,7 @@ def make_certificate(folder: Path, dns_names: tuple[str, ...] = ("localhost",), 
     cert_path, key_path = folder / f"{stem}-cert.pem", folder / f"{stem}-key.pem"
     cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
     key_path.touch(mode=0o600)
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return Certificate(cert_path, key_path, spki_hash(certificate))

@@ -31,8 +31,7 @@ def require_user(sb: Sandbox, req: falcon.Request) -> User:
     return user
 
 
-def int_param(req: falcon.Request, name: str, default: int, message: str,
-              lo: int = 0, hi: int | None = None) -> int:
+def int_param(req: falcon.Request, name: str, default: int, message: str, lo: int = 0, hi: int | None = None) -> int:
     raw = req.get_param(name)
     if raw is None or raw == "":
         return default
@@ -56,8 +55,10 @@ def body(req: falcon.Request) -> dict[str, Any]:
 
 
 def html_text(title: str, body_html: str) -> str:
-    return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-            f"</head><body>{body_html}</body></html>")
+    return (
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"</head><body>{body_html}</body></html>"
+    )
 
 
 def html_page(resp: falcon.Response, status: int, title: str, body_html: str) -> None:

@@ -230,9 +230,7 @@ class TestReportedVariants:
             assert all(p.url for p in page)
             assert len({p.id for p in page}) == len(page) and len({p.url for p in page}) == len(page)
 
-    def test_top_level_comments_have_no_parent_whichever_way_the_group_says_it(
-        self, platform: PlatformHarness
-    ) -> None:
+    def test_top_level_comments_have_no_parent_whichever_way_the_group_says_it(self, platform: PlatformHarness) -> None:
         session = platform.login("alice")
         for group in (GROUP, ALICE_ONLY_GROUP):
             posts = [p for page in platform.gateway.feed_pages(session, group, "best", [1]) for p in page]

@@ -63,8 +63,9 @@ class SeleniumHarness:
 def harness() -> Iterator[SeleniumHarness]:
     with running_sandbox() as sandbox:
         # Room for every user's browser plus the cases' own connection: no eviction churn.
-        gateway = SeleniumPlatformGateway(sandbox.url, sandbox.api_url, pool_size=6, timeout=10.0,
-                                     trusted_spki=sandbox.trusted_spki)
+        gateway = SeleniumPlatformGateway(
+            sandbox.url, sandbox.api_url, pool_size=6, timeout=10.0, trusted_spki=sandbox.trusted_spki
+        )
         try:
             yield SeleniumHarness(gateway, sandbox)
         finally:

@@ -95,8 +95,9 @@ def test_the_61st_read_in_a_minute_is_refused_with_the_exact_retry_after(
     assert worker_a.status("c1").reads_left == 0
 
 
-def test_a_minute_of_reads_at_one_instant_waits_the_whole_window(make: Callable[[], PlatformPace],
-                                                                 frozen: FrozenDateTimeFactory) -> None:
+def test_a_minute_of_reads_at_one_instant_waits_the_whole_window(
+    make: Callable[[], PlatformPace], frozen: FrozenDateTimeFactory
+) -> None:
     pace = make()
     for _ in range(LIMIT):
         pace.admit("c1", 1)
@@ -122,8 +123,9 @@ def test_a_feed_of_30_pages_counts_30_and_a_refusal_counts_nothing(
     pace.admit("c2", 2)  # another connection has its own budget
 
 
-def test_a_call_larger_than_the_budget_takes_the_whole_budget(make: Callable[[], PlatformPace],
-                                                              frozen: FrozenDateTimeFactory) -> None:
+def test_a_call_larger_than_the_budget_takes_the_whole_budget(
+    make: Callable[[], PlatformPace], frozen: FrozenDateTimeFactory
+) -> None:
     pace = make()
     pace.admit("c1", LIMIT + 40)
     assert pace.status("c1").reads_last_minute == LIMIT

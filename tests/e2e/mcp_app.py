@@ -38,9 +38,7 @@ def build_app(
     Mounts the endpoint itself only while the composition root does not yet, so these tests run both
     before and after ``adapters/wiring.py`` takes the route over.
     """
-    deps = bootstrap(
-        key_store=key_store, gateway=gateway, throttle=throttle, pace=pace, clock=clock, settings=settings
-    )
+    deps = bootstrap(key_store=key_store, gateway=gateway, throttle=throttle, pace=pace, clock=clock, settings=settings)
     app = app_for(deps, settings)
     found: Any = app._router.find(PATH)
     resource = found[0] if found is not None else add_mcp_route(app, deps, settings)

@@ -42,8 +42,14 @@ def service_env(db: Path, secret: str = SECRET) -> dict[str, str]:
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("COMMUNITY_API_")}
-    return subprocess.run([sys.executable, "-m", "adapters.cli", *args], cwd=ROOT, env={**clean, **env},
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "adapters.cli", *args],
+        cwd=ROOT,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 class Owner:
@@ -51,10 +57,15 @@ class Owner:
         self.url = url
         self.session = requests.Session()
         self.session.trust_env = False
-        assert self.session.post(url + "/v1/accounts", json={"email": "ops@example.com", "password": PASSWORD},
-                                 timeout=10).status_code == 201
-        signed = self.session.post(url + "/v1/session", json={"email": "ops@example.com", "password": PASSWORD},
-                                   timeout=10)
+        assert (
+            self.session.post(
+                url + "/v1/accounts", json={"email": "ops@example.com", "password": PASSWORD}, timeout=10
+            ).status_code
+            == 201
+        )
+        signed = self.session.post(
+            url + "/v1/session", json={"email": "ops@example.com", "password": PASSWORD}, timeout=10
+        )
         self.csrf = signed.json()["csrfToken"]
 
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -148,8 +159,11 @@ def test_backup_refusals_are_one_line(tmp_path: Path, case: str) -> None:
     if case != "no database":
         made = cli("keys", "mint", "--email", "nobody@example.com", env=service_env(db))  # creates the schema
         assert made.returncode == 2
-    target = {"target exists": db, "no folder": tmp_path / "missing" / "copy.sqlite3",
-              "same file": tmp_path / "." / "service.sqlite3"}.get(case, tmp_path / "copy.sqlite3")
+    target = {
+        "target exists": db,
+        "no folder": tmp_path / "missing" / "copy.sqlite3",
+        "same file": tmp_path / "." / "service.sqlite3",
+    }.get(case, tmp_path / "copy.sqlite3")
     if case == "target exists":
         target = tmp_path / "copy.sqlite3"
         target.write_text("an earlier backup")

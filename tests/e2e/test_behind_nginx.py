@@ -62,32 +62,45 @@ def render_nginx(folder: Path, listen: int, upstream: int, cert: Certificate) ->
     """The deployment's server block with its values filled in, inside a main file that keeps every path
     nginx writes (pid, logs, temporary bodies) in ``folder`` so that it runs without touching /etc or /var."""
     site = (ROOT / "deploy" / "nginx" / "community-api.conf").read_text()
-    for placeholder, value in {"@UPSTREAM@": f"127.0.0.1:{upstream}", "@LISTEN@": f"127.0.0.1:{listen}",
-                               "@SERVER_NAME@": NAME, "@CERTIFICATE@": str(cert.cert_path),
-                               "@CERTIFICATE_KEY@": str(cert.key_path)}.items():
+    for placeholder, value in {
+        "@UPSTREAM@": f"127.0.0.1:{upstream}",
+        "@LISTEN@": f"127.0.0.1:{listen}",
+        "@SERVER_NAME@": NAME,
+        "@CERTIFICATE@": str(cert.cert_path),
+        "@CERTIFICATE_KEY@": str(cert.key_path),
+    }.items():
         site = site.replace(placeholder, value)
     assert not re.search(r"@[A-Z_]+@", site), "a placeholder of the deployment file was left unfilled"
     (folder / "site.conf").write_text(site)
-    temp = "\n".join(f"    {kind}_temp_path {folder / kind};" for kind in ("client_body", "proxy", "fastcgi",
-                                                                            "uwsgi", "scgi"))
+    temp = "\n".join(
+        f"    {kind}_temp_path {folder / kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
     # As root nginx's workers would become "nobody", who cannot read this test's private folder.
     user = "user root root;\n" if os.geteuid() == 0 else ""
     main = folder / "nginx.conf"
     main.write_text(
         f"{user}worker_processes 1;\ndaemon off;\npid {folder / 'nginx.pid'};\n"
         f"error_log {folder / 'nginx-error.log'} warn;\nevents {{ worker_connections 256; }}\n"
-        f"http {{\n    access_log off;\n{temp}\n    include {folder / 'site.conf'};\n}}\n")
+        f"http {{\n    access_log off;\n{temp}\n    include {folder / 'site.conf'};\n}}\n"
+    )
     return main
 
 
 @contextmanager
 def nginx(folder: Path, config: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
-    check = subprocess.run([NGINX, "-t", "-p", str(folder), "-c", str(config), "-e", str(folder / "nginx-error.log")],
-                           capture_output=True, text=True, timeout=30)
+    check = subprocess.run(
+        [NGINX, "-t", "-p", str(folder), "-c", str(config), "-e", str(folder / "nginx-error.log")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert check.returncode == 0, check.stderr
     with open(folder / "nginx.out", "wb") as out:
-        process = subprocess.Popen([NGINX, "-p", str(folder), "-c", str(config), "-e",
-                                    str(folder / "nginx-error.log")], stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [NGINX, "-p", str(folder), "-c", str(config), "-e", str(folder / "nginx-error.log")],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
         try:
             deadline = time.monotonic() + 20
             while True:
@@ -140,8 +153,10 @@ def deployment(tmp_path_factory: pytest.TempPathFactory, resolve_public_name: No
     args = gunicorn_args("tests.e2e.app_factory:get_app()", upstream, workers=2, worker_class="gthread")
     args[-1:-1] = ["--forwarded-allow-ips", "127.0.0.1"]  # as `community-api serve` passes TRUSTED_PROXIES
     direct_url = f"http://127.0.0.1:{upstream}"
-    with serving(args, direct_url + "/healthz", env=env, log_path=folder / "service.log"), \
-            nginx(folder, render_nginx(folder, listen, upstream, cert), listen):
+    with (
+        serving(args, direct_url + "/healthz", env=env, log_path=folder / "service.log"),
+        nginx(folder, render_nginx(folder, listen, upstream, cert), listen),
+    ):
         yield Deployment(public_url, direct_url, cert, folder)
 
 
@@ -211,12 +226,14 @@ def test_rest_through_nginx_with_https_urls(deployment: Deployment) -> None:
     assert signed.status_code == 200, signed.text
     assert "secure" in signed.headers["set-cookie"].lower()
     csrf = {"X-CSRF-Token": signed.json()["csrfToken"]}
-    linked = owner.post(url + "/v1/connections", json={"email": "alice@sandbox.test", "password": "sandbox"},
-                        headers=csrf, timeout=30)
+    linked = owner.post(
+        url + "/v1/connections", json={"email": "alice@sandbox.test", "password": "sandbox"}, headers=csrf, timeout=30
+    )
     assert linked.status_code == 201, linked.text
     key = owner.post(url + "/v1/keys", json={"name": "behind nginx"}, headers=csrf, timeout=10).json()["secret"]
-    answer = owner.get(url + "/v1/whoami", headers={"Authorization": f"Bearer {key}", "X-Request-Id": "nginx-1"},
-                       timeout=10)
+    answer = owner.get(
+        url + "/v1/whoami", headers={"Authorization": f"Bearer {key}", "X-Request-Id": "nginx-1"}, timeout=10
+    )
     assert answer.status_code == 200 and answer.json()["handle"] == "alice"
     assert answer.headers["x-request-id"] == "nginx-1"
 
@@ -228,8 +245,10 @@ def test_rest_through_nginx_with_https_urls(deployment: Deployment) -> None:
     assert resource["resource"] == url + "/v1/mcp"
     challenge = owner.post(url + "/v1/mcp", json={}, timeout=10)
     assert challenge.status_code == 401
-    assert f'resource_metadata="{url}/.well-known/oauth-protected-resource/v1/mcp"' in challenge.headers[
-        "www-authenticate"]
+    assert (
+        f'resource_metadata="{url}/.well-known/oauth-protected-resource/v1/mcp"'
+        in challenge.headers["www-authenticate"]
+    )
     (deployment.folder / "key").write_text(key)
 
 
@@ -240,10 +259,16 @@ def test_mcp_through_nginx_with_the_official_client(deployment: Deployment) -> N
     key = key_file.read_text()
 
     async def run(mode: str) -> tuple[set[str], dict[str, Any]]:
-        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30, trust_env=False,
-                                  verify=ssl.create_default_context(cafile=str(deployment.cert.cert_path)))
-        async with http, Client(streamable_http_client(deployment.public_url + "/v1/mcp", http_client=http),
-                                mode=mode) as mcp:
+        http = httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=30,
+            trust_env=False,
+            verify=ssl.create_default_context(cafile=str(deployment.cert.cert_path)),
+        )
+        async with (
+            http,
+            Client(streamable_http_client(deployment.public_url + "/v1/mcp", http_client=http), mode=mode) as mcp,
+        ):
             tools = {tool.name for tool in (await mcp.list_tools()).tools}
             result = await mcp.call_tool("whoami", {})
             assert result.is_error is False, result.content
@@ -261,18 +286,34 @@ def test_the_sign_in_throttle_counts_the_clients_nginx_saw(deployment: Deploymen
     first, second = client(deployment, "127.0.0.2"), client(deployment, "127.0.0.3")
     for spoofed in ("198.51.100.1", "198.51.100.2", "127.0.0.3", "10.0.0.1", "::1"):
         # A client's own X-Forwarded-For is replaced by nginx: every attempt counts against 127.0.0.2.
-        refused = first.post(url + "/v1/session", json={"email": email, "password": "wrong password"},
-                             headers={"X-Forwarded-For": spoofed}, timeout=10)
+        refused = first.post(
+            url + "/v1/session",
+            json={"email": email, "password": "wrong password"},
+            headers={"X-Forwarded-For": spoofed},
+            timeout=10,
+        )
         assert refused.status_code == 401, refused.text
-    assert first.post(url + "/v1/session", json={"email": email, "password": "wrong password"},
-                      headers={"X-Forwarded-For": "203.0.113.50"}, timeout=10).status_code == 429
+    assert (
+        first.post(
+            url + "/v1/session",
+            json={"email": email, "password": "wrong password"},
+            headers={"X-Forwarded-For": "203.0.113.50"},
+            timeout=10,
+        ).status_code
+        == 429
+    )
     # Another client is not locked out by the first one's failures.
-    assert second.post(url + "/v1/session", json={"email": email, "password": "wrong password"},
-                       timeout=10).status_code == 401
+    assert (
+        second.post(url + "/v1/session", json={"email": email, "password": "wrong password"}, timeout=10).status_code
+        == 401
+    )
     # Straight to gunicorn, 127.0.0.2 is not a trusted proxy: its X-Forwarded-For is ignored.
-    direct = first.post(deployment.direct_url + "/v1/session", json={"email": email, "password": "wrong password"},
-                        headers={"X-Forwarded-For": "203.0.113.51", "Host": f"{NAME}:{url.rsplit(':', 1)[1]}"},
-                        timeout=10)
+    direct = first.post(
+        deployment.direct_url + "/v1/session",
+        json={"email": email, "password": "wrong password"},
+        headers={"X-Forwarded-For": "203.0.113.51", "Host": f"{NAME}:{url.rsplit(':', 1)[1]}"},
+        timeout=10,
+    )
     assert direct.status_code == 429
 
 

@@ -55,9 +55,22 @@ def test_demo_prints_curl_lines_that_work() -> None:
         # The stand-in speaks HTTPS (HTTP/2), as the real hosts do, with the certificate it printed.
         platform = re.search(r"the stand-in platform: (https://\S+) .*self-signed: (\S+)\)", output)
         assert platform, output
-        protocol = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_version}", "--cacert",
-                                   platform.group(2), platform.group(1) + "/login"], capture_output=True, text=True,
-                                  timeout=10)
+        protocol = subprocess.run(
+            [
+                "curl",
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_version}",
+                "--cacert",
+                platform.group(2),
+                platform.group(1) + "/login",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         assert protocol.stdout == "2"
         curls = [line.strip() for line in lines if line.strip().startswith("curl ")]
         assert len(curls) >= 13

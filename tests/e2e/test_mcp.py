@@ -38,7 +38,13 @@ pytestmark = pytest.mark.slow
 SECRET = "e2e-mcp-secret-" + "x" * 40
 READ_TOOLS = {"whoami", "list_groups", "get_group", "get_feed", "get_post", "list_comments"}
 EVERY_TOOL = READ_TOOLS | {
-    "create_post", "delete_post", "create_comment", "delete_comment", "list_dms", "get_dm_thread", "send_dm",
+    "create_post",
+    "delete_post",
+    "create_comment",
+    "delete_comment",
+    "list_dms",
+    "get_dm_thread",
+    "send_dm",
 }
 GROUP = "builders-club"
 T = TypeVar("T")

@@ -110,7 +110,8 @@ def requests_counted(service: Service, route: str, status: str) -> float:
         for family in text_string_to_metric_families(answer.text)
         for sample in family.samples
         if sample.name == "community_api_requests_total"
-        and sample.labels.get("route") == route and sample.labels.get("status") == status
+        and sample.labels.get("route") == route
+        and sample.labels.get("status") == status
     )
 
 
@@ -231,8 +232,12 @@ def _sign_in_from(service: Service, source: str, email: str, password: str) -> i
     session = requests.Session()
     session.mount("http://", _FromAddress(source))
     with session:
-        answer = session.post(service.url + "/v1/session", json={"email": email, "password": password},
-                              headers={"Connection": "close"}, timeout=30)
+        answer = session.post(
+            service.url + "/v1/session",
+            json={"email": email, "password": password},
+            headers={"Connection": "close"},
+            timeout=30,
+        )
     return answer.status_code
 
 
@@ -264,8 +269,11 @@ def test_deleting_an_account_over_http_stops_its_keys_in_every_worker_rest_and_m
     with ThreadPoolExecutor(12) as pool:
         statuses = list(pool.map(lambda _: whoami(service, key).status_code, range(12)))
     assert statuses == [401] * 12
-    mcp = requests.post(service.url + "/v1/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                        headers={"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream"},
-                        timeout=10)
+    mcp = requests.post(
+        service.url + "/v1/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream"},
+        timeout=10,
+    )
     assert mcp.status_code == 401
     assert browser.get(service.url + "/v1/me").status_code == 401

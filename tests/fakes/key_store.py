@@ -95,8 +95,11 @@ class FakeKeyStore:
                     self._restore(before)
 
     def _state(self) -> dict[str, object]:
-        return {name: copy.copy(value) for name, value in vars(self).items() if name.startswith("_") and
-                isinstance(value, dict | list)}
+        return {
+            name: copy.copy(value)
+            for name, value in vars(self).items()
+            if name.startswith("_") and isinstance(value, dict | list)
+        }
 
     def _restore(self, state: dict[str, object]) -> None:
         for name, value in state.items():

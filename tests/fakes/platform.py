@@ -58,11 +58,25 @@ INBOX_LIMIT = 30
 THREAD_PAGE = 30
 BASE_URL = "https://community.sandbox.test"
 WINDOWS = {"best-1d": 1, "best-1w": 7, "best-1m": 30, "best-1y": 365}
-GATEWAY_METHODS = frozenset({
-    "login", "adopt_session", "whoami", "list_groups", "get_group", "feed_pages", "post_detail",
-    "create_post", "delete_post", "create_comment", "delete_comment", "list_conversations",
-    "get_messages", "open_conversation", "send_message",
-})
+GATEWAY_METHODS = frozenset(
+    {
+        "login",
+        "adopt_session",
+        "whoami",
+        "list_groups",
+        "get_group",
+        "feed_pages",
+        "post_detail",
+        "create_post",
+        "delete_post",
+        "create_comment",
+        "delete_comment",
+        "list_conversations",
+        "get_messages",
+        "open_conversation",
+        "send_message",
+    }
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -177,9 +191,7 @@ class FakePlatformGateway:
 
     # --- feed ---------------------------------------------------------------------------------------
     @_platform_call
-    def feed_pages(
-        self, session: PlatformSession, group: str, sort: str, pages: Sequence[int]
-    ) -> list[list[Post]]:
+    def feed_pages(self, session: PlatformSession, group: str, sort: str, pages: Sequence[int]) -> list[list[Post]]:
         me = self._me(session)
         grp = self._group_rec(me, group)
         if sort not in SORTS:
@@ -227,9 +239,7 @@ class FakePlatformGateway:
         return PostDetail(post=self._post_view(post), comments=comments)
 
     @_platform_call
-    def create_post(
-        self, session: PlatformSession, group: str, title: str, content: str, label_id: str | None
-    ) -> Post:
+    def create_post(self, session: PlatformSession, group: str, title: str, content: str, label_id: str | None) -> Post:
         me = self._me(session)
         grp = self._group_rec(me, group)
         if not title.strip():
@@ -238,8 +248,15 @@ class FakePlatformGateway:
             label_id = grp.labels[0].id  # the group's default category
         elif label_id not in {label.id for label in grp.labels}:
             raise InvalidRequest("cannot post to this label")
-        post = PostRec(id=self.world.next_id("pst"), group_id=grp.id, author_id=me, title=title.strip(),
-                       content=content.strip(), label_id=label_id, created_at=self.clock.now())
+        post = PostRec(
+            id=self.world.next_id("pst"),
+            group_id=grp.id,
+            author_id=me,
+            title=title.strip(),
+            content=content.strip(),
+            label_id=label_id,
+            created_at=self.clock.now(),
+        )
         self.world.posts[post.id] = post
         self.world.reads.setdefault(me, set()).add(post.id)  # one has read what one wrote
         stored = self._post_view(post)
@@ -272,8 +289,14 @@ class FakePlatformGateway:
             if parent is None or parent.deleted or parent.post_id != post.id or not self._is_live(parent):
                 raise InvalidRequest("invalid parent: not a comment of this post")
             parent_id = parent.parent_id or parent.id  # two deep: a reply to a reply joins its thread
-        comment = CommentRec(id=self.world.next_id("cmt"), post_id=post.id, parent_id=parent_id,
-                             author_id=me, content=content.strip(), created_at=self.clock.now())
+        comment = CommentRec(
+            id=self.world.next_id("cmt"),
+            post_id=post.id,
+            parent_id=parent_id,
+            author_id=me,
+            content=content.strip(),
+            created_at=self.clock.now(),
+        )
         self.world.add_comment(comment)
         view = self._comment_view(comment)
         self._created_comments.append(view)
@@ -407,9 +430,7 @@ class FakePlatformGateway:
         return found
 
     def _group_rec(self, me: str, group: str) -> GroupRec:
-        grp = self.world.groups.get(group) or next(
-            (g for g in self.world.groups.values() if g.slug == group), None
-        )
+        grp = self.world.groups.get(group) or next((g for g in self.world.groups.values() if g.slug == group), None)
         if grp is None or me not in grp.members:
             raise NotFound(f"no group {group}")
         return grp
@@ -421,34 +442,63 @@ class FakePlatformGateway:
     def _group_view(self, grp: GroupRec) -> Group:
         counts = Counter(p.label_id for p in self.world.posts.values() if p.group_id == grp.id and not p.deleted)
         labels = tuple(Label(id=lb.id, name=lb.name, post_count=counts[lb.id]) for lb in grp.labels)
-        return Group(id=grp.id, slug=grp.slug, name=grp.name, description=grp.description,
-                     member_count=len(grp.members), labels=labels)
+        return Group(
+            id=grp.id,
+            slug=grp.slug,
+            name=grp.name,
+            description=grp.description,
+            member_count=len(grp.members),
+            labels=labels,
+        )
 
     def _post_view(self, post: PostRec) -> Post:
         slug = self.world.groups[post.group_id].slug
         return Post(
-            id=post.id, group_id=post.group_id, title=post.title, content=post.content,
-            label_id=post.label_id, author_id=post.author_id, author=self._public_user(post.author_id),
-            created_at=post.created_at, updated_at=post.created_at, upvotes=post.upvotes,
-            comment_count=len(self._live_comments(post.id)), pinned=post.pinned,
+            id=post.id,
+            group_id=post.group_id,
+            title=post.title,
+            content=post.content,
+            label_id=post.label_id,
+            author_id=post.author_id,
+            author=self._public_user(post.author_id),
+            created_at=post.created_at,
+            updated_at=post.created_at,
+            upvotes=post.upvotes,
+            comment_count=len(self._live_comments(post.id)),
+            pinned=post.pinned,
             url=f"{BASE_URL}/{slug}/{post.id}",
         )
 
     def _comment_view(self, comment: CommentRec) -> Comment:
-        return Comment(id=comment.id, post_id=comment.post_id, parent_id=comment.parent_id,
-                       author_id=comment.author_id, author=self._public_user(comment.author_id),
-                       content=comment.content, created_at=comment.created_at, upvotes=comment.upvotes)
+        return Comment(
+            id=comment.id,
+            post_id=comment.post_id,
+            parent_id=comment.parent_id,
+            author_id=comment.author_id,
+            author=self._public_user(comment.author_id),
+            content=comment.content,
+            created_at=comment.created_at,
+            upvotes=comment.upvotes,
+        )
 
     def _conversation_view(self, conv: ConversationRec, me: str) -> Conversation:
         last = conv.messages[-1] if conv.messages else None
         unread = sum(1 for m in conv.messages[conv.read_upto.get(me, 0) :] if m.sender_id != me)
         return Conversation(
-            id=conv.id, with_=self._public_user(conv.other(me)),
-            last_message=_message_view(last) if last else None, unread_count=unread,
-            awaiting_reply=False, updated_at=last.created_at if last else conv.created_at,
+            id=conv.id,
+            with_=self._public_user(conv.other(me)),
+            last_message=_message_view(last) if last else None,
+            unread_count=unread,
+            awaiting_reply=False,
+            updated_at=last.created_at if last else conv.created_at,
         )
 
 
 def _message_view(message: MessageRec) -> Message:
-    return Message(id=message.id, conversation_id=message.conversation_id, sender_id=message.sender_id,
-                   content=message.content, created_at=message.created_at)
+    return Message(
+        id=message.id,
+        conversation_id=message.conversation_id,
+        sender_id=message.sender_id,
+        content=message.content,
+        created_at=message.created_at,
+    )

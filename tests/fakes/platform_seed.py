@@ -24,32 +24,118 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 PASSWORD = "sandbox"
-FIXED = (("alice", "Alice Andersen"), ("bob", "Bob Brennan"), ("carol", "Carol Castillo"),
-         ("dave", "Dave Dimitrov"), ("olive", "Olive Ortega"))
+FIXED = (
+    ("alice", "Alice Andersen"),
+    ("bob", "Bob Brennan"),
+    ("carol", "Carol Castillo"),
+    ("dave", "Dave Dimitrov"),
+    ("olive", "Olive Ortega"),
+)
 GROUPS = (  # slug, name, description, labels, member handles (None: all but olive), posts, pinned
-    ("builders-club", "Builders Club", "Makers shipping side projects together, one week at a time.",
-     ("General", "Wins", "Questions", "Resources"), None, 200, 2),
-    ("quiet-garden", "Quiet Garden", "Slow gardening, seed swaps and photos.",
-     ("General", "Seeds"), ("alice", "bob", "carol"), 12, 1),
-    ("design-guild", "Design Guild", "Critique circle for interface designers.",
-     ("General",), ("bob", "carol", "dave", "olive"), 8, 0),
+    (
+        "builders-club",
+        "Builders Club",
+        "Makers shipping side projects together, one week at a time.",
+        ("General", "Wins", "Questions", "Resources"),
+        None,
+        200,
+        2,
+    ),
+    (
+        "quiet-garden",
+        "Quiet Garden",
+        "Slow gardening, seed swaps and photos.",
+        ("General", "Seeds"),
+        ("alice", "bob", "carol"),
+        12,
+        1,
+    ),
+    (
+        "design-guild",
+        "Design Guild",
+        "Critique circle for interface designers.",
+        ("General",),
+        ("bob", "carol", "dave", "olive"),
+        8,
+        0,
+    ),
 )
 READ_SHARE = {"alice": 0.6, "bob": 0.4, "carol": 0.2, "dave": 0.85}
-FIRST = ("Ava", "Ben", "Cleo", "Dan", "Eli", "Fay", "Gus", "Hana", "Ivan", "Jade", "Kai", "Lena", "Milo", "Nia",
-         "Omar", "Pia", "Quinn", "Rosa", "Sami", "Tara")
+FIRST = (
+    "Ava",
+    "Ben",
+    "Cleo",
+    "Dan",
+    "Eli",
+    "Fay",
+    "Gus",
+    "Hana",
+    "Ivan",
+    "Jade",
+    "Kai",
+    "Lena",
+    "Milo",
+    "Nia",
+    "Omar",
+    "Pia",
+    "Quinn",
+    "Rosa",
+    "Sami",
+    "Tara",
+)
 LAST = ("Ames", "Brook", "Cole", "Diaz", "Evans", "Fox", "Gray", "Hale", "Ito", "Jones", "Kerr", "Lund")
-TOPICS = ("pricing page", "landing page", "cold outreach", "onboarding flow", "launch week", "newsletter",
-          "first customer", "waitlist", "demo video", "MVP scope", "referral program", "analytics")
-TITLES = ("How I fixed my {t}", "Question about {t}", "Feedback wanted: {t}", "Lessons from my {t}",
-          "Anyone tried a new {t}?", "My {t} checklist", "Win: {t} is live", "Stuck on the {t}")
-SENTENCES = ("I spent the weekend on this and learned a lot.", "Happy to share the numbers if useful.",
-             "What would you change first?", "The biggest surprise was how long it took.",
-             "Here is what worked and what did not.", "Ship small, ship often.",
-             "Curious how others approach this.", "I will post an update next week.")
-REPLIES = ("Great point!", "Thanks for sharing this.", "I had the same problem.", "Following.",
-           "Could you share the template?", "Have you tried asking your users?", "Congrats!")
-CHAT = ("Hey! Saw your post in the group.", "Thanks, that helps a lot.", "Are you joining the call?",
-        "Sure, send it over.", "Let me check and get back to you.", "Sounds good!", "I just shipped it.")
+TOPICS = (
+    "pricing page",
+    "landing page",
+    "cold outreach",
+    "onboarding flow",
+    "launch week",
+    "newsletter",
+    "first customer",
+    "waitlist",
+    "demo video",
+    "MVP scope",
+    "referral program",
+    "analytics",
+)
+TITLES = (
+    "How I fixed my {t}",
+    "Question about {t}",
+    "Feedback wanted: {t}",
+    "Lessons from my {t}",
+    "Anyone tried a new {t}?",
+    "My {t} checklist",
+    "Win: {t} is live",
+    "Stuck on the {t}",
+)
+SENTENCES = (
+    "I spent the weekend on this and learned a lot.",
+    "Happy to share the numbers if useful.",
+    "What would you change first?",
+    "The biggest surprise was how long it took.",
+    "Here is what worked and what did not.",
+    "Ship small, ship often.",
+    "Curious how others approach this.",
+    "I will post an update next week.",
+)
+REPLIES = (
+    "Great point!",
+    "Thanks for sharing this.",
+    "I had the same problem.",
+    "Following.",
+    "Could you share the template?",
+    "Have you tried asking your users?",
+    "Congrats!",
+)
+CHAT = (
+    "Hey! Saw your post in the group.",
+    "Thanks, that helps a lot.",
+    "Are you joining the call?",
+    "Sure, send it over.",
+    "Let me check and get back to you.",
+    "Sounds good!",
+    "I just shipped it.",
+)
 
 
 @dataclass(slots=True)
@@ -174,8 +260,7 @@ def _post_ages(rng: random.Random, count: int) -> list[timedelta]:
     return sorted(recent + week + rest, reverse=True)
 
 
-def _seed_group(world: World, rng: random.Random, group: GroupRec, count: int, pinned: int,
-                now: datetime) -> None:
+def _seed_group(world: World, rng: random.Random, group: GroupRec, count: int, pinned: int, now: datetime) -> None:
     authors = sorted(group.members)
     ages = _post_ages(rng, count)
     # One pinned post inside the newest page (its repeat is removed), the others older.
@@ -185,26 +270,40 @@ def _seed_group(world: World, rng: random.Random, group: GroupRec, count: int, p
     for i, age in enumerate(ages):
         title = rng.choice(TITLES).format(t=rng.choice(TOPICS))
         post = PostRec(
-            id=world.next_id("pst"), group_id=group.id, author_id=rng.choice(authors), title=title,
-            content=_text(rng, 1, 3), label_id=rng.choice(group.labels).id, created_at=now - age,
-            upvotes=min(int(rng.paretovariate(1.2)) - 1 + rng.randint(0, 4), 300), pinned=i in pin_at)
+            id=world.next_id("pst"),
+            group_id=group.id,
+            author_id=rng.choice(authors),
+            title=title,
+            content=_text(rng, 1, 3),
+            label_id=rng.choice(group.labels).id,
+            created_at=now - age,
+            upvotes=min(int(rng.paretovariate(1.2)) - 1 + rng.randint(0, 4), 300),
+            pinned=i in pin_at,
+        )
         world.posts[post.id] = post
         if rng.random() < 0.55:
             _seed_comments(world, rng, post, authors, now)
 
 
-def _seed_comments(world: World, rng: random.Random, post: PostRec, authors: list[str],
-                   now: datetime) -> None:
+def _seed_comments(world: World, rng: random.Random, post: PostRec, authors: list[str], now: datetime) -> None:
     span = min(now - post.created_at, timedelta(days=30)).total_seconds()
     for offset in sorted(rng.uniform(1, span) for _ in range(rng.randint(1, 5))):
-        top = CommentRec(world.next_id("cmt"), post.id, None, rng.choice(authors), rng.choice(REPLIES),
-                         post.created_at + timedelta(seconds=offset), rng.randint(0, 6))
+        top = CommentRec(
+            world.next_id("cmt"),
+            post.id,
+            None,
+            rng.choice(authors),
+            rng.choice(REPLIES),
+            post.created_at + timedelta(seconds=offset),
+            rng.randint(0, 6),
+        )
         world.add_comment(top)
         rest = min(now - top.created_at, timedelta(days=5)).total_seconds()
         for later in sorted(rng.uniform(0.5, max(1.0, rest)) for _ in range(rng.choice((0, 0, 1, 2)))):
             at = min(now, top.created_at + timedelta(seconds=later))
-            reply = CommentRec(world.next_id("cmt"), post.id, top.id, rng.choice(authors),
-                               rng.choice(REPLIES), at, rng.randint(0, 3))
+            reply = CommentRec(
+                world.next_id("cmt"), post.id, top.id, rng.choice(authors), rng.choice(REPLIES), at, rng.randint(0, 3)
+            )
             world.add_comment(reply)
 
 
@@ -215,9 +314,7 @@ def _seed_reads(world: World, seed: int) -> None:
             continue
         rng = random.Random(f"{seed}:reads:{user.handle}")
         member_of = {g.id for g in world.groups.values() if user_id in g.members}
-        world.reads[user_id] = {
-            p.id for p in world.posts.values() if p.group_id in member_of and rng.random() < share
-        }
+        world.reads[user_id] = {p.id for p in world.posts.values() if p.group_id in member_of and rng.random() < share}
 
 
 def _seed_chat(world: World, rng: random.Random, a: str, b: str, count: int, last_at: datetime) -> None:
@@ -250,10 +347,19 @@ def build_world(seed: int, now: datetime) -> World:
         world.users[uid] = UserRec(uid, handle, f"{first} {last}", f"{handle}@sandbox.test", PASSWORD)
         members.append(uid)
     for slug, name, description, labels, handles, count, pinned in GROUPS:
-        ids = {u for u in world.users if u != platform_id("usr-olive")} if handles is None else {
-            platform_id(f"usr-{h}") for h in handles}
-        group = GroupRec(platform_id(f"grp-{slug}"), slug, name, description, ids,
-                         [LabelRec(platform_id(f"lbl-{slug}-{label.lower()}"), label) for label in labels])
+        ids = (
+            {u for u in world.users if u != platform_id("usr-olive")}
+            if handles is None
+            else {platform_id(f"usr-{h}") for h in handles}
+        )
+        group = GroupRec(
+            platform_id(f"grp-{slug}"),
+            slug,
+            name,
+            description,
+            ids,
+            [LabelRec(platform_id(f"lbl-{slug}-{label.lower()}"), label) for label in labels],
+        )
         world.groups[group.id] = group
         _seed_group(world, rng, group, count, pinned, now)
     _seed_reads(world, seed)
@@ -263,6 +369,12 @@ def build_world(seed: int, now: datetime) -> World:
     _seed_chat(world, rng, platform_id("usr-alice"), platform_id("usr-dave"), 8, now - 216 * hour)
     _seed_chat(world, rng, platform_id("usr-bob"), platform_id("usr-carol"), 6, now - 24 * hour)
     for member in members[:42]:
-        _seed_chat(world, rng, platform_id("usr-alice"), member, rng.randint(1, 6),
-                   now - timedelta(minutes=rng.uniform(10, 180 * 24 * 60)))
+        _seed_chat(
+            world,
+            rng,
+            platform_id("usr-alice"),
+            member,
+            rng.randint(1, 6),
+            now - timedelta(minutes=rng.uniform(10, 180 * 24 * 60)),
+        )
     return world

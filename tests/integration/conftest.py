@@ -40,8 +40,14 @@ START_TIMEOUT = 60.0
 class SandboxProcess:
     """A running stand-in platform: its URLs, its PID, and its control API (``/__sandbox/``)."""
 
-    def __init__(self, process: subprocess.Popen[bytes], url: str, log_path: Path, cert: str | None = None,
-                 spki: str | None = None) -> None:
+    def __init__(
+        self,
+        process: subprocess.Popen[bytes],
+        url: str,
+        log_path: Path,
+        cert: str | None = None,
+        spki: str | None = None,
+    ) -> None:
         self.process = process
         self.url = url  # the www host: pages and page data (https://, HTTP/2)
         self.api_url = f"{url}/api2"  # the api2 host
@@ -103,14 +109,18 @@ def running_sandbox(seed: int = 1) -> Iterator[SandboxProcess]:
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
                 [sys.executable, "-m", "scripts.sandbox", "--bind", "127.0.0.1:0", "--seed", str(seed)],
-                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         sandbox: SandboxProcess | None = None
         try:
             url = _wait_until_listening(process, log_path)
             said = log_path.read_text(errors="replace")
             cert, spki = CERTIFICATE.search(said), SPKI.search(said)
-            sandbox = SandboxProcess(process, url, log_path, cert.group(1) if cert else None,
-                                     spki.group(1) if spki else None)
+            sandbox = SandboxProcess(
+                process, url, log_path, cert.group(1) if cert else None, spki.group(1) if spki else None
+            )
             yield sandbox
         finally:
             if sandbox is not None:

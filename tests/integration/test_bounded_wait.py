@@ -32,8 +32,9 @@ INBOX = "/api2/self/chat-channels"
 
 @pytest.fixture(scope="module")
 def gateway(sandbox: SandboxProcess) -> Iterator[SeleniumPlatformGateway]:
-    gw = SeleniumPlatformGateway(sandbox.url, sandbox.api_url, pool_size=2, timeout=TIMEOUT,
-                                 trusted_spki=sandbox.trusted_spki)
+    gw = SeleniumPlatformGateway(
+        sandbox.url, sandbox.api_url, pool_size=2, timeout=TIMEOUT, trusted_spki=sandbox.trusted_spki
+    )
     try:
         yield gw
     finally:
@@ -81,7 +82,8 @@ def driver_of(pids: list[int]) -> int:
 
 
 def test_a_browser_killed_during_a_call_blocked_on_a_hung_platform(
-        gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess) -> None:
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
     sandbox.control("errors", {"route": INBOX, "status": "hang", "count": 10, "seconds": 60})
     call = Timed(lambda: gateway.list_conversations(alice, 0, 30))
     time.sleep(1.0)  # blocked: the platform does not answer
@@ -96,7 +98,8 @@ def test_a_browser_killed_during_a_call_blocked_on_a_hung_platform(
 
 
 def test_a_driver_that_stops_answering_does_not_hold_the_call(
-        gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess) -> None:
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
     driver = driver_of(gateway.browser_pids(alice.connection_id))
     sandbox.control("latency", {"route": INBOX, "ms": 1500})
     call = Timed(lambda: gateway.list_conversations(alice, 0, 30))
@@ -115,7 +118,8 @@ def test_a_driver_that_stops_answering_does_not_hold_the_call(
 
 
 def test_a_call_queued_behind_a_hung_one_ends_within_its_own_bound(
-        gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess) -> None:
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
     sandbox.control("errors", {"route": INBOX, "status": "hang", "count": 10, "seconds": 60})
     first = Timed(lambda: gateway.list_conversations(alice, 0, 30))
     time.sleep(0.5)

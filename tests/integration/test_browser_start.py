@@ -36,16 +36,20 @@ def test_ready_starts_a_browser_when_none_runs_and_says_why_one_cannot_start() -
     def no_chromium() -> object:
         raise FileNotFoundError("/usr/bin/chromium")
 
-    broken = SeleniumPlatformGateway("https://127.0.0.1:9", "https://127.0.0.1:9/api2", pool_size=1, timeout=5,
-                                     driver_factory=no_chromium)  # type: ignore[arg-type]
+    broken = SeleniumPlatformGateway(
+        "https://127.0.0.1:9", "https://127.0.0.1:9/api2", pool_size=1, timeout=5, driver_factory=no_chromium
+    )  # type: ignore[arg-type]
     assert broken.ready() == "no browser could be started (FileNotFoundError)"
 
 
-@pytest.mark.parametrize(("body", "expected"), [
-    (b'{"value": {"ready": true, "message": "Selenium Grid ready."}}', None),
-    (b'{"value": {"ready": false, "message": "no nodes"}}', "the Selenium Grid answers but has no node ready"),
-    (b"<html>proxy error</html>", "the Selenium Grid does not answer (JSONDecodeError)"),
-])
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (b'{"value": {"ready": true, "message": "Selenium Grid ready."}}', None),
+        (b'{"value": {"ready": false, "message": "no nodes"}}', "the Selenium Grid answers but has no node ready"),
+        (b"<html>proxy error</html>", "the Selenium Grid does not answer (JSONDecodeError)"),
+    ],
+)
 def test_ready_on_a_grid_asks_its_status(body: bytes, expected: str | None) -> None:
     import http.server
     import threading

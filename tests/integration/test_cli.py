@@ -66,8 +66,11 @@ def test_accounts_create_and_keys_mint_then_serve(tmp_path: Path) -> None:
         url + "/v1/openapi.json",
         env=env,
     ):
-        signed = requests.post(url + "/v1/session", json={"email": "ops@example.com", "password": "a strong password"},
-                               headers={"X-Forwarded-Proto": "https"})
+        signed = requests.post(
+            url + "/v1/session",
+            json={"email": "ops@example.com", "password": "a strong password"},
+            headers={"X-Forwarded-Proto": "https"},
+        )
         assert signed.status_code == 200
         # No trusted proxy is set: a client's X-Forwarded-Proto is not believed (gunicorn's default would).
         assert "secure" not in signed.headers["Set-Cookie"].lower()
@@ -80,7 +83,11 @@ def test_accounts_create_and_keys_mint_then_serve(tmp_path: Path) -> None:
         for _ in range(4):
             refused = requests.get(url + "/v1/groups/any/posts", headers={"Authorization": f"Bearer {secret}"})
             assert refused.status_code == 401
-        assert requests.post(url + "/v1/session", json={"email": "ops@example.com", "password": "a strong password"}
-                             ).status_code == 401
+        assert (
+            requests.post(
+                url + "/v1/session", json={"email": "ops@example.com", "password": "a strong password"}
+            ).status_code
+            == 401
+        )
     missing = run("accounts", "delete", "ops@example.com", env=env)
     assert missing.returncode == 2 and "no account" in missing.stderr

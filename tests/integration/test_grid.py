@@ -56,8 +56,9 @@ class Stack:
 
 
 @pytest.fixture(scope="module", params=LAYOUTS)
-def stack(request: pytest.FixtureRequest, sandbox: SandboxProcess,
-          tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+def stack(
+    request: pytest.FixtureRequest, sandbox: SandboxProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Stack]:
     sandbox.reset()
     folder = tmp_path_factory.mktemp(f"grid-{request.param}")
     with running_grid(request.param, folder / "grid", session_timeout=IDLE_SECONDS) as grid:
@@ -80,8 +81,9 @@ def stack(request: pytest.FixtureRequest, sandbox: SandboxProcess,
             web.post(url + "/v1/accounts", json={"email": "grid@example.com", "password": "grid test pass"})
             signed = web.post(url + "/v1/session", json={"email": "grid@example.com", "password": "grid test pass"})
             web.headers["X-CSRF-Token"] = signed.json()["csrfToken"]
-            linked = web.post(url + "/v1/connections", json={"email": "alice@sandbox.test", "password": "sandbox"},
-                              timeout=120)
+            linked = web.post(
+                url + "/v1/connections", json={"email": "alice@sandbox.test", "password": "sandbox"}, timeout=120
+            )
             assert linked.status_code == 201, linked.text  # linking a connection: a browser on the Grid
             key = web.post(url + "/v1/keys", json={"scopes": list(ALL_SCOPES)}, timeout=10).json()["secret"]
             yield Stack(grid, url, key, folder)
@@ -112,8 +114,9 @@ def test_post_detail(stack: Stack) -> None:
 
 def test_create_and_delete_a_post_and_a_comment(stack: Stack, sandbox: SandboxProcess) -> None:
     label = stack.call("GET", f"/v1/groups/{GROUP}").json()["labels"][-1]
-    created = stack.call("POST", f"/v1/groups/{GROUP}/posts",
-                         json={"title": "Through the Grid", "label": label["name"]})
+    created = stack.call(
+        "POST", f"/v1/groups/{GROUP}/posts", json={"title": "Through the Grid", "label": label["name"]}
+    )
     assert created.status_code == 201, created.text
     post_id = created.json()["id"]
     comment = stack.call("POST", f"/v1/posts/{post_id}/comments", json={"content": "a comment from the Grid"})
@@ -134,8 +137,10 @@ def test_a_dm_thread(stack: Stack) -> None:
 def test_a_session_ended_on_the_node_mid_request_is_replaced(stack: Stack, sandbox: SandboxProcess) -> None:
     assert stack.call("GET", "/v1/whoami").status_code == 200
     before = set(stack.grid.session_ids())
-    crashes, starts = stack.counted("community_api_browser_crashes_total"), stack.counted(
-        "community_api_browser_starts_total")
+    crashes, starts = (
+        stack.counted("community_api_browser_crashes_total"),
+        stack.counted("community_api_browser_starts_total"),
+    )
     sandbox.control("latency", {"route": INBOX, "ms": 3000})
     answers: list[requests.Response] = []
     reading = threading.Thread(target=lambda: answers.append(stack.call("GET", "/v1/dms")))

@@ -57,8 +57,15 @@ def test_the_uri_names_the_file_and_the_capacity(uri: str, expected: tuple[str, 
 
 @pytest.mark.parametrize(
     "uri",
-    ["mmap://", "mmap:///", "mmap:///t.mmap?capacity=0", "mmap:///t.mmap?capacity=65537",
-     "mmap:///t.mmap?capacity=ten", "mmap:///t.mmap?capacity=", "mmap:///t.mmap?size=4"],
+    [
+        "mmap://",
+        "mmap:///",
+        "mmap:///t.mmap?capacity=0",
+        "mmap:///t.mmap?capacity=65537",
+        "mmap:///t.mmap?capacity=ten",
+        "mmap:///t.mmap?capacity=",
+        "mmap:///t.mmap?size=4",
+    ],
 )
 def test_a_uri_without_a_file_or_with_a_bad_option_is_refused(uri: str) -> None:
     with pytest.raises(ConfigurationError):

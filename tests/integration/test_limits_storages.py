@@ -152,8 +152,9 @@ def test_entries_are_trimmed_and_expire_like_redis_lists(storage: AnyStorage, fr
     assert storage.reset() == 1  # "k" had expired: only "other" is left
 
 
-def test_sqlite_deletes_the_rows_of_expired_keys(sqlite_storage: SQLiteStorage, db_path: Path,
-                                                 frozen: FrozenDateTimeFactory) -> None:
+def test_sqlite_deletes_the_rows_of_expired_keys(
+    sqlite_storage: SQLiteStorage, db_path: Path, frozen: FrozenDateTimeFactory
+) -> None:
     assert sqlite_storage.acquire_entry("k", 3, 100)
     frozen.tick(101)
     assert sqlite_storage.acquire_entry("other", 1, 5)

@@ -33,8 +33,9 @@ INBOX = "/api2/self/chat-channels"
 
 @pytest.fixture(scope="module")
 def gateway(sandbox: SandboxProcess) -> Iterator[SeleniumPlatformGateway]:
-    gw = SeleniumPlatformGateway(sandbox.url, sandbox.api_url, pool_size=3, timeout=TIMEOUT,
-                                     trusted_spki=sandbox.trusted_spki)
+    gw = SeleniumPlatformGateway(
+        sandbox.url, sandbox.api_url, pool_size=3, timeout=TIMEOUT, trusted_spki=sandbox.trusted_spki
+    )
     try:
         yield gw
     finally:
@@ -60,8 +61,9 @@ def faults(sandbox: SandboxProcess) -> list[dict[str, Any]]:
 
 
 # --- renewals the client never sees ------------------------------------------------------------------
-def test_stale_build_id_is_renewed_invisibly(gateway: SeleniumPlatformGateway, alice: PlatformSession,
-                                             sandbox: SandboxProcess) -> None:
+def test_stale_build_id_is_renewed_invisibly(
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
     before = gateway.feed_pages(alice, GROUP, "newest", [1, 2])
     old = sandbox.control("state")["buildId"]
     new = sandbox.control("build-id", {})["buildId"]
@@ -71,7 +73,8 @@ def test_stale_build_id_is_renewed_invisibly(gateway: SeleniumPlatformGateway, a
 
 
 def test_expired_firewall_token_is_renewed_invisibly_for_reads_and_writes(
-        gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess) -> None:
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
     assert gateway.list_conversations(alice, 0, 30)
     sandbox.control("expire-firewall", {})
     assert len(gateway.list_conversations(alice, 0, 30)) == 30
@@ -99,23 +102,26 @@ def test_expired_session_is_connection_expired(gateway: SeleniumPlatformGateway,
 
 
 # --- server errors and slowness ----------------------------------------------------------------------
-def test_one_500_on_a_read_is_asked_again(gateway: SeleniumPlatformGateway, alice: PlatformSession,
-                                          sandbox: SandboxProcess) -> None:
+def test_one_500_on_a_read_is_asked_again(
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
     sandbox.control("errors", {"route": INBOX, "status": 500, "count": 1})
     assert len(gateway.list_conversations(alice, 0, 30)) == 30
     assert faults(sandbox)[0]["remaining"] == 0  # the 500 was served, then the read asked again
 
 
 def test_repeated_500s_on_a_read_are_a_platform_error_after_one_retry(
-        gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess) -> None:
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
     sandbox.control("errors", {"route": INBOX, "status": 500, "count": 3})
     with pytest.raises(PlatformError):
         gateway.list_conversations(alice, 0, 30)
     assert faults(sandbox)[0]["remaining"] == 1  # asked exactly twice
 
 
-def test_a_500_on_a_write_is_never_retried(gateway: SeleniumPlatformGateway, alice: PlatformSession,
-                                           sandbox: SandboxProcess) -> None:
+def test_a_500_on_a_write_is_never_retried(
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
     sandbox.control("errors", {"route": "^/api2/posts$", "status": 500, "count": 1})
     with pytest.raises(PlatformError):
         gateway.create_post(alice, GROUP, "Refused once", "", None)
@@ -125,7 +131,8 @@ def test_a_500_on_a_write_is_never_retried(gateway: SeleniumPlatformGateway, ali
 
 
 def test_latency_beyond_the_timeout_is_platform_unavailable(
-        gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess) -> None:
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
     gateway.list_conversations(alice, 0, 30)  # warm
     sandbox.control("latency", {"route": INBOX, "ms": int((TIMEOUT + 3) * 1000)})
     started = time.monotonic()
@@ -138,7 +145,8 @@ def test_latency_beyond_the_timeout_is_platform_unavailable(
 
 # --- the browser itself ------------------------------------------------------------------------------
 def test_killed_chromium_is_replaced_and_the_read_succeeds(
-        gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess) -> None:
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
     expected = [c.id for c in gateway.list_conversations(alice, 0, 30)]
     old = gateway.browser_pids(alice.connection_id)
     assert old
@@ -165,7 +173,8 @@ def test_killed_chromium_is_replaced_and_the_read_succeeds(
 
 
 def test_a_browser_that_died_while_idle_is_replaced_before_a_write(
-        gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess) -> None:
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
     gateway.feed_pages(alice, GROUP, "newest", [1])  # the group is known: the write is the next call
     old = gateway.browser_pids(alice.connection_id)
     for pid in old:
@@ -177,8 +186,8 @@ def test_a_browser_that_died_while_idle_is_replaced_before_a_write(
 
 
 def test_thirty_feed_pages_are_fetched_in_one_script_call(
-        gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
     gateway.feed_pages(alice, GROUP, "newest", [1])  # warm: browser, firewall token, build id
     sandbox.control("latency", {"route": "/_next/data/", "ms": 100})
     scripts: list[str] = []
@@ -198,10 +207,10 @@ def test_thirty_feed_pages_are_fetched_in_one_script_call(
     assert elapsed < 2.0, f"30 pages took {elapsed:.2f} s"
 
 
-def test_close_quits_every_browser_and_removes_its_profile(
-        alice: PlatformSession, sandbox: SandboxProcess) -> None:
-    own = SeleniumPlatformGateway(sandbox.url, sandbox.api_url, pool_size=2, timeout=TIMEOUT,
-                                     trusted_spki=sandbox.trusted_spki)
+def test_close_quits_every_browser_and_removes_its_profile(alice: PlatformSession, sandbox: SandboxProcess) -> None:
+    own = SeleniumPlatformGateway(
+        sandbox.url, sandbox.api_url, pool_size=2, timeout=TIMEOUT, trusted_spki=sandbox.trusted_spki
+    )
     try:
         assert own.whoami(alice).handle == "alice"
         pids = own.browser_pids(alice.connection_id)
@@ -261,8 +270,13 @@ def test_nothing_private_leaves_the_gateway(gateway: SeleniumPlatformGateway, sa
     pages = gateway.feed_pages(session, GROUP, "newest", [1, 2])
     inbox = gateway.list_conversations(session, 0, 30)
     returned: list[Any] = [
-        linked.user, gateway.whoami(session), gateway.list_groups(session), group, pages,
-        gateway.post_detail(session, pages[0][0].id, None), inbox,
+        linked.user,
+        gateway.whoami(session),
+        gateway.list_groups(session),
+        group,
+        pages,
+        gateway.post_detail(session, pages[0][0].id, None),
+        inbox,
         gateway.get_messages(session, inbox[0].id, None),
     ]
     text = json.dumps([_plain(item) for item in returned], default=str)
@@ -317,8 +331,8 @@ def test_a_post_with_three_pages_of_comments_is_read_whole_25_at_a_time(
     before = len(sandbox.control("requests")["requests"])
     detail = gateway.post_detail(alice, busy.id, GROUP)
     assert {c.id for c in detail.comments} == expected and len(detail.comments) == len(expected)
-    asked = [r for r in sandbox.control("requests")["requests"][before:]
-             if r["path"] == f"/api2/posts/{busy.id}/comments"]
+    asked = [
+        r for r in sandbox.control("requests")["requests"][before:] if r["path"] == f"/api2/posts/{busy.id}/comments"
+    ]
     assert len(asked) == 3 and all("limit=25" in r["query"] for r in asked)
     assert "created-gt" not in asked[0]["query"] and all("created-gt=" in r["query"] for r in asked[1:])
-

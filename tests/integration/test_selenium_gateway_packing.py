@@ -23,8 +23,9 @@ GROUP = "builders-club"
 
 @pytest.fixture(scope="module")
 def gateway(sandbox: SandboxProcess) -> Iterator[SeleniumPlatformGateway]:
-    gw = SeleniumPlatformGateway(sandbox.url, sandbox.api_url, pool_size=1, timeout=10,
-                                     trusted_spki=sandbox.trusted_spki)
+    gw = SeleniumPlatformGateway(
+        sandbox.url, sandbox.api_url, pool_size=1, timeout=10, trusted_spki=sandbox.trusted_spki
+    )
     try:
         yield gw
     finally:
@@ -52,12 +53,16 @@ def unpacked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return seen
 
 
-def test_a_packed_batch_reads_exactly_as_a_plain_one(gateway: SeleniumPlatformGateway, alice: PlatformSession,
-                                                     sandbox: SandboxProcess, unpacked: list[int],
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_packed_batch_reads_exactly_as_a_plain_one(
+    gateway: SeleniumPlatformGateway,
+    alice: PlatformSession,
+    sandbox: SandboxProcess,
+    unpacked: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     sandbox.reset()
     api = gateway._client.api
-    post = gateway.create_post(alice, GROUP, "Grüße aus Köln ☃ — «quoted» \"text\"", "Zeile eins\nZeile zwei", None)
+    post = gateway.create_post(alice, GROUP, 'Grüße aus Köln ☃ — «quoted» "text"', "Zeile eins\nZeile zwei", None)
     reqs = [
         *(Req.data([GROUP], {"group": GROUP, "p": p, "s": "newest"}) for p in (1, 2, 40)),
         Req("GET", api("self", "chat-channels", query={"offset": 0, "limit": 30})),
@@ -80,8 +85,9 @@ def test_a_packed_batch_reads_exactly_as_a_plain_one(gateway: SeleniumPlatformGa
     assert post.id in plain[0].text
 
 
-def test_thirty_feed_pages_come_through_the_package(gateway: SeleniumPlatformGateway, alice: PlatformSession,
-                                                    sandbox: SandboxProcess, unpacked: list[int]) -> None:
+def test_thirty_feed_pages_come_through_the_package(
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess, unpacked: list[int]
+) -> None:
     sandbox.reset()
     pages = gateway.feed_pages(alice, GROUP, "newest", list(range(1, 31)))
     assert unpacked == [30]
@@ -92,9 +98,13 @@ def test_thirty_feed_pages_come_through_the_package(gateway: SeleniumPlatformGat
     assert unpacked == [30]  # one page is small: it comes plainly
 
 
-def test_one_large_answer_is_packed_too(gateway: SeleniumPlatformGateway, alice: PlatformSession,
-                                        sandbox: SandboxProcess, unpacked: list[int],
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_large_answer_is_packed_too(
+    gateway: SeleniumPlatformGateway,
+    alice: PlatformSession,
+    sandbox: SandboxProcess,
+    unpacked: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A batch of one request sets up no compressor in advance, but its answer is packed once it is
     found large, and reads exactly as it does plainly."""
     sandbox.reset()
@@ -106,4 +116,3 @@ def test_one_large_answer_is_packed_too(gateway: SeleniumPlatformGateway, alice:
     packed = gateway._client.call(alice, req)
     assert unpacked == [1]
     assert packed == plain and plain[0].status == 200 and '"postTrees"' in plain[0].text
-

@@ -281,22 +281,43 @@ def test_mcp_write_tools_act_on_the_platform(api: Api, sandbox: SandboxProcess) 
 # --- caller input never steers the platform ------------------------------------------------------------
 
 HOSTILE = [
-    "..", ".", "../self", "x/../../self/chat-channels", "{id}?x=1", "{id}#x", "{id}&limit=999", "{id}/comments",
-    "%2e%2e", "line\nbreak", "a" * 300, "Grüße", "wrong-kind",
+    "..",
+    ".",
+    "../self",
+    "x/../../self/chat-channels",
+    "{id}?x=1",
+    "{id}#x",
+    "{id}&limit=999",
+    "{id}/comments",
+    "%2e%2e",
+    "line\nbreak",
+    "a" * 300,
+    "Grüße",
+    "wrong-kind",
 ]
 # What the platform may see besides a route's own requests: the page that renews the firewall token, the
 # challenge, who the session is, the account's groups (a name it does not know refreshes them).
 # And a real post's own page (``{id}/comments`` decodes to the real comments route of a real post, whose
 # reader opens the post's page as the site does).
-INFRASTRUCTURE = [r"^/login$", r"^/__fw/", r"^/api2/self$", r"^/api2/users/[0-9a-f]{32}/groups$",
-                  rf"^/_next/data/[^/]+/{GROUP}/[^/]+\.json$"]
+INFRASTRUCTURE = [
+    r"^/login$",
+    r"^/__fw/",
+    r"^/api2/self$",
+    r"^/api2/users/[0-9a-f]{32}/groups$",
+    rf"^/_next/data/[^/]+/{GROUP}/[^/]+\.json$",
+]
 
 
 def own_routes(value: str) -> list[str]:
     v = re.escape(value)
     # A thread is read with the first inbox page beside it (the conversation's details): its own request.
-    return [rf"^/api2/posts/{v}/comments$", rf"^/api2/posts/{v}$", rf"^/api2/channels/{v}/messages$",
-            rf"^/api2/users/{v}/(groups|chat-request)$", r"^/api2/self/chat-channels$"]
+    return [
+        rf"^/api2/posts/{v}/comments$",
+        rf"^/api2/posts/{v}$",
+        rf"^/api2/channels/{v}/messages$",
+        rf"^/api2/users/{v}/(groups|chat-request)$",
+        r"^/api2/self/chat-channels$",
+    ]
 
 
 def platform_saw(sandbox: SandboxProcess, since: int) -> list[dict[str, Any]]:
@@ -318,10 +339,14 @@ def test_hostile_ids_through_rest_reach_no_other_platform_route(api: Api, sandbo
     created, sent = sandbox.control("created")["created"], sandbox.control("sent")["sent"]
     start = len(sandbox.control("requests")["requests"])
     routes = [  # (method, path template, body, the wrong kind of id for it)
-        ("GET", "/v1/posts/{}", None, conversation), ("GET", "/v1/posts/{}/comments", None, conversation),
-        ("DELETE", "/v1/posts/{}", None, conversation), ("DELETE", "/v1/comments/{}", None, conversation),
-        ("GET", "/v1/dms/{}", None, post), ("POST", "/v1/posts/{}/comments", {"content": "x"}, conversation),
-        ("GET", "/v1/groups/{}", None, post), ("GET", "/v1/groups/{}/posts", None, post),
+        ("GET", "/v1/posts/{}", None, conversation),
+        ("GET", "/v1/posts/{}/comments", None, conversation),
+        ("DELETE", "/v1/posts/{}", None, conversation),
+        ("DELETE", "/v1/comments/{}", None, conversation),
+        ("GET", "/v1/dms/{}", None, post),
+        ("POST", "/v1/posts/{}/comments", {"content": "x"}, conversation),
+        ("GET", "/v1/groups/{}", None, post),
+        ("GET", "/v1/groups/{}/posts", None, post),
     ]
     for raw in HOSTILE:
         for method, template, body, wrong in routes:
@@ -336,16 +361,20 @@ def test_hostile_ids_through_rest_reach_no_other_platform_route(api: Api, sandbo
                 continue
             assert response.status_code in (400, 404), (template, value, response.text)
             assert response.json()["error"]["code"] in ("invalid_request", "not_found")
-        for field, body in [("parentId", {"content": "x", "parentId": raw.format(id=post)}),
-                            ("to", {"to": raw.format(id=post), "content": "x"}),
-                            ("conversationId", {"conversationId": raw.format(id=post), "content": "x"})]:
+        for field, body in [
+            ("parentId", {"content": "x", "parentId": raw.format(id=post)}),
+            ("to", {"to": raw.format(id=post), "content": "x"}),
+            ("conversationId", {"conversationId": raw.format(id=post), "content": "x"}),
+        ]:
             if raw == "wrong-kind":
                 continue  # a well-formed id of the wrong kind is the platform's to refuse (above)
             path = f"/v1/posts/{post}/comments" if field == "parentId" else "/v1/dms"
             response = api.call("POST", path, json=body)
             assert response.status_code == 400 and response.json()["error"]["details"]["field"] == field
-        for path, params in [(f"/v1/posts/{post}", {"group": raw.format(id=post)}),
-                             (f"/v1/dms/{conversation}", {"cursor": raw.format(id=post)})]:
+        for path, params in [
+            (f"/v1/posts/{post}", {"group": raw.format(id=post)}),
+            (f"/v1/dms/{conversation}", {"cursor": raw.format(id=post)}),
+        ]:
             if raw != "wrong-kind":
                 assert api.call("GET", path, params=params).status_code == 400
     assert_only_own_routes(platform_saw(sandbox, start), [post, conversation])
@@ -362,12 +391,17 @@ def test_hostile_ids_through_mcp_reach_no_other_platform_route(api: Api, sandbox
         for raw in HOSTILE:
             value = raw.format(id=post)
             wrong = {"postId": conversation, "commentId": conversation, "conversationId": post, "group": post}
-            for tool, name, extra in [("get_post", "postId", {}), ("list_comments", "postId", {}),
-                                      ("delete_post", "postId", {}), ("delete_comment", "commentId", {}),
-                                      ("get_dm_thread", "conversationId", {}), ("get_group", "group", {}),
-                                      ("create_comment", "postId", {"content": "x"}),
-                                      ("send_dm", "conversationId", {"content": "x"}),
-                                      ("get_feed", "group", {})]:
+            for tool, name, extra in [
+                ("get_post", "postId", {}),
+                ("list_comments", "postId", {}),
+                ("delete_post", "postId", {}),
+                ("delete_comment", "commentId", {}),
+                ("get_dm_thread", "conversationId", {}),
+                ("get_group", "group", {}),
+                ("create_comment", "postId", {"content": "x"}),
+                ("send_dm", "conversationId", {"content": "x"}),
+                ("get_feed", "group", {}),
+            ]:
                 args = {name: wrong[name] if raw == "wrong-kind" else value, **extra}
                 result = await client.call_tool(tool, args)
                 assert result.is_error, (tool, args)
@@ -401,10 +435,24 @@ def test_schemathesis_finds_no_server_error_through_the_real_stack(api: Api, tmp
     client with every scope: whatever it sends, the service never answers 5xx. (This is how the odd-id
     503 of issue 9 was found.) A fixed seed keeps the run the same from one CI run to the next."""
     command = [
-        str(Path(sys.executable).with_name("st")), "run", api.url + "/v1/openapi.json",
-        "-H", f"Authorization: Bearer {api.key}", "--checks", "not_a_server_error",
-        "--phases", "examples,coverage,fuzzing,stateful", "--max-examples", "25", "--workers", "1",
-        "--request-timeout", "60", "--seed", "20261124", "--no-color",
+        str(Path(sys.executable).with_name("st")),
+        "run",
+        api.url + "/v1/openapi.json",
+        "-H",
+        f"Authorization: Bearer {api.key}",
+        "--checks",
+        "not_a_server_error",
+        "--phases",
+        "examples,coverage,fuzzing,stateful",
+        "--max-examples",
+        "25",
+        "--workers",
+        "1",
+        "--request-timeout",
+        "60",
+        "--seed",
+        "20261124",
+        "--no-color",
     ]
     run = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     summary = run.stdout[-3000:]

@@ -55,8 +55,9 @@ class Service:
         args = gunicorn_args("adapters.wiring:get_app()", self.port, workers=2, worker_class="gthread")
         with open(self.log, "wb") as out:
             # A session of its own, so that the test can signal gunicorn's whole process group.
-            self.process = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env, stdout=out,
-                                            stderr=subprocess.STDOUT, start_new_session=True)
+            self.process = subprocess.Popen(
+                [sys.executable, *args], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
         wait_for_http(self.url + "/healthz", self.process)
 
     def use_browsers(self) -> None:
@@ -68,15 +69,25 @@ class Service:
         web.headers["X-CSRF-Token"] = signed.json()["csrfToken"]
         connections = []
         for handle in ("alice", "bob"):
-            linked = web.post(self.url + "/v1/connections",
-                              json={"email": f"{handle}@sandbox.test", "password": "sandbox"}, timeout=120)
+            linked = web.post(
+                self.url + "/v1/connections",
+                json={"email": f"{handle}@sandbox.test", "password": "sandbox"},
+                timeout=120,
+            )
             assert linked.status_code == 201, linked.text
             connections.append(linked.json()["id"])
         key = web.post(self.url + "/v1/keys", json={}, timeout=10).json()["secret"]
         for _ in range(3):
             for connection in connections:
-                answer = requests.get(self.url + "/v1/whoami", timeout=60, headers={
-                    "Authorization": f"Bearer {key}", "X-Community-Connection": connection, "Connection": "close"})
+                answer = requests.get(
+                    self.url + "/v1/whoami",
+                    timeout=60,
+                    headers={
+                        "Authorization": f"Bearer {key}",
+                        "X-Community-Connection": connection,
+                        "Connection": "close",
+                    },
+                )
                 assert answer.status_code == 200, answer.text
 
     def browser_pids(self) -> list[int]:
@@ -103,8 +114,22 @@ def service_folder(tmp_path: Path, sandbox: SandboxProcess) -> Iterator[Path]:
 
 
 def assert_quiet_exit(lines: list[str]) -> None:
-    noisy = [line for line in lines if any(word in line for word in (
-        "Traceback", "Retrying", '"level":"warning"', '"level":"error"', "[WARNING]", "[ERROR]", "Exception"))]
+    noisy = [
+        line
+        for line in lines
+        if any(
+            word in line
+            for word in (
+                "Traceback",
+                "Retrying",
+                '"level":"warning"',
+                '"level":"error"',
+                "[WARNING]",
+                "[ERROR]",
+                "Exception",
+            )
+        )
+    ]
     assert noisy == [], "\n".join(noisy)
 
 

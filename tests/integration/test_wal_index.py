@@ -157,8 +157,14 @@ def test_mapping_the_header_keeps_sqlites_locks_on_the_shared_memory(tmp_path: P
     path = tmp_path / "db.sqlite3"
     with closing(_wal_db(path)) as setup:
         setup.execute("INSERT INTO t VALUES (1)")
-    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path)], cwd=ROOT, text=True,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(path)],
+        cwd=ROOT,
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert holder.stdout is not None and holder.stdin is not None
     try:
         assert holder.stdout.readline().strip() == "mapped", holder.stderr.read() if holder.stderr else ""
@@ -166,10 +172,20 @@ def test_mapping_the_header_keeps_sqlites_locks_on_the_shared_memory(tmp_path: P
         # holds a shared lock on it, so nobody else may take it exclusively.
         with open(f"{path}-shm", "r+b") as shm, pytest.raises(OSError):
             fcntl.lockf(shm, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 128)
-        newcomer = subprocess.run([sys.executable, "-c", (
-            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
-            "c.execute('INSERT INTO t VALUES (2)'); c.close()"), str(path)], capture_output=True, text=True,
-            timeout=30)
+        newcomer = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                (
+                    "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
+                    "c.execute('INSERT INTO t VALUES (2)'); c.close()"
+                ),
+                str(path),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert newcomer.returncode == 0, newcomer.stderr
         out, err = holder.communicate("go\n", timeout=30)
     finally:

@@ -40,8 +40,13 @@ class RunningSandbox:
 def sandbox_server(*args: str) -> Iterator[RunningSandbox]:
     """Yield the running sandbox once it has printed its ready line (after its certificate lines)."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "scripts.sandbox", "--bind", f"127.0.0.1:{port}", *args],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scripts.sandbox", "--bind", f"127.0.0.1:{port}", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     assert proc.stdout is not None
     try:
         deadline, line, said = time.monotonic() + 30, "", {}

@@ -10,8 +10,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def micros(iso: str) -> int:
-    return (datetime.strptime(iso, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC) - EPOCH) // timedelta(
-        microseconds=1)
+    return (datetime.strptime(iso, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC) - EPOCH) // timedelta(microseconds=1)
 
 
 def big_posts(alice, query: str = "s=newest") -> list[dict]:
@@ -34,13 +33,16 @@ def test_user_groups_and_limits(client, alice):
     assert [g["name"] for g in groups] == ["builders-club", "night-owls", "quiet-garden"]
     assert groups[0]["metadata"]["display_name"] == "Builders Club"
     assert groups[0]["metadata"]["total_members"] > 200
-    assert alice.get(f"/api2/users/{me}/groups", query_string="offset=1&limit=1").json["groups"][0]["name"] \
-        == "night-owls"
+    assert (
+        alice.get(f"/api2/users/{me}/groups", query_string="offset=1&limit=1").json["groups"][0]["name"] == "night-owls"
+    )
     r = alice.get(f"/api2/users/{me}/groups", query_string="limit=31")
     assert r.status_code == 400 and r.json == {"message": "invalid limit"}
     dave = user_id(client, "dave")  # another user: only the groups both share
-    assert [g["name"] for g in alice.get(f"/api2/users/{dave}/groups").json["groups"]] == \
-        ["builders-club", "night-owls"]
+    assert [g["name"] for g in alice.get(f"/api2/users/{dave}/groups").json["groups"]] == [
+        "builders-club",
+        "night-owls",
+    ]
 
 
 def test_group_and_labels(client, alice):
@@ -72,8 +74,9 @@ def test_comments_are_a_snake_case_tree_two_deep_and_paged(client, alice):
     # walk all top-level comments with the created-gt cursor (microseconds)
     seen, cursor = [], 0
     while True:
-        page = alice.get(f"/api2/posts/{post['id']}/comments",
-                         query_string=f"group-id={gid}&limit=2&created-gt={cursor}").json["post_tree"]["children"]
+        page = alice.get(
+            f"/api2/posts/{post['id']}/comments", query_string=f"group-id={gid}&limit=2&created-gt={cursor}"
+        ).json["post_tree"]["children"]
         if not page:
             break
         seen += page
@@ -93,61 +96,103 @@ def test_comments_errors(client, alice):
 def test_create_post_then_comment_reply_and_readouts(client, alice):
     gid = group_id(client)
     label = alice.get(f"/api2/groups/{gid}/labels").json["labels"][2]["id"]
-    body = {"post_type": "generic", "group_id": gid,
-            "metadata": {"title": "Hello from tests", "content": "Plain text.", "labels": label,
-                         "attachments": "", "action": 0, "video_ids": ""}}
+    body = {
+        "post_type": "generic",
+        "group_id": gid,
+        "metadata": {
+            "title": "Hello from tests",
+            "content": "Plain text.",
+            "labels": label,
+            "attachments": "",
+            "action": 0,
+            "video_ids": "",
+        },
+    }
     r = alice.post("/api2/posts", query_string="follow=true", json=body)
     assert r.status_code == 200
     created = r.json
     assert created["name"].startswith("hello-from-tests-") and created["label_id"] == label
     assert "user" not in created and "user_id" not in created
     assert big_posts(alice)[0]["id"] == created["id"]  # newest first
-    comment = alice.post("/api2/posts", json={"post_type": "comment", "group_id": gid, "root_id": created["id"],
-                                              "parent_id": created["id"], "metadata": {"content": "first!"}}).json
-    reply = alice.post("/api2/posts", json={"post_type": "comment", "root_id": created["id"],
-                                            "parent_id": comment["id"], "metadata": {"content": "reply"}}).json
-    deeper = alice.post("/api2/posts", json={"post_type": "comment", "root_id": created["id"],
-                                             "parent_id": reply["id"], "metadata": {"content": "deeper"}}).json
+    comment = alice.post(
+        "/api2/posts",
+        json={
+            "post_type": "comment",
+            "group_id": gid,
+            "root_id": created["id"],
+            "parent_id": created["id"],
+            "metadata": {"content": "first!"},
+        },
+    ).json
+    reply = alice.post(
+        "/api2/posts",
+        json={
+            "post_type": "comment",
+            "root_id": created["id"],
+            "parent_id": comment["id"],
+            "metadata": {"content": "reply"},
+        },
+    ).json
+    deeper = alice.post(
+        "/api2/posts",
+        json={
+            "post_type": "comment",
+            "root_id": created["id"],
+            "parent_id": reply["id"],
+            "metadata": {"content": "deeper"},
+        },
+    ).json
     assert reply["parent_id"] == comment["id"]
     assert deeper["parent_id"] == comment["id"]  # a reply to a reply joins the comment's thread
     tree = alice.get(f"/api2/posts/{created['id']}/comments").json["post_tree"]
     assert [len(n["children"]) for n in tree["children"]] == [2]
     assert tree["post"]["metadata"]["comments"] == 3
     out = client.simulate_get("/__sandbox/created").json["created"]
-    assert [(c["type"], c["author"], c["group"], c["deleted"]) for c in out] == \
-        [("generic", "alice", BIG, False)] + [("comment", "alice", BIG, False)] * 3
+    assert [(c["type"], c["author"], c["group"], c["deleted"]) for c in out] == [("generic", "alice", BIG, False)] + [
+        ("comment", "alice", BIG, False)
+    ] * 3
     assert out[0]["title"] == "Hello from tests" and out[0]["labelId"] == label
     assert out[2]["rootId"] == created["id"] and out[2]["parentId"] == comment["id"]
 
 
 def test_create_refusals(client, alice, browser):
     gid = group_id(client)
-    r = alice.post("/api2/posts", json={"post_type": "generic", "group_id": gid,
-                                        "metadata": {"title": "x", "content": "y", "labels": "bogus"}})
+    r = alice.post(
+        "/api2/posts",
+        json={"post_type": "generic", "group_id": gid, "metadata": {"title": "x", "content": "y", "labels": "bogus"}},
+    )
     assert r.status_code == 400 and r.json == {"message": "cannot post to this label"}
     post = big_posts(alice)[0]
     other = big_posts(alice)[1]
     other_comments = alice.get(f"/api2/posts/{other['id']}/comments").json["post_tree"]["children"]
     bad_parents = ["nope"] + [n["post"]["id"] for n in other_comments[:1]]
     for parent in bad_parents:
-        r = alice.post("/api2/posts", json={"post_type": "comment", "root_id": post["id"], "parent_id": parent,
-                                            "metadata": {"content": "hi"}})
+        r = alice.post(
+            "/api2/posts",
+            json={"post_type": "comment", "root_id": post["id"], "parent_id": parent, "metadata": {"content": "hi"}},
+        )
         assert r.status_code == 400
     design = group_id(client, "design-guild")
-    r = alice.post("/api2/posts", json={"post_type": "generic", "group_id": design,
-                                        "metadata": {"title": "x", "content": "y"}})
+    r = alice.post(
+        "/api2/posts", json={"post_type": "generic", "group_id": design, "metadata": {"title": "x", "content": "y"}}
+    )
     assert r.status_code == 401 and r.json == {"message": "action not permitted"}
     assert client.simulate_get("/__sandbox/created").json["created"] == []
 
 
 def test_delete_post_and_comment(client, alice, browser):
     gid = group_id(client)
-    new = alice.post("/api2/posts", json={"post_type": "generic", "group_id": gid,
-                                          "metadata": {"title": "Temp", "content": "x"}}).json
-    c1 = alice.post("/api2/posts", json={"post_type": "comment", "root_id": new["id"], "parent_id": new["id"],
-                                         "metadata": {"content": "c1"}}).json
-    alice.post("/api2/posts", json={"post_type": "comment", "root_id": new["id"], "parent_id": c1["id"],
-                                    "metadata": {"content": "r1"}})
+    new = alice.post(
+        "/api2/posts", json={"post_type": "generic", "group_id": gid, "metadata": {"title": "Temp", "content": "x"}}
+    ).json
+    c1 = alice.post(
+        "/api2/posts",
+        json={"post_type": "comment", "root_id": new["id"], "parent_id": new["id"], "metadata": {"content": "c1"}},
+    ).json
+    alice.post(
+        "/api2/posts",
+        json={"post_type": "comment", "root_id": new["id"], "parent_id": c1["id"], "metadata": {"content": "r1"}},
+    )
     bob = browser("bob")
     r = bob.delete(f"/api2/posts/{new['id']}")
     assert r.status_code == 403 and r.json["message"].startswith("must be admin or level")
@@ -179,15 +224,19 @@ def test_home_lists_the_users_groups(alice):
     assert 'href="/builders-club"' in page.text and 'href="/design-guild"' not in page.text
 
 
-
 def test_deleting_a_post_takes_its_replies_with_it(client, alice):
     gid = group_id(client)
-    new = alice.post("/api2/posts", json={"post_type": "generic", "group_id": gid,
-                                          "metadata": {"title": "Thread", "content": "x"}}).json
-    c1 = alice.post("/api2/posts", json={"post_type": "comment", "root_id": new["id"], "parent_id": new["id"],
-                                         "metadata": {"content": "c1"}}).json
-    r1 = alice.post("/api2/posts", json={"post_type": "comment", "root_id": new["id"], "parent_id": c1["id"],
-                                         "metadata": {"content": "r1"}}).json
+    new = alice.post(
+        "/api2/posts", json={"post_type": "generic", "group_id": gid, "metadata": {"title": "Thread", "content": "x"}}
+    ).json
+    c1 = alice.post(
+        "/api2/posts",
+        json={"post_type": "comment", "root_id": new["id"], "parent_id": new["id"], "metadata": {"content": "c1"}},
+    ).json
+    r1 = alice.post(
+        "/api2/posts",
+        json={"post_type": "comment", "root_id": new["id"], "parent_id": c1["id"], "metadata": {"content": "r1"}},
+    ).json
     assert alice.delete(f"/api2/posts/{new['id']}").status_code == 200
     assert alice.delete(f"/api2/posts/{r1['id']}").status_code == 404
     created = {c["id"]: c for c in client.simulate_get("/__sandbox/created").json["created"]}
@@ -206,8 +255,9 @@ def test_the_busy_post_pages_its_comments_with_last_and_has_more(client, alice):
             break
     assert world_post is not None
     while True:
-        answer = alice.get(f"/api2/posts/{world_post['id']}/comments",
-                           query_string=f"limit=25&created-gt={cursor}").json
+        answer = alice.get(
+            f"/api2/posts/{world_post['id']}/comments", query_string=f"limit=25&created-gt={cursor}"
+        ).json
         children = answer["post_tree"]["children"]
         seen += [c["post"]["id"] for c in children]
         pages += 1

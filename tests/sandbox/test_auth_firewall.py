@@ -17,8 +17,16 @@ def next_data(html: str) -> dict:
 def test_login_page_has_the_form_and_the_firewall_script(browser):
     page = browser().get("/login?next=/builders-club")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
-    for needle in ('id="email"', 'id="password"', 'button type="submit"', "/api2/auth/login",
-                   "/__fw/challenge", "window.__fwReady = true", "__fwReadyPromise", '"/builders-club"'):
+    for needle in (
+        'id="email"',
+        'id="password"',
+        'button type="submit"',
+        "/api2/auth/login",
+        "/__fw/challenge",
+        "window.__fwReady = true",
+        "__fwReadyPromise",
+        '"/builders-club"',
+    ):
         assert needle in page.text
 
 

@@ -36,8 +36,16 @@ def driver(running: RunningSandbox) -> Iterator[object]:
     options = webdriver.ChromeOptions()
     options.add_argument(f"--ignore-certificate-errors-spki-list={running.spki}")
     options.binary_location = "/usr/bin/chromium"
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+    ):
         options.add_argument(flag)
     with tempfile.TemporaryDirectory() as profile:
         options.add_argument(f"--user-data-dir={profile}")
@@ -68,7 +76,8 @@ def test_login_form_firewall_and_concurrent_page_data(driver, running):
     assert counts[0] == 33 and counts[1:] == [30] * 29
     # Over HTTP/2, as on the real hosts (the page's own fetches, as the gateway makes them).
     protocols = driver.execute_script(
-        "return [...new Set(performance.getEntriesByType('resource').map(e => e.nextHopProtocol))]")
+        "return [...new Set(performance.getEntriesByType('resource').map(e => e.nextHopProtocol))]"
+    )
     assert protocols == ["h2"]
     assert driver.execute_script("return window.__fwReady") is True
     assert "auth_token" not in driver.execute_script("return document.cookie")  # HttpOnly

@@ -103,8 +103,11 @@ def test_reading_does_not_mark_read_but_read_does(alice):
 def test_send_and_sent_readout(client, alice, browser):
     client.simulate_post("/__sandbox/antispam", json={"enabled": False})
     channel = channel_with(alice, "carol")
-    r = alice.post(f"/api2/channels/{channel['id']}/messages", query_string="ct=wdm",
-                   json={"content": "hello carol", "attachments": []})
+    r = alice.post(
+        f"/api2/channels/{channel['id']}/messages",
+        query_string="ct=wdm",
+        json={"content": "hello carol", "attachments": []},
+    )
     assert r.status_code == 200
     msg = r.json
     assert msg["metadata"]["content"] == "hello carol" and msg["metadata"]["src"] == user_id(client, "alice")
@@ -112,8 +115,9 @@ def test_send_and_sent_readout(client, alice, browser):
     carol_view = channel_with(browser("carol"), "alice")
     assert carol_view["metadata"]["num_unread"] >= 1 and carol_view["last_message"]["id"] == msg["id"]
     sent = client.simulate_get("/__sandbox/sent").json["sent"]
-    assert [(s["from"], s["to"], s["content"], s["channelId"]) for s in sent] == \
-        [("alice", "carol", "hello carol", channel["id"])]
+    assert [(s["from"], s["to"], s["content"], s["channelId"]) for s in sent] == [
+        ("alice", "carol", "hello carol", channel["id"])
+    ]
     assert alice.post(f"/api2/channels/{channel['id']}/messages", json={"content": " "}).status_code == 400
 
 
@@ -123,8 +127,11 @@ def test_chat_request(client, alice, browser):
     existing = alice.post(f"/api2/users/{bob}/chat-request", query_string=f"g={gid}").json
     assert existing["id"] == channel_with(alice, "bob")["id"]
     carol = browser("carol")
-    members = [u for u in client.simulate_get("/__sandbox/users").json["users"]
-               if u["email"] is None and "builders-club" in u["groups"]]
+    members = [
+        u
+        for u in client.simulate_get("/__sandbox/users").json["users"]
+        if u["email"] is None and "builders-club" in u["groups"]
+    ]
     stranger = next(u for u in members if all(c["user"]["id"] != u["id"] for c in all_channels(carol)))
     new = carol.post(f"/api2/users/{stranger['id']}/chat-request", query_string=f"g={gid}").json
     assert new["user"]["id"] == stranger["id"] and new["last_message"] is None
@@ -159,8 +166,10 @@ def test_antispam_hourly_limit_and_settings(client, alice, clock):
         assert alice.post(url, json={"content": "hi"}).status_code == 200
         clock.advance(2)
     assert alice.post(url, json={"content": "hi"}).status_code == 429
-    assert client.simulate_post("/__sandbox/antispam", json={"enabled": False, "clearFlags": True}).json[
-        "enabled"] is False
+    assert (
+        client.simulate_post("/__sandbox/antispam", json={"enabled": False, "clearFlags": True}).json["enabled"]
+        is False
+    )
     for _ in range(5):
         assert alice.post(url, json={"content": "fast"}).status_code == 200
 

@@ -31,8 +31,7 @@ def test_latency_and_clear_faults(client, alice):
 
 
 def test_hang_is_released_by_clear_faults(client, alice):
-    client.simulate_post("/__sandbox/errors", json={"route": "/api2/self", "status": "hang", "count": 1,
-                                                    "seconds": 30})
+    client.simulate_post("/__sandbox/errors", json={"route": "/api2/self", "status": "hang", "count": 1, "seconds": 30})
     result = {}
     worker = threading.Thread(target=lambda: result.update(r=alice.get("/api2/self")))
     start = time.monotonic()

@@ -54,8 +54,18 @@ def test_page_shape_and_private_self(alice):
     post = props["postTrees"][0]["post"]
     for key in ("id", "name", "postType", "groupId", "userId", "rootId", "labelId", "createdAt", "updatedAt"):
         assert key in post
-    assert set(post["metadata"]) >= {"title", "content", "comments", "upvotes", "labels", "pinned",
-                                     "hasNewComments", "lastComment", "imagePreview", "attachments"}
+    assert set(post["metadata"]) >= {
+        "title",
+        "content",
+        "comments",
+        "upvotes",
+        "labels",
+        "pinned",
+        "hasNewComments",
+        "lastComment",
+        "imagePreview",
+        "attachments",
+    }
     assert set(post["user"]) == {"id", "name", "firstName", "lastName", "metadata"}
     assert post["createdAt"].endswith("Z")
 
@@ -65,8 +75,9 @@ def test_html_page_embeds_the_same_page_props(alice):
     data = next_data(page.text)
     assert data["buildId"] == alice.client.simulate_get("/__sandbox/state").json["buildId"]
     html_ids = [t["post"]["id"] for t in data["props"]["pageProps"]["postTrees"]]
-    json_ids = [t["post"]["id"] for t in alice.data(f"/{BIG}", query_string="s=newest&p=2")
-                .json["pageProps"]["postTrees"]]
+    json_ids = [
+        t["post"]["id"] for t in alice.data(f"/{BIG}", query_string="s=newest&p=2").json["pageProps"]["postTrees"]
+    ]
     assert html_ids == json_ids and len(html_ids) == 30
 
 
@@ -90,8 +101,9 @@ def test_newest_and_default_orders(alice):
     assert {p["id"] for p in default} == {p["id"] for p in newest}
 
 
-@pytest.mark.parametrize(("sort", "days"), [("best-1d", 1), ("best-1w", 7), ("best-1m", 30),
-                                            ("best-1y", 365), ("best", None)])
+@pytest.mark.parametrize(
+    ("sort", "days"), [("best-1d", 1), ("best-1w", 7), ("best-1m", 30), ("best-1y", 365), ("best", None)]
+)
 def test_best_sorts(alice, sort, days):
     everything = unique(walk(alice, "&s=newest"))
     pages = walk(alice, f"&s={sort}")
@@ -126,7 +138,8 @@ def test_page_past_the_end_is_empty(alice):
     assert r.status_code == 200 and r.json["pageProps"]["postTrees"] == []
     # The page data carries ``total`` (PLATFORM.md); an empty page stays the end a client walks to.
     assert r.json["pageProps"]["total"] == sum(len(p) for p in pages) - len(
-        [t for t in pages[0] if t["metadata"].get("pinned") == 1])
+        [t for t in pages[0] if t["metadata"].get("pinned") == 1]
+    )
 
 
 def test_label_filter(alice):
@@ -156,7 +169,8 @@ def test_ordering_readout_matches_pages(alice):
     for query in ("", "&s=best-1w", "&s=newest&fl=unr"):
         pages = walk(alice, query)
         order = alice.client.simulate_get(
-            "/__sandbox/ordering", query_string=f"group={BIG}&user=alice&pages=100{query}").json
+            "/__sandbox/ordering", query_string=f"group={BIG}&user=alice&pages=100{query}"
+        ).json
         assert order["pages"] == [[p["id"] for p in page] for page in pages]
         assert order["ids"] == [p["id"] for p in unique(pages)]
 
@@ -225,7 +239,7 @@ def test_a_pinned_repeat_loses_its_pinned_field_and_in_one_group_its_id(alice):
     for page in (1, 2):
         for tree in alice.data("/quiet-garden", query_string=f"s=newest&p={page}").json["pageProps"]["postTrees"]:
             appearances.setdefault(tree["post"]["name"], []).append(tree["post"])
-    (leader, repeat), = [posts for posts in appearances.values() if len(posts) > 1]
+    ((leader, repeat),) = [posts for posts in appearances.values() if len(posts) > 1]
     assert leader["metadata"]["pinned"] == 1 and "pinned" not in repeat["metadata"]
     assert repeat["id"] != leader["id"] and repeat["name"] == leader["name"]
 
@@ -233,8 +247,9 @@ def test_a_pinned_repeat_loses_its_pinned_field_and_in_one_group_its_id(alice):
 def test_page_data_carries_total_and_one_group_lists_no_labels(browser):
     bob = browser("bob")
     props = bob.data("/quiet-garden", query_string="s=newest").json["pageProps"]
-    pages = [bob.data("/quiet-garden", query_string=f"s=newest&p={p}").json["pageProps"]["postTrees"]
-             for p in range(1, 5)]
+    pages = [
+        bob.data("/quiet-garden", query_string=f"s=newest&p={p}").json["pageProps"]["postTrees"] for p in range(1, 5)
+    ]
     pinned = [t for t in pages[0] if t["post"]["metadata"].get("pinned") == 1]
     assert props["total"] == sum(len(page) for page in pages) - len(pinned)  # the pinned lead is a repeat
     guild = bob.data("/design-guild").json["pageProps"]

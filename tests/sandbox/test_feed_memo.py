@@ -41,7 +41,7 @@ def reference(world: World, query: dict[str, str], viewer_id: str, now_us: int) 
         return (p.upvotes, p.created_us, p.id)
 
     posts.sort(key=key, reverse=True)
-    pages = [posts[i:i + PAGE_SIZE] for i in range(0, len(posts), PAGE_SIZE)] or [[]]
+    pages = [posts[i : i + PAGE_SIZE] for i in range(0, len(posts), PAGE_SIZE)] or [[]]
     pages[0] = pinned + pages[0]
     return [[p.id for p in page] for page in pages if page]
 
@@ -60,8 +60,9 @@ def check_counts(sb: Sandbox, alice: Browser) -> None:
     assert big is not None
     live = [sb.world.posts[pid] for pid in sb.world.group_posts[big.id] if not sb.world.posts[pid].deleted]
     assert group["metadata"]["totalPosts"] == len(live)
-    assert {lb["id"]: lb["metadata"]["posts"] for lb in group["labels"]} == \
-        {lb.id: sum(p.label_id == lb.id for p in live) for lb in big.labels}
+    assert {lb["id"]: lb["metadata"]["posts"] for lb in group["labels"]} == {
+        lb.id: sum(p.label_id == lb.id for p in live) for lb in big.labels
+    }
 
 
 def test_memoised_feed_follows_every_change(sb: Sandbox, client: Any, alice: Browser, clock: Clock) -> None:
@@ -71,15 +72,23 @@ def test_memoised_feed_follows_every_change(sb: Sandbox, client: Any, alice: Bro
     check_every_query(sb, alice, by_label)  # fills the memo
     check_counts(sb, alice)
 
-    new = alice.post("/api2/posts", json={"post_type": "generic", "group_id": gid,
-                                          "metadata": {"title": "Memo", "content": "x", "labels": labels[1]}}).json
+    new = alice.post(
+        "/api2/posts",
+        json={
+            "post_type": "generic",
+            "group_id": gid,
+            "metadata": {"title": "Memo", "content": "x", "labels": labels[1]},
+        },
+    ).json
     check_every_query(sb, alice, by_label)
     check_counts(sb, alice)
 
     old = walk(alice, "&s=newest")[-1][-1]  # the oldest post: a comment takes it to the top of the default
     clock.advance(1)  # after the new post, which is the latest activity so far
-    comment = alice.post("/api2/posts", json={"post_type": "comment", "root_id": old["id"],
-                                              "parent_id": old["id"], "metadata": {"content": "up"}}).json
+    comment = alice.post(
+        "/api2/posts",
+        json={"post_type": "comment", "root_id": old["id"], "parent_id": old["id"], "metadata": {"content": "up"}},
+    ).json
     assert walk(alice)[0][3]["id"] == old["id"]  # after the three pinned posts
     check_every_query(sb, alice, by_label)
 
@@ -106,8 +115,9 @@ def test_memoised_feed_follows_every_change(sb: Sandbox, client: Any, alice: Bro
 def test_reset_starts_from_the_seed_again(sb: Sandbox, client: Any, alice: Browser) -> None:
     first = walk(alice, "&s=newest")
     gid = group_id(client)
-    alice.post("/api2/posts", json={"post_type": "generic", "group_id": gid,
-                                    "metadata": {"title": "Gone", "content": "x"}})
+    alice.post(
+        "/api2/posts", json={"post_type": "generic", "group_id": gid, "metadata": {"title": "Gone", "content": "x"}}
+    )
     assert walk(alice, "&s=newest") != first
     client.simulate_post("/__sandbox/reset", json={})
     assert walk(alice, "&s=newest") == first

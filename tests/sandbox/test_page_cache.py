@@ -49,8 +49,10 @@ def ordering(client: testing.TestClient, query: str, pages: int = 1) -> list[lis
 def test_a_new_post_then_its_deletion(client: testing.TestClient, alice: Browser) -> None:
     before = both(alice, "s=newest")
     total = before[0]["currentGroup"]["metadata"]["totalPosts"]
-    new = alice.post("/api2/posts", json={"post_type": "generic", "group_id": group_id(client),
-                                          "metadata": {"title": "Fresh", "content": "x"}}).json
+    new = alice.post(
+        "/api2/posts",
+        json={"post_type": "generic", "group_id": group_id(client), "metadata": {"title": "Fresh", "content": "x"}},
+    ).json
     for props in both(alice, "s=newest"):
         assert new["id"] in ids(props)
         assert props["currentGroup"]["metadata"]["totalPosts"] == total + 1
@@ -63,8 +65,10 @@ def test_a_comment_moves_its_post_and_counts(alice: Browser, clock: Clock) -> No
     old = data(alice, "p=5")["postTrees"][0]["post"]
     both(alice)
     clock.advance(1)
-    alice.post("/api2/posts", json={"post_type": "comment", "root_id": old["id"], "parent_id": old["id"],
-                                    "metadata": {"content": "up"}})
+    alice.post(
+        "/api2/posts",
+        json={"post_type": "comment", "root_id": old["id"], "parent_id": old["id"], "metadata": {"content": "up"}},
+    )
     for props in both(alice):
         moved = props["postTrees"][lead]["post"]
         assert moved["id"] == old["id"] and moved["metadata"]["comments"] == old["metadata"]["comments"] + 1
@@ -82,19 +86,35 @@ def test_reading_a_post_leaves_the_unread_tab(alice: Browser) -> None:
 def test_has_new_comments_follows_comments_and_reads(browser: Callable[..., Browser], clock: Clock) -> None:
     alice, bob = browser("alice"), browser("bob")
     unread = {p["id"] for p in unique(walk(alice, "&s=newest&fl=unr"))}
-    seen = next(t["post"] for n in range(1, 20) for t in data(alice, f"s=newest&p={n}")["postTrees"]
-                if t["post"]["id"] not in unread and not t["post"]["metadata"]["hasNewComments"])
+    seen = next(
+        t["post"]
+        for n in range(1, 20)
+        for t in data(alice, f"s=newest&p={n}")["postTrees"]
+        if t["post"]["id"] not in unread and not t["post"]["metadata"]["hasNewComments"]
+    )
     query = f"s=newest&c={seen['labelId']}"  # a page that holds it
     assert seen["id"] in ids(data(alice, query)) and seen["id"] in ids(page(alice, query))
 
     def flag() -> list[int]:
-        return [next(t["post"]["metadata"]["hasNewComments"] for t in props["postTrees"]
-                     if t["post"]["id"] == seen["id"]) for props in both(alice, query)]
+        return [
+            next(t["post"]["metadata"]["hasNewComments"] for t in props["postTrees"] if t["post"]["id"] == seen["id"])
+            for props in both(alice, query)
+        ]
 
     assert flag() == [0, 0]
     clock.advance(1)
-    assert bob.post("/api2/posts", json={"post_type": "comment", "root_id": seen["id"], "parent_id": seen["id"],
-                                         "metadata": {"content": "news"}}).status_code == 200
+    assert (
+        bob.post(
+            "/api2/posts",
+            json={
+                "post_type": "comment",
+                "root_id": seen["id"],
+                "parent_id": seen["id"],
+                "metadata": {"content": "news"},
+            },
+        ).status_code
+        == 200
+    )
     assert flag() == [1, 1]  # another viewer's comment changes alice's page
     clock.advance(1)
     assert alice.data(f"/{BIG}/{seen['name']}").status_code == 200
@@ -113,8 +133,9 @@ def test_a_new_build_id(client: testing.TestClient, alice: Browser) -> None:
     assert again.status_code == 200 and again.content == first.content
 
 
-def test_signed_out_once_the_session_is_revoked_or_expired(client: testing.TestClient,
-                                                           browser: Callable[..., Browser], clock: Clock) -> None:
+def test_signed_out_once_the_session_is_revoked_or_expired(
+    client: testing.TestClient, browser: Callable[..., Browser], clock: Clock
+) -> None:
     alice = browser("alice")
     assert all(props["self"]["name"] == "alice" and props["postTrees"] for props in both(alice))
     client.simulate_post("/__sandbox/expire-session", json={"user": "alice"})
@@ -150,8 +171,14 @@ def test_a_reset_and_another_seed(client: testing.TestClient, alice: Browser) ->
     assert both(alice, "s=newest&fl=unr") == unread
 
     first = both(alice, "s=newest")
-    alice.post("/api2/posts", json={"post_type": "generic", "group_id": group_id(client),
-                                    "metadata": {"title": "Gone after the reset", "content": "x"}})
+    alice.post(
+        "/api2/posts",
+        json={
+            "post_type": "generic",
+            "group_id": group_id(client),
+            "metadata": {"title": "Gone after the reset", "content": "x"},
+        },
+    )
     assert both(alice, "s=newest") != first
     client.simulate_post("/__sandbox/reset", json={"seed": 2})
     other = both(alice, "s=newest")

@@ -22,9 +22,28 @@ from scripts.sandbox.state import Sandbox
 from tests.sandbox.conftest import BIG, Browser, Clock
 
 SLUGS = [BIG, "no-such-group"]
-QUERIES = ["", "p=2", "s=newest", "s=newest&p=3", "s=best", "s=best-1d", "s=best-1w", "s=best-1m&p=2",
-           "s=best-1y", "s=newest&fl=unr", "fl=unr&p=2", "s=bogus", "p=junk", "p=0", "p=999", "c=LABEL1",
-           "c=LABEL2&s=best", "c=no-such-label", "fl=other&s=newest-cm", "x=%3Cscript%3E&p=1"]
+QUERIES = [
+    "",
+    "p=2",
+    "s=newest",
+    "s=newest&p=3",
+    "s=best",
+    "s=best-1d",
+    "s=best-1w",
+    "s=best-1m&p=2",
+    "s=best-1y",
+    "s=newest&fl=unr",
+    "fl=unr&p=2",
+    "s=bogus",
+    "p=junk",
+    "p=0",
+    "p=999",
+    "c=LABEL1",
+    "c=LABEL2&s=best",
+    "c=no-such-label",
+    "fl=other&s=newest-cm",
+    "x=%3Cscript%3E&p=1",
+]
 
 
 @pytest.fixture
@@ -61,8 +80,9 @@ def _falcon_media(props: dict[str, Any]) -> bytes:
 
 
 @pytest.mark.parametrize("who", [None, "alice", "bob"])
-def test_cached_answers_equal_uncached_renderings(sb: Sandbox, browser: Callable[..., Browser], twin: Browser,
-                                                  who: str | None) -> None:
+def test_cached_answers_equal_uncached_renderings(
+    sb: Sandbox, browser: Callable[..., Browser], twin: Browser, who: str | None
+) -> None:
     b = browser(who)
     if who:
         assert twin.login(who).status_code == 200
@@ -84,8 +104,7 @@ def test_cached_answers_equal_uncached_renderings(sb: Sandbox, browser: Callable
     assert len(sb.pages) > 0
 
 
-def test_a_repeated_request_is_not_rendered_again(sb: Sandbox, alice: Browser,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_repeated_request_is_not_rendered_again(sb: Sandbox, alice: Browser, monkeypatch: pytest.MonkeyPatch) -> None:
     renders: list[str] = []
     real = pages.feed_result
 

@@ -25,8 +25,10 @@ def alpn(base: str, cert: str, offered: list[str]) -> str | None:
     host, port = base.removeprefix("https://").rsplit(":", 1)
     context = ssl.create_default_context(cafile=cert)
     context.set_alpn_protocols(offered)
-    with socket.create_connection((host, int(port)), timeout=5) as raw, \
-            context.wrap_socket(raw, server_hostname=host) as tls:
+    with (
+        socket.create_connection((host, int(port)), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname=host) as tls,
+    ):
         return tls.selected_alpn_protocol()
 
 
@@ -44,17 +46,26 @@ def test_serves_until_sigterm(mode: tuple[str, ...]) -> None:
             s.verify = verify
             s.headers.update(BROWSER_UA)
             s.cookies.set("aws-waf-token", s.get(f"{base}/__fw/challenge", timeout=5).json()["token"])
-            r = s.post(f"{base}/api2/auth/login", json={"email": "alice@sandbox.test", "password": "sandbox"},
-                       timeout=5)
+            r = s.post(
+                f"{base}/api2/auth/login", json={"email": "alice@sandbox.test", "password": "sandbox"}, timeout=5
+            )
             assert r.status_code == 200 and "auth_token" in s.cookies
             state = s.get(f"{base}/__sandbox/state", timeout=5).json()
             assert state["seed"] == 3
-            urls = [f"{base}/_next/data/{state['buildId']}/builders-club.json?group=builders-club&p={p}"
-                    for p in range(1, 31)]
+            urls = [
+                f"{base}/_next/data/{state['buildId']}/builders-club.json?group=builders-club&p={p}"
+                for p in range(1, 31)
+            ]
             cookies = s.cookies.get_dict()
             with ThreadPoolExecutor(30) as pool:  # 30 pages at once, as the browser does
-                codes = list(pool.map(lambda u: requests.get(u, headers=BROWSER_UA, cookies=cookies, verify=verify,
-                                                             timeout=10).status_code, urls))
+                codes = list(
+                    pool.map(
+                        lambda u: (
+                            requests.get(u, headers=BROWSER_UA, cookies=cookies, verify=verify, timeout=10).status_code
+                        ),
+                        urls,
+                    )
+                )
             assert codes == [200] * 30
         os.kill(proc.pid, signal.SIGTERM)
         assert proc.wait(15) == 0

@@ -20,19 +20,26 @@ def test_a_password_change_ends_every_other_session_and_keeps_this_one(world: Wo
     here = world.sign_up()
     elsewhere = world.sign_in("owner@example.com")
     key = world.mint(here)["secret"]
-    wrong = world.client.simulate_post("/v1/me/password", headers=here.headers(),
-                                       json={"currentPassword": "not it at all", "newPassword": NEW_PASSWORD})
+    wrong = world.client.simulate_post(
+        "/v1/me/password",
+        headers=here.headers(),
+        json={"currentPassword": "not it at all", "newPassword": NEW_PASSWORD},
+    )
     assert wrong.status_code == 403 and me(world, elsewhere) == 200  # nothing changed
-    short = world.client.simulate_post("/v1/me/password", headers=here.headers(),
-                                       json={"currentPassword": PASSWORD, "newPassword": "short"})
+    short = world.client.simulate_post(
+        "/v1/me/password", headers=here.headers(), json={"currentPassword": PASSWORD, "newPassword": "short"}
+    )
     assert short.status_code == 400 and short.json["error"]["details"]["field"] == "newPassword"
-    changed = world.client.simulate_post("/v1/me/password", headers=here.headers(),
-                                         json={"currentPassword": PASSWORD, "newPassword": NEW_PASSWORD})
+    changed = world.client.simulate_post(
+        "/v1/me/password", headers=here.headers(), json={"currentPassword": PASSWORD, "newPassword": NEW_PASSWORD}
+    )
     assert changed.status_code == 204
     assert me(world, here) == 200 and me(world, elsewhere) == 401
     assert key_works(world, key)  # API keys are not sessions
-    assert world.client.simulate_post("/v1/session", json={"email": "owner@example.com", "password": PASSWORD}
-                                      ).status_code == 401
+    assert (
+        world.client.simulate_post("/v1/session", json={"email": "owner@example.com", "password": PASSWORD}).status_code
+        == 401
+    )
     world.sign_in("owner@example.com", NEW_PASSWORD)
     events = [e.event for e in world.store.list_audit(here.account["id"])]
     assert "account.password_changed" in events
@@ -42,8 +49,10 @@ def test_sign_out_everywhere_ends_every_session_but_no_key(world: World) -> None
     here = world.sign_up()
     elsewhere = world.sign_in("owner@example.com")
     key = world.mint(here)["secret"]
-    assert world.client.simulate_delete("/v1/sessions", headers={"Cookie": f"cda_session={here.cookie}"}
-                                        ).status_code == 403  # the CSRF token is needed
+    assert (
+        world.client.simulate_delete("/v1/sessions", headers={"Cookie": f"cda_session={here.cookie}"}).status_code
+        == 403
+    )  # the CSRF token is needed
     assert world.client.simulate_delete("/v1/sessions", headers=here.headers()).status_code == 204
     assert me(world, here) == me(world, elsewhere) == 401
     assert key_works(world, key)
@@ -58,8 +67,10 @@ def test_deleting_the_account_takes_everything_with_it(world: World) -> None:
         refused = world.client.simulate_delete("/v1/me", headers=browser.headers(), json=body)
         assert refused.status_code == 403, body
     assert key_works(world, key) and me(world, browser) == 200  # nothing deleted
-    assert world.client.simulate_delete("/v1/me", headers=browser.headers(), json={"password": PASSWORD}
-                                        ).status_code == 204
+    assert (
+        world.client.simulate_delete("/v1/me", headers=browser.headers(), json={"password": PASSWORD}).status_code
+        == 204
+    )
     assert not key_works(world, key) and not key_works(world, bound)
     assert me(world, browser) == 401
     account_id = browser.account["id"]

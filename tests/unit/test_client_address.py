@@ -12,18 +12,21 @@ from adapters.settings import SettingsError, load_settings
 PROXIES = trusted_networks(["10.0.0.5", "fd00::/8"])
 
 
-@pytest.mark.parametrize(("peer", "forwarded", "expected"), [
-    ("203.0.113.7", None, "203.0.113.7"),  # no proxy in front
-    ("203.0.113.7", "198.51.100.1", "203.0.113.7"),  # the header of an untrusted peer is ignored
-    ("10.0.0.5", "198.51.100.1", "198.51.100.1"),  # the trusted proxy says who
-    ("10.0.0.5", "1.2.3.4, 198.51.100.1", "198.51.100.1"),  # the client wrote 1.2.3.4 itself: ignored
-    ("10.0.0.5", "198.51.100.1, fd00::9", "198.51.100.1"),  # past a second trusted proxy
-    ("10.0.0.5", "2001:db8::1", "2001:db8::1"),
-    ("10.0.0.5", "not-an-address", "10.0.0.5"),  # malformed: count the proxy, trust no guess
-    ("10.0.0.5", "198.51.100.1, bogus", "10.0.0.5"),
-    ("10.0.0.5", "", "10.0.0.5"),
-    ("10.0.0.5", "10.0.0.5", "10.0.0.5"),  # only proxies: the proxy itself
-])
+@pytest.mark.parametrize(
+    ("peer", "forwarded", "expected"),
+    [
+        ("203.0.113.7", None, "203.0.113.7"),  # no proxy in front
+        ("203.0.113.7", "198.51.100.1", "203.0.113.7"),  # the header of an untrusted peer is ignored
+        ("10.0.0.5", "198.51.100.1", "198.51.100.1"),  # the trusted proxy says who
+        ("10.0.0.5", "1.2.3.4, 198.51.100.1", "198.51.100.1"),  # the client wrote 1.2.3.4 itself: ignored
+        ("10.0.0.5", "198.51.100.1, fd00::9", "198.51.100.1"),  # past a second trusted proxy
+        ("10.0.0.5", "2001:db8::1", "2001:db8::1"),
+        ("10.0.0.5", "not-an-address", "10.0.0.5"),  # malformed: count the proxy, trust no guess
+        ("10.0.0.5", "198.51.100.1, bogus", "10.0.0.5"),
+        ("10.0.0.5", "", "10.0.0.5"),
+        ("10.0.0.5", "10.0.0.5", "10.0.0.5"),  # only proxies: the proxy itself
+    ],
+)
 def test_the_client_address(peer: str, forwarded: str | None, expected: str) -> None:
     headers = {"X-Forwarded-For": forwarded} if forwarded is not None else {}
     req = falcon.testing.create_req(remote_addr=peer, headers=headers)
@@ -38,6 +41,8 @@ def test_without_trusted_proxies_the_header_is_never_read() -> None:
 def test_the_setting_lists_addresses_or_networks() -> None:
     base = {"COMMUNITY_API_MODE": "test"}
     assert load_settings({**base, "COMMUNITY_API_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}).trusted_proxies == (
-        "127.0.0.1", "10.0.0.0/8")
+        "127.0.0.1",
+        "10.0.0.0/8",
+    )
     with pytest.raises(SettingsError):
         load_settings({**base, "COMMUNITY_API_TRUSTED_PROXIES": "proxy.example"})

@@ -30,8 +30,9 @@ def test_readyz_is_503_naming_what_is_not_ready(world: World, part: str) -> None
     assert [state for check, state in answer.json["checks"].items() if check != name] == ["ok", "ok"]
 
 
-def test_a_check_that_raises_is_not_ready_and_its_message_is_not_shown(world: World,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_check_that_raises_is_not_ready_and_its_message_is_not_shown(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def broken() -> str | None:
         raise RuntimeError("redis://user:hunter2@10.0.0.5:6379 refused")
 

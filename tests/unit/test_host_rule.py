@@ -19,13 +19,29 @@ METADATA = "/.well-known/oauth-authorization-server"
 
 def client(**settings: object) -> falcon.testing.TestClient:
     clock = FakeClock()
-    deps = bootstrap(key_store=FakeKeyStore(), gateway=FakePlatformGateway(clock=clock), throttle=FakeThrottle(clock),
-                     pace=FakePlatformPace(clock), clock=clock, settings=Settings(mode="test", **settings))
+    deps = bootstrap(
+        key_store=FakeKeyStore(),
+        gateway=FakePlatformGateway(clock=clock),
+        throttle=FakeThrottle(clock),
+        pace=FakePlatformPace(clock),
+        clock=clock,
+        settings=Settings(mode="test", **settings),
+    )
     return falcon.testing.TestClient(app_for(deps, Settings(mode="test", **settings)))
 
 
-@pytest.mark.parametrize("host", ["attacker.example", "attacker.example:8000", "127.0.0.1.attacker.example",
-                                  "localhost.attacker.example:80", "10.0.0.1", "", "[2001:db8::1]:80"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "attacker.example",
+        "attacker.example:8000",
+        "127.0.0.1.attacker.example",
+        "localhost.attacker.example:80",
+        "10.0.0.1",
+        "",
+        "[2001:db8::1]:80",
+    ],
+)
 def test_a_host_the_service_does_not_serve_is_400(host: str) -> None:
     answer = client().simulate_get(METADATA, headers={"Host": host})
     assert answer.status_code == 400 and answer.json["error"]["code"] == "invalid_request"
@@ -40,13 +56,16 @@ def test_loopback_hosts_are_served_with_their_own_urls(host: str) -> None:
 
 def test_allowed_hosts_are_served() -> None:
     api = client(allowed_hosts=("api.internal", "proxy.internal:8443"))
-    assert api.simulate_get(METADATA, headers={"Host": "api.internal:9000"}).json["issuer"] == "http://api.internal:9000"
+    assert (
+        api.simulate_get(METADATA, headers={"Host": "api.internal:9000"}).json["issuer"] == "http://api.internal:9000"
+    )
     assert api.simulate_get(METADATA, headers={"Host": "proxy.internal:8443"}).status_code == 200
     assert api.simulate_get(METADATA, headers={"Host": "proxy.internal:9999"}).status_code == 400
 
 
 def test_with_a_public_url_every_absolute_url_comes_from_it() -> None:
     answer = client(public_url="https://api.example").simulate_get(
-        METADATA, headers={"Host": "attacker.example", "X-Forwarded-Host": "attacker.example"})
+        METADATA, headers={"Host": "attacker.example", "X-Forwarded-Host": "attacker.example"}
+    )
     assert answer.status_code == 200
     assert "attacker" not in answer.text and answer.json["issuer"] == "https://api.example"

@@ -21,8 +21,20 @@ from tests.unit.test_mcp_world import McpWorld
 REAL = platform_id("pst-00001")
 OTHER_KIND = platform_id("cnv-00001")  # a conversation's id given where a post's is wanted
 HOSTILE = [
-    "..", ".", "../self", "x/../../self/chat-channels", f"{REAL}?x=1", f"{REAL}#x", f"{REAL}&limit=999",
-    f"{REAL}/comments", "%2e%2e", "line\nbreak", "a" * 300, "Grüße", REAL.upper(), f" {REAL}",
+    "..",
+    ".",
+    "../self",
+    "x/../../self/chat-channels",
+    f"{REAL}?x=1",
+    f"{REAL}#x",
+    f"{REAL}&limit=999",
+    f"{REAL}/comments",
+    "%2e%2e",
+    "line\nbreak",
+    "a" * 300,
+    "Grüße",
+    REAL.upper(),
+    f" {REAL}",
 ]
 # Values that reach the gateway for a path id: well-formed, but naming nothing of that kind. (An empty
 # optional field counts as absent, as the platform's own ``parent_id: ""`` means top level.)
@@ -37,7 +49,8 @@ def wrong_kind(path: str) -> str:
 def world_state(ready: Ready) -> tuple[Any, ...]:
     gateway = ready.world.gateway
     deleted = sum(p.deleted for p in gateway.world.posts.values()) + sum(
-        c.deleted for c in gateway.world.comments.values())
+        c.deleted for c in gateway.world.comments.values()
+    )
     return (len(gateway.created_posts()), len(gateway.created_comments()), len(gateway.sent_messages()), deleted)
 
 
@@ -51,8 +64,13 @@ def assert_refused(result: Any, statuses: tuple[int, ...] = (400, 404)) -> None:
 def test_path_ids_that_name_nothing_answer_404(ready: Ready, value: str) -> None:
     world, key, before = ready.world, ready.key, world_state(ready)
     for method, template in [
-        ("GET", "/v1/posts/{}"), ("GET", "/v1/posts/{}/comments"), ("DELETE", "/v1/posts/{}"),
-        ("DELETE", "/v1/comments/{}"), ("GET", "/v1/dms/{}"), ("GET", "/v1/groups/{}"), ("GET", "/v1/groups/{}/posts"),
+        ("GET", "/v1/posts/{}"),
+        ("GET", "/v1/posts/{}/comments"),
+        ("DELETE", "/v1/posts/{}"),
+        ("DELETE", "/v1/comments/{}"),
+        ("GET", "/v1/dms/{}"),
+        ("GET", "/v1/groups/{}"),
+        ("GET", "/v1/groups/{}/posts"),
     ]:
         given = wrong_kind(template) if value == "wrong-kind" else value
         path = template.format(quote(given, safe=""))
@@ -116,18 +134,26 @@ def test_mcp_tools_refuse_what_cannot_name_a_platform_thing(mcp: McpWorld, value
     before = (len(mcp.gateway.created_posts()), len(mcp.gateway.created_comments()), len(mcp.gateway.sent_messages()))
     post = mcp.ok("get_feed", {"group": "builders-club"})["posts"][0]["id"]
     calls = [
-        ("get_post", {"postId": value}), ("list_comments", {"postId": value}), ("delete_post", {"postId": value}),
-        ("delete_comment", {"commentId": value}), ("get_dm_thread", {"conversationId": value}),
-        ("get_group", {"group": value}), ("get_feed", {"group": value}),
-        ("create_post", {"group": value, "title": "hi"}), ("create_comment", {"postId": value, "content": "hi"}),
+        ("get_post", {"postId": value}),
+        ("list_comments", {"postId": value}),
+        ("delete_post", {"postId": value}),
+        ("delete_comment", {"commentId": value}),
+        ("get_dm_thread", {"conversationId": value}),
+        ("get_group", {"group": value}),
+        ("get_feed", {"group": value}),
+        ("create_post", {"group": value, "title": "hi"}),
+        ("create_comment", {"postId": value, "content": "hi"}),
         ("create_comment", {"postId": post, "content": "hi", "parentId": value}),
-        ("send_dm", {"to": value, "content": "hi"}), ("send_dm", {"conversationId": value, "content": "hi"}),
+        ("send_dm", {"to": value, "content": "hi"}),
+        ("send_dm", {"conversationId": value, "content": "hi"}),
         ("get_post", {"postId": post, "group": value}),
     ]
     for tool, args in calls:
         if value == "wrong-kind":
-            args = {name: (REAL if name == "conversationId" else OTHER_KIND) if given == value else given
-                    for name, given in args.items()}
+            args = {
+                name: (REAL if name == "conversationId" else OTHER_KIND) if given == value else given
+                for name, given in args.items()
+            }
         error = mcp.fail(tool, args)
         assert error["code"] in ("invalid_request", "not_found"), (tool, error)
     after = (len(mcp.gateway.created_posts()), len(mcp.gateway.created_comments()), len(mcp.gateway.sent_messages()))

@@ -10,7 +10,7 @@ from mcp_types.version import SUPPORTED_PROTOCOL_VERSIONS
 
 from adapters.mcp.server import ToolResult, error_result, success_result
 
-PAYLOAD = {"id": "usr-alice", "handle": "alice", "name": "Älice \"A\" Andersen", "tags": [1, None, True]}
+PAYLOAD = {"id": "usr-alice", "handle": "alice", "name": 'Älice "A" Andersen', "tags": [1, None, True]}
 
 
 def model_dump(result: types.CallToolResult) -> ToolResult:
@@ -27,8 +27,9 @@ def test_a_success_is_what_the_model_dumps() -> None:
 
 def test_an_error_is_what_the_model_dumps() -> None:
     result = error_result("forbidden", "no", {"requiredScope": "dms:write"})
-    expected = types.CallToolResult(content=[types.TextContent(type="text", text=result["content"][0]["text"])],
-                                    is_error=True)
+    expected = types.CallToolResult(
+        content=[types.TextContent(type="text", text=result["content"][0]["text"])], is_error=True
+    )
     assert result == model_dump(expected)
 
 

@@ -37,9 +37,15 @@ def other_member(world: McpWorld) -> dict[str, Any]:
 
 
 def test_whoami_groups_and_group_answer_as_rest(world: McpWorld) -> None:
-    assert world.ok("whoami", {}) == world.rest("/v1/whoami") == {
-        "id": world.alice.platform_user_id, "handle": "alice", "name": world.alice.name,
-    }
+    assert (
+        world.ok("whoami", {})
+        == world.rest("/v1/whoami")
+        == {
+            "id": world.alice.platform_user_id,
+            "handle": "alice",
+            "name": world.alice.name,
+        }
+    )
     assert world.ok("list_groups", {}) == world.rest("/v1/groups")
     assert world.ok("get_group", {"group": FEED}) == world.rest(f"/v1/groups/{FEED}")
 

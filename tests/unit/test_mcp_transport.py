@@ -96,9 +96,7 @@ def test_media_type_size_and_malformed_bodies(world: McpWorld) -> None:
     text_body = world.client.simulate_post("/v1/mcp", headers={**headers, "Content-Type": "text/plain"}, body=b"{}")
     assert_error(text_body, 415, "unsupported_media_type")
     huge = json.dumps({**LIST, "params": {"padding": "x" * 300_000}})
-    too_big = world.client.simulate_post(
-        "/v1/mcp", headers={**headers, "Content-Type": "application/json"}, body=huge
-    )
+    too_big = world.client.simulate_post("/v1/mcp", headers={**headers, "Content-Type": "application/json"}, body=huge)
     assert_error(too_big, 413, "payload_too_large")
     for body in (b"{not json", b"[]", b'{"jsonrpc": "2.0"}'):
         result = world.client.simulate_post(

@@ -77,8 +77,18 @@ class McpWorld:
             return mint_key(store, clock, account_id="acc_owner", name="k", scopes=scopes, connection_id=connection_id)
 
         return cls(
-            clock, store, gateway, throttle, resource, falcon.testing.TestClient(app), "acc_owner", alice, bob,
-            mint(ALL_SCOPES), mint(None), mint(ALL_SCOPES, alice.id),
+            clock,
+            store,
+            gateway,
+            throttle,
+            resource,
+            falcon.testing.TestClient(app),
+            "acc_owner",
+            alice,
+            bob,
+            mint(ALL_SCOPES),
+            mint(None),
+            mint(ALL_SCOPES, alice.id),
         )
 
     def close(self) -> None:
@@ -97,7 +107,10 @@ class McpWorld:
         return {**headers, **(extra or {})}
 
     def rpc(
-        self, method: str, params: dict[str, Any] | None = None, key: IssuedKey | str | None = None,
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        key: IssuedKey | str | None = None,
         headers: dict[str, str] | None = None,
     ) -> falcon.testing.Result:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": method}
@@ -178,7 +191,11 @@ def test_a_read_only_key_is_offered_only_the_read_tools(world: McpWorld) -> None
 
 def test_a_bound_key_is_offered_the_tools_of_its_scopes(world: McpWorld) -> None:
     dm_reader = mint_key(
-        world.store, world.clock, account_id=world.account_id, name="dm", scopes=["dms:read"],
+        world.store,
+        world.clock,
+        account_id=world.account_id,
+        name="dm",
+        scopes=["dms:read"],
         connection_id=world.bob.id,
     )
     assert world.tool_names(dm_reader) == {"list_dms", "get_dm_thread"}

@@ -43,9 +43,13 @@ def test_the_text_parses_and_names_every_family(world: World) -> None:
     assert answer.status_code == 200 and answer.headers["cache-control"] == "no-store"
     families = {family.name: family for family in text_string_to_metric_families(answer.text)}
     counters = {
-        "community_api_requests", "community_api_platform_calls", "community_api_browser_starts",
-        "community_api_browser_evictions", "community_api_browser_crashes",
-        "community_api_rate_limit_refusals", "community_api_mcp_tool_calls",
+        "community_api_requests",
+        "community_api_platform_calls",
+        "community_api_browser_starts",
+        "community_api_browser_evictions",
+        "community_api_browser_crashes",
+        "community_api_rate_limit_refusals",
+        "community_api_mcp_tool_calls",
     }
     for name in counters:
         assert families[name].type == "counter"  # exposed as <name>_total
@@ -65,12 +69,19 @@ def test_request_counters_grow_by_route_template_method_and_status(ready: Ready)
     after = scrape(world.client)
     route = "/v1/groups/{gid}/posts"
     grown = value(after, "community_api_requests_total", route=route, method="GET", status="200") - value(
-        before, "community_api_requests_total", route=route, method="GET", status="200")
+        before, "community_api_requests_total", route=route, method="GET", status="200"
+    )
     assert grown == 3
-    assert value(after, "community_api_requests_total", route=route, status="401") - value(
-        before, "community_api_requests_total", route=route, status="401") == 1
-    assert value(after, "community_api_request_duration_seconds_count", route=route) - value(
-        before, "community_api_request_duration_seconds_count", route=route) == 4
+    assert (
+        value(after, "community_api_requests_total", route=route, status="401")
+        - value(before, "community_api_requests_total", route=route, status="401")
+        == 1
+    )
+    assert (
+        value(after, "community_api_request_duration_seconds_count", route=route)
+        - value(before, "community_api_request_duration_seconds_count", route=route)
+        == 4
+    )
     # An id never becomes a label: the post's route is its template.
     assert value(after, "community_api_requests_total", route="/v1/posts/{post_id}", status="404") >= 1
     assert not any("999999999" in str(labels) for _, labels in after)
@@ -98,18 +109,21 @@ def test_platform_calls_by_kind_and_outcome(ready: Ready) -> None:
 
     def grew(**labels: str) -> float:
         return value(after, "community_api_platform_calls_total", **labels) - value(
-            before, "community_api_platform_calls_total", **labels)
+            before, "community_api_platform_calls_total", **labels
+        )
 
     assert grew(kind="feed_pages", outcome="ok") == 1
     assert grew(kind="feed_pages", outcome="platform_unavailable") == 1
-    assert value(after, "community_api_platform_call_duration_seconds_count", kind="feed_pages") - value(
-        before, "community_api_platform_call_duration_seconds_count", kind="feed_pages") == 2
+    assert (
+        value(after, "community_api_platform_call_duration_seconds_count", kind="feed_pages")
+        - value(before, "community_api_platform_call_duration_seconds_count", kind="feed_pages")
+        == 2
+    )
 
 
 def test_dm_throttle_and_read_pace_refusals_are_counted(ready: Ready) -> None:
     world = ready.world
-    bob = next(c["with"] for c in world.get("/v1/dms", ready.key).json["conversations"]
-               if c["with"]["handle"] == "bob")
+    bob = next(c["with"] for c in world.get("/v1/dms", ready.key).json["conversations"] if c["with"]["handle"] == "bob")
     before = scrape(world.client)
     assert world.post("/v1/dms", ready.key, {"to": bob["id"], "content": "one"}).status_code == 201
     assert world.post("/v1/dms", ready.key, {"to": bob["id"], "content": "two"}).status_code == 429
@@ -120,7 +134,8 @@ def test_dm_throttle_and_read_pace_refusals_are_counted(ready: Ready) -> None:
 
     def grew(limit: str) -> float:
         return value(after, "community_api_rate_limit_refusals_total", limit=limit) - value(
-            before, "community_api_rate_limit_refusals_total", limit=limit)
+            before, "community_api_rate_limit_refusals_total", limit=limit
+        )
 
     assert grew("dm_throttle") == 1
     assert grew("read_pace") == 1
@@ -139,7 +154,8 @@ def test_mcp_tool_calls_by_tool_and_outcome() -> None:
 
     def grew(**labels: str) -> float:
         return value(after, "community_api_mcp_tool_calls_total", **labels) - value(
-            before, "community_api_mcp_tool_calls_total", **labels)
+            before, "community_api_mcp_tool_calls_total", **labels
+        )
 
     assert grew(tool="whoami", outcome="ok") == 1
     assert grew(tool="get_post", outcome="invalid_request") == 1
@@ -151,8 +167,9 @@ def test_mcp_tool_calls_by_tool_and_outcome() -> None:
 
 
 def with_token(world: World, token: str = TOKEN, proxies: tuple[str, ...] = ()) -> falcon.testing.TestClient:
-    settings = Settings(mode="test", allowed_hosts=("falconframework.org",), metrics_token=token,
-                        trusted_proxies=proxies)
+    settings = Settings(
+        mode="test", allowed_hosts=("falconframework.org",), metrics_token=token, trusted_proxies=proxies
+    )
     return falcon.testing.TestClient(app_for(world.deps, settings))
 
 
@@ -161,9 +178,19 @@ def test_loopback_is_served_without_a_token(world: World, peer: str) -> None:
     assert world.client.simulate_get("/metrics", remote_addr=peer).status_code == 200
 
 
-@pytest.mark.parametrize("authorization", [
-    None, "", f"Bearer {TOKEN[:-1]}", f"Bearer {TOKEN}x", f"Basic {TOKEN}", TOKEN, "Bearer ", f"Bearer  {TOKEN}",
-])
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        None,
+        "",
+        f"Bearer {TOKEN[:-1]}",
+        f"Bearer {TOKEN}x",
+        f"Basic {TOKEN}",
+        TOKEN,
+        "Bearer ",
+        f"Bearer  {TOKEN}",
+    ],
+)
 def test_elsewhere_without_the_right_token_is_403(world: World, authorization: str | None) -> None:
     client = with_token(world)
     headers = {"Authorization": authorization} if authorization is not None else {}

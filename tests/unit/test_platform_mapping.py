@@ -45,10 +45,17 @@ def test_timestamps_are_utc_whatever_the_spelling() -> None:
 
 
 def post_record(n: int, author: dict[str, Any]) -> dict[str, Any]:
-    return {"id": f"p{n}", "name": f"post-{n}", "groupId": "g", "userId": author.get("id"), "labelId": "l",
-            "createdAt": "2026-11-02T10:30:00.000000Z", "updatedAt": "2026-11-02T10:30:00.000000Z",
-            "metadata": {"title": "T", "content": "C", "upvotes": 1, "comments": 0, "pinned": 0},
-            "user": author}
+    return {
+        "id": f"p{n}",
+        "name": f"post-{n}",
+        "groupId": "g",
+        "userId": author.get("id"),
+        "labelId": "l",
+        "createdAt": "2026-11-02T10:30:00.000000Z",
+        "updatedAt": "2026-11-02T10:30:00.000000Z",
+        "metadata": {"title": "T", "content": "C", "upvotes": 1, "comments": 0, "pinned": 0},
+        "user": author,
+    }
 
 
 def test_authors_are_read_once_per_answer_and_each_record_still_checked() -> None:
@@ -68,8 +75,21 @@ def test_authors_are_read_once_per_answer_and_each_record_still_checked() -> Non
 
 
 # --- posts: the usual shape read in one go, any other field by field -------------------------------------
-POST_FIELDS = ("id", "group_id", "title", "content", "label_id", "author_id", "author", "created_at", "updated_at",
-               "upvotes", "comment_count", "pinned", "url")
+POST_FIELDS = (
+    "id",
+    "group_id",
+    "title",
+    "content",
+    "label_id",
+    "author_id",
+    "author",
+    "created_at",
+    "updated_at",
+    "upvotes",
+    "comment_count",
+    "pinned",
+    "url",
+)
 
 
 def test_post_fields_are_in_the_order_usual_post_passes_them() -> None:
@@ -79,18 +99,49 @@ def test_post_fields_are_in_the_order_usual_post_passes_them() -> None:
 def usual_record() -> dict[str, Any]:
     """A feed post as page data spells it, every value distinct, so that a field read into the wrong place
     shows."""
-    return {"id": "p1", "name": "post-one-p1", "postType": "generic", "groupId": "g1", "userId": "u1", "rootId": "p1",
-            "labelId": "l1", "createdAt": "2026-11-02T10:30:00.123456Z", "updatedAt": "2026-11-03T08:00:00.5Z",
-            "metadata": {"title": "Title", "content": "Content ☃", "comments": 4, "upvotes": 9, "labels": "l1",
-                         "pinned": 1, "hasNewComments": 0, "lastComment": 0, "imagePreview": "", "attachments": ""},
-            "user": {"id": "u1", "name": "ann-lee", "firstName": "Ann", "lastName": "Lee",
-                     "metadata": {"pictureProfile": "x", "spData": "{}"}}}
+    return {
+        "id": "p1",
+        "name": "post-one-p1",
+        "postType": "generic",
+        "groupId": "g1",
+        "userId": "u1",
+        "rootId": "p1",
+        "labelId": "l1",
+        "createdAt": "2026-11-02T10:30:00.123456Z",
+        "updatedAt": "2026-11-03T08:00:00.5Z",
+        "metadata": {
+            "title": "Title",
+            "content": "Content ☃",
+            "comments": 4,
+            "upvotes": 9,
+            "labels": "l1",
+            "pinned": 1,
+            "hasNewComments": 0,
+            "lastComment": 0,
+            "imagePreview": "",
+            "attachments": "",
+        },
+        "user": {
+            "id": "u1",
+            "name": "ann-lee",
+            "firstName": "Ann",
+            "lastName": "Lee",
+            "metadata": {"pictureProfile": "x", "spData": "{}"},
+        },
+    }
 
 
 def snake(record: dict[str, Any]) -> dict[str, Any]:
     """The same post as api2 spells it."""
-    names = {"groupId": "group_id", "userId": "user_id", "rootId": "root_id", "labelId": "label_id",
-             "createdAt": "created_at", "updatedAt": "updated_at", "postType": "post_type"}
+    names = {
+        "groupId": "group_id",
+        "userId": "user_id",
+        "rootId": "root_id",
+        "labelId": "label_id",
+        "createdAt": "created_at",
+        "updatedAt": "updated_at",
+        "postType": "post_type",
+    }
     spelled = {names.get(key, key): value for key, value in record.items()}
     person = record.get("user")
     if isinstance(person, dict):
@@ -113,11 +164,49 @@ def at(record: dict[str, Any], path: str, value: object) -> dict[str, Any]:
 
 
 MISSING = object()
-PATHS = ("id", "name", "groupId", "labelId", "userId", "createdAt", "updatedAt", "metadata", "user",
-         "metadata.title", "metadata.content", "metadata.upvotes", "metadata.comments", "metadata.pinned",
-         "user.id", "user.name", "user.firstName", "user.lastName")
-VALUES = (MISSING, None, True, False, 0, 7, -3, 1.5, 2.0, "", "x", " 12 ", "2026-11-02T12:30:00+02:00",
-          "2026-11-02", "2026-11-02Z", "2026-13-45T00:00:00Z", "not a time", [], ["x"], {}, {"id": "u2"})
+PATHS = (
+    "id",
+    "name",
+    "groupId",
+    "labelId",
+    "userId",
+    "createdAt",
+    "updatedAt",
+    "metadata",
+    "user",
+    "metadata.title",
+    "metadata.content",
+    "metadata.upvotes",
+    "metadata.comments",
+    "metadata.pinned",
+    "user.id",
+    "user.name",
+    "user.firstName",
+    "user.lastName",
+)
+VALUES = (
+    MISSING,
+    None,
+    True,
+    False,
+    0,
+    7,
+    -3,
+    1.5,
+    2.0,
+    "",
+    "x",
+    " 12 ",
+    "2026-11-02T12:30:00+02:00",
+    "2026-11-02",
+    "2026-11-02Z",
+    "2026-13-45T00:00:00Z",
+    "not a time",
+    [],
+    ["x"],
+    {},
+    {"id": "u2"},
+)
 
 
 def read(reader: Any, record: object, authors: dict[tuple[Any, ...], Any] | None) -> object:
@@ -140,11 +229,21 @@ def by_usual_post(record: object, platform_url: str, slug: str, *, authors: Any)
 def test_the_usual_shape_is_read_in_one_go_as_field_by_field() -> None:
     record = usual_record()
     assert m.usual_post(record, "https://x", "club", None) is not None
-    expected = Post(id="p1", group_id="g1", title="Title", content="Content ☃", label_id="l1", author_id="u1",
-                    author=m.PlatformUser(id="u1", handle="ann-lee", name="Ann Lee"),
-                    created_at=datetime(2026, 11, 2, 10, 30, 0, 123456, tzinfo=UTC),
-                    updated_at=datetime(2026, 11, 3, 8, 0, 0, 500000, tzinfo=UTC), upvotes=9, comment_count=4,
-                    pinned=True, url="https://x/club/post-one-p1")
+    expected = Post(
+        id="p1",
+        group_id="g1",
+        title="Title",
+        content="Content ☃",
+        label_id="l1",
+        author_id="u1",
+        author=m.PlatformUser(id="u1", handle="ann-lee", name="Ann Lee"),
+        created_at=datetime(2026, 11, 2, 10, 30, 0, 123456, tzinfo=UTC),
+        updated_at=datetime(2026, 11, 3, 8, 0, 0, 500000, tzinfo=UTC),
+        upvotes=9,
+        comment_count=4,
+        pinned=True,
+        url="https://x/club/post-one-p1",
+    )
     for authors in (None, {}):
         assert m.post(record, "https://x", "club", authors=authors) == expected
         assert m.checked_post(record, "https://x", "club", authors=authors) == expected
@@ -170,13 +269,21 @@ def test_any_change_to_a_field_reads_the_same_both_ways_or_fails_both_ways(path:
 
 def test_hostile_records_are_platform_errors_both_ways() -> None:
     hostile: list[dict[str, Any]] = [
-        at(usual_record(), "id", True), at(usual_record(), "id", None), at(usual_record(), "id", ["p1"]),
-        at(usual_record(), "groupId", MISSING), at(usual_record(), "groupId", {}),
-        at(usual_record(), "metadata.upvotes", "many"), at(usual_record(), "metadata.comments", 1.5),
-        at(usual_record(), "metadata.title", 3.5), at(usual_record(), "createdAt", "yesterday"),
-        at(usual_record(), "createdAt", MISSING), at(usual_record(), "createdAt", 1700000000),
-        at(usual_record(), "updatedAt", "2026-11-02T25:00:00Z"), at(usual_record(), "user.id", True),
-        at(usual_record(), "user.name", None), at(usual_record(), "user.name", {"first": "ann"}),
+        at(usual_record(), "id", True),
+        at(usual_record(), "id", None),
+        at(usual_record(), "id", ["p1"]),
+        at(usual_record(), "groupId", MISSING),
+        at(usual_record(), "groupId", {}),
+        at(usual_record(), "metadata.upvotes", "many"),
+        at(usual_record(), "metadata.comments", 1.5),
+        at(usual_record(), "metadata.title", 3.5),
+        at(usual_record(), "createdAt", "yesterday"),
+        at(usual_record(), "createdAt", MISSING),
+        at(usual_record(), "createdAt", 1700000000),
+        at(usual_record(), "updatedAt", "2026-11-02T25:00:00Z"),
+        at(usual_record(), "user.id", True),
+        at(usual_record(), "user.name", None),
+        at(usual_record(), "user.name", {"first": "ann"}),
     ]
     for record in hostile:
         for authors in (None, {}):
@@ -192,11 +299,16 @@ def test_hostile_records_are_platform_errors_both_ways() -> None:
 def test_odd_but_readable_records_read_the_same_both_ways() -> None:
     odd = [
         at(usual_record(), "metadata.pinned", True),  # a bool where an int is usual: number() reads it
-        at(usual_record(), "metadata.upvotes", " 12 "), at(usual_record(), "id", 7),
-        at(usual_record(), "labelId", None), at(usual_record(), "labelId", ""),
-        at(usual_record(), "updatedAt", ""), at(usual_record(), "updatedAt", "2026-11-02T10:30:00.123456Z"),
-        at(usual_record(), "createdAt", "2026-11-02T12:30:00+02:00"), at(usual_record(), "user", "u1"),
-        at(usual_record(), "user.lastName", None), at(usual_record(), "user.firstName", ["Ann"]),
+        at(usual_record(), "metadata.upvotes", " 12 "),
+        at(usual_record(), "id", 7),
+        at(usual_record(), "labelId", None),
+        at(usual_record(), "labelId", ""),
+        at(usual_record(), "updatedAt", ""),
+        at(usual_record(), "updatedAt", "2026-11-02T10:30:00.123456Z"),
+        at(usual_record(), "createdAt", "2026-11-02T12:30:00+02:00"),
+        at(usual_record(), "user", "u1"),
+        at(usual_record(), "user.lastName", None),
+        at(usual_record(), "user.firstName", ["Ann"]),
         at(at(usual_record(), "user.firstName", ""), "user.lastName", ""),
         {**at(usual_record(), "labelId", None), "label_id": "l9"},  # a null camelCase name: its twin is read
     ]
@@ -206,8 +318,16 @@ def test_odd_but_readable_records_read_the_same_both_ways() -> None:
 
 
 def test_private_fields_of_the_author_never_reach_the_post() -> None:
-    record = at(usual_record(), "user", {**usual_record()["user"], "email": "ann@x.test",
-                                         "paymentMethods": [{"last4": "4242"}], "apiKeys": ["sk_live_x"]})
+    record = at(
+        usual_record(),
+        "user",
+        {
+            **usual_record()["user"],
+            "email": "ann@x.test",
+            "paymentMethods": [{"last4": "4242"}],
+            "apiKeys": ["sk_live_x"],
+        },
+    )
     for reader in (m.post, m.checked_post):
         found = reader(record, "https://x", "club", authors={})
         assert found.author == m.PlatformUser(id="u1", handle="ann-lee", name="Ann Lee")
@@ -235,8 +355,13 @@ def test_page_data_variants_for_signed_out_and_non_member_feeds() -> None:
 
 @pytest.mark.parametrize(
     ("spelled", "micro"),
-    [("2024-11-08T12:14:36.1163Z", 116300), ("2024-11-07T23:26:18.04203Z", 42030),
-     ("2024-11-07T23:28:36.995Z", 995000), ("2024-11-07T23:28:36.9Z", 900000), ("2024-11-07T23:28:36.0Z", 0)],
+    [
+        ("2024-11-08T12:14:36.1163Z", 116300),
+        ("2024-11-07T23:26:18.04203Z", 42030),
+        ("2024-11-07T23:28:36.995Z", 995000),
+        ("2024-11-07T23:28:36.9Z", 900000),
+        ("2024-11-07T23:28:36.0Z", 0),
+    ],
 )
 def test_times_with_trimmed_fractions_are_read_exactly(spelled: str, micro: int) -> None:
     """PLATFORM.md: 1 to 6 fraction digits, trailing zeros trimmed."""
@@ -245,9 +370,17 @@ def test_times_with_trimmed_fractions_are_read_exactly(spelled: str, micro: int)
 
 def test_a_top_level_comment_names_the_post_or_nothing_and_a_reply_its_comment() -> None:
     """PLATFORM.md, captured shape (snake_case): ``parent_id`` of a top-level comment is the post's id or ""."""
+
     def record(cid: str, parent: str) -> dict[str, Any]:
-        return {"id": cid, "post_type": "comment", "root_id": "p" * 32, "parent_id": parent, "user_id": "u" * 32,
-                "created_at": "2024-11-08T12:14:36.1163Z", "metadata": {"content": "hi", "upvotes": 0}}
+        return {
+            "id": cid,
+            "post_type": "comment",
+            "root_id": "p" * 32,
+            "parent_id": parent,
+            "user_id": "u" * 32,
+            "created_at": "2024-11-08T12:14:36.1163Z",
+            "metadata": {"content": "hi", "upvotes": 0},
+        }
 
     assert m.comment(record("a" * 32, ""), "p" * 32).parent_id is None
     assert m.comment(record("b" * 32, "p" * 32), "p" * 32).parent_id is None

@@ -13,10 +13,21 @@ from community_api.errors import PlatformUnavailable, RateLimited
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 
 
-@pytest.mark.parametrize(("header", "seconds"), [
-    ("120", 120), ("0", 1), (None, 60), ("", 60), ("soon", 60), ("-5", 60), ("1.5", 60),
-    ("Tue, 24 Nov 2026 12:01:30 GMT", 90), ("Tue, 24 Nov 2026 11:00:00 GMT", 1), ("999999999", 86400),
-])
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [
+        ("120", 120),
+        ("0", 1),
+        (None, 60),
+        ("", 60),
+        ("soon", 60),
+        ("-5", 60),
+        ("1.5", 60),
+        ("Tue, 24 Nov 2026 12:01:30 GMT", 90),
+        ("Tue, 24 Nov 2026 11:00:00 GMT", 1),
+        ("999999999", 86400),
+    ],
+)
 def test_the_platforms_retry_after_is_used_else_60_seconds(header: str | None, seconds: int) -> None:
     assert platform_retry_after(header, NOW) == seconds
 

@@ -19,8 +19,12 @@ SESSION = PlatformSession(connection_id="con_1", token="t")
 
 
 def msg(n: int) -> dict[str, Any]:
-    return {"id": f"{n:032x}", "channel_id": CHANNEL, "created_at": f"2026-11-01T10:{n // 60:02d}:{n % 60:02d}.5Z",
-            "metadata": {"content": f"message {n}", "src": ME if n % 2 else BOB, "dst": BOB}}
+    return {
+        "id": f"{n:032x}",
+        "channel_id": CHANNEL,
+        "created_at": f"2026-11-01T10:{n // 60:02d}:{n % 60:02d}.5Z",
+        "metadata": {"content": f"message {n}", "src": ME if n % 2 else BOB, "dst": BOB},
+    }
 
 
 class CannedClient:
@@ -52,7 +56,9 @@ class CannedClient:
         if "msg" in query:
             at = ids.index(query["msg"][0])
             start, end = max(0, at - before), min(len(ids), at + 1 + after)
-            chosen = self.thread[start:end] if self.anchor_included else self.thread[start:at] + self.thread[at + 1:end]
+            chosen = (
+                self.thread[start:end] if self.anchor_included else self.thread[start:at] + self.thread[at + 1 : end]
+            )
         else:
             start, end = max(0, len(ids) - before), len(ids)
             chosen = self.thread[start:end]
@@ -60,8 +66,11 @@ class CannedClient:
         if self.flags:
             bob = {"id": BOB, "name": "bob", "first_name": "Bob", "last_name": "B"}
             last = self.thread[-1] if self.thread else None
-            body |= {"has_more_before": start > 0, "has_more_after": end < len(ids),
-                     "channel": {"id": CHANNEL, "user": bob, "last_message": last}}
+            body |= {
+                "has_more_before": start > 0,
+                "has_more_after": end < len(ids),
+                "channel": {"id": CHANNEL, "user": bob, "last_message": last},
+            }
         return Resp(200, "application/json", json.dumps(body))
 
 

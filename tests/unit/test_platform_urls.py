@@ -18,9 +18,28 @@ API = "https://api2.platform.test"
 WWW = "https://www.platform.test"
 ID = "0a06a296f7cd4d28b5da867098733415"
 HOSTILE = [
-    "../self", "x/../../self/chat-channels", f"{ID}?x=1", f"{ID}#x", f"{ID}&limit=999", f"{ID}/comments",
-    "%2e%2e", "%2E%2e/self", "a%2fb", "line\nbreak", "tab\there", "x" * 300, "Grüße ☃", "a b", "a;b=c",
-    "?", "#", "&", "\\..\\self", "..%5cself", "%00", "\x00",
+    "../self",
+    "x/../../self/chat-channels",
+    f"{ID}?x=1",
+    f"{ID}#x",
+    f"{ID}&limit=999",
+    f"{ID}/comments",
+    "%2e%2e",
+    "%2E%2e/self",
+    "a%2fb",
+    "line\nbreak",
+    "tab\there",
+    "x" * 300,
+    "Grüße ☃",
+    "a b",
+    "a;b=c",
+    "?",
+    "#",
+    "&",
+    "\\..\\self",
+    "..%5cself",
+    "%00",
+    "\x00",
 ]
 # (segments with X for the caller's part, query) for every api2 route the gateway calls.
 API_ROUTES = [
@@ -50,8 +69,9 @@ def fill(parts: tuple[str, ...], value: str) -> list[str]:
 
 @pytest.mark.parametrize("value", HOSTILE)
 @pytest.mark.parametrize(("parts", "query"), API_ROUTES)
-def test_an_api2_url_keeps_its_route_and_query_keys(parts: tuple[str, ...], query: dict[str, object] | None,
-                                                    value: str) -> None:
+def test_an_api2_url_keeps_its_route_and_query_keys(
+    parts: tuple[str, ...], query: dict[str, object] | None, value: str
+) -> None:
     runner = PageRunner(WWW, API, timeout=5)
     filled_query = {k: (value if v == "X" else v) for k, v in (query or {}).items()}
     url = runner.api(*fill(parts, value), query=filled_query or None)
@@ -65,8 +85,10 @@ def test_an_api2_url_keeps_its_route_and_query_keys(parts: tuple[str, ...], quer
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_a_page_data_url_keeps_its_route_and_query_keys(value: str) -> None:
-    for segments, query in (([value], {"group": value, "p": 2, "s": "newest"}),
-                            (["builders-club", value], {"group": "builders-club", "post": value})):
+    for segments, query in (
+        ([value], {"group": value, "p": 2, "s": "newest"}),
+        (["builders-club", value], {"group": "builders-club", "post": value}),
+    ):
         req = Req.data(segments, query)
         assert req.data_path is not None
         url = WWW + "/_next/data/build-1" + req.data_path

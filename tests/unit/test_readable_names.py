@@ -18,8 +18,10 @@ def test_a_key_name_that_cannot_be_read_is_refused(world: World, name: str) -> N
     browser = world.sign_up()
     result = world.client.simulate_post("/v1/keys", json={"name": name}, headers=browser.headers())
     assert result.status_code == 400 and result.json["error"]["details"]["field"] == "name"
-    assert world.client.simulate_post("/v1/keys", json={"name": "Grüße, ключ 🔑"}, headers=browser.headers()
-                                      ).status_code == 201  # any script or symbol is fine
+    assert (
+        world.client.simulate_post("/v1/keys", json={"name": "Grüße, ключ 🔑"}, headers=browser.headers()).status_code
+        == 201
+    )  # any script or symbol is fine
 
 
 @pytest.mark.parametrize("email", ["ow\x07ner@example.com", "\u202eowner@example.com", "owner@exam\x00ple.com"])

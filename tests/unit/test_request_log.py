@@ -46,8 +46,12 @@ def test_the_route_is_the_template_never_the_ids_or_the_query(ready: Ready, capl
 def test_a_malformed_request_id_is_replaced(world: World, offered: str) -> None:
     made = request_id(offered)
     assert made != offered and len(made) == 32 and made.isalnum()
-    answer = world.client.simulate_get("/healthz", headers={"X-Request-Id": offered} if offered.isascii()
-                                       and "\n" not in offered and "\x00" not in offered else {})
+    answer = world.client.simulate_get(
+        "/healthz",
+        headers={"X-Request-Id": offered}
+        if offered.isascii() and "\n" not in offered and "\x00" not in offered
+        else {},
+    )
     assert answer.headers["x-request-id"] != offered and len(answer.headers["x-request-id"]) == 32
 
 
@@ -56,11 +60,14 @@ def test_a_well_formed_request_id_is_kept(offered: str) -> None:
     assert request_id(offered) == offered
 
 
-@pytest.mark.parametrize(("error", "status", "code"), [
-    (PlatformUnavailable("the platform did not answer in 20 s"), 503, "platform_unavailable"),
-    (PlatformError("post_tree is not an object"), 502, "platform_error"),
-    (ConnectionExpired("the platform session expired"), 409, "connection_expired"),
-])
+@pytest.mark.parametrize(
+    ("error", "status", "code"),
+    [
+        (PlatformUnavailable("the platform did not answer in 20 s"), 503, "platform_unavailable"),
+        (PlatformError("post_tree is not an object"), 502, "platform_error"),
+        (ConnectionExpired("the platform session expired"), 409, "connection_expired"),
+    ],
+)
 def test_a_platform_failure_or_refusal_gets_a_line_with_its_cause(
     ready: Ready, caplog: pytest.LogCaptureFixture, error: Exception, status: int, code: str
 ) -> None:
@@ -82,8 +89,9 @@ def test_our_own_refusals_get_no_error_line(ready: Ready, caplog: pytest.LogCapt
     assert lines(caplog, "community_api.errors") == []
 
 
-def test_a_bug_is_a_500_with_its_cause_logged_and_nothing_of_it_shown(ready: Ready,
-                                                                       caplog: pytest.LogCaptureFixture) -> None:
+def test_a_bug_is_a_500_with_its_cause_logged_and_nothing_of_it_shown(
+    ready: Ready, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO)
     ready.world.gateway.fail_next("whoami", KeyError("secret-internal-name"))
     answer = ready.world.get("/v1/whoami", ready.key)

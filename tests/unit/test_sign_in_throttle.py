@@ -22,11 +22,13 @@ OWNER = "owner@example.com"
 WRONG = "x" * 12
 
 
-def attempt(world: World, address: str, password: str = WRONG, email: str = OWNER,
-            device: str | None = None) -> falcon.testing.Result:
+def attempt(
+    world: World, address: str, password: str = WRONG, email: str = OWNER, device: str | None = None
+) -> falcon.testing.Result:
     cookies = {"cda_device": device} if device else None
-    return world.client.simulate_post("/v1/session", json={"email": email, "password": password},
-                                      remote_addr=address, cookies=cookies)
+    return world.client.simulate_post(
+        "/v1/session", json={"email": email, "password": password}, remote_addr=address, cookies=cookies
+    )
 
 
 def device_cookie(result: Any) -> str:
@@ -59,8 +61,9 @@ def test_past_the_per_email_bound_only_the_owners_device_may_try(world: World) -
 
 def test_a_device_cookie_of_another_email_or_forged_counts_for_nothing(world: World) -> None:
     world.sign_up(OWNER)
-    accounts.create_account_unchecked(world.store, world.clock, "other@example.com", PASSWORD,
-                                      hasher=world.deps.password_hasher)
+    accounts.create_account_unchecked(
+        world.store, world.clock, "other@example.com", PASSWORD, hasher=world.deps.password_hasher
+    )
     others = device_cookie(attempt(world, "198.51.100.8", PASSWORD, email="other@example.com"))
     mine = device_cookie(attempt(world, "198.51.100.7", PASSWORD))
     for i in range(100):
@@ -103,8 +106,14 @@ def test_forty_guesses_at_once_are_checked_five_times(world: World) -> None:
     def guess() -> None:
         barrier.wait(10)
         try:
-            accounts.sign_in(world.store, world.clock, {"email": OWNER, "password": WRONG}, "203.0.113.40",
-                             device_cookies=world.deps.device_cookies, hasher=world.deps.password_hasher)
+            accounts.sign_in(
+                world.store,
+                world.clock,
+                {"email": OWNER, "password": WRONG},
+                "203.0.113.40",
+                device_cookies=world.deps.device_cookies,
+                hasher=world.deps.password_hasher,
+            )
         except ServiceError as error:
             outcomes.append(error.code)
 
@@ -136,8 +145,9 @@ def test_sign_ups_refused_as_taken_are_counted_per_address() -> None:
         return int(world.client.simulate_post("/v1/accounts", json=body, remote_addr=address).status_code)
 
     assert [sign_up("203.0.113.50") for _ in range(10)] == [409] * 10
-    held = world.client.simulate_post("/v1/accounts", json={"email": OWNER, "password": PASSWORD},
-                                      remote_addr="203.0.113.50")
+    held = world.client.simulate_post(
+        "/v1/accounts", json={"email": OWNER, "password": PASSWORD}, remote_addr="203.0.113.50"
+    )
     assert held.status_code == 429 and int(held.headers["Retry-After"]) == 3600
     assert sign_up("203.0.113.50", "fresh@example.com") == 429  # that address, for an hour
     assert sign_up("203.0.113.51") == 409  # another address is counted on its own

@@ -19,14 +19,30 @@ def test_the_account_page_changes_the_password_and_signs_out_other_browsers(worl
     page = here.get("/account")
     assert page.status_code == 200 and 'aria-current="page">Account' in page.text
     token = csrf(page.text, "/account/password")
-    wrong = here.post("/account/password", [("csrf_token", token), ("current_password", "not it at all"),
-                                            ("new_password", NEW), ("new_password_again", NEW)])
+    wrong = here.post(
+        "/account/password",
+        [
+            ("csrf_token", token),
+            ("current_password", "not it at all"),
+            ("new_password", NEW),
+            ("new_password_again", NEW),
+        ],
+    )
     assert wrong.status_code == 403 and 'id="password-error"' in wrong.text
-    differ = here.post("/account/password", [("csrf_token", token), ("current_password", PASSWORD),
-                                             ("new_password", NEW), ("new_password_again", NEW + "!")])
+    differ = here.post(
+        "/account/password",
+        [
+            ("csrf_token", token),
+            ("current_password", PASSWORD),
+            ("new_password", NEW),
+            ("new_password_again", NEW + "!"),
+        ],
+    )
     assert differ.status_code == 400 and "differ" in differ.text
-    done = here.post("/account/password", [("csrf_token", token), ("current_password", PASSWORD),
-                                           ("new_password", NEW), ("new_password_again", NEW)])
+    done = here.post(
+        "/account/password",
+        [("csrf_token", token), ("current_password", PASSWORD), ("new_password", NEW), ("new_password_again", NEW)],
+    )
     assert done.status_code == 303 and done.headers["location"] == "/account?done=password"
     assert 'id="notice"' in here.follow(done).text
     assert elsewhere.get("/keys").status_code == 303  # signed out: sent to sign in

@@ -13,10 +13,19 @@ from community_api.model import PlatformUser, Post
 
 def _post(**changes: object) -> Post:
     fields: dict[str, object] = {
-        "id": "p1", "group_id": "g1", "title": "Hello", "content": "Wörld ✓ 🚀", "label_id": None,
-        "author_id": "u1", "author": PlatformUser(id="u1", handle="alice", name="Alice A"),
-        "created_at": datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC), "updated_at": None, "upvotes": 3,
-        "comment_count": 0, "pinned": False, "url": None,
+        "id": "p1",
+        "group_id": "g1",
+        "title": "Hello",
+        "content": "Wörld ✓ 🚀",
+        "label_id": None,
+        "author_id": "u1",
+        "author": PlatformUser(id="u1", handle="alice", name="Alice A"),
+        "created_at": datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+        "updated_at": None,
+        "upvotes": 3,
+        "comment_count": 0,
+        "pinned": False,
+        "url": None,
     }
     fields.update(changes)
     return Post(**fields)  # type: ignore[arg-type]
