@@ -27,7 +27,7 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from scripts.bench.apps import prepare_keys  # noqa: E402
-from tests.processes import free_port, gunicorn_args, serving  # noqa: E402
+from scripts.processes import free_port, gunicorn_args, serving  # noqa: E402
 
 SECRET = "bench-secret-" + "b" * 40
 

@@ -43,7 +43,7 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from community_api.scopes import ALL_SCOPES  # noqa: E402
 from scripts.bench.apps import prepare_database  # noqa: E402
-from tests.processes import free_port, gunicorn_args, serving  # noqa: E402
+from scripts.processes import free_port, gunicorn_args, serving  # noqa: E402
 
 SECRET = "bench-secret-" + "m" * 40
 GROUP = "builders-club"

@@ -26,7 +26,7 @@ from tests.contract.gateway_cases import (
     TestSessions,
     email,
 )
-from tests.integration.conftest import SandboxProcess, running_sandbox
+from tests.sandbox_support import SandboxProcess, running_sandbox
 
 __all__ = ["TestDirectMessages", "TestFeed", "TestGroups", "TestPosts", "TestReportedVariants", "TestSessions"]
 

@@ -13,8 +13,8 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 from adapters.platform.browser import local_browser
-from tests.integration.conftest import SandboxProcess
-from tests.processes import ROOT, free_port, gunicorn_args, serving
+from scripts.processes import ROOT, free_port, gunicorn_args, serving
+from tests.sandbox_support import SandboxProcess
 
 SCREENSHOTS = ROOT / "build" / "screenshots"
 SECRET = "dashboard-e2e-" + "s" * 40

@@ -23,7 +23,7 @@ import pytest
 import requests
 
 from adapters.store.sqlite_key_store import SqliteKeyStore
-from tests.processes import ROOT, free_port, gunicorn_args, serving
+from scripts.processes import ROOT, free_port, gunicorn_args, serving
 
 pytestmark = pytest.mark.slow
 SECRET = "backup-test-secret-" + "b" * 40

@@ -39,9 +39,9 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from adapters.platform.browser import CHROMEDRIVER, CHROMIUM, chrome_options
+from scripts.processes import ROOT, free_port, gunicorn_args, serving, stop
 from scripts.sandbox.tls import Certificate, make_certificate
 from tests.e2e.dashboard_support import fill, heading, press
-from tests.processes import ROOT, free_port, gunicorn_args, serving, stop
 
 pytestmark = pytest.mark.slow
 NGINX = "/usr/sbin/nginx"

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.processes import ROOT, free_port
+from scripts.processes import ROOT, free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -26,7 +26,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.e2e.dashboard_support import PASSWORD, chromium, fill, heading, press, running_service, screenshot
-from tests.integration.conftest import SandboxProcess, running_sandbox
+from tests.sandbox_support import SandboxProcess, running_sandbox
 from tests.unit.oauth_support import MemoryStorage
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -22,7 +22,7 @@ import pytest
 from adapters.platform.selenium_platform_gateway import SeleniumPlatformGateway
 from community_api.errors import PlatformUnavailable
 from community_api.model import PlatformSession
-from tests.integration.conftest import SandboxProcess
+from tests.sandbox_support import SandboxProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 TIMEOUT = 5.0

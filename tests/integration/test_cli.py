@@ -9,7 +9,7 @@ from pathlib import Path
 
 import requests
 
-from tests.processes import ROOT, free_port, serving
+from scripts.processes import ROOT, free_port, serving
 
 SECRET = "cli-test-secret-" + "s" * 40
 

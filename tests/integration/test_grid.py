@@ -19,9 +19,9 @@ import pytest
 import requests
 
 from community_api.scopes import ALL_SCOPES
-from tests.grid_support import LAYOUTS, Grid, running_grid
-from tests.integration.conftest import SandboxProcess
-from tests.processes import free_port, gunicorn_args, serving
+from scripts.grid import LAYOUTS, Grid, running_grid
+from scripts.processes import free_port, gunicorn_args, serving
+from tests.sandbox_support import SandboxProcess
 
 pytestmark = [pytest.mark.grid, pytest.mark.browser, pytest.mark.slow]
 SECRET = "grid-test-secret-" + "g" * 40

@@ -22,7 +22,7 @@ from adapters.platform.selenium_platform_gateway import SeleniumPlatformGateway
 from community_api.errors import ConnectionExpired, InvalidRequest, PlatformError, PlatformUnavailable
 from community_api.model import PlatformSession
 from scripts.sandbox.seed import build_world
-from tests.integration.conftest import SandboxProcess
+from tests.sandbox_support import SandboxProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

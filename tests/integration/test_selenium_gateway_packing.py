@@ -13,8 +13,8 @@ from adapters.platform import page_fetch
 from adapters.platform.page_fetch import Req
 from adapters.platform.selenium_platform_gateway import SeleniumPlatformGateway
 from community_api.model import PlatformSession
-from tests.integration.conftest import SandboxProcess
-from tests.processes import free_port
+from scripts.processes import free_port
+from tests.sandbox_support import SandboxProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -24,8 +24,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from community_api.scopes import ALL_SCOPES
-from tests.integration.conftest import SandboxProcess
-from tests.processes import free_port, gunicorn_args, serving
+from scripts.processes import free_port, gunicorn_args, serving
+from tests.sandbox_support import SandboxProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SECRET = "through-browser-" + "k" * 40

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.grid_support import running_grid
-from tests.integration.conftest import SandboxProcess
-from tests.processes import ROOT, descendants, free_port, gunicorn_args, process_table, wait_for_http
+from scripts.grid import running_grid
+from scripts.processes import ROOT, descendants, free_port, gunicorn_args, process_table, wait_for_http
+from tests.sandbox_support import SandboxProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SECRET = "shutdown-test-secret-" + "s" * 40

@@ -152,7 +152,7 @@ def test_mapping_the_header_keeps_sqlites_locks_on_the_shared_memory(tmp_path: P
     import subprocess
     import sys
 
-    from tests.processes import ROOT
+    from scripts.processes import ROOT
 
     path = tmp_path / "db.sqlite3"
     with closing(_wal_db(path)) as setup:

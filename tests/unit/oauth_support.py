@@ -16,8 +16,8 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from community_api.errors import Unauthorized
 from community_api.oauth import authenticate_bearer
-from tests.unit.conftest import World
 from tests.unit.web_support import HOST, ORIGIN, WebBrowser, query_of
+from tests.unit.world_support import World
 
 REDIRECT_URI = "http://127.0.0.1:33418/callback"
 RESOURCE = f"{ORIGIN}/v1/mcp"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tests.unit.conftest import ALL_SCOPES, PASSWORD, Browser, World
+from community_api.scopes import ALL_SCOPES
+from tests.unit.world_support import PASSWORD, Browser, World
 
 NEW_PASSWORD = "a brand new passphrase"
 

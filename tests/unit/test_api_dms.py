@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from community_api.errors import InvalidRequest, PlatformUnavailable
-from tests.unit.conftest import DM_GAP, Ready
+from tests.unit.world_support import DM_GAP, Ready
 
 
 def test_inbox_pages_by_offset_cursor(ready: Ready) -> None:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.unit.conftest import Ready
+from tests.unit.world_support import Ready
 
 
 def assert_error(result, status: int, code: str) -> None:  # type: ignore[no-untyped-def]

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from tests.unit.conftest import Ready
+from tests.unit.world_support import Ready
 
 FEED = "/v1/groups/builders-club/posts"
 

@@ -9,7 +9,7 @@ from freezegun import freeze_time
 
 from community_api import keys
 from community_api.scopes import ALL_SCOPES, DEFAULT_SCOPES
-from tests.unit.conftest import Ready, World, build_world
+from tests.unit.world_support import Ready, World, build_world
 
 
 def _valid_shape_unknown_key() -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.conftest import PASSWORD, World
+from tests.unit.world_support import PASSWORD, World
 
 
 def test_first_account_then_signup_closed(world: World) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from community_api.errors import PlatformUnavailable
-from tests.unit.conftest import Ready
+from tests.unit.world_support import Ready
 
 FEED = "/v1/groups/builders-club/posts"
 

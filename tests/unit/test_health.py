@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.conftest import World
+from tests.unit.world_support import World
 
 
 def test_healthz_answers_without_a_key_and_counts_nothing(world: World) -> None:

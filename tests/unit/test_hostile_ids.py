@@ -15,8 +15,8 @@ from urllib.parse import quote
 import pytest
 
 from tests.fakes.platform_seed import platform_id
-from tests.unit.conftest import Ready
 from tests.unit.test_mcp_world import McpWorld
+from tests.unit.world_support import Ready
 
 REAL = platform_id("pst-00001")
 OTHER_KIND = platform_id("cnv-00001")  # a conversation's id given where a post's is wanted

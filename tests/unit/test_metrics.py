@@ -14,8 +14,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from adapters.settings import Settings
 from adapters.wiring import app_for
 from community_api.errors import PlatformUnavailable
-from tests.unit.conftest import DM_GAP, Ready, World
 from tests.unit.test_mcp_world import McpWorld
+from tests.unit.world_support import DM_GAP, Ready, World
 
 TOKEN = "m" * 40
 FEED = "/v1/groups/builders-club/posts"

@@ -9,9 +9,9 @@ import pytest
 from adapters.settings import Settings
 from adapters.wiring import app_for
 from community_api.keys import hash_secret
-from tests.unit.conftest import PASSWORD, World
 from tests.unit.oauth_support import REDIRECT_URI, RESOURCE, Connector, Grant, accepted, pkce, redirect_query
 from tests.unit.web_support import HOST, ORIGIN, WebBrowser, account_id, form, query_of
+from tests.unit.world_support import PASSWORD, World
 
 
 @pytest.fixture

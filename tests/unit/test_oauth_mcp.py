@@ -22,9 +22,9 @@ from mcp.shared.auth import OAuthClientMetadata
 
 from adapters.mcp import McpResource
 from community_api.keys import revoke_key
-from tests.unit.conftest import World, build_world
 from tests.unit.oauth_support import REDIRECT_URI, RESOURCE, Connector, MemoryStorage
 from tests.unit.web_support import HOST, ORIGIN, WebBrowser, account_id, query_of
+from tests.unit.world_support import World, build_world
 
 READ_TOOLS = {"whoami", "list_groups", "get_group", "get_feed", "get_post", "list_comments"}
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}

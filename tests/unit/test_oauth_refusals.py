@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from community_api.model import ApiKey
-from tests.unit.conftest import World
 from tests.unit.oauth_support import REDIRECT_URI, Connector, accepted, pkce, redirect_query
 from tests.unit.web_support import HOST, ORIGIN, WebBrowser, account_id
+from tests.unit.world_support import World
 
 OTHER_RESOURCE = "https://other.example/v1/mcp"
 

@@ -6,7 +6,7 @@ import re
 
 import falcon.inspect
 
-from tests.unit.conftest import World
+from tests.unit.world_support import World
 
 PLANNED = re.compile(r"/(members|courses|events|leaderboard)\b|/pin$")
 

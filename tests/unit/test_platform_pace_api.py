@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from community_api.errors import RateLimited
-from tests.unit.conftest import ALL_SCOPES, Ready, World, build_world
+from community_api.scopes import ALL_SCOPES
+from tests.unit.world_support import Ready, World, build_world
 
 FEED = "/v1/groups/builders-club/posts"
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.conftest import PASSWORD, World
+from tests.unit.world_support import PASSWORD, World
 
 UNREADABLE = ["NUL\x00", "new\nline", "bell\x07", "evil\u202eppA", "iso\u2066late", "tab\tname", "del\x7f"]
 

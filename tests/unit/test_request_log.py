@@ -13,7 +13,7 @@ import pytest
 from adapters.http.request_log import JsonLines, configure_logging, request_id
 from community_api.errors import ConnectionExpired, PlatformError, PlatformUnavailable
 from community_api.keys import display_prefix
-from tests.unit.conftest import Ready, World
+from tests.unit.world_support import Ready, World
 
 
 def lines(caplog: pytest.LogCaptureFixture, logger: str) -> list[dict[str, Any]]:

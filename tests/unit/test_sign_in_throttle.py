@@ -16,7 +16,7 @@ import falcon.testing
 
 from community_api import accounts
 from community_api.errors import ServiceError
-from tests.unit.conftest import PASSWORD, World, build_world
+from tests.unit.world_support import PASSWORD, World, build_world
 
 OWNER = "owner@example.com"
 WRONG = "x" * 12

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tests.unit.conftest import PASSWORD, World
 from tests.unit.web_support import WebBrowser, form
+from tests.unit.world_support import PASSWORD, World
 
 NEW = "a brand new passphrase"
 

@@ -10,8 +10,8 @@ import pytest
 from community_api.accounts import create_account_unchecked
 from community_api.keys import mint_key
 from community_api.scopes import DEFAULT_SCOPES
-from tests.unit.conftest import PASSWORD, World
 from tests.unit.web_support import WebBrowser, account_id, form, key_id_of, secret_on
+from tests.unit.world_support import PASSWORD, World
 
 
 @pytest.fixture

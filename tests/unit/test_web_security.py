@@ -10,8 +10,8 @@ import pytest
 
 from adapters.settings import Settings
 from adapters.wiring import app_for
-from tests.unit.conftest import World, build_world
 from tests.unit.web_support import HOST, WebBrowser, account_id, form, key_id_of
+from tests.unit.world_support import World, build_world
 
 
 @pytest.fixture

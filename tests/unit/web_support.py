@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import attrs
 import falcon.testing
 
-from tests.unit.conftest import PASSWORD, World
+from tests.unit.world_support import PASSWORD, World
 
 HOST = "127.0.0.1:8000"  # one the MCP endpoint's DNS-rebinding protection allows
 ORIGIN = f"http://{HOST}"

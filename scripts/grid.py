@@ -16,7 +16,7 @@ from typing import Any
 
 import requests
 
-from tests.processes import ROOT, descendants, free_port
+from scripts.processes import ROOT, descendants, free_port
 
 GRID_VERSION = "4.48.0"
 GRID_JAR = ROOT / "build" / "grid" / f"selenium-server-{GRID_VERSION}.jar"

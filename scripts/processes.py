@@ -1,4 +1,4 @@
-"""Real processes for integration and end-to-end tests: free loopback ports, start, wait, end by PID."""
+"""Real processes for the tests and the benchmarks: free loopback ports, start, wait, end by PID."""
 
 from __future__ import annotations
 
