@@ -1,7 +1,13 @@
 """The OpenAPI 3.1 document of every live route, served at ``GET /v1/openapi.json``.
 
-A test compares it with the app's route table (nothing missing, nothing extra, no Planned route), so
-this table is kept true by CI rather than by memory.
+The data operations are generated from the operation table (``adapters/mcp/tools.py``): ``operationId`` is
+the MCP tool's name, each parameter and body field carries the tool's own schema (its limits, patterns,
+enums and defaults), and each answer refers to named components (``Post``, ``Comment``, ``Group``…)
+generated from the core's attrs classes, shared by every operation that answers them — what client
+generators turn into typed classes. The management routes are described in ``ROUTES`` below.
+
+A test compares the document with the app's route table (nothing missing, nothing extra, no Planned
+route), so it is kept true by CI rather than by memory.
 """
 
 from __future__ import annotations
@@ -11,8 +17,8 @@ from typing import Any
 
 import falcon
 
-from community_api.feed import MAX_PAGES, SINCE_PATTERN, SORTS
-from community_api.platform_ids import GROUP_PATTERN, ID_HINT, MAX_SLUG, PLATFORM_ID_PATTERN
+from adapters.mcp.schemas import Refs, result_schema
+from adapters.mcp.tools import TOOLS, ToolSpec
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _OBJECT: dict[str, Any] = {"type": "object"}
@@ -39,116 +45,10 @@ def _body(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 
 _STR = {"type": "string"}
-# What names a thing on the platform (``community_api.platform_ids``): an id in a path that does not have
-# this shape answers 404, a body or query field 400 naming it.
-_ID = {"type": "string", "pattern": PLATFORM_ID_PATTERN, "description": f"A platform id: {ID_HINT}."}
-_GROUP = {
-    "type": "string",
-    "pattern": GROUP_PATTERN,
-    "maxLength": MAX_SLUG,
-    "description": "A group id, or its slug (lowercase letters, digits and dashes).",
-}
-_POST_ID = _param("post_id", "path", schema=_ID)
-_THREAD_CURSOR = _param("cursor", schema=_ID, description="A message id (nextCursor): older messages.")
-_GID = _param("gid", "path", schema=_GROUP)
-_GROUP_Q = _param("group", schema=_GROUP, description="Group id or slug of the post (optional).")
-_IDEMPOTENCY = _param(
-    "Idempotency-Key", "header", description="Retry-safe creation: the same key and body act once in 24 hours."
-)
 _CONNECTION = _param("X-Community-Connection", "header", description="Connection to act through (unbound keys only).")
 
 # (method, path, summary, security: "key:<scope>" | "session" | "none", parameters, body, success status)
 ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | None, int]] = [
-    ("GET", "/v1/whoami", "The connected platform account", "key:groups:read", [], None, 200),
-    ("GET", "/v1/groups", "Groups of the connection", "key:groups:read", [], None, 200),
-    ("GET", "/v1/groups/{gid}", "Group metadata and labels", "key:groups:read", [_GID], None, 200),
-    (
-        "GET",
-        "/v1/groups/{gid}/posts",
-        "The feed of a group",
-        "key:posts:read",
-        [
-            _GID,
-            _param("pages", schema={"type": "integer", "minimum": 1, "maximum": MAX_PAGES, "default": 1}),
-            _param("sort", schema={"type": "string", "enum": list(SORTS), "default": "newest"}),
-            _param("since", schema={"type": "string", "pattern": SINCE_PATTERN}),
-        ],
-        None,
-        200,
-    ),
-    (
-        "POST",
-        "/v1/groups/{gid}/posts",
-        "Publish a post as the connected account",
-        "key:posts:write",
-        [_GID, _IDEMPOTENCY],
-        _body({"title": _STR, "content": _STR, "label": _STR}, ["title"]),
-        201,
-    ),
-    (
-        "GET",
-        "/v1/posts/{post_id}",
-        "A post with all its comments",
-        "key:posts:read",
-        [_POST_ID, _GROUP_Q],
-        None,
-        200,
-    ),
-    ("DELETE", "/v1/posts/{post_id}", "Delete a post", "key:posts:write", [_POST_ID], None, 204),
-    (
-        "GET",
-        "/v1/posts/{post_id}/comments",
-        "Comments of a post, flat",
-        "key:comments:read",
-        [_POST_ID, _GROUP_Q],
-        None,
-        200,
-    ),
-    (
-        "POST",
-        "/v1/posts/{post_id}/comments",
-        "Comment on a post, or reply to a comment",
-        "key:comments:write",
-        [_POST_ID, _GROUP_Q, _IDEMPOTENCY],
-        _body({"content": _STR, "parentId": _ID}, ["content"]),
-        201,
-    ),
-    (
-        "DELETE",
-        "/v1/comments/{comment_id}",
-        "Delete a comment",
-        "key:comments:write",
-        [_param("comment_id", "path", schema=_ID)],
-        None,
-        204,
-    ),
-    (
-        "GET",
-        "/v1/dms",
-        "The DM inbox",
-        "key:dms:read",
-        [_param("cursor"), _param("awaitingReply", schema={"type": "boolean"})],
-        None,
-        200,
-    ),
-    (
-        "POST",
-        "/v1/dms",
-        "Send a DM (throttled per connection: one per 30-45 s, 20 an hour, 100 a day)",
-        "key:dms:write",
-        [_param("group", schema=_GROUP, description="Group shared with `to`."), _IDEMPOTENCY],
-        _body({"to": _ID, "conversationId": _ID, "content": _STR}, ["content"]),
-        201,
-    ),
-    (
-        "GET",
-        "/v1/dms/{conversation_id}",
-        "A DM thread, oldest to newest",
-        "key:dms:read",
-        [_param("conversation_id", "path", schema=_ID), _THREAD_CURSOR],
-        None,
-        200,
-    ),
     (
         "POST",
         "/v1/accounts",
@@ -244,10 +144,95 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
 ]
 
 
+# The management routes' operationIds, as a generated client names its functions.
+OPERATION_IDS = {
+    ("POST", "/v1/accounts"): "create_account",
+    ("POST", "/v1/session"): "sign_in",
+    ("DELETE", "/v1/session"): "sign_out",
+    ("GET", "/v1/connections"): "list_connections",
+    ("POST", "/v1/connections"): "link_connection",
+    ("POST", "/v1/keys"): "mint_key",
+    ("POST", "/v1/keys/{key_id}/rotate"): "rotate_key",
+    ("DELETE", "/v1/keys/{key_id}"): "revoke_key",
+    ("GET", "/v1/me"): "get_me",
+    ("DELETE", "/v1/me"): "delete_account",
+    ("POST", "/v1/me/password"): "change_password",
+    ("DELETE", "/v1/sessions"): "end_other_sessions",
+    ("POST", "/v1/mcp"): "mcp",
+    ("GET", "/v1/openapi.json"): "get_openapi",
+}
+
+
+def _data_operation(spec: ToolSpec, refs: Refs) -> dict[str, Any]:
+    """One data operation, from its entry in the operation table."""
+    http = spec.http
+    schema = spec.input_schema
+    required = set(schema.get("required", []))
+    parameters: list[dict[str, Any]] = [_CONNECTION]
+    body: dict[str, Any] = {}
+    for arg, arg_schema in schema["properties"].items():
+        field = {k: v for k, v in arg_schema.items() if k != "description"}
+        described = {"description": arg_schema["description"]} if "description" in arg_schema else {}
+        if arg == "idempotencyKey":
+            parameters.append(
+                {"name": "Idempotency-Key", "in": "header", "required": False, "schema": field, **described}
+            )
+        elif arg in http.where:
+            where, name = http.where[arg]
+            parameters.append(
+                {
+                    "name": name,
+                    "in": where,
+                    "required": where == "path" or arg in required,
+                    "schema": field,
+                    **described,
+                }
+            )
+        elif http.method == "POST":
+            body[arg] = arg_schema
+        else:
+            parameters.append({"name": arg, "in": "query", "required": arg in required, "schema": field, **described})
+    operation: dict[str, Any] = {
+        "operationId": spec.name,
+        "summary": spec.title,
+        "description": spec.description,
+        "tags": ["data"],
+        "security": [{"apiKey": [spec.scope]}],
+        "parameters": parameters,
+        "responses": {
+            str(http.status): {"description": "success"}
+            if http.status == 204
+            else {"description": "success", "content": _json(result_schema(spec.result, refs))},
+            "default": {"description": "error", "content": _json(_ERROR)},
+        },
+    }
+    if body:
+        body_schema: dict[str, Any] = {
+            "type": "object",
+            "properties": body,
+            "required": [name for name in body if name in required],
+            "additionalProperties": False,
+        }
+        alternatives = schema.get("oneOf")
+        if alternatives and all(set(option["required"]) <= set(body) for option in alternatives):
+            body_schema["oneOf"] = alternatives  # send_dm: exactly one recipient form
+        operation["requestBody"] = {"required": True, "content": _json(body_schema)}
+    return operation
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"application/json": {"schema": schema}}
+
+
 def document() -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
+    refs: Refs = {}
+    for spec in TOOLS:
+        paths.setdefault(spec.http.path, {})[spec.http.method.lower()] = _data_operation(spec, refs)
     for method, path, summary, security, parameters, body, status in ROUTES:
         operation: dict[str, Any] = {
+            "operationId": OPERATION_IDS[(method, path)],
+            "tags": ["mcp" if path == "/v1/mcp" else "meta" if path == "/v1/openapi.json" else "account"],
             "summary": summary,
             "parameters": ([_CONNECTION] if security.startswith("key:") else []) + parameters,
             "responses": {
@@ -276,6 +261,7 @@ def document() -> dict[str, Any]:
                 "webSession": {"type": "apiKey", "in": "cookie", "name": "cda_session"},
             },
             "schemas": {
+                **dict(sorted(refs.items())),
                 "Error": {
                     "type": "object",
                     "required": ["error"],
@@ -286,7 +272,7 @@ def document() -> dict[str, Any]:
                             "properties": {"code": _STR, "message": _STR, "details": _OBJECT},
                         }
                     },
-                }
+                },
             },
         },
     }

@@ -3,8 +3,11 @@ from the core's own limits.
 
 Output schemas are generated from the same attrs classes that ``adapters/wire.py`` turns into JSON
 (field names camelCased the same way), so a field added to the model shows up in the schema without
-anyone editing a second description of it. Nested objects are written inline rather than through
-``$defs``: clients validate with an empty reference registry, and the documents stay small.
+anyone editing a second description of it. For MCP, nested objects are written inline rather than through
+``$defs``: clients validate with an empty reference registry, and the documents stay small. The OpenAPI
+document (``adapters/http/openapi.py``) asks for the same schemas with ``refs``: each attrs class then
+becomes a named component (``Post``, ``Comment``…) that every operation answering it shares, which is what
+client generators turn into classes.
 """
 
 from __future__ import annotations
@@ -29,43 +32,72 @@ _PRIMITIVES: dict[type, Schema] = {
 }
 
 
-def schema_of(annotation: Any) -> Schema:
-    """The JSON Schema of values of ``annotation`` as ``to_wire`` renders them."""
+Refs = dict[str, Schema]  # component name -> its schema, filled as classes are met
+
+
+def schema_of(annotation: Any, refs: Refs | None = None) -> Schema:
+    """The JSON Schema of values of ``annotation`` as ``to_wire`` renders them; with ``refs``, attrs classes
+    are written once into ``refs`` and referred to as ``#/components/schemas/<class name>``."""
+    if isinstance(annotation, type) and issubclass(annotation, datetime):  # freezegun's stand-in too
+        return {"type": "string", "format": "date-time"}
     if annotation in _PRIMITIVES:
         return dict(_PRIMITIVES[annotation])
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin in (typing.Union, types.UnionType):
-        options = [schema_of(arg) for arg in args if arg is not type(None)]
+        options = [schema_of(arg, refs) for arg in args if arg is not type(None)]
         if type(None) in args:
             options.append({"type": "null"})
         return options[0] if len(options) == 1 else {"anyOf": options}
     if origin in (tuple, list) and args:
-        return {"type": "array", "items": schema_of(args[0])}
+        return {"type": "array", "items": schema_of(args[0], refs)}
     if isinstance(annotation, type) and attrs.has(annotation):
-        return object_schema(annotation)
+        if refs is None:
+            return object_schema(annotation)
+        name = annotation.__name__
+        if name not in refs:
+            refs[name] = {}  # claimed first: a class that contains itself refers to itself
+            refs[name] = object_schema(annotation, refs)
+        return {"$ref": f"#/components/schemas/{name}"}
     raise TypeError(f"no JSON Schema for {annotation!r}")
 
 
-def object_schema(cls: type) -> Schema:
+def object_schema(cls: type, refs: Refs | None = None) -> Schema:
     hints = typing.get_type_hints(cls)
-    properties = {camel_case(field.name): schema_of(hints[field.name]) for field in attrs.fields(cls)}
+    properties = {camel_case(field.name): schema_of(hints[field.name], refs) for field in attrs.fields(cls)}
     return {"type": "object", "properties": properties, "required": list(properties)}
 
 
-def wrapper(name: str, item: type) -> Schema:
-    """``{name: [item, ...]}``: how list answers are shaped on the wire (``{"groups": [...]}``)."""
-    items = {"type": "array", "items": schema_of(item)}
-    return {"type": "object", "properties": {name: items}, "required": [name]}
+@attrs.frozen
+class ListOf:
+    """An answer ``{name: [item, ...]}``: how list answers are shaped on the wire (``{"groups": [...]}``)."""
+
+    name: str
+    item: type
 
 
-def deleted(id_name: str) -> Schema:
-    """The answer of a delete tool (REST answers 204, but a tool result needs a body)."""
-    return {
-        "type": "object",
-        "properties": {"deleted": {"const": True}, id_name: {"type": "string"}},
-        "required": ["deleted", id_name],
-    }
+@attrs.frozen
+class Deleted:
+    """The answer of a delete tool, ``{deleted: true, <id_name>: id}`` (REST answers 204 without a body)."""
+
+    id_name: str
+
+
+Result = type | ListOf | Deleted  # what an operation answers: an attrs class, or one of the shapes above
+
+
+def result_schema(result: Result, refs: Refs | None = None) -> Schema:
+    """The JSON Schema of an operation's answer (``refs``: as in ``schema_of``)."""
+    if isinstance(result, ListOf):
+        items = {"type": "array", "items": schema_of(result.item, refs)}
+        return {"type": "object", "properties": {result.name: items}, "required": [result.name]}
+    if isinstance(result, Deleted):
+        return {
+            "type": "object",
+            "properties": {"deleted": {"const": True}, result.id_name: {"type": "string"}},
+            "required": ["deleted", result.id_name],
+        }
+    return schema_of(result, refs)
 
 
 # --- inputs --------------------------------------------------------------------------------------

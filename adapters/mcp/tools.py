@@ -1,9 +1,12 @@
-"""The MCP tools: one per Implemented data route, each calling the same core use case as its REST resource.
+"""The data operations: one per Implemented data route, each an MCP tool and a REST route calling the same
+core use case.
 
-A tool is data: its name, the scope it needs, what an agent reads about it, its input and output schemas,
-its annotations, and ``run``, a thin call into the core (the REST resource's counterpart, minus HTTP).
-Limits in the schemas come from the core's constants, so the schema an agent reads and the check the core
-makes cannot drift apart.
+An operation is data: its name (the MCP tool's, and the OpenAPI ``operationId``), the scope it needs, what
+an agent reads about it, its input schema, what it answers, its annotations, its REST method and path with
+where each argument goes there (``Http``), and ``run``, a thin call into the core (the REST resource's
+counterpart, minus HTTP). The OpenAPI document's data operations are generated from this table
+(``adapters/http/openapi.py``), so the limits a REST client reads are the tool's. Limits in the schemas
+come from the core's constants, so the schema an agent reads and the check the core makes cannot drift apart.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 import attrs
 from mcp_types import ToolAnnotations
 
-from adapters.mcp.schemas import Schema, arguments, deleted, object_schema, text, wrapper
+from adapters.mcp.schemas import Deleted, ListOf, Result, Schema, arguments, result_schema, text
 from community_api import dms, feed, groups, posts, scopes
 from community_api.access import Actor
 from community_api.deps import Deps
@@ -25,17 +28,34 @@ Run = Callable[[Deps, Actor, Mapping[str, Any]], object]
 
 
 @attrs.frozen
+class Http:
+    """The operation's REST route. ``where`` places each argument that is not a body field (on POST) or a
+    query parameter (on GET and DELETE): ``{"group": ("path", "gid")}``; ``idempotencyKey`` is always the
+    ``Idempotency-Key`` header."""
+
+    method: str
+    path: str
+    status: int
+    where: Mapping[str, tuple[str, str]] = attrs.field(factory=dict)
+
+
+@attrs.frozen
 class ToolSpec:
     name: str
     title: str
     scope: str
     description: str
     input_schema: Schema
-    output_schema: Schema
+    result: Result
     annotations: ToolAnnotations
     run: Run
+    http: Http
     # Creating tools take an optional ``idempotencyKey``, the counterpart of REST's Idempotency-Key header.
     creates: bool = False
+
+    @property
+    def output_schema(self) -> Schema:
+        return result_schema(self.result)
 
 
 def _read(title: str) -> ToolAnnotations:
@@ -187,9 +207,10 @@ TOOLS: tuple[ToolSpec, ...] = (
         "The connected community account this key acts as: {id, handle, name}. Compare id with a post's or "
         "comment's authorId to tell your own posts and comments apart.",
         arguments({}),
-        object_schema(PlatformUser),
+        PlatformUser,
         _read("Who am I"),
         _whoami,
+        Http("GET", "/v1/whoami", 200),
     ),
     ToolSpec(
         "list_groups",
@@ -198,9 +219,10 @@ TOOLS: tuple[ToolSpec, ...] = (
         "The groups the connected account belongs to: {groups: [{id, slug, name, description, memberCount, "
         "labels}]}. Labels are the group's post categories.",
         arguments({}),
-        wrapper("groups", Group),
+        ListOf("groups", Group),
         _read("List groups"),
         _list_groups,
+        Http("GET", "/v1/groups", 200),
     ),
     ToolSpec(
         "get_group",
@@ -208,9 +230,10 @@ TOOLS: tuple[ToolSpec, ...] = (
         scopes.GROUPS_READ,
         "One group's metadata and its labels (categories), each {id, name, postCount}.",
         arguments({"group": _GROUP}, ("group",)),
-        object_schema(Group),
+        Group,
         _read("Get group"),
         _get_group,
+        Http("GET", "/v1/groups/{gid}", 200, {"group": ("path", "gid")}),
     ),
     ToolSpec(
         "get_feed",
@@ -221,9 +244,10 @@ TOOLS: tuple[ToolSpec, ...] = (
         "since}. Posts hold title and content but not comments: use get_post for those. Pinned posts are "
         "listed once.",
         _FEED_ARGS,
-        object_schema(feed.FeedPage),
+        feed.FeedPage,
         _read("Read a group's feed"),
         _get_feed,
+        Http("GET", "/v1/groups/{gid}/posts", 200, {"group": ("path", "gid")}),
     ),
     ToolSpec(
         "get_post",
@@ -232,9 +256,10 @@ TOOLS: tuple[ToolSpec, ...] = (
         "A post and all its comments in one answer: {post, comments}. Comments are a flat list; postId is "
         "the root post, parentId the comment replied to (null at top level).",
         arguments({"postId": _POST_ID, "group": _GROUP_HINT}, ("postId",)),
-        object_schema(PostDetail),
+        PostDetail,
         _read("Get a post with its comments"),
         _get_post,
+        Http("GET", "/v1/posts/{post_id}", 200, {"postId": ("path", "post_id")}),
     ),
     ToolSpec(
         "list_comments",
@@ -243,9 +268,10 @@ TOOLS: tuple[ToolSpec, ...] = (
         "All comments of a post as a flat list {comments: [{id, postId, parentId, authorId, author, content, "
         "createdAt, upvotes}]}; parentId null means a top-level comment.",
         arguments({"postId": _POST_ID, "group": _GROUP_HINT}, ("postId",)),
-        wrapper("comments", Comment),
+        ListOf("comments", Comment),
         _read("List a post's comments"),
         _list_comments,
+        Http("GET", "/v1/posts/{post_id}/comments", 200, {"postId": ("path", "post_id")}),
     ),
     ToolSpec(
         "create_post",
@@ -264,9 +290,10 @@ TOOLS: tuple[ToolSpec, ...] = (
             },
             ("group", "title"),
         ),
-        object_schema(Post),
+        Post,
         _write("Publish a post", destructive=False, idempotent=False),
         _create_post,
+        Http("POST", "/v1/groups/{gid}/posts", 201, {"group": ("path", "gid")}),
         creates=True,
     ),
     ToolSpec(
@@ -276,9 +303,10 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Delete a post of the connected account, with its comments. It cannot be undone. Answers "
         "{deleted: true, postId}; deleting it again is a not_found error.",
         arguments({"postId": _POST_ID}, ("postId",)),
-        deleted("postId"),
+        Deleted("postId"),
         _write("Delete a post", destructive=True, idempotent=True),
         _delete_post,
+        Http("DELETE", "/v1/posts/{post_id}", 204, {"postId": ("path", "post_id")}),
     ),
     ToolSpec(
         "create_comment",
@@ -296,9 +324,10 @@ TOOLS: tuple[ToolSpec, ...] = (
             },
             ("postId", "content"),
         ),
-        object_schema(Comment),
+        Comment,
         _write("Comment on a post", destructive=False, idempotent=False),
         _create_comment,
+        Http("POST", "/v1/posts/{post_id}/comments", 201, {"postId": ("path", "post_id"), "group": ("query", "group")}),
         creates=True,
     ),
     ToolSpec(
@@ -307,9 +336,10 @@ TOOLS: tuple[ToolSpec, ...] = (
         scopes.COMMENTS_WRITE,
         "Delete a comment of the connected account. It cannot be undone. Answers {deleted: true, commentId}.",
         arguments({"commentId": text("Comment id (from get_post).", PLATFORM_ID_LENGTH, **_ID)}, ("commentId",)),
-        deleted("commentId"),
+        Deleted("commentId"),
         _write("Delete a comment", destructive=True, idempotent=True),
         _delete_comment,
+        Http("DELETE", "/v1/comments/{comment_id}", 204, {"commentId": ("path", "comment_id")}),
     ),
     ToolSpec(
         "list_dms",
@@ -329,9 +359,10 @@ TOOLS: tuple[ToolSpec, ...] = (
                 },
             }
         ),
-        object_schema(dms.Inbox),
+        dms.Inbox,
         _read("List DM conversations"),
         _list_dms,
+        Http("GET", "/v1/dms", 200),
     ),
     ToolSpec(
         "get_dm_thread",
@@ -346,9 +377,10 @@ TOOLS: tuple[ToolSpec, ...] = (
             },
             ("conversationId",),
         ),
-        object_schema(dms.Thread),
+        dms.Thread,
         _read("Read a DM thread"),
         _get_dm_thread,
+        Http("GET", "/v1/dms/{conversation_id}", 200, {"conversationId": ("path", "conversation_id")}),
     ),
     ToolSpec(
         "send_dm",
@@ -358,9 +390,10 @@ TOOLS: tuple[ToolSpec, ...] = (
         "(conversationId): give exactly one of them. Sent messages cannot be deleted. Answers {message, "
         f"conversation}}. {_DM_PACE}",
         _SEND_ARGS,
-        object_schema(dms.SentMessage),
+        dms.SentMessage,
         _write("Send a DM", destructive=False, idempotent=False),
         _send_dm,
+        Http("POST", "/v1/dms", 201, {"group": ("query", "group")}),
         creates=True,
     ),
 )

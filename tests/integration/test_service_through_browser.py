@@ -4,6 +4,7 @@ own read-outs (what was created or sent, and its own feed ordering)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import subprocess
@@ -17,6 +18,7 @@ from urllib.parse import quote
 
 import anyio
 import attrs
+import httpx
 import httpx2
 import pytest
 import requests
@@ -460,6 +462,43 @@ def test_schemathesis_finds_no_server_error_through_the_real_stack(api: Api, tmp
     assert re.search(r"(\d+) generated, \1 passed", summary), summary
 
 
+def test_every_get_data_answer_conforms_to_its_documented_schema(api: Api, tmp_path: Path) -> None:
+    """schemathesis over the GET data operations (tag ``data``): each answer it gets matches the schema the
+    document gives it, status, content type and body (the named components included)."""
+    command = [
+        str(Path(sys.executable).with_name("st")),
+        "run",
+        api.url + "/v1/openapi.json",
+        "-H",
+        f"Authorization: Bearer {api.key}",
+        "--include-tag",
+        "data",
+        "--exclude-method",
+        "POST",
+        "--exclude-method",
+        "DELETE",
+        "--checks",
+        "not_a_server_error,response_schema_conformance,content_type_conformance,status_code_conformance",
+        "--phases",
+        "examples,coverage",
+        "--max-examples",
+        "10",
+        "--workers",
+        "1",
+        "--request-timeout",
+        "60",
+        "--seed",
+        "20261125",
+        "--no-color",
+    ]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    summary = run.stdout[-3000:]
+    assert run.returncode == 0, summary
+    counted = re.search(r"(\d+) generated, \1 passed", summary)
+    assert counted and int(counted.group(1)) > 0, summary
+    assert re.search(r"Tested: 8\b", summary), summary  # the eight GET data operations
+
+
 def test_a_pinned_post_repeated_under_another_id_is_listed_once(api: Api) -> None:
     """quiet-garden's stand-in repeats its pinned post on page 2 under another id with the same slug."""
     posts = api.call("GET", "/v1/groups/quiet-garden/posts", params={"pages": "2", "sort": "newest"}).json()["posts"]
@@ -472,3 +511,60 @@ def test_no_private_field_ever_reaches_a_client(api: Api) -> None:
     for text in api.answers:
         for marker in PRIVATE_MARKERS:
             assert marker not in text
+
+
+def test_a_client_generated_from_the_openapi_document_reads_typed_objects(api: Api, tmp_path: Path) -> None:
+    """What a user of Stripe's or GitHub's API does: generate a typed client from the document
+    (``openapi-python-client``, installed by make), then read the feed, a post and its comments with it,
+    through the real service, Chromium and the stand-in."""
+    document = tmp_path / "openapi.json"
+    document.write_text(requests.get(api.url + "/v1/openapi.json", timeout=10).text)
+    config = tmp_path / "config.yml"
+    config.write_text("post_hooks: []\n")  # no formatter run over the generated code
+    package = tmp_path / "generated" / "community_data_api_client"
+    generator = Path(sys.executable).parent / "openapi-python-client"
+    made = subprocess.run(
+        [
+            str(generator),
+            "generate",
+            "--path",
+            str(document),
+            "--config",
+            str(config),
+            "--meta",
+            "none",
+            "--output-path",
+            str(package),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
+    sys.path.insert(0, str(package.parent))
+    try:
+        client_module = importlib.import_module("community_data_api_client")
+        get_feed = importlib.import_module("community_data_api_client.api.data.get_feed")
+        get_post = importlib.import_module("community_data_api_client.api.data.get_post")
+        list_comments = importlib.import_module("community_data_api_client.api.data.list_comments")
+        models = importlib.import_module("community_data_api_client.models")
+        client = client_module.AuthenticatedClient(base_url=api.url, token=api.key, timeout=httpx.Timeout(120))
+        with client:
+            feed = get_feed.sync(client=client, gid=GROUP, pages=2)
+            assert isinstance(feed, models.FeedPage), feed
+            assert feed.pages_fetched == 2 and len(feed.posts) > 30
+            first = next(post for post in feed.posts if post.comment_count >= 2)
+            assert isinstance(first, models.Post) and isinstance(first.title, str)
+            detail = get_post.sync(client=client, post_id=first.id)
+            assert isinstance(detail, models.PostDetail)
+            # The same generated class for a post from the feed and from the post's own route.
+            assert type(detail.post) is type(first) and detail.post.id == first.id
+            comments = list_comments.sync(client=client, post_id=first.id)
+            assert all(isinstance(comment, models.Comment) for comment in comments.comments)
+            assert [c.id for c in comments.comments] == [c.id for c in detail.comments]
+            refused = get_post.sync_detailed(client=client, post_id="no-such-post")
+            assert refused.status_code == 404 and isinstance(refused.parsed, models.Error)
+    finally:
+        sys.path.remove(str(package.parent))
+        for name in [n for n in sys.modules if n.startswith("community_data_api_client")]:
+            del sys.modules[name]
