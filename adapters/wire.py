@@ -30,7 +30,7 @@ from community_api.me import KeyWithUsage
 from community_api.model import ApiKey, Connection
 
 # Fields kept inside the service: the account is implied by whoever asks, the lineage is bookkeeping.
-_HIDDEN: dict[type, frozenset[str]] = {
+HIDDEN: dict[type, frozenset[str]] = {
     ApiKey: frozenset({"account_id", "lineage_id"}),
     Connection: frozenset({"account_id"}),
 }
@@ -65,7 +65,7 @@ def _make_converter(*, times_as_text: bool) -> cattrs.Converter:
         converter.register_unstructure_hook(plain | None, identity)
 
     def attrs_hook(cls: type) -> Any:
-        hidden = _HIDDEN.get(cls, frozenset())
+        hidden = HIDDEN.get(cls, frozenset())
         overrides = {
             field.name: override(omit=True) if field.name in hidden else override(rename=camel_case(field.name))
             for field in attrs.fields(cls)

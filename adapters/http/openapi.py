@@ -17,8 +17,10 @@ from typing import Any
 
 import falcon
 
-from adapters.mcp.schemas import Refs, result_schema
+from adapters.mcp.schemas import Fields, ListOf, Refs, Result, WithSecret, result_schema
 from adapters.mcp.tools import TOOLS, ToolSpec
+from community_api.me import Me
+from community_api.model import Account, ApiKey, Connection
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _OBJECT: dict[str, Any] = {"type": "object"}
@@ -163,6 +165,18 @@ OPERATION_IDS = {
 }
 
 
+# What the management routes answer, written from the same attrs classes as the data operations' answers.
+RESULTS: dict[tuple[str, str], Result] = {
+    ("POST", "/v1/accounts"): Fields({"account": Account}),
+    ("POST", "/v1/session"): Fields({"account": Account, "csrfToken": str}),
+    ("GET", "/v1/connections"): ListOf("connections", Connection),
+    ("POST", "/v1/connections"): Connection,
+    ("POST", "/v1/keys"): WithSecret(ApiKey),
+    ("POST", "/v1/keys/{key_id}/rotate"): WithSecret(ApiKey),
+    ("GET", "/v1/me"): Me,
+}
+
+
 def _data_operation(spec: ToolSpec, refs: Refs) -> dict[str, Any]:
     """One data operation, from its entry in the operation table."""
     http = spec.http
@@ -220,6 +234,11 @@ def _data_operation(spec: ToolSpec, refs: Refs) -> dict[str, Any]:
     return operation
 
 
+def _answer(method: str, path: str, refs: Refs) -> dict[str, Any]:
+    result = RESULTS.get((method, path))
+    return _OBJECT if result is None else result_schema(result, refs)
+
+
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
     return {"application/json": {"schema": schema}}
 
@@ -238,7 +257,7 @@ def document() -> dict[str, Any]:
             "responses": {
                 str(status): {"description": "success"}
                 if status == 204
-                else {"description": "success", "content": {"application/json": {"schema": _OBJECT}}},
+                else {"description": "success", "content": _json(_answer(method, path, refs))},
                 "default": {"description": "error", "content": {"application/json": {"schema": _ERROR}}},
             },
         }

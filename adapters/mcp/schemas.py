@@ -19,7 +19,8 @@ from typing import Any
 
 import attrs
 
-from adapters.wire import camel_case
+from adapters.wire import HIDDEN, camel_case
+from community_api.me import KeyWithUsage
 
 Schema = dict[str, Any]
 
@@ -51,6 +52,10 @@ def schema_of(annotation: Any, refs: Refs | None = None) -> Schema:
         return options[0] if len(options) == 1 else {"anyOf": options}
     if origin in (tuple, list) and args:
         return {"type": "array", "items": schema_of(args[0], refs)}
+    if annotation is KeyWithUsage:  # on the wire: the key's own fields and two usage figures beside them
+        usage = {"requestsToday": {"type": "integer"}, "requestsTotal": {"type": "integer"}}
+        merged = _merged(schema_of(attrs.fields(KeyWithUsage).key.type, refs), usage)
+        return merged if refs is None else _component(refs, "KeyWithUsage", lambda: merged)
     if isinstance(annotation, type) and attrs.has(annotation):
         if refs is None:
             return object_schema(annotation)
@@ -63,9 +68,26 @@ def schema_of(annotation: Any, refs: Refs | None = None) -> Schema:
 
 
 def object_schema(cls: type, refs: Refs | None = None) -> Schema:
+    """An attrs class as ``to_wire`` writes it: camelCased names, the service's own fields left out."""
     hints = typing.get_type_hints(cls)
-    properties = {camel_case(field.name): schema_of(hints[field.name], refs) for field in attrs.fields(cls)}
+    hidden = HIDDEN.get(cls, frozenset())
+    properties = {
+        camel_case(field.name): schema_of(hints[field.name], refs)
+        for field in attrs.fields(cls)
+        if field.name not in hidden
+    }
     return {"type": "object", "properties": properties, "required": list(properties)}
+
+
+def _merged(base: Schema, extra: dict[str, Schema]) -> Schema:
+    """``base``'s object with ``extra`` properties beside its own."""
+    return {"allOf": [base, {"type": "object", "properties": extra, "required": list(extra)}]}
+
+
+def _component(refs: Refs, name: str, make: typing.Callable[[], Schema]) -> Schema:
+    if name not in refs:
+        refs[name] = make()
+    return {"$ref": f"#/components/schemas/{name}"}
 
 
 @attrs.frozen
@@ -83,7 +105,21 @@ class Deleted:
     id_name: str
 
 
-Result = type | ListOf | Deleted  # what an operation answers: an attrs class, or one of the shapes above
+@attrs.frozen
+class Fields:
+    """An answer that is an object of named values: ``{"account": Account, "csrfToken": str}``."""
+
+    fields: typing.Mapping[str, Any]
+
+
+@attrs.frozen
+class WithSecret:
+    """A key as minted or rotated: its record, and the secret shown this once."""
+
+    key: type
+
+
+Result = type | ListOf | Deleted | Fields | WithSecret  # an attrs class, or one of the shapes above
 
 
 def result_schema(result: Result, refs: Refs | None = None) -> Schema:
@@ -91,6 +127,12 @@ def result_schema(result: Result, refs: Refs | None = None) -> Schema:
     if isinstance(result, ListOf):
         items = {"type": "array", "items": schema_of(result.item, refs)}
         return {"type": "object", "properties": {result.name: items}, "required": [result.name]}
+    if isinstance(result, Fields):
+        properties = {name: schema_of(annotation, refs) for name, annotation in result.fields.items()}
+        return {"type": "object", "properties": properties, "required": list(properties)}
+    if isinstance(result, WithSecret):
+        merged = _merged(schema_of(result.key, refs), {"secret": {"type": "string"}})
+        return merged if refs is None else _component(refs, "IssuedKey", lambda: merged)
     if isinstance(result, Deleted):
         return {
             "type": "object",

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 import falcon.inspect
+import falcon.testing
 
-from tests.unit.world_support import World
+from tests.unit.world_support import PASSWORD, Ready, World
 
 PLANNED = re.compile(r"/(members|courses|events|leaderboard)\b|/pin$")
 
@@ -109,3 +110,42 @@ def test_answers_are_named_components_shared_by_every_operation(world: World) ->
     assert answer("/v1/groups/{gid}/posts", "post") == {"$ref": "#/components/schemas/Post"}
     assert schemas["Group"]["properties"]["labels"]["items"] == {"$ref": "#/components/schemas/Label"}
     assert "content" not in document["paths"]["/v1/posts/{post_id}"]["delete"]["responses"]["204"]
+
+
+def test_real_answers_match_their_documented_schemas(ready: Ready) -> None:
+    """The answers of the management routes and of the data routes, as the service gives them, validate
+    against the schema the document gives each (its named components resolved in the document)."""
+    import jsonschema
+
+    world = ready.world
+    document = world.client.simulate_get("/v1/openapi.json").json
+
+    def check(method: str, path: str, answer: falcon.testing.Result) -> None:
+        responses = document["paths"][path][method.lower()]["responses"]
+        assert str(answer.status_code) in responses, (method, path, answer.status_code, answer.text)
+        schema = responses[str(answer.status_code)]["content"]["application/json"]["schema"]
+        jsonschema.validate(answer.json, {**schema, "components": document["components"]})
+
+    headers = ready.browser.headers()
+    signed = world.client.simulate_post(
+        "/v1/session", json={"email": ready.browser.account["email"], "password": PASSWORD}
+    )
+    check("POST", "/v1/session", signed)
+    check("GET", "/v1/connections", world.client.simulate_get("/v1/connections", headers=headers))
+    bob = world.client.simulate_post(
+        "/v1/connections", json={"email": "bob@sandbox.test", "password": "sandbox"}, headers=headers
+    )
+    check("POST", "/v1/connections", bob)
+    minted = world.client.simulate_post("/v1/keys", json={"name": "typed"}, headers=headers)
+    check("POST", "/v1/keys", minted)
+    rotated = world.client.simulate_post(f"/v1/keys/{minted.json['id']}/rotate", headers=headers)
+    check("POST", "/v1/keys/{key_id}/rotate", rotated)
+    world.get("/v1/whoami", ready.key)  # usage, so that /v1/me shows figures
+    check("GET", "/v1/me", world.client.simulate_get("/v1/me", headers=headers))
+    feed = world.get("/v1/groups/builders-club/posts", ready.key, params={"pages": "2"})
+    check("GET", "/v1/groups/{gid}/posts", feed)
+    post_id = feed.json["posts"][0]["id"]
+    check("GET", "/v1/posts/{post_id}", world.get(f"/v1/posts/{post_id}", ready.key))
+    check("GET", "/v1/dms", world.get("/v1/dms", ready.key))
+    check("GET", "/v1/groups", world.get("/v1/groups", ready.key))
+    check("GET", "/v1/whoami", world.get("/v1/whoami", ready.key))
