@@ -14,7 +14,6 @@ import falcon
 from argon2 import PasswordHasher
 from argon2.profiles import CHEAPEST
 
-from adapters.http import data_resources as data
 from adapters.http import errors
 from adapters.http import management_resources as manage
 from adapters.http.client_address import trusted_networks
@@ -22,6 +21,7 @@ from adapters.http.health import add_health_routes
 from adapters.http.host_check import AllowedHosts
 from adapters.http.metrics_resource import MetricsResource
 from adapters.http.openapi import OpenApiResource
+from adapters.http.operation_resources import add_operation_routes
 from adapters.http.request_log import RequestLog, configure_logging
 from adapters.mcp import add_mcp_route
 from adapters.metrics import MeteredGateway, MeteredPace, MeteredThrottle
@@ -37,15 +37,7 @@ log = logging.getLogger(__name__)
 
 
 def add_rest_routes(app: falcon.App, deps: Deps, settings: Settings) -> None:
-    app.add_route("/v1/whoami", data.WhoamiResource(deps))
-    app.add_route("/v1/groups", data.GroupsResource(deps))
-    app.add_route("/v1/groups/{gid}", data.GroupResource(deps))
-    app.add_route("/v1/groups/{gid}/posts", data.FeedResource(deps))
-    app.add_route("/v1/posts/{post_id}", data.PostResource(deps))
-    app.add_route("/v1/posts/{post_id}/comments", data.CommentsResource(deps))
-    app.add_route("/v1/comments/{comment_id}", data.CommentResource(deps))
-    app.add_route("/v1/dms", data.InboxResource(deps))
-    app.add_route("/v1/dms/{conversation_id}", data.ThreadResource(deps))
+    add_operation_routes(app, deps)  # the data API, one route per entry of adapters/operations.py
 
     options: dict[str, Any] = {
         "signup_enabled": settings.signup,

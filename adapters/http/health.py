@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import falcon
 
-from adapters.http.data_resources import send_json
+from adapters.http.operation_resources import send_json
 from community_api.deps import Deps
 from community_api.health import readiness
 

@@ -9,7 +9,7 @@ import falcon
 from adapters.http.auth import DEVICE_COOKIE, SESSION_COOKIE, device_cookie, web_session
 from adapters.http.body import read_json
 from adapters.http.client_address import Network, client_address
-from adapters.http.data_resources import query, send_json
+from adapters.http.operation_resources import query, send_json
 from adapters.wire import to_wire
 from community_api import account_lifecycle, accounts, connections, keys, me
 from community_api.deps import Deps

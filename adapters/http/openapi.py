@@ -1,6 +1,6 @@
 """The OpenAPI 3.1 document of every live route, served at ``GET /v1/openapi.json``.
 
-The data operations are generated from the operation table (``adapters/mcp/tools.py``): ``operationId`` is
+The data operations are generated from the operation table (``adapters/operations.py``): ``operationId`` is
 the MCP tool's name, each parameter and body field carries the tool's own schema (its limits, patterns,
 enums and defaults), and each answer refers to named components (``Post``, ``Comment``, ``Group``…)
 generated from the core's attrs classes, shared by every operation that answers them — what client
@@ -17,8 +17,8 @@ from typing import Any
 
 import falcon
 
-from adapters.mcp.schemas import Fields, ListOf, Refs, Result, WithSecret, result_schema
-from adapters.mcp.tools import TOOLS, ToolSpec
+from adapters.operations import OPERATIONS, Operation
+from adapters.schemas import Fields, ListOf, Refs, Result, WithSecret, result_schema
 from community_api.me import Me
 from community_api.model import Account, ApiKey, Connection
 
@@ -177,7 +177,7 @@ RESULTS: dict[tuple[str, str], Result] = {
 }
 
 
-def _data_operation(spec: ToolSpec, refs: Refs) -> dict[str, Any]:
+def _data_operation(spec: Operation, refs: Refs) -> dict[str, Any]:
     """One data operation, from its entry in the operation table."""
     http = spec.http
     schema = spec.input_schema
@@ -246,7 +246,7 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
 def document() -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     refs: Refs = {}
-    for spec in TOOLS:
+    for spec in OPERATIONS:
         paths.setdefault(spec.http.path, {})[spec.http.method.lower()] = _data_operation(spec, refs)
     for method, path, summary, security, parameters, body, status in ROUTES:
         operation: dict[str, Any] = {

@@ -14,7 +14,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-from adapters.mcp.schemas import Schema
+from adapters.schemas import Schema
 from community_api.errors import InvalidRequest
 
 _TYPE_WORDS = {"string": "a string", "integer": "an integer", "boolean": "true or false", "object": "an object"}

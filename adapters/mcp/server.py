@@ -25,8 +25,8 @@ from mcp.server.lowlevel import Server
 
 from adapters.http.errors import error_answer, error_body
 from adapters.mcp.arguments import ArgumentChecker
-from adapters.mcp.tools import TOOLS, TOOLS_BY_NAME, ToolSpec
 from adapters.metrics import MCP_TOOL_CALLS
+from adapters.operations import OPERATIONS, OPERATIONS_BY_NAME, Operation
 from adapters.wire import data_and_text, dumps
 from community_api.access import Actor, actor_for
 from community_api.deps import Deps
@@ -105,19 +105,19 @@ class ToolRunner:
 
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
-        self._checkers = {spec.name: ArgumentChecker(spec.input_schema) for spec in TOOLS}
+        self._checkers = {spec.name: ArgumentChecker(spec.input_schema) for spec in OPERATIONS}
 
     def call(self, caller: Caller, name: str, arguments: Mapping[str, Any]) -> ToolResult:
-        spec = TOOLS_BY_NAME.get(name)
+        spec = OPERATIONS_BY_NAME.get(name)
         tool = spec.name if spec else "unknown"  # a client picks the name: keep the metric's labels bounded
         try:
             if spec is None:
-                raise NotFound(f"no tool named {name}", allowed=sorted(TOOLS_BY_NAME))
+                raise NotFound(f"no tool named {name}", allowed=sorted(OPERATIONS_BY_NAME))
             # The same order as a REST resource: who (scope, connection) before what (arguments).
             actor = actor_for(self.deps.store, caller.key, spec.scope, caller.connection)
             self._checkers[spec.name].check(arguments)
             if not spec.creates:
-                result = success_result(*data_and_text(spec.run(self.deps, actor, arguments)))
+                result = success_result(*data_and_text(spec.run(self.deps, actor, arguments, spec.body_of(arguments))))
             else:
                 result = self._create_once(spec, actor, arguments)
         except ServiceError as error:
@@ -130,7 +130,7 @@ class ToolRunner:
         MCP_TOOL_CALLS.labels(tool, _outcome(result)).inc()
         return result
 
-    def _create_once(self, spec: ToolSpec, actor: Actor, arguments: Mapping[str, Any]) -> ToolResult:
+    def _create_once(self, spec: Operation, actor: Actor, arguments: Mapping[str, Any]) -> ToolResult:
         """Act at most once per ``idempotencyKey``, with the core's rules for REST's Idempotency-Key."""
         body = {name: value for name, value in arguments.items() if name != "idempotencyKey"}
 
@@ -141,7 +141,7 @@ class ToolRunner:
             account_id=actor.key.account_id,
             idempotency_key=arguments.get("idempotencyKey"),
             request_fingerprint="\n".join(["mcp", spec.name, actor.connection.id, canonical]).encode(),
-            act=lambda: dumps(spec.run(self.deps, actor, body)),
+            act=lambda: dumps(spec.run(self.deps, actor, body, spec.body_of(body))),
             render_error=error_answer,
         )
         payload = json.loads(answer.body)
@@ -151,7 +151,7 @@ class ToolRunner:
         return success_result(payload, answer.body)
 
 
-def _listed(spec: ToolSpec) -> types.Tool:
+def _listed(spec: Operation) -> types.Tool:
     return types.Tool(
         name=spec.name,
         title=spec.title,
@@ -171,7 +171,7 @@ def _version() -> str:
 
 def build_server(deps: Deps) -> Server[Any]:
     runner = ToolRunner(deps)
-    listed = [(spec, _listed(spec)) for spec in TOOLS]
+    listed = [(spec, _listed(spec)) for spec in OPERATIONS]
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -189,7 +189,7 @@ def build_server(deps: Deps) -> Server[Any]:
         return runner.call(caller, params.name, params.arguments or {})
 
     def input_schema(name: str) -> Mapping[str, Any] | None:
-        spec = TOOLS_BY_NAME.get(name)
+        spec = OPERATIONS_BY_NAME.get(name)
         return spec.input_schema if spec else None
 
     return Server(

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from adapters.mcp.tools import TOOLS_BY_NAME
+from adapters.operations import OPERATIONS_BY_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "mcp.md"
@@ -61,5 +61,5 @@ def test_python_snippet_compiles_and_uses_the_endpoint() -> None:
 
 
 def test_tool_table_lists_every_tool() -> None:
-    documented = set(re.findall(r"`([a-z_]+)`", DOC.read_text())) & set(TOOLS_BY_NAME)
-    assert documented == set(TOOLS_BY_NAME)
+    documented = set(re.findall(r"`([a-z_]+)`", DOC.read_text())) & set(OPERATIONS_BY_NAME)
+    assert documented == set(OPERATIONS_BY_NAME)

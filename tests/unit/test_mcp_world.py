@@ -21,7 +21,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from adapters.mcp import McpResource
-from adapters.mcp.tools import TOOLS_BY_NAME
+from adapters.operations import OPERATIONS_BY_NAME
 from adapters.settings import Settings
 from community_api.connections import link_connection
 from community_api.keys import IssuedKey, mint_key
@@ -133,7 +133,7 @@ class McpWorld:
         result = self.call(tool, args, key, **headers)
         assert result["isError"] is False, result["content"][0]["text"]
         payload = result["structuredContent"]
-        jsonschema.validate(payload, TOOLS_BY_NAME[tool].output_schema)
+        jsonschema.validate(payload, OPERATIONS_BY_NAME[tool].output_schema)
         assert json.loads(result["content"][0]["text"]) == payload
         return payload
 
@@ -182,7 +182,7 @@ def world() -> Iterator[McpWorld]:
 
 
 def test_a_key_with_every_scope_is_offered_every_tool(world: McpWorld) -> None:
-    assert world.tool_names(world.all_key) == set(TOOLS_BY_NAME) and len(TOOLS_BY_NAME) == 13
+    assert world.tool_names(world.all_key) == set(OPERATIONS_BY_NAME) and len(OPERATIONS_BY_NAME) == 13
 
 
 def test_a_read_only_key_is_offered_only_the_read_tools(world: McpWorld) -> None:
@@ -199,7 +199,7 @@ def test_a_bound_key_is_offered_the_tools_of_its_scopes(world: McpWorld) -> None
         connection_id=world.bob.id,
     )
     assert world.tool_names(dm_reader) == {"list_dms", "get_dm_thread"}
-    assert world.tool_names(world.bound_key) == set(TOOLS_BY_NAME)
+    assert world.tool_names(world.bound_key) == set(OPERATIONS_BY_NAME)
 
 
 def test_listed_tools_carry_schemas_and_annotations(world: McpWorld) -> None:
@@ -233,4 +233,4 @@ def test_the_official_client_lists_per_key_in_both_protocol_modes(world: McpWorl
     version, listed = world.with_client(world.read_key, mode, names)
     assert listed == READ_TOOLS
     assert version == (LEGACY_VERSION if mode == "legacy" else "2026-07-28")
-    assert world.with_client(world.all_key, mode, names)[1] == set(TOOLS_BY_NAME)
+    assert world.with_client(world.all_key, mode, names)[1] == set(OPERATIONS_BY_NAME)

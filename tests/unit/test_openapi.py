@@ -58,12 +58,12 @@ def test_the_document_validates_as_openapi_3_1(world: World) -> None:
 
 
 def test_every_operation_has_a_unique_operation_id_and_data_ones_are_the_tool_names(world: World) -> None:
-    from adapters.mcp.tools import TOOLS
+    from adapters.operations import OPERATIONS
 
     document = world.client.simulate_get("/v1/openapi.json").json
     ids = [op["operationId"] for ops in document["paths"].values() for op in ops.values()]
     assert len(ids) == len(set(ids)) and all(ids)
-    for spec in TOOLS:
+    for spec in OPERATIONS:
         operation = document["paths"][spec.http.path][spec.http.method.lower()]
         assert operation["operationId"] == spec.name
         assert operation["security"] == [{"apiKey": [spec.scope]}]
@@ -72,10 +72,10 @@ def test_every_operation_has_a_unique_operation_id_and_data_ones_are_the_tool_na
 def test_every_parameter_and_body_field_carries_the_tools_own_limits(world: World) -> None:
     """The same ``maxLength``, ``minLength``, ``minimum``, ``maximum``, ``enum``, ``pattern`` and
     ``default`` as the MCP tool's input schema, argument by argument."""
-    from adapters.mcp.tools import TOOLS
+    from adapters.operations import OPERATIONS
 
     document = world.client.simulate_get("/v1/openapi.json").json
-    for spec in TOOLS:
+    for spec in OPERATIONS:
         operation = document["paths"][spec.http.path][spec.http.method.lower()]
         rest_name = {arg: name for arg, (_, name) in spec.http.where.items()} | {"idempotencyKey": "Idempotency-Key"}
         params = {p["name"]: p["schema"] for p in operation["parameters"]}

@@ -1,12 +1,13 @@
-"""The data operations: one per Implemented data route, each an MCP tool and a REST route calling the same
-core use case.
+"""The registry of data operations: one entry per Implemented data route, from which the REST route
+(``adapters/http/operation_resources.py``), the MCP tool (``adapters/mcp/server.py``) and the OpenAPI
+operation (``adapters/http/openapi.py``) are all generated. Adding an operation is one entry here and one
+use case in the core.
 
 An operation is data: its name (the MCP tool's, and the OpenAPI ``operationId``), the scope it needs, what
-an agent reads about it, its input schema, what it answers, its annotations, its REST method and path with
-where each argument goes there (``Http``), and ``run``, a thin call into the core (the REST resource's
-counterpart, minus HTTP). The OpenAPI document's data operations are generated from this table
-(``adapters/http/openapi.py``), so the limits a REST client reads are the tool's. Limits in the schemas
-come from the core's constants, so the schema an agent reads and the check the core makes cannot drift apart.
+an agent reads about it, its input schema, what it answers, its annotations, its REST method, path and
+status with where each argument goes there (``Http``), and ``run``, a thin call into the core. Limits in
+the schemas come from the core's constants, so the schema an agent or a REST client reads and the check
+the core makes cannot drift apart.
 """
 
 from __future__ import annotations
@@ -17,14 +18,17 @@ from typing import Any
 import attrs
 from mcp_types import ToolAnnotations
 
-from adapters.mcp.schemas import Deleted, ListOf, Result, Schema, arguments, result_schema, text
+from adapters.schemas import Deleted, ListOf, Result, Schema, arguments, result_schema, text
 from community_api import dms, feed, groups, posts, scopes
 from community_api.access import Actor
 from community_api.deps import Deps
 from community_api.model import Comment, Group, PlatformUser, Post, PostDetail
 from community_api.platform_ids import GROUP_PATTERN, ID_HINT, MAX_SLUG, PLATFORM_ID_LENGTH, PLATFORM_ID_PATTERN
 
-Run = Callable[[Deps, Actor, Mapping[str, Any]], object]
+# ``run(deps, actor, args, body)``: ``args`` the operation's arguments that name what it acts on (path and
+# query on REST), ``body`` what it writes (REST's JSON body as the client sent it, or the MCP arguments of
+# the same names): the core checks the body's shape and fields itself, with the same messages for both.
+Run = Callable[[Deps, Actor, Mapping[str, Any], object], object]
 
 
 @attrs.frozen
@@ -40,7 +44,7 @@ class Http:
 
 
 @attrs.frozen
-class ToolSpec:
+class Operation:
     name: str
     title: str
     scope: str
@@ -57,6 +61,32 @@ class ToolSpec:
     def output_schema(self) -> Schema:
         return result_schema(self.result)
 
+    def body_fields(self) -> tuple[str, ...]:
+        """The arguments REST takes in the JSON body: on POST, those not placed elsewhere."""
+        if self.http.method != "POST":
+            return ()
+        return tuple(
+            arg for arg in self.input_schema["properties"] if arg not in self.http.where and arg != "idempotencyKey"
+        )
+
+    def query_args(self) -> tuple[tuple[str, str], ...]:
+        """``(argument, REST query parameter)`` pairs, in the schema's order."""
+        placed = dict(self.http.where)
+        body = self.body_fields()
+        return tuple(
+            (arg, placed[arg][1] if arg in placed else arg)
+            for arg in self.input_schema["properties"]
+            if arg != "idempotencyKey" and arg not in body and placed.get(arg, ("query", ""))[0] == "query"
+        )
+
+    def path_args(self) -> tuple[tuple[str, str], ...]:
+        """``(argument, REST path field)`` pairs."""
+        return tuple((arg, name) for arg, (where, name) in self.http.where.items() if where == "path")
+
+    def body_of(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """The body an MCP call writes: its arguments that REST takes in the body."""
+        return {name: args[name] for name in self.body_fields() if name in args}
+
 
 def _read(title: str) -> ToolAnnotations:
     return ToolAnnotations(title=title, read_only_hint=True, open_world_hint=True)
@@ -70,11 +100,6 @@ def _write(title: str, *, destructive: bool, idempotent: bool) -> ToolAnnotation
         idempotent_hint=idempotent,
         open_world_hint=True,
     )
-
-
-def _pick(args: Mapping[str, Any], *names: str) -> dict[str, Any]:
-    """The arguments that form a use case's body, as REST would receive them in its JSON body."""
-    return {name: args[name] for name in names if name in args}
 
 
 # --- argument schemas, limits from the core ------------------------------------------------------
@@ -143,64 +168,63 @@ _DM_PACE = (
 )
 
 
-def _whoami(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+def _whoami(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
     return groups.whoami(deps, actor)
 
 
-def _list_groups(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+def _list_groups(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
     return {"groups": groups.list_groups(deps, actor)}
 
 
-def _get_group(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+def _get_group(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
     return groups.get_group(deps, actor, args["group"])
 
 
-def _get_feed(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+def _get_feed(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
     query = feed.parse_feed_query(args.get("pages"), args.get("sort"), args.get("since"))
     return feed.read_feed(deps, actor, args["group"], query)
 
 
-def _get_post(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+def _get_post(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
     return posts.post_detail(deps, actor, args["postId"], args.get("group"))
 
 
-def _list_comments(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+def _list_comments(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
     return {"comments": posts.list_comments(deps, actor, args["postId"], args.get("group"))}
 
 
-def _create_post(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
-    return posts.create_post(deps, actor, args["group"], _pick(args, "title", "content", "label"))
+def _create_post(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
+    return posts.create_post(deps, actor, args["group"], body)
 
 
-def _delete_post(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+def _delete_post(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
     posts.delete_post(deps, actor, args["postId"])
     return {"deleted": True, "postId": args["postId"]}
 
 
-def _create_comment(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
-    body = _pick(args, "content", "parentId")
+def _create_comment(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
     return posts.create_comment(deps, actor, args["postId"], args.get("group"), body)
 
 
-def _delete_comment(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+def _delete_comment(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
     posts.delete_comment(deps, actor, args["commentId"])
     return {"deleted": True, "commentId": args["commentId"]}
 
 
-def _list_dms(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+def _list_dms(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
     return dms.inbox(deps, actor, args.get("cursor"), args.get("awaitingReply"))
 
 
-def _get_dm_thread(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
+def _get_dm_thread(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
     return dms.thread(deps, actor, args["conversationId"], args.get("cursor"))
 
 
-def _send_dm(deps: Deps, actor: Actor, args: Mapping[str, Any]) -> object:
-    return dms.send(deps, actor, args.get("group"), _pick(args, "to", "conversationId", "content"))
+def _send_dm(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
+    return dms.send(deps, actor, args.get("group"), body)
 
 
-TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec(
+OPERATIONS: tuple[Operation, ...] = (
+    Operation(
         "whoami",
         "Who am I",
         scopes.GROUPS_READ,
@@ -212,7 +236,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         _whoami,
         Http("GET", "/v1/whoami", 200),
     ),
-    ToolSpec(
+    Operation(
         "list_groups",
         "List groups",
         scopes.GROUPS_READ,
@@ -224,7 +248,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         _list_groups,
         Http("GET", "/v1/groups", 200),
     ),
-    ToolSpec(
+    Operation(
         "get_group",
         "Get group",
         scopes.GROUPS_READ,
@@ -235,7 +259,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         _get_group,
         Http("GET", "/v1/groups/{gid}", 200, {"group": ("path", "gid")}),
     ),
-    ToolSpec(
+    Operation(
         "get_feed",
         "Read a group's feed",
         scopes.POSTS_READ,
@@ -249,7 +273,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         _get_feed,
         Http("GET", "/v1/groups/{gid}/posts", 200, {"group": ("path", "gid")}),
     ),
-    ToolSpec(
+    Operation(
         "get_post",
         "Get a post with its comments",
         scopes.POSTS_READ,
@@ -261,7 +285,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         _get_post,
         Http("GET", "/v1/posts/{post_id}", 200, {"postId": ("path", "post_id")}),
     ),
-    ToolSpec(
+    Operation(
         "list_comments",
         "List a post's comments",
         scopes.COMMENTS_READ,
@@ -273,7 +297,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         _list_comments,
         Http("GET", "/v1/posts/{post_id}/comments", 200, {"postId": ("path", "post_id")}),
     ),
-    ToolSpec(
+    Operation(
         "create_post",
         "Publish a post",
         scopes.POSTS_WRITE,
@@ -296,7 +320,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         Http("POST", "/v1/groups/{gid}/posts", 201, {"group": ("path", "gid")}),
         creates=True,
     ),
-    ToolSpec(
+    Operation(
         "delete_post",
         "Delete a post",
         scopes.POSTS_WRITE,
@@ -308,7 +332,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         _delete_post,
         Http("DELETE", "/v1/posts/{post_id}", 204, {"postId": ("path", "post_id")}),
     ),
-    ToolSpec(
+    Operation(
         "create_comment",
         "Comment on a post",
         scopes.COMMENTS_WRITE,
@@ -330,7 +354,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         Http("POST", "/v1/posts/{post_id}/comments", 201, {"postId": ("path", "post_id"), "group": ("query", "group")}),
         creates=True,
     ),
-    ToolSpec(
+    Operation(
         "delete_comment",
         "Delete a comment",
         scopes.COMMENTS_WRITE,
@@ -341,7 +365,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         _delete_comment,
         Http("DELETE", "/v1/comments/{comment_id}", 204, {"commentId": ("path", "comment_id")}),
     ),
-    ToolSpec(
+    Operation(
         "list_dms",
         "List DM conversations",
         scopes.DMS_READ,
@@ -364,7 +388,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         _list_dms,
         Http("GET", "/v1/dms", 200),
     ),
-    ToolSpec(
+    Operation(
         "get_dm_thread",
         "Read a DM thread",
         scopes.DMS_READ,
@@ -382,7 +406,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         _get_dm_thread,
         Http("GET", "/v1/dms/{conversation_id}", 200, {"conversationId": ("path", "conversation_id")}),
     ),
-    ToolSpec(
+    Operation(
         "send_dm",
         "Send a DM",
         scopes.DMS_WRITE,
@@ -398,4 +422,4 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
 )
 
-TOOLS_BY_NAME: dict[str, ToolSpec] = {tool.name: tool for tool in TOOLS}
+OPERATIONS_BY_NAME: dict[str, Operation] = {tool.name: tool for tool in OPERATIONS}

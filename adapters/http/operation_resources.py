@@ -1,0 +1,104 @@
+"""The data API's REST routes, generated from the operation registry, and the helpers every JSON route uses."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import falcon
+
+from adapters.http.auth import api_actor
+from adapters.http.body import read_json
+from adapters.http.errors import error_answer
+from adapters.operations import OPERATIONS, Operation
+from adapters.wire import dumps, encode
+from community_api.access import Actor
+from community_api.deps import Deps
+from community_api.errors import InvalidRequest
+from community_api.idempotency import run_once
+
+
+def query(req: falcon.Request, allowed: Iterable[str]) -> dict[str, str | None]:
+    """The query parameters a route takes, each at most once; any other name is refused, so a typo such
+    as ``page=3`` is not silently ignored."""
+    allowed = tuple(allowed)
+    unknown = sorted(set(req.params) - set(allowed))
+    if unknown:
+        raise InvalidRequest(f"unknown query parameter: {', '.join(unknown)}", allowed=list(allowed))
+    values: dict[str, str | None] = {}
+    for name in allowed:
+        value = req.params.get(name)
+        if isinstance(value, list):
+            raise InvalidRequest(f"{name} may be given once", parameter=name)
+        values[name] = value
+    return values
+
+
+def send_json(resp: falcon.Response, value: object, status: int = 200) -> None:
+    resp.status = status
+    resp.content_type = falcon.MEDIA_JSON
+    resp.data = encode(value)
+
+
+class OperationRoute:
+    """One path of the data API: a responder for each operation of the registry (``adapters/operations.py``)
+    at that path, so that adding an operation is one entry there and one use case in the core.
+
+    Each responder does what the hand-written resources did, in the same order (so the same error comes
+    first): check the key and its scope, refuse unknown or repeated query parameters, read the JSON body
+    of a POST, call the operation with the path's and the query's values as they came (the core parses
+    and checks them, for MCP too) and the body as the client sent it, then answer: JSON, 201 at most once
+    per ``Idempotency-Key`` for a creation, or 204.
+    """
+
+    def __init__(self, deps: Deps, operations: Iterable[Operation]) -> None:
+        self.deps = deps
+        for operation in operations:
+            # Falcon finds responders by name; a method with no operation here answers 405.
+            setattr(self, f"on_{operation.http.method.lower()}", functools.partial(self._serve, operation))
+
+    def _serve(self, operation: Operation, req: falcon.Request, resp: falcon.Response, **path: str) -> None:
+        actor = api_actor(self.deps, req, operation.scope)
+        args: dict[str, Any] = {arg: path[name] for arg, name in operation.path_args()}
+        wanted = operation.query_args()
+        values = query(req, [name for _, name in wanted])
+        args.update({arg: values[name] for arg, name in wanted if values[name] is not None})
+        if operation.http.method == "POST":
+            body, raw = read_json(req)
+            self._create_once(req, resp, actor, raw, lambda: operation.run(self.deps, actor, args, body))
+            return
+        result = operation.run(self.deps, actor, args, None)
+        if operation.http.status == 204:
+            resp.status = falcon.HTTP_204
+            return
+        send_json(resp, result, status=operation.http.status)
+
+    def _create_once(
+        self, req: falcon.Request, resp: falcon.Response, actor: Actor, raw: bytes, make: Callable[[], object]
+    ) -> None:
+        """Answer 201 with what ``make`` created, at most once per ``Idempotency-Key``."""
+        fingerprint = b"\n".join([req.method.encode(), req.relative_uri.encode(), (actor.connection.id).encode(), raw])
+        answer = run_once(
+            self.deps.store,
+            self.deps.clock,
+            account_id=actor.key.account_id,
+            idempotency_key=req.get_header("Idempotency-Key"),
+            request_fingerprint=fingerprint,
+            act=lambda: dumps(make()),
+            render_error=error_answer,
+        )
+        resp.status = answer.status
+        resp.content_type = falcon.MEDIA_JSON
+        resp.text = answer.body
+        if answer.replayed:
+            resp.set_header("Idempotent-Replayed", "true")
+
+
+def add_operation_routes(app: falcon.App, deps: Deps) -> None:
+    """Every data operation of the registry, as its REST route."""
+    by_path: dict[str, list[Operation]] = {}
+    for operation in OPERATIONS:
+        by_path.setdefault(operation.http.path, []).append(operation)
+    for path, operations in by_path.items():
+        app.add_route(path, OperationRoute(deps, operations))
