@@ -18,7 +18,7 @@ from community_api.clock import SystemClock
 from community_api.connections import link_connection
 from community_api.deps import Deps
 from community_api.keys import mint_key
-from community_api.model import Account
+from community_api.model import Account, ReadPace
 from community_api.usage import UsageRecorder
 from tests.fakes.clock import FakeClock
 from tests.fakes.platform import FakePlatformGateway
@@ -39,17 +39,36 @@ def bare_app() -> falcon.App:
     return app
 
 
-def service_app() -> falcon.App:
+class Unpaced:
+    """A read pace that admits everything: for the MCP-vs-REST bench, where one key reads thousands of times
+    a second (past any pace's limit) and the pace costs both transports the same. A control, not a product:
+    ``make bench`` measures the real pace."""
+
+    def admit(self, connection_id: str, reads: int) -> None:
+        return None
+
+    def hold(self, connection_id: str, seconds: int) -> None:
+        return None
+
+    def status(self, connection_id: str) -> ReadPace:
+        return ReadPace(reads_per_minute=0, reads_last_minute=0, reads_left=0, next_read_at=None, held_until=None)
+
+    def ready(self) -> str | None:
+        return None
+
+
+def service_app(paced: bool = True) -> falcon.App:
     """The real service (SQLite key store, usage accounting on, the default throttle storage, metrics
     counted, one JSON log line per request) with the in-memory platform, so the figure measures our
-    overhead and not the platform's."""
+    overhead and not the platform's. ``paced`` False: the read pace out of the way (``Unpaced``)."""
     settings = load_settings()
     configure_logging()  # as get_app() does
+    pace = LimitsPlatformPace(settings.throttle_uri, settings.platform_reads_per_minute) if paced else Unpaced()
     app = create_app(
         key_store=SqliteKeyStore(settings.db, settings.secret),
         gateway=FakePlatformGateway(signing_key=settings.secret.encode()),
         throttle=LimitsThrottle(settings.throttle_uri, salt=settings.secret),
-        pace=LimitsPlatformPace(settings.throttle_uri, settings.platform_reads_per_minute),
+        pace=pace,
         clock=SystemClock(),
         settings=settings,
     )
