@@ -19,6 +19,7 @@ import falcon
 
 from adapters.operations import OPERATIONS, Operation
 from adapters.schemas import Fields, ListOf, Refs, Result, WithSecret, result_schema
+from community_api import accounts, keys, scopes
 from community_api.me import Me
 from community_api.model import Account, ApiKey, Connection
 
@@ -47,6 +48,10 @@ def _body(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 
 _STR = {"type": "string"}
+# The core's own limits (community_api.accounts, .keys): a body outside them is refused with 400.
+_EMAIL = {"type": "string", "maxLength": 320, "description": "An email address."}
+_PASSWORD = {"type": "string", "minLength": 1, "maxLength": accounts.MAX_PASSWORD}
+_NEW_PASSWORD = {"type": "string", "minLength": accounts.MIN_PASSWORD, "maxLength": accounts.MAX_PASSWORD}
 _CONNECTION = _param("X-Community-Connection", "header", description="Connection to act through (unbound keys only).")
 
 # (method, path, summary, security: "key:<scope>" | "session" | "none", parameters, body, success status)
@@ -57,7 +62,7 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "Create an account",
         "none",
         [],
-        _body({"email": _STR, "password": _STR}, ["email", "password"]),
+        _body({"email": _EMAIL, "password": _NEW_PASSWORD}, ["email", "password"]),
         201,
     ),
     (
@@ -66,7 +71,7 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "Sign in (sets the session cookie)",
         "none",
         [],
-        _body({"email": _STR, "password": _STR}, ["email", "password"]),
+        _body({"email": _EMAIL, "password": _PASSWORD}, ["email", "password"]),
         200,
     ),
     ("DELETE", "/v1/session", "Sign out", "session", [], None, 204),
@@ -86,7 +91,14 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "Mint a key (the value is shown once)",
         "session",
         [],
-        _body({"name": _STR, "scopes": {"type": "array", "items": _STR}, "connectionId": _STR}, []),
+        _body(
+            {
+                "name": {"type": "string", "maxLength": keys.MAX_NAME_LENGTH},
+                "scopes": {"type": "array", "items": {"type": "string", "enum": list(scopes.ALL_SCOPES)}},
+                "connectionId": _STR,
+            },
+            [],
+        ),
         201,
     ),
     (
@@ -106,7 +118,7 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "Delete the account: keys and grants revoked, connections and their platform sessions erased",
         "session",
         [],
-        _body({"password": {"type": "string", "minLength": 1}}, ["password"]),
+        _body({"password": _PASSWORD}, ["password"]),
         204,
     ),
     (
@@ -117,8 +129,8 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         [],
         _body(
             {
-                "currentPassword": {"type": "string", "minLength": 1},
-                "newPassword": {"type": "string", "minLength": 10, "maxLength": 1024},
+                "currentPassword": _PASSWORD,
+                "newPassword": _NEW_PASSWORD,
             },
             ["currentPassword", "newPassword"],
         ),

@@ -149,3 +149,25 @@ def test_real_answers_match_their_documented_schemas(ready: Ready) -> None:
     check("GET", "/v1/dms", world.get("/v1/dms", ready.key))
     check("GET", "/v1/groups", world.get("/v1/groups", ready.key))
     check("GET", "/v1/whoami", world.get("/v1/whoami", ready.key))
+
+
+def test_management_bodies_carry_the_cores_limits(world: World) -> None:
+    from community_api import accounts, keys
+    from community_api.scopes import ALL_SCOPES
+
+    document = world.client.simulate_get("/v1/openapi.json").json
+
+    def body(path: str) -> dict[str, dict[str, object]]:
+        content = document["paths"][path]["post"]["requestBody"]["content"]["application/json"]
+        return dict(content["schema"]["properties"])
+
+    password = body("/v1/accounts")["password"]
+    assert password["minLength"] == accounts.MIN_PASSWORD and password["maxLength"] == accounts.MAX_PASSWORD
+    assert body("/v1/me/password")["newPassword"] == password
+    assert body("/v1/keys")["name"]["maxLength"] == keys.MAX_NAME_LENGTH
+    assert body("/v1/keys")["scopes"]["items"]["enum"] == list(ALL_SCOPES)
+    # What the core refuses, the document refuses: one character too short is a 400.
+    short = world.client.simulate_post(
+        "/v1/accounts", json={"email": "new@example.com", "password": "x" * (accounts.MIN_PASSWORD - 1)}
+    )
+    assert short.status_code == 400
