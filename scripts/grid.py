@@ -6,7 +6,6 @@ drivers (``detect-drivers = false``, ``selenium-manager = false``)."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ from typing import Any
 
 import requests
 
-from scripts.processes import ROOT, descendants, free_port
+from scripts.processes import ROOT, descendants, free_port, stop
 
 GRID_VERSION = "4.48.0"
 GRID_JAR = ROOT / "build" / "grid" / f"selenium-server-{GRID_VERSION}.jar"
@@ -76,7 +75,7 @@ class Grid:
 
     def stop(self) -> None:
         for process in reversed(self.processes):  # the node before its hub
-            stop_process(process)
+            stop(process, timeout=20.0)  # Java takes its time to end
         self.processes = []
 
     def pids(self) -> list[int]:
@@ -129,16 +128,6 @@ class Grid:
                 pass
             time.sleep(0.2)
         raise RuntimeError(f"the Grid at {self.url} was not ready within {START_SECONDS} s")
-
-
-def stop_process(process: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
-    if process.poll() is None:
-        os.kill(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait(timeout)
 
 
 @contextmanager

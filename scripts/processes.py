@@ -37,6 +37,15 @@ def process_table() -> dict[int, tuple[int, str]]:
     return found
 
 
+def alive(pid: int) -> bool:
+    """Running, not merely a zombie waiting for its parent (/proc/PID/stat's state)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text(errors="replace").rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
 def descendants(root: int, table: dict[int, tuple[int, str]] | None = None) -> list[int]:
     """The processes started, directly or not, by ``root`` (found through their parent links)."""
     table = process_table() if table is None else table

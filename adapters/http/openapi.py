@@ -195,8 +195,12 @@ def _data_operation(spec: Operation, refs: Refs) -> dict[str, Any]:
     schema = spec.input_schema
     required = set(schema.get("required", []))
     parameters: list[dict[str, Any]] = [_CONNECTION]
+    in_body = spec.body_fields()  # the registry's own rule for what REST takes in the body
     body: dict[str, Any] = {}
     for arg, arg_schema in schema["properties"].items():
+        if arg in in_body:
+            body[arg] = arg_schema
+            continue
         field = {k: v for k, v in arg_schema.items() if k != "description"}
         described = {"description": arg_schema["description"]} if "description" in arg_schema else {}
         if arg == "idempotencyKey":
@@ -214,8 +218,6 @@ def _data_operation(spec: Operation, refs: Refs) -> dict[str, Any]:
                     **described,
                 }
             )
-        elif http.method == "POST":
-            body[arg] = arg_schema
         else:
             parameters.append({"name": arg, "in": "query", "required": arg in required, "schema": field, **described})
     operation: dict[str, Any] = {

@@ -55,15 +55,25 @@ class OperationRoute:
     def __init__(self, deps: Deps, operations: Iterable[Operation]) -> None:
         self.deps = deps
         for operation in operations:
+            # Where each argument comes from is worked out here, once, not on every request.
+            wanted = operation.query_args()
+            plan = (operation.path_args(), wanted, tuple(name for _, name in wanted))
             # Falcon finds responders by name; a method with no operation here answers 405.
-            setattr(self, f"on_{operation.http.method.lower()}", functools.partial(self._serve, operation))
+            setattr(self, f"on_{operation.http.method.lower()}", functools.partial(self._serve, operation, plan))
 
-    def _serve(self, operation: Operation, req: falcon.Request, resp: falcon.Response, **path: str) -> None:
+    def _serve(
+        self,
+        operation: Operation,
+        plan: tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...], tuple[str, ...]],
+        req: falcon.Request,
+        resp: falcon.Response,
+        **path: str,
+    ) -> None:
+        in_path, in_query, query_names = plan
         actor = api_actor(self.deps, req, operation.scope)
-        args: dict[str, Any] = {arg: path[name] for arg, name in operation.path_args()}
-        wanted = operation.query_args()
-        values = query(req, [name for _, name in wanted])
-        args.update({arg: values[name] for arg, name in wanted if values[name] is not None})
+        args: dict[str, Any] = {arg: path[name] for arg, name in in_path}
+        values = query(req, query_names)
+        args.update({arg: values[name] for arg, name in in_query if values[name] is not None})
         if operation.http.method == "POST":
             body, raw = read_json(req)
             self._create_once(req, resp, actor, raw, lambda: operation.run(self.deps, actor, args, body))

@@ -144,41 +144,38 @@ class Browser:
             process.wait(END_SECONDS)
 
 
-def _running(pid: int) -> bool:
-    """Alive and not a zombie waiting for its parent (/proc/PID/stat's state)."""
+def _stat(pid: int | str) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state first, then the parent's PID...), or
+    None when the process is gone."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+            return stat.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
-        return False
+        return None
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie waiting for its parent."""
+    fields = _stat(pid)
+    return fields is not None and bool(fields) and fields[0] != "Z"
 
 
 def _start_time(pid: int) -> str | None:
     """When the process started (field 22 of /proc/PID/stat): with the PID, it names one process, not
     whichever later reuses its number."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
+    fields = _stat(pid)
+    return fields[19] if fields and len(fields) > 19 else None
 
 
 def _children(parent: int) -> list[int]:
     """PIDs whose parent is ``parent``, read from /proc (Linux)."""
-    found = []
     try:
         entries = os.listdir("/proc")
     except OSError:
         return []
+    found = []
     for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 1 and fields[1] == str(parent):
+        if entry.isdigit() and (fields := _stat(entry)) is not None and len(fields) > 1 and fields[1] == str(parent):
             found.append(int(entry))
     return sorted(found)
 

@@ -21,6 +21,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from adapters.platform.selenium_platform_gateway import SeleniumPlatformGateway
 from community_api.errors import ConnectionExpired, InvalidRequest, PlatformError, PlatformUnavailable
 from community_api.model import PlatformSession
+from scripts.processes import alive
 from scripts.sandbox.seed import build_world
 from tests.sandbox_support import SandboxProcess
 
@@ -220,17 +221,9 @@ def test_close_quits_every_browser_and_removes_its_profile(alice: PlatformSessio
     finally:
         own.close()
     time.sleep(0.5)
-    assert not any(_alive(pid) for pid in pids)
+    assert not any(alive(pid) for pid in pids)
     assert not any(p and os.path.exists(p) for p in profiles)
     assert own.live_browsers() == 0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _profile_dir(pid: int) -> str | None:

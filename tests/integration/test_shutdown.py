@@ -17,21 +17,12 @@ import pytest
 import requests
 
 from scripts.grid import running_grid
-from scripts.processes import ROOT, descendants, free_port, gunicorn_args, process_table, wait_for_http
+from scripts.processes import ROOT, alive, descendants, free_port, gunicorn_args, process_table, wait_for_http
 from tests.sandbox_support import SandboxProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SECRET = "shutdown-test-secret-" + "s" * 40
 BROWSER_PROCESSES = ("chromedriver", "chromium", "chrome")
-
-
-def alive(pid: int) -> bool:
-    """Running, not merely a zombie waiting for its parent."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
 
 
 class Service:
