@@ -4,13 +4,17 @@ every refusal of the platform, with its cause."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import re
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from adapters.http.request_log import JsonLines, configure_logging, request_id
+from adapters.http.request_log import JsonLines, JsonLinesHandler, configure_logging, request_id
 from community_api.errors import ConnectionExpired, PlatformError, PlatformUnavailable
 from community_api.keys import display_prefix
 from tests.unit.world_support import Ready, World
@@ -113,3 +117,68 @@ def test_the_process_logs_json_lines_and_keeps_the_mcp_librarys_info_out() -> No
     finally:
         root.handlers[:], level = saved
         root.setLevel(level)
+
+
+@pytest.fixture
+def configured() -> Iterator[JsonLinesHandler]:
+    """The process's logging as ``configure_logging`` leaves it (its handler's stream set by each test)."""
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        configure_logging()
+        [handler] = root.handlers
+        assert isinstance(handler, JsonLinesHandler)
+        yield handler
+    finally:
+        root.handlers[:], level = saved
+        root.setLevel(level)
+
+
+def test_the_request_line_goes_straight_to_the_configured_stream(
+    ready: Ready, configured: JsonLinesHandler, tmp_path: Path
+) -> None:
+    # A real file (the direct write of its descriptor) and a stream without one (written through it).
+    with (tmp_path / "log").open("w") as file:
+        for stream in (file, io.StringIO()):
+            configured.setStream(stream)
+            logging.getLogger("adapters.test").warning("before")  # a record of another logger, in order
+            ready.world.get("/v1/whoami", ready.key, headers={"X-Request-Id": "req-direct"})
+            stream.flush()
+            text = (tmp_path / "log").read_text() if stream is file else stream.getvalue()  # type: ignore[attr-defined]
+            before, line = [json.loads(each) for each in text.splitlines()]
+            assert before["message"] == "before"
+            assert line["requestId"] == "req-direct" and line["route"] == "/v1/whoami" and line["status"] == 200
+            assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", line["time"])
+            assert ready.key not in text
+
+
+@pytest.mark.parametrize("where", ["a filter on the logger", "a second handler", "a level above INFO"])
+def test_any_other_logging_set_up_gets_the_record(
+    ready: Ready, configured: JsonLinesHandler, where: str, tmp_path: Path
+) -> None:
+    configured.setStream(io.StringIO())
+    requests_logger = logging.getLogger("community_api.requests")
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    keep = Keep()
+    undo = []
+    if where == "a filter on the logger":
+        requests_logger.addFilter(lambda record: seen.append(record) or True)  # type: ignore[func-returns-value]
+        undo.append(lambda: requests_logger.filters.clear())
+    elif where == "a second handler":
+        requests_logger.addHandler(keep)
+        undo.append(lambda: requests_logger.removeHandler(keep))
+    else:
+        configured.setLevel(logging.WARNING)
+        requests_logger.addHandler(keep)
+        undo.append(lambda: requests_logger.removeHandler(keep))
+    try:
+        ready.world.get("/v1/whoami", ready.key)
+    finally:
+        for step in undo:
+            step()
+    assert [json.loads(record.getMessage())["route"] for record in seen] == ["/v1/whoami"]
