@@ -1,6 +1,6 @@
 """The ports of the core: what it needs from the outside world, and the contract each side keeps.
 
-Adapters implement these Protocols (``adapters/``); ``tests/fakes.py`` holds in-memory versions that
+Adapters implement these Protocols (``adapters/``); ``fakes/`` holds in-memory versions that
 keep the same contracts, checked by contract tests run against fake and real alike.
 """
 

@@ -1,6 +1,6 @@
 """The store's contract (``KeyStore``), split by role so that each can be read at once: accounts and web
 sessions, connections, API keys, usage, the audit trail, idempotency records, OAuth records. One adapter
-may serve every role (``SqliteKeyStore``, ``tests/fakes/key_store.py``); contract tests run each role on
+may serve every role (``SqliteKeyStore``, ``fakes/key_store.py``); contract tests run each role on
 the fake and on SQLite. Look-ups answer None when nothing matches; they never raise for that.
 ``Conflict`` is raised where a uniqueness rule is broken.
 """

@@ -20,10 +20,10 @@ from community_api.deps import Deps
 from community_api.keys import mint_key
 from community_api.model import Account, ReadPace
 from community_api.usage import UsageRecorder
-from tests.fakes.clock import FakeClock
-from tests.fakes.platform import FakePlatformGateway
-from tests.fakes.platform_pace import FakePlatformPace
-from tests.fakes.throttle import FakeThrottle
+from fakes.clock import FakeClock
+from fakes.platform import FakePlatformGateway
+from fakes.platform_pace import FakePlatformPace
+from fakes.throttle import FakeThrottle
 
 
 class _Bare:

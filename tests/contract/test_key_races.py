@@ -28,7 +28,7 @@ from community_api.clock import SystemClock
 from community_api.errors import Conflict, Forbidden, ServiceError, Unauthorized
 from community_api.model import Account
 from community_api.ports import KeyStore
-from tests.fakes.key_store import FakeKeyStore
+from fakes.key_store import FakeKeyStore
 
 SECRET = "race-secret-" + "r" * 40
 ROUNDS = 12

@@ -27,7 +27,7 @@ from community_api.model import (
     WebSession,
 )
 from community_api.ports import KeyStore
-from tests.fakes.key_store import FakeKeyStore
+from fakes.key_store import FakeKeyStore
 
 # Microseconds on purpose: they must survive the round trip.
 T0 = datetime(2026, 11, 1, 12, 0, 0, 123456, tzinfo=UTC)

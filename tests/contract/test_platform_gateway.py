@@ -16,6 +16,9 @@ import pytest
 
 from community_api.errors import InvalidRequest, NotFound, PlatformUnavailable
 from community_api.model import PlatformSession
+from fakes.clock import FakeClock
+from fakes.platform import FakePlatformGateway
+from fakes.platform_seed import platform_id
 from tests.contract.gateway_cases import (
     GROUP,
     PASSWORD,
@@ -28,9 +31,6 @@ from tests.contract.gateway_cases import (
     TestSessions,
     email,
 )
-from tests.fakes.clock import FakeClock
-from tests.fakes.platform import FakePlatformGateway
-from tests.fakes.platform_seed import platform_id
 
 __all__ = ["TestDirectMessages", "TestFeed", "TestGroups", "TestPosts", "TestReportedVariants", "TestSessions"]
 

@@ -24,8 +24,8 @@ from freezegun.api import FrozenDateTimeFactory
 from adapters.throttle.limits_platform_pace import LimitsPlatformPace
 from community_api.errors import RateLimited
 from community_api.ports import PlatformPace
+from fakes.platform_pace import FakePlatformPace
 from tests.contract.redis_support import flush_redis, running_redis_server
-from tests.fakes.platform_pace import FakePlatformPace
 
 START = datetime(2100, 1, 1, 12, 0, tzinfo=UTC)  # after the real clock: see test_throttle.py
 LIMIT = 60

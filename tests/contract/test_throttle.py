@@ -21,8 +21,8 @@ from limits.errors import ConfigurationError
 from adapters.throttle.limits_throttle import LimitsThrottle
 from community_api.errors import RateLimited
 from community_api.ports import Throttle
+from fakes.throttle import FakeThrottle
 from tests.contract.redis_support import flush_redis, running_redis_server
-from tests.fakes.throttle import FakeThrottle
 
 START = datetime(2100, 1, 1, 12, 0, tzinfo=UTC)
 GAP = 37.0

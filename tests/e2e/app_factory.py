@@ -14,7 +14,7 @@ from adapters.throttle.limits_platform_pace import LimitsPlatformPace
 from adapters.throttle.limits_throttle import LimitsThrottle
 from adapters.wiring import create_app
 from community_api.clock import SystemClock
-from tests.fakes.platform import FakePlatformGateway
+from fakes.platform import FakePlatformGateway
 
 
 def get_app() -> falcon.App:

@@ -21,7 +21,7 @@ from adapters.throttle.limits_throttle import LimitsThrottle
 from adapters.wiring import app_for, bootstrap
 from community_api.clock import SystemClock
 from community_api.ports import Clock, KeyStore, PlatformGateway, PlatformPace, Throttle
-from tests.fakes.platform import FakePlatformGateway
+from fakes.platform import FakePlatformGateway
 
 
 def build_app(

@@ -29,10 +29,10 @@ from community_api.connections import link_connection
 from community_api.keys import mint_key
 from community_api.model import Account, Connection
 from community_api.scopes import ALL_SCOPES
+from fakes.platform import FakePlatformGateway
+from fakes.platform_pace import FakePlatformPace
+from fakes.platform_seed import platform_id
 from scripts.processes import free_port, gunicorn_args, serving
-from tests.fakes.platform import FakePlatformGateway
-from tests.fakes.platform_pace import FakePlatformPace
-from tests.fakes.platform_seed import platform_id
 
 pytestmark = pytest.mark.slow
 SECRET = "e2e-mcp-secret-" + "x" * 40

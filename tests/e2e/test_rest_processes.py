@@ -14,8 +14,8 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from fakes.platform_seed import platform_id
 from scripts.processes import free_port, gunicorn_args, serving
-from tests.fakes.platform_seed import platform_id
 
 pytestmark = pytest.mark.slow
 PASSWORD = "a long enough password"

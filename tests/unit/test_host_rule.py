@@ -8,11 +8,11 @@ import pytest
 
 from adapters.settings import Settings
 from adapters.wiring import app_for, bootstrap
-from tests.fakes.clock import FakeClock
-from tests.fakes.key_store import FakeKeyStore
-from tests.fakes.platform import FakePlatformGateway
-from tests.fakes.platform_pace import FakePlatformPace
-from tests.fakes.throttle import FakeThrottle
+from fakes.clock import FakeClock
+from fakes.key_store import FakeKeyStore
+from fakes.platform import FakePlatformGateway
+from fakes.platform_pace import FakePlatformPace
+from fakes.throttle import FakeThrottle
 
 METADATA = "/.well-known/oauth-authorization-server"
 

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.fakes.platform_seed import platform_id
+from fakes.platform_seed import platform_id
 from tests.unit.test_mcp_world import McpWorld
 from tests.unit.world_support import Ready
 

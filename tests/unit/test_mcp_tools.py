@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 
 from community_api.errors import ConnectionExpired, PlatformUnavailable
-from tests.fakes.platform_seed import platform_id
+from fakes.platform_seed import platform_id
 from tests.unit.test_mcp_world import DM_GAP, McpWorld
 
 FEED = "builders-club"

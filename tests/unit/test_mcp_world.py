@@ -27,12 +27,12 @@ from community_api.connections import link_connection
 from community_api.keys import IssuedKey, mint_key
 from community_api.model import Account, Connection
 from community_api.scopes import ALL_SCOPES
+from fakes.clock import FakeClock
+from fakes.key_store import FakeKeyStore
+from fakes.platform import FakePlatformGateway
+from fakes.platform_pace import FakePlatformPace
+from fakes.throttle import FakeThrottle
 from tests.e2e.mcp_app import build_app
-from tests.fakes.clock import FakeClock
-from tests.fakes.key_store import FakeKeyStore
-from tests.fakes.platform import FakePlatformGateway
-from tests.fakes.platform_pace import FakePlatformPace
-from tests.fakes.throttle import FakeThrottle
 
 DM_GAP = 37.0
 HOST = "127.0.0.1:8000"

@@ -14,11 +14,11 @@ from adapters.settings import Settings
 from adapters.wiring import app_for, bootstrap
 from community_api.deps import Deps
 from community_api.ports import Clock
-from tests.fakes.clock import FakeClock
-from tests.fakes.key_store import FakeKeyStore
-from tests.fakes.platform import FakePlatformGateway
-from tests.fakes.platform_pace import FakePlatformPace
-from tests.fakes.throttle import FakeThrottle
+from fakes.clock import FakeClock
+from fakes.key_store import FakeKeyStore
+from fakes.platform import FakePlatformGateway
+from fakes.platform_pace import FakePlatformPace
+from fakes.throttle import FakeThrottle
 
 DM_GAP = 37.0
 PASSWORD = "correct horse battery"

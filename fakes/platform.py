@@ -1,7 +1,7 @@
 """``FakePlatformGateway``: an honest in-memory community platform behind the ``PlatformGateway`` port.
 
 It keeps state and enforces the platform's rules as the Selenium gateway reports them (the contract suite
-in ``tests/contract`` runs the same cases against both). Seed facts: ``tests/fakes/platform_seed.py``.
+in ``tests/contract`` runs the same cases against both). Seed facts: ``fakes/platform_seed.py``.
 
 Rules worth knowing:
 - a session token comes from ``login``; an unknown or expired one raises ``ConnectionExpired`` on every call
@@ -43,7 +43,7 @@ from community_api.model import (
     PostDetail,
 )
 from community_api.ports import Clock
-from tests.fakes.platform_seed import (
+from fakes.platform_seed import (
     CommentRec,
     ConversationRec,
     GroupRec,
