@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 from mcp_types import ToolAnnotations
 
+from adapters.commands import command_fields, structure_body, structure_query
 from adapters.schemas import Deleted, ListOf, Result, Schema, arguments, result_schema, text
 from community_api import dms, feed, groups, posts, scopes
 from community_api.access import Actor
@@ -25,10 +26,11 @@ from community_api.deps import Deps
 from community_api.model import Comment, Group, PlatformUser, Post, PostDetail
 from community_api.platform_ids import GROUP_PATTERN, ID_HINT, MAX_SLUG, PLATFORM_ID_LENGTH, PLATFORM_ID_PATTERN
 
-# ``run(deps, actor, args, body)``: ``args`` the operation's arguments that name what it acts on (path and
-# query on REST), ``body`` what it writes (REST's JSON body as the client sent it, or the MCP arguments of
-# the same names): the core checks the body's shape and fields itself, with the same messages for both.
-Run = Callable[[Deps, Actor, Mapping[str, Any], object], object]
+# ``run(deps, actor, args, command)``: ``args`` the operation's arguments as they came (path and query on
+# REST, as text; typed on MCP), which the core checks where they name something on the platform;
+# ``command`` the operation's typed command (``Operation.command``), structured from REST's JSON body or
+# query, or from the MCP arguments that stand for them (``adapters/commands.py``), or None.
+Run = Callable[[Deps, Actor, Mapping[str, Any], Any], object]
 
 
 @attrs.frozen
@@ -56,6 +58,20 @@ class Operation:
     http: Http
     # Creating tools take an optional ``idempotencyKey``, the counterpart of REST's Idempotency-Key header.
     creates: bool = False
+    # The core's typed command (an attrs class) that the body of a POST, or the query of a GET, becomes.
+    command: type | None = None
+
+    def execute(self, deps: Deps, actor: Actor, args: Mapping[str, Any], body: object, *, text: bool) -> object:
+        """Structure the command (``body``: REST's JSON body or the MCP arguments REST takes in the body;
+        ``text``: ``args`` are a query string's text) and run the operation."""
+        command: Any = None
+        if self.command is not None:
+            if self.http.method == "POST":
+                command = structure_body(body, self.command)
+            else:
+                names = command_fields(self.command)
+                command = structure_query({n: v for n, v in args.items() if n in names}, self.command, text=text)
+        return self.run(deps, actor, args, command)
 
     @property
     def output_schema(self) -> Schema:
@@ -168,59 +184,58 @@ _DM_PACE = (
 )
 
 
-def _whoami(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
+def _whoami(deps: Deps, actor: Actor, args: Mapping[str, Any], command: None) -> object:
     return groups.whoami(deps, actor)
 
 
-def _list_groups(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
+def _list_groups(deps: Deps, actor: Actor, args: Mapping[str, Any], command: None) -> object:
     return {"groups": groups.list_groups(deps, actor)}
 
 
-def _get_group(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
+def _get_group(deps: Deps, actor: Actor, args: Mapping[str, Any], command: None) -> object:
     return groups.get_group(deps, actor, args["group"])
 
 
-def _get_feed(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
-    query = feed.parse_feed_query(args.get("pages"), args.get("sort"), args.get("since"))
+def _get_feed(deps: Deps, actor: Actor, args: Mapping[str, Any], query: feed.FeedQuery) -> object:
     return feed.read_feed(deps, actor, args["group"], query)
 
 
-def _get_post(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
+def _get_post(deps: Deps, actor: Actor, args: Mapping[str, Any], command: None) -> object:
     return posts.post_detail(deps, actor, args["postId"], args.get("group"))
 
 
-def _list_comments(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
+def _list_comments(deps: Deps, actor: Actor, args: Mapping[str, Any], command: None) -> object:
     return {"comments": posts.list_comments(deps, actor, args["postId"], args.get("group"))}
 
 
-def _create_post(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
-    return posts.create_post(deps, actor, args["group"], body)
+def _create_post(deps: Deps, actor: Actor, args: Mapping[str, Any], new: posts.NewPost) -> object:
+    return posts.create_post(deps, actor, args["group"], new)
 
 
-def _delete_post(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
+def _delete_post(deps: Deps, actor: Actor, args: Mapping[str, Any], command: None) -> object:
     posts.delete_post(deps, actor, args["postId"])
     return {"deleted": True, "postId": args["postId"]}
 
 
-def _create_comment(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
-    return posts.create_comment(deps, actor, args["postId"], args.get("group"), body)
+def _create_comment(deps: Deps, actor: Actor, args: Mapping[str, Any], new: posts.NewComment) -> object:
+    return posts.create_comment(deps, actor, args["postId"], args.get("group"), new)
 
 
-def _delete_comment(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
+def _delete_comment(deps: Deps, actor: Actor, args: Mapping[str, Any], command: None) -> object:
     posts.delete_comment(deps, actor, args["commentId"])
     return {"deleted": True, "commentId": args["commentId"]}
 
 
-def _list_dms(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
-    return dms.inbox(deps, actor, args.get("cursor"), args.get("awaitingReply"))
+def _list_dms(deps: Deps, actor: Actor, args: Mapping[str, Any], query: dms.InboxQuery) -> object:
+    return dms.inbox(deps, actor, query)
 
 
-def _get_dm_thread(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
+def _get_dm_thread(deps: Deps, actor: Actor, args: Mapping[str, Any], command: None) -> object:
     return dms.thread(deps, actor, args["conversationId"], args.get("cursor"))
 
 
-def _send_dm(deps: Deps, actor: Actor, args: Mapping[str, Any], body: object) -> object:
-    return dms.send(deps, actor, args.get("group"), body)
+def _send_dm(deps: Deps, actor: Actor, args: Mapping[str, Any], new: dms.NewMessage) -> object:
+    return dms.send(deps, actor, args.get("group"), new)
 
 
 OPERATIONS: tuple[Operation, ...] = (
@@ -272,6 +287,7 @@ OPERATIONS: tuple[Operation, ...] = (
         _read("Read a group's feed"),
         _get_feed,
         Http("GET", "/v1/groups/{gid}/posts", 200, {"group": ("path", "gid")}),
+        command=feed.FeedQuery,
     ),
     Operation(
         "get_post",
@@ -319,6 +335,7 @@ OPERATIONS: tuple[Operation, ...] = (
         _create_post,
         Http("POST", "/v1/groups/{gid}/posts", 201, {"group": ("path", "gid")}),
         creates=True,
+        command=posts.NewPost,
     ),
     Operation(
         "delete_post",
@@ -353,6 +370,7 @@ OPERATIONS: tuple[Operation, ...] = (
         _create_comment,
         Http("POST", "/v1/posts/{post_id}/comments", 201, {"postId": ("path", "post_id"), "group": ("query", "group")}),
         creates=True,
+        command=posts.NewComment,
     ),
     Operation(
         "delete_comment",
@@ -387,6 +405,7 @@ OPERATIONS: tuple[Operation, ...] = (
         _read("List DM conversations"),
         _list_dms,
         Http("GET", "/v1/dms", 200),
+        command=dms.InboxQuery,
     ),
     Operation(
         "get_dm_thread",
@@ -419,6 +438,7 @@ OPERATIONS: tuple[Operation, ...] = (
         _send_dm,
         Http("POST", "/v1/dms", 201, {"group": ("query", "group")}),
         creates=True,
+        command=dms.NewMessage,
     ),
 )
 

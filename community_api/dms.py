@@ -20,6 +20,7 @@ import re
 import attrs
 
 from community_api.access import Actor
+from community_api.commands import at_most, blank_as_none, expects, filled, platform_id
 from community_api.deps import ONE_READ, THREAD_READS, Deps, on_platform
 from community_api.errors import (
     ConnectionExpired,
@@ -30,7 +31,6 @@ from community_api.errors import (
     PlatformUnavailable,
     RateLimited,
 )
-from community_api.inputs import check_body
 from community_api.model import Conversation, Message
 from community_api.platform_ids import field_group, field_id, path_id
 
@@ -39,6 +39,26 @@ AWAITING_SCAN_PAGES = 5
 MAX_MESSAGE = 10_000
 MAX_ID = 200
 _OFFSET = re.compile(r"[0-9]{1,7}")
+
+
+@attrs.frozen
+class NewMessage:
+    """A DM to send: its text, to exactly one of a user (``to``) and an existing conversation."""
+
+    content: str = attrs.field(validator=[filled, at_most(MAX_MESSAGE)])
+    to: str | None = attrs.field(default=None, converter=blank_as_none, validator=[at_most(MAX_ID), platform_id])
+    conversation_id: str | None = attrs.field(
+        default=None, converter=blank_as_none, validator=[at_most(MAX_ID), platform_id]
+    )
+
+
+@attrs.frozen
+class InboxQuery:
+    """Which inbox page: ``cursor`` an offset answered as ``next_cursor``; ``awaiting_reply`` only the
+    conversations whose last message is not ours."""
+
+    cursor: str | None = None
+    awaiting_reply: bool = attrs.field(default=False, metadata=expects("true or false"))
 
 
 @attrs.frozen
@@ -60,25 +80,13 @@ class SentMessage:
     conversation: Conversation
 
 
-def parse_bool(value: object, name: str) -> bool:
-    if value is None or value == "":
-        return False
-    if isinstance(value, bool):
-        return value
-    if value in ("true", "1"):
-        return True
-    if value in ("false", "0"):
-        return False
-    raise InvalidRequest(f"{name} must be true or false", parameter=name)
-
-
 def _with_reply_state(conversation: Conversation, own_id: str) -> Conversation:
     last = conversation.last_message
     return attrs.evolve(conversation, awaiting_reply=last is not None and last.sender_id != own_id)
 
 
-def inbox(deps: Deps, actor: Actor, cursor: str | None, awaiting_reply: object = None) -> Inbox:
-    only_awaiting = parse_bool(awaiting_reply, "awaitingReply")
+def inbox(deps: Deps, actor: Actor, query: InboxQuery) -> Inbox:
+    only_awaiting, cursor = query.awaiting_reply, query.cursor
     if cursor in (None, ""):
         offset = 0
     elif isinstance(cursor, str) and _OFFSET.fullmatch(cursor):
@@ -114,13 +122,8 @@ def thread(deps: Deps, actor: Actor, conversation_id: str, cursor: str | None) -
     return Thread(conversation, page.messages, next_cursor)
 
 
-def send(deps: Deps, actor: Actor, group: str | None, body: object) -> SentMessage:
-    fields = check_body(
-        body,
-        required={"content": MAX_MESSAGE},
-        optional={"to": MAX_ID, "conversationId": MAX_ID},
-    )
-    to, conversation_id = field_id(fields["to"], "to"), field_id(fields["conversationId"], "conversationId")
+def send(deps: Deps, actor: Actor, group: str | None, new: NewMessage) -> SentMessage:
+    to, conversation_id = new.to, new.conversation_id
     if (to is None) == (conversation_id is None):
         raise InvalidRequest("give exactly one of to and conversationId")
     group = field_group(group)
@@ -137,7 +140,7 @@ def send(deps: Deps, actor: Actor, group: str | None, body: object) -> SentMessa
                 conversation = known
             else:
                 conversation = deps.gateway.open_conversation(actor.session, to or "", group)
-            message = deps.gateway.send_message(actor.session, conversation.id, fields["content"] or "")
+            message = deps.gateway.send_message(actor.session, conversation.id, new.content)
     except (InvalidRequest, NotFound, Forbidden, ConnectionExpired, PlatformError, RateLimited):
         # The platform said no (or was not asked: the connection is held): nothing went out, so no quota
         # is used.

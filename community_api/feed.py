@@ -21,8 +21,8 @@ from datetime import UTC, datetime, timedelta
 import attrs
 
 from community_api.access import Actor
+from community_api.commands import BadField, expects
 from community_api.deps import Deps, on_platform
-from community_api.errors import InvalidRequest
 from community_api.model import Post
 from community_api.platform_ids import path_group
 
@@ -40,14 +40,32 @@ DEFAULT_SORT = "newest"
 MAX_PAGES = 30
 EARLY_STOP_SORTS = frozenset({"newest", "unread"})
 SINCE_PATTERN = r"^(24h|7d|\d{4}-\d{2}-\d{2})$"
-_INTEGER = re.compile(r"[0-9]{1,3}")
+_PAGES = f"an integer from 1 to {MAX_PAGES}"
+_SINCE = "24h, 7d or a date YYYY-MM-DD"
+
+
+def _page_count(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if not 1 <= value <= MAX_PAGES:
+        raise BadField(attribute.name, f"must be {_PAGES}")
+
+
+def _sort(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if value not in SORTS:
+        raise BadField(attribute.name, f"must be one of: {', '.join(SORTS)}", allowed=list(SORTS))
+
+
+def _since(instance: object, attribute: attrs.Attribute[str | None], value: str | None) -> None:
+    if value is not None:
+        window_start(value, datetime.now(UTC))
 
 
 @attrs.frozen
 class FeedQuery:
-    pages: int = 1
-    sort: str = DEFAULT_SORT
-    since: str | None = None
+    """How much of the feed, in which order, from when (the rules above)."""
+
+    pages: int = attrs.field(default=1, validator=_page_count, metadata=expects(_PAGES))
+    sort: str = attrs.field(default=DEFAULT_SORT, validator=_sort, metadata=expects(f"one of: {', '.join(SORTS)}"))
+    since: str | None = attrs.field(default=None, validator=_since, metadata=expects(_SINCE))
 
 
 @attrs.frozen
@@ -60,33 +78,6 @@ class FeedPage:
     since: str | None
 
 
-def parse_feed_query(pages: object = None, sort: object = None, since: object = None) -> FeedQuery:
-    """Validate the three feed parameters, as strings (a query string) or typed values (MCP)."""
-    if pages is None or pages == "":
-        page_count = 1
-    elif isinstance(pages, bool):
-        raise InvalidRequest("pages must be an integer from 1 to 30", parameter="pages")
-    elif isinstance(pages, int):
-        page_count = pages
-    elif isinstance(pages, str) and _INTEGER.fullmatch(pages):
-        page_count = int(pages)
-    else:
-        raise InvalidRequest("pages must be an integer from 1 to 30", parameter="pages")
-    if not 1 <= page_count <= MAX_PAGES:
-        raise InvalidRequest("pages must be an integer from 1 to 30", parameter="pages")
-    if sort is None or sort == "":
-        sort = DEFAULT_SORT
-    if not isinstance(sort, str) or sort not in SORTS:
-        raise InvalidRequest(f"sort must be one of: {', '.join(SORTS)}", parameter="sort", allowed=list(SORTS))
-    if since == "":
-        since = None
-    if since is not None:
-        if not isinstance(since, str):
-            raise InvalidRequest("since must be 24h, 7d or a date YYYY-MM-DD", parameter="since")
-        window_start(since, datetime.now(UTC))  # validates
-    return FeedQuery(pages=page_count, sort=sort, since=since)
-
-
 def window_start(since: str, now: datetime) -> datetime:
     if since == "24h":
         return now - timedelta(hours=24)
@@ -97,7 +88,7 @@ def window_start(since: str, now: datetime) -> datetime:
             return datetime.strptime(since, "%Y-%m-%d").replace(tzinfo=UTC)
         except ValueError:
             pass
-    raise InvalidRequest("since must be 24h, 7d or a date YYYY-MM-DD", parameter="since")
+    raise BadField("since", f"must be {_SINCE}")
 
 
 def read_feed(deps: Deps, actor: Actor, group: str, query: FeedQuery) -> FeedPage:

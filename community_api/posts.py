@@ -12,16 +12,35 @@ Rules (spec §2, §4):
 
 from __future__ import annotations
 
+import attrs
+
 from community_api.access import Actor
+from community_api.commands import at_most, blank_as_none, filled, label_name, platform_id
 from community_api.deps import POST_DETAIL_READS, Deps, on_platform
 from community_api.errors import InvalidRequest
-from community_api.inputs import check_body
 from community_api.model import Comment, Post, PostDetail
-from community_api.platform_ids import field_group, field_id, field_label, path_group, path_id
+from community_api.platform_ids import field_group, path_group, path_id
 
 MAX_TITLE = 300
 MAX_CONTENT = 20_000
 MAX_ID = 200
+
+
+@attrs.frozen
+class NewPost:
+    """A post to publish: its title, and optionally its text and its label (the label's id or name)."""
+
+    title: str = attrs.field(validator=[filled, at_most(MAX_TITLE)])
+    content: str | None = attrs.field(default=None, converter=blank_as_none, validator=at_most(MAX_CONTENT))
+    label: str | None = attrs.field(default=None, converter=blank_as_none, validator=[at_most(MAX_ID), label_name])
+
+
+@attrs.frozen
+class NewComment:
+    """A comment to publish: its text, and the comment it answers (None: the post itself)."""
+
+    content: str = attrs.field(validator=[filled, at_most(MAX_CONTENT)])
+    parent_id: str | None = attrs.field(default=None, converter=blank_as_none, validator=[at_most(MAX_ID), platform_id])
 
 
 def post_detail(deps: Deps, actor: Actor, post_id: str, group: str | None) -> PostDetail:
@@ -34,15 +53,13 @@ def list_comments(deps: Deps, actor: Actor, post_id: str, group: str | None) -> 
     return post_detail(deps, actor, post_id, group).comments
 
 
-def create_post(deps: Deps, actor: Actor, group: str, body: object) -> Post:
+def create_post(deps: Deps, actor: Actor, group: str, new: NewPost) -> Post:
     group = path_group(group)
-    fields = check_body(body, required={"title": MAX_TITLE}, optional={"content": MAX_CONTENT, "label": MAX_ID})
-    wanted_label = field_label(fields["label"])
     label_id = None
     with on_platform(deps, actor.connection.id):
-        if wanted_label is not None:
-            label_id = _label_id(deps, actor, group, wanted_label)
-        post = deps.gateway.create_post(actor.session, group, fields["title"] or "", fields["content"] or "", label_id)
+        if new.label is not None:
+            label_id = _label_id(deps, actor, group, new.label)
+        post = deps.gateway.create_post(actor.session, group, new.title, new.content or "", label_id)
     return post
 
 
@@ -67,12 +84,10 @@ def delete_post(deps: Deps, actor: Actor, post_id: str) -> None:
         deps.gateway.delete_post(actor.session, post_id)
 
 
-def create_comment(deps: Deps, actor: Actor, post_id: str, group: str | None, body: object) -> Comment:
+def create_comment(deps: Deps, actor: Actor, post_id: str, group: str | None, new: NewComment) -> Comment:
     post_id, group = path_id(post_id, "post"), field_group(group)
-    fields = check_body(body, required={"content": MAX_CONTENT}, optional={"parentId": MAX_ID})
-    parent_id = field_id(fields["parentId"], "parentId")
     with on_platform(deps, actor.connection.id):
-        return deps.gateway.create_comment(actor.session, post_id, fields["content"] or "", parent_id, group)
+        return deps.gateway.create_comment(actor.session, post_id, new.content, new.parent_id, group)
 
 
 def delete_comment(deps: Deps, actor: Actor, comment_id: str) -> None:

@@ -76,9 +76,9 @@ class OperationRoute:
         args.update({arg: values[name] for arg, name in in_query if values[name] is not None})
         if operation.http.method == "POST":
             body, raw = read_json(req)
-            self._create_once(req, resp, actor, raw, lambda: operation.run(self.deps, actor, args, body))
+            self._create_once(req, resp, actor, raw, lambda: operation.execute(self.deps, actor, args, body, text=True))
             return
-        result = operation.run(self.deps, actor, args, None)
+        result = operation.execute(self.deps, actor, args, None, text=True)
         if operation.http.status == 204:
             resp.status = falcon.HTTP_204
             return

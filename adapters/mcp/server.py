@@ -117,7 +117,9 @@ class ToolRunner:
             actor = actor_for(self.deps.store, caller.key, spec.scope, caller.connection)
             self._checkers[spec.name].check(arguments)
             if not spec.creates:
-                result = success_result(*data_and_text(spec.run(self.deps, actor, arguments, spec.body_of(arguments))))
+                result = success_result(
+                    *data_and_text(spec.execute(self.deps, actor, arguments, spec.body_of(arguments), text=False))
+                )
             else:
                 result = self._create_once(spec, actor, arguments)
         except ServiceError as error:
@@ -141,7 +143,7 @@ class ToolRunner:
             account_id=actor.key.account_id,
             idempotency_key=arguments.get("idempotencyKey"),
             request_fingerprint="\n".join(["mcp", spec.name, actor.connection.id, canonical]).encode(),
-            act=lambda: dumps(spec.run(self.deps, actor, body, spec.body_of(body))),
+            act=lambda: dumps(spec.execute(self.deps, actor, body, spec.body_of(body), text=False)),
             render_error=error_answer,
         )
         payload = json.loads(answer.body)

@@ -1,0 +1,161 @@
+"""Typed commands at the edge: a REST body or query, or an MCP tool's arguments, structured by cattrs into
+the core's command (``community_api/commands.py``), the same class whichever way the call came.
+
+What is decided here is the transport's part only:
+- a body is a JSON object, and holds no field the command does not have (a typo such as
+  ``conversationID`` must not be silently ignored when it decides who receives a message); a field
+  given as ``null`` is a field not given;
+- each value has its field's type. A JSON value must have it as is (``"3"`` is not a number); a query
+  string's values are text, so there ``3`` and ``true``/``1``/``false``/``0`` are read as a number and
+  a truth value, and an empty value counts as not given;
+- the names: the core's ``parent_id`` is the wire's ``parentId`` (``wire.camel_case``, the rule of every
+  answer), both ways: a refusal names the field as the caller spelled it.
+Every rule about a value (not empty, its length, an id's shape) is a validator of the command, in the core.
+
+A refusal is ``invalid_request`` (400), the first of: the body not an object; unknown fields (all named);
+then each field in order, its first broken rule. Details name the field as ``field`` (a body's) or
+``parameter`` (a query's or a tool's argument that stands for one).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import attrs
+import cattrs
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
+from cattrs.gen import make_dict_structure_fn, override
+
+from adapters.wire import camel_case
+from community_api.commands import BadField
+from community_api.errors import InvalidRequest
+
+C = TypeVar("C")
+_NUMBER = re.compile(r"[0-9]{1,3}")
+_TRUTH = {"true": True, "1": True, "false": False, "0": False}
+_TYPE_NAMES: dict[object, str] = {str: "a string", bool: "true or false", int: "an integer"}
+
+
+class _WrongType(TypeError):
+    """A value of another type than its field's (the message is made where the field's name is known)."""
+
+
+def _text(value: object, _: type) -> str:
+    if not isinstance(value, str):
+        raise _WrongType
+    return value
+
+
+def _json_bool(value: object, _: type) -> bool:
+    if not isinstance(value, bool):
+        raise _WrongType
+    return value
+
+
+def _json_int(value: object, _: type) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _WrongType
+    return value
+
+
+def _query_bool(value: object, _: type) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value in _TRUTH:
+        return _TRUTH[value]
+    raise _WrongType
+
+
+def _query_int(value: object, _: type) -> int:
+    if isinstance(value, str) and _NUMBER.fullmatch(value):
+        return int(value)
+    return _json_int(value, int)
+
+
+def _converter(*, query: bool) -> cattrs.Converter:
+    converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
+    converter.register_structure_hook(str, _text)
+    converter.register_structure_hook(bool, _query_bool if query else _json_bool)
+    converter.register_structure_hook(int, _query_int if query else _json_int)
+
+    def commands(cls: type) -> Any:
+        renames: dict[str, Any] = {field.name: override(rename=camel_case(field.name)) for field in attrs.fields(cls)}
+        return make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True, **renames)
+
+    converter.register_structure_hook_factory(attrs.has, commands)
+    return converter
+
+
+_JSON = _converter(query=False)
+_QUERY = _converter(query=True)
+
+
+def structure_body(value: object, command: type[C]) -> C:
+    """A JSON body (REST) or the MCP arguments that REST takes in the body, as ``command``."""
+    if not isinstance(value, Mapping):
+        raise InvalidRequest("the request body must be a JSON object")
+    known = command_fields(command)
+    # A field given as null is a field not given (a required one is then missing); an unknown one is
+    # still unknown.
+    given = {name: item for name, item in value.items() if item is not None or name not in known}
+    return _structure(_JSON, given, command, "field")
+
+
+def structure_query(values: Mapping[str, Any], command: type[C], *, text: bool) -> C:
+    """Query parameters (``text``: as a query string gives them, where empty means not given) or the MCP
+    arguments that stand for them (typed JSON values), as ``command``."""
+    if text:
+        values = {name: value for name, value in values.items() if value != ""}
+    return _structure(
+        _QUERY if text else _JSON, {k: v for k, v in values.items() if v is not None}, command, "parameter"
+    )
+
+
+def wire_name(field: str) -> str:
+    return camel_case(field)
+
+
+def command_fields(command: type) -> frozenset[str]:
+    """The wire names of a command's fields."""
+    return frozenset(wire_name(field.name) for field in attrs.fields(command))
+
+
+def _structure(converter: cattrs.Converter, value: Mapping[str, Any], command: type[C], kind: str) -> C:
+    try:
+        return converter.structure(value, command)
+    except ClassValidationError as error:
+        raise _refusal(error, command, kind) from None
+
+
+def _refusal(error: ClassValidationError, command: type, kind: str) -> InvalidRequest:
+    """The first refusal of ``error``'s, as the caller's names say it."""
+    for problem in error.exceptions:
+        if isinstance(problem, ForbiddenExtraKeysError):
+            unknown = sorted(problem.extra_fields)
+            return InvalidRequest(f"unknown field: {', '.join(unknown)}", unknown=unknown)
+    fields = {field.name: field for field in attrs.fields(command)}
+    for problem in error.exceptions:
+        if isinstance(problem, BadField):
+            name = wire_name(problem.field)
+            return InvalidRequest(f"{name} {problem.problem}", **{kind: name}, **problem.extra)
+        attribute = next((note.name for note in getattr(problem, "__notes__", ()) if hasattr(note, "name")), None)
+        if attribute is None or attribute not in fields:
+            continue
+        name = wire_name(attribute)
+        if isinstance(problem, KeyError):
+            return InvalidRequest(f"{name} is required", **{kind: name})
+        if isinstance(problem, _WrongType):
+            field = fields[attribute]
+            wanted = field.metadata.get("expects") or _TYPE_NAMES.get(_plain(field.type), "of another type")
+            return InvalidRequest(f"{name} must be {wanted}", **{kind: name})
+    return InvalidRequest(str(error))
+
+
+def _plain(annotation: object) -> object:
+    """``str`` for ``str | None`` (and for the string ``"str | None"`` of a postponed annotation)."""
+    if isinstance(annotation, str):
+        return {"str": str, "bool": bool, "int": int}.get(annotation.split("|")[0].strip())
+    args = [arg for arg in getattr(annotation, "__args__", ()) if arg is not type(None)]
+    return args[0] if len(args) == 1 else annotation

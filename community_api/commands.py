@@ -1,0 +1,103 @@
+"""The typed commands the use cases take: what a client asks for, as values, never as JSON.
+
+An adapter structures a REST body or query, or an MCP tool's arguments, into one of these classes
+(``adapters/commands.py``, with cattrs), so that every way in is held to the same rules: the checks of each
+field are the attrs validators here, with the core's own limits. The adapter checks only what its
+transport decides (that a JSON body is an object, that no unknown field came, that a value has the type
+of its field); every rule about a value is here.
+
+A refused value raises ``BadField``, an ``invalid_request`` that names the field by its name here
+(``parent_id``); the adapter that structured the command renames it as its caller spelled it
+(``parentId``), so the error a client reads names what the client sent. Validators run in field order,
+and each field's in the order given, so the first rule a value breaks is the one reported.
+
+Field metadata ``expects`` says, for the adapter's type check, what a value of the field must be
+("an integer from 1 to 30"); without it the adapter says what the type is ("a string").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from community_api.errors import InvalidRequest
+from community_api.platform_ids import (
+    GROUP_HINT,
+    GROUP_PATTERN,
+    ID_HINT,
+    MAX_LABEL_NAME,
+    PLATFORM_ID_PATTERN,
+    is_group_name,
+    is_platform_id,
+)
+from community_api.readable import is_readable
+
+Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
+
+
+class BadField(InvalidRequest):
+    """A command's field refused. ``field`` is the core's name of it, ``problem`` what follows the name in
+    the message, ``extra`` the details beyond the field's name (``maxLength``, ``pattern``, ``allowed``)."""
+
+    def __init__(self, field: str, problem: str, **extra: Any) -> None:
+        super().__init__(f"{field} {problem}", field=field, **extra)
+        self.field = field
+        self.problem = problem
+        self.extra = extra
+
+
+def blank_as_none(value: str | None) -> str | None:
+    """An optional text that is empty or only white space counts as not given (attrs converter)."""
+    return None if value is None or not value.strip() else value
+
+
+def filled(instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
+    """A required text holds something other than white space."""
+    if not value.strip():
+        raise BadField(attribute.name, "must not be empty")
+
+
+def at_most(limit: int) -> Validator:
+    """At most ``limit`` characters (None passes: an optional field not given)."""
+
+    def check(instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+        if value is not None and len(value) > limit:
+            raise BadField(attribute.name, f"is longer than {limit} characters", maxLength=limit)
+
+    return check
+
+
+def at_least(length: int) -> Validator:
+    def check(instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+        if value is not None and len(value) < length:
+            raise BadField(attribute.name, f"must have at least {length} characters")
+
+    return check
+
+
+def platform_id(instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    """A platform identifier, as the platform writes them (``platform_ids``); None passes."""
+    if value is not None and not is_platform_id(value):
+        raise BadField(attribute.name, f"must be an id of {ID_HINT}", pattern=PLATFORM_ID_PATTERN)
+
+
+def group_name(instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    """A group's id or slug; None passes."""
+    if value is not None and not is_group_name(value):
+        raise BadField(attribute.name, f"must be {GROUP_HINT}", pattern=GROUP_PATTERN)
+
+
+def label_name(instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    """A label's id or name: matched against the group's own labels only, never put into a URL, so it is
+    only held to being short readable text (it is echoed in the error that lists the labels)."""
+    if value is not None and (len(value) > MAX_LABEL_NAME or not is_readable(value)):
+        raise BadField(
+            attribute.name, f"must be a label id or a label name of at most {MAX_LABEL_NAME} readable characters"
+        )
+
+
+def expects(text: str) -> dict[str, str]:
+    """Field metadata: what a value of the field must be, for the adapter's message when its type is wrong."""
+    return {"expects": text}

@@ -1,0 +1,183 @@
+"""Typed commands at the edge (issue 15): a REST body or query, and an MCP tool's arguments, become the same
+core command (``adapters/commands.py``), and a bad one is refused with ``invalid_request`` naming the field
+as the caller spelled it, whichever rule it broke."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import pytest
+
+from adapters.commands import command_fields, structure_body, structure_query
+from adapters.operations import OPERATIONS
+from community_api import dms, feed, posts
+from community_api.errors import InvalidRequest
+from community_api.platform_ids import PLATFORM_ID_PATTERN
+from fakes.platform_seed import platform_id
+from tests.unit.test_mcp_world import McpWorld
+from tests.unit.world_support import Ready
+
+FEED = "/v1/groups/builders-club/posts"
+ID_RULE = "must be an id of 32 lowercase hexadecimal characters"
+A_POST = platform_id("pst-00001")
+
+# (path, body, status, message, details): what a REST client reads for each bad body.
+BAD_BODIES: list[tuple[str, Any, str, dict[str, Any]]] = [
+    (FEED, [], "the request body must be a JSON object", {}),
+    (FEED, "title", "the request body must be a JSON object", {}),
+    (FEED, {"title": "x", "titel": "y", "Label": 1}, "unknown field: Label, titel", {"unknown": ["Label", "titel"]}),
+    (FEED, {}, "title is required", {"field": "title"}),
+    (FEED, {"title": None}, "title is required", {"field": "title"}),
+    (FEED, {"title": 5}, "title must be a string", {"field": "title"}),
+    (FEED, {"title": ["x"]}, "title must be a string", {"field": "title"}),
+    (FEED, {"title": " \n "}, "title must not be empty", {"field": "title"}),
+    (FEED, {"title": "x" * 301}, "title is longer than 300 characters", {"field": "title", "maxLength": 300}),
+    (FEED, {"title": "x", "content": True}, "content must be a string", {"field": "content"}),
+    (
+        FEED,
+        {"title": "x", "content": "y" * 20_001},
+        "content is longer than 20000 characters",
+        {"field": "content", "maxLength": 20_000},
+    ),
+    (
+        FEED,
+        {"title": "x", "label": "l" * 101},
+        "label must be a label id or a label name of at most 100 readable characters",
+        {"field": "label"},
+    ),
+    (
+        f"/v1/posts/{A_POST}/comments",
+        {"content": "hi", "parentId": "../self"},
+        f"parentId {ID_RULE}",
+        {"field": "parentId", "pattern": PLATFORM_ID_PATTERN},
+    ),
+    (
+        f"/v1/posts/{A_POST}/comments",
+        {"content": "hi", "parent_id": A_POST},
+        "unknown field: parent_id",
+        {"unknown": ["parent_id"]},
+    ),
+    (f"/v1/posts/{A_POST}/comments", {"parentId": A_POST}, "content is required", {"field": "content"}),
+    ("/v1/dms", {"content": "hi", "conversationId": 5}, "conversationId must be a string", {"field": "conversationId"}),
+    (
+        "/v1/dms",
+        {"content": "hi", "to": "x/../../self"},
+        f"to {ID_RULE}",
+        {"field": "to", "pattern": PLATFORM_ID_PATTERN},
+    ),
+    (
+        "/v1/dms",
+        {"content": "hi", "conversationID": A_POST},
+        "unknown field: conversationID",
+        {"unknown": ["conversationID"]},
+    ),
+    ("/v1/dms", {"content": "hi"}, "give exactly one of to and conversationId", {}),
+    ("/v1/dms", {"content": "hi", "to": " ", "conversationId": ""}, "give exactly one of to and conversationId", {}),
+    (
+        "/v1/dms",
+        {"content": "x" * 10_001, "to": A_POST},
+        "content is longer than 10000 characters",
+        {"field": "content", "maxLength": 10_000},
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "message", "details"), BAD_BODIES)
+def test_a_bad_body_is_refused_naming_the_field_as_sent(
+    ready: Ready, path: str, body: Any, message: str, details: dict[str, Any]
+) -> None:
+    answer = ready.world.post(path, ready.key, body)
+    assert answer.status_code == 400, answer.text
+    assert answer.json["error"] == {"code": "invalid_request", "message": message, "details": details}
+    assert ready.world.gateway.created_posts() == [] and ready.world.gateway.sent_messages() == []
+
+
+BAD_QUERIES: list[tuple[str, dict[str, str], str, dict[str, Any]]] = [
+    (FEED, {"pages": "0"}, "pages must be an integer from 1 to 30", {"parameter": "pages"}),
+    (FEED, {"pages": "31"}, "pages must be an integer from 1 to 30", {"parameter": "pages"}),
+    (FEED, {"pages": "2.5"}, "pages must be an integer from 1 to 30", {"parameter": "pages"}),
+    (FEED, {"pages": "-1"}, "pages must be an integer from 1 to 30", {"parameter": "pages"}),
+    (FEED, {"pages": "1000"}, "pages must be an integer from 1 to 30", {"parameter": "pages"}),
+    (
+        FEED,
+        {"sort": "top"},
+        f"sort must be one of: {', '.join(feed.SORTS)}",
+        {"parameter": "sort", "allowed": list(feed.SORTS)},
+    ),
+    (FEED, {"since": "yesterday"}, "since must be 24h, 7d or a date YYYY-MM-DD", {"parameter": "since"}),
+    (FEED, {"since": "2026-02-30"}, "since must be 24h, 7d or a date YYYY-MM-DD", {"parameter": "since"}),
+    ("/v1/dms", {"awaitingReply": "maybe"}, "awaitingReply must be true or false", {"parameter": "awaitingReply"}),
+    ("/v1/dms", {"awaitingReply": "True"}, "awaitingReply must be true or false", {"parameter": "awaitingReply"}),
+]
+
+
+@pytest.mark.parametrize(("path", "params", "message", "details"), BAD_QUERIES)
+def test_a_bad_query_is_refused_naming_the_parameter_as_sent(
+    ready: Ready, path: str, params: dict[str, str], message: str, details: dict[str, Any]
+) -> None:
+    answer = ready.world.get(path, ready.key, params=params)
+    assert answer.status_code == 400, answer.text
+    assert answer.json["error"] == {"code": "invalid_request", "message": message, "details": details}
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({}, (1, "newest", None)),
+        ({"pages": "", "sort": "", "since": ""}, (1, "newest", None)),  # empty means not given
+        ({"pages": "07", "sort": "best-1w", "since": "7d"}, (7, "best-1w", "7d")),
+    ],
+)
+def test_a_query_string_is_read_as_its_fields_types(
+    ready: Ready, params: dict[str, str], expected: tuple[Any, ...]
+) -> None:
+    answer = ready.world.get(FEED, ready.key, params=params).json
+    assert (answer["pagesRequested"], answer["sort"], answer["since"]) == expected
+
+
+# --- the same command from MCP ----------------------------------------------------------------
+
+
+@pytest.fixture
+def mcp() -> Iterator[McpWorld]:
+    built = McpWorld.build()
+    yield built
+    built.close()
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "message"),
+    [
+        # Values the tools' JSON schemas let through, refused by the command's own rules, as on REST.
+        ("create_post", {"group": "builders-club", "title": "   "}, "title must not be empty"),
+        ("create_comment", {"postId": A_POST, "content": "\t"}, "content must not be empty"),
+        (
+            "send_dm",
+            {"content": "hi", "to": A_POST, "conversationId": A_POST},
+            "give exactly one of to and conversationId",
+        ),
+    ],
+)
+def test_mcp_arguments_become_the_same_command(mcp: McpWorld, tool: str, args: dict[str, Any], message: str) -> None:
+    error = mcp.fail(tool, args)
+    assert (error["code"], error["message"]) == ("invalid_request", message)
+
+
+def test_a_tool_and_its_rest_route_build_equal_commands() -> None:
+    body = {"content": "hello", "parentId": A_POST}
+    assert structure_body(body, posts.NewComment) == posts.NewComment(content="hello", parent_id=A_POST)
+    from_text = structure_query({"pages": "3", "since": "24h"}, feed.FeedQuery, text=True)
+    from_json = structure_query({"pages": 3, "since": "24h"}, feed.FeedQuery, text=False)
+    assert from_text == from_json == feed.FeedQuery(pages=3, sort="newest", since="24h")
+    assert structure_query({"awaitingReply": "1"}, dms.InboxQuery, text=True) == dms.InboxQuery(awaiting_reply=True)
+    with pytest.raises(InvalidRequest, match="pages must be an integer from 1 to 30"):
+        structure_query({"pages": "3"}, feed.FeedQuery, text=False)  # JSON's "3" is not a number
+
+
+@pytest.mark.parametrize("operation", [op for op in OPERATIONS if op.command is not None], ids=lambda op: op.name)
+def test_each_command_has_exactly_the_fields_its_schema_publishes(operation: Any) -> None:
+    assert operation.command is not None and attrs.has(operation.command)
+    published = set(operation.body_fields()) or {arg for arg, _ in operation.query_args()} - {"group"}
+    assert command_fields(operation.command) == published
