@@ -20,6 +20,7 @@ then each field in order, its first broken rule. Details name the field as ``fie
 from __future__ import annotations
 
 import re
+import typing
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -29,7 +30,7 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 from cattrs.gen import make_dict_structure_fn, override
 
 from adapters.wire import camel_case
-from community_api.commands import BadField
+from community_api.commands import PATTERNS, BadField, MaxLength, MinLength, filled
 from community_api.errors import InvalidRequest
 
 C = TypeVar("C")
@@ -79,6 +80,15 @@ def _converter(*, query: bool) -> cattrs.Converter:
     converter.register_structure_hook(str, _text)
     converter.register_structure_hook(bool, _query_bool if query else _json_bool)
     converter.register_structure_hook(int, _query_int if query else _json_int)
+
+    def json_list(value: object, annotation: Any) -> list[Any]:
+        # A list as JSON writes one (cattrs would take any iterable: a string's characters).
+        if not isinstance(value, list):
+            raise _WrongType
+        (item_type,) = typing.get_args(annotation)
+        return [converter.structure(item, item_type) for item in value]
+
+    converter.register_structure_hook_func(lambda annotation: typing.get_origin(annotation) is list, json_list)
 
     def commands(cls: type) -> Any:
         renames: dict[str, Any] = {field.name: override(rename=camel_case(field.name)) for field in attrs.fields(cls)}
@@ -146,7 +156,7 @@ def _refusal(error: ClassValidationError, command: type, kind: str) -> InvalidRe
         name = wire_name(attribute)
         if isinstance(problem, KeyError):
             return InvalidRequest(f"{name} is required", **{kind: name})
-        if isinstance(problem, _WrongType):
+        if isinstance(problem, (_WrongType, TypeError, ValueError)):  # not of the field's type
             field = fields[attribute]
             wanted = field.metadata.get("expects") or _TYPE_NAMES.get(_plain(field.type), "of another type")
             return InvalidRequest(f"{name} must be {wanted}", **{kind: name})
@@ -159,3 +169,45 @@ def _plain(annotation: object) -> object:
         return {"str": str, "bool": bool, "int": int}.get(annotation.split("|")[0].strip())
     args = [arg for arg in getattr(annotation, "__args__", ()) if arg is not type(None)]
     return args[0] if len(args) == 1 else annotation
+
+
+def command_schema(command: type) -> dict[str, Any]:
+    """The JSON schema of a command as a body (OpenAPI), read from the class: each field's type, its limits
+    and pattern from its validators, what its metadata adds; required: the fields without a default."""
+    properties: dict[str, Any] = {}
+    required = []
+    for field in attrs.fields(attrs.resolve_types(command)):
+        schema = _type_schema(field.type)
+        for check in _validators(field.validator):
+            if isinstance(check, MaxLength):
+                schema["maxLength"] = check.limit
+            elif isinstance(check, MinLength):
+                schema["minLength"] = max(check.length, schema.get("minLength", 0))
+            elif check is filled:
+                schema["minLength"] = max(1, schema.get("minLength", 0))
+            elif check in PATTERNS:
+                schema["pattern"] = PATTERNS[check]
+        extra = field.metadata.get("schema", {})
+        if "items" in extra:
+            schema["items"] = {**schema.get("items", {}), **extra["items"]}
+        schema.update({key: value for key, value in extra.items() if key != "items"})
+        properties[wire_name(field.name)] = schema
+        if field.default is attrs.NOTHING:
+            required.append(wire_name(field.name))
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def _type_schema(annotation: object) -> dict[str, Any]:
+    plain = _plain(annotation)
+    if typing.get_origin(plain) is list:
+        (item,) = typing.get_args(plain)
+        return {"type": "array", "items": _type_schema(item)}
+    return {"type": {str: "string", bool: "boolean", int: "integer"}[plain]}  # type: ignore[index]
+
+
+def _validators(validator: object) -> tuple[object, ...]:
+    """The validators of a field: attrs combines a list of them into one (``and_``), whose parts it keeps
+    in ``_validators``."""
+    if validator is None:
+        return ()
+    return tuple(getattr(validator, "_validators", (validator,)))

@@ -14,15 +14,33 @@ Rules (issue 17):
 
 from __future__ import annotations
 
+import attrs
 from argon2 import PasswordHasher
 
 from community_api.accounts import DEFAULT_HASHER, MAX_PASSWORD, MIN_PASSWORD, password_matches
-from community_api.errors import Forbidden, InvalidRequest, NotFound
-from community_api.inputs import check_body
+from community_api.commands import at_least, at_most, blank_as_none, filled
+from community_api.errors import Forbidden, NotFound
 from community_api.model import KEY_CONNECTOR, Account, AuditEvent, WebSession
 from community_api.ports import Clock, KeyStore
 
 WRONG_PASSWORD = "the password is wrong"  # noqa: S105 - a message, not a password
+
+
+@attrs.frozen
+class PasswordChange:
+    """The current password (proof) and the new one (the sign-up rules)."""
+
+    current_password: str = attrs.field(validator=[filled, at_most(MAX_PASSWORD)], repr=False)
+    new_password: str = attrs.field(validator=[filled, at_most(MAX_PASSWORD), at_least(MIN_PASSWORD)], repr=False)
+
+
+@attrs.frozen
+class AccountDeletion:
+    """The account's password, without which nothing is deleted."""
+
+    password: str | None = attrs.field(
+        default=None, converter=blank_as_none, validator=at_most(MAX_PASSWORD), repr=False
+    )
 
 
 def _check_password(store: KeyStore, account: Account, password: str, hasher: PasswordHasher) -> None:
@@ -36,16 +54,12 @@ def change_password(
     clock: Clock,
     account: Account,
     session: WebSession,
-    body: object,
+    change: PasswordChange,
     *,
     hasher: PasswordHasher = DEFAULT_HASHER,
 ) -> None:
-    fields = check_body(body, required={"currentPassword": MAX_PASSWORD, "newPassword": MAX_PASSWORD})
-    new_password = fields["newPassword"] or ""
-    if len(new_password) < MIN_PASSWORD:
-        raise InvalidRequest(f"newPassword must have at least {MIN_PASSWORD} characters", field="newPassword")
-    _check_password(store, account, fields["currentPassword"] or "", hasher)
-    new_hash = hasher.hash(new_password)  # slow on purpose: before the step, not inside it
+    _check_password(store, account, change.current_password, hasher)
+    new_hash = hasher.hash(change.new_password)  # slow on purpose: before the step, not inside it
     with store.unit_of_work() as uow:
         uow.accounts.set_password_hash(account.id, new_hash)
         uow.accounts.delete_web_sessions(account.id, keep=session.token_hash)
@@ -61,12 +75,16 @@ def sign_out_everywhere(store: KeyStore, clock: Clock, account: Account) -> None
 
 
 def delete_account(
-    store: KeyStore, clock: Clock, account: Account, body: object, *, hasher: PasswordHasher = DEFAULT_HASHER
+    store: KeyStore,
+    clock: Clock,
+    account: Account,
+    deletion: AccountDeletion,
+    *,
+    hasher: PasswordHasher = DEFAULT_HASHER,
 ) -> None:
-    if not isinstance(body, dict) or not isinstance(body.get("password"), str) or not body["password"]:
+    if deletion.password is None:
         raise Forbidden("give the account's password to delete it")
-    fields = check_body(body, required={"password": MAX_PASSWORD})
-    _check_password(store, account, fields["password"] or "", hasher)
+    _check_password(store, account, deletion.password, hasher)
     _erase(store, clock, account)
 
 

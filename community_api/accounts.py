@@ -25,18 +25,51 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
 from community_api import sign_in_guard as guard
-from community_api.errors import Conflict, Forbidden, InvalidRequest, RateLimited, Unauthorized
+from community_api.commands import BadField, at_least, at_most, expects, filled
+from community_api.errors import Conflict, Forbidden, RateLimited, Unauthorized
 from community_api.ids import new_id
-from community_api.inputs import check_body
 from community_api.model import Account, AuditEvent, WebSession
 from community_api.ports import Clock, KeyStore
-from community_api.readable import readable
+from community_api.readable import is_readable
 from community_api.sign_in_guard import DeviceCookies
 
 SESSION_LIFETIME = timedelta(days=14)
 MIN_PASSWORD = 10
 MAX_PASSWORD = 1024
+MAX_EMAIL = 320
 _EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,255}\.[^@\s]{1,63}")
+
+
+def _email_address(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if not is_readable(value):
+        raise BadField(attribute.name, "may not hold control characters or bidirectional overrides")
+    if not _EMAIL.fullmatch(value.strip().lower()):
+        raise BadField(attribute.name, "is not a valid address")
+
+
+@attrs.frozen
+class Credentials:
+    """An email and a password, to sign in with."""
+
+    email: str = attrs.field(
+        validator=[filled, at_most(MAX_EMAIL), _email_address],
+        metadata=expects("a string", description="An email address."),
+    )
+    password: str = attrs.field(validator=[filled, at_most(MAX_PASSWORD)], repr=False)
+
+    @property
+    def address(self) -> str:
+        """The email as accounts are kept: trimmed, in lower case."""
+        return self.email.strip().lower()
+
+
+@attrs.frozen
+class NewAccount(Credentials):
+    """An email and a password to sign up with: the password of at least ``MIN_PASSWORD`` characters."""
+
+    password: str = attrs.field(validator=[filled, at_most(MAX_PASSWORD), at_least(MIN_PASSWORD)], repr=False)
+
+
 DEFAULT_HASHER = PasswordHasher()  # argon2-cffi's defaults: Argon2id, RFC 9106 low-memory profile
 
 
@@ -52,18 +85,10 @@ def _hash_token(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()
 
 
-def _credentials(body: object) -> tuple[str, str]:
-    fields = check_body(body, required={"email": 320, "password": MAX_PASSWORD})
-    email = readable(fields["email"] or "", "email").strip().lower()
-    if not _EMAIL.fullmatch(email):
-        raise InvalidRequest("email is not a valid address", field="email")
-    return email, fields["password"] or ""
-
-
 def create_account(
     store: KeyStore,
     clock: Clock,
-    body: object,
+    credentials: NewAccount,
     *,
     signup_enabled: bool,
     client_address: str | None = None,
@@ -74,9 +99,7 @@ def create_account(
     closed = Forbidden("sign-up is closed on this service; ask its operator for an account")
     if not signup_enabled and store.count_accounts() > 0:
         raise closed  # before the slow hash; the step below checks again, atomically
-    email, password = _credentials(body)
-    if len(password) < MIN_PASSWORD:
-        raise InvalidRequest(f"password must have at least {MIN_PASSWORD} characters", field="password")
+    email, password = credentials.address, credentials.password
     taken_by = (
         None
         if client_address is None
@@ -122,7 +145,7 @@ def _taken_refusal(bound: guard.Bound) -> RateLimited:
 def sign_in(
     store: KeyStore,
     clock: Clock,
-    body: object,
+    credentials: Credentials,
     client_address: str,
     *,
     device_cookies: DeviceCookies,
@@ -132,7 +155,7 @@ def sign_in(
     """Check the email and password, throttled by ``sign_in_guard`` (a stranger cannot lock the owner
     out: the browser that signed in before shows its device cookie). The answer carries a fresh device
     cookie for the client to keep."""
-    email, password = _credentials(body)
+    email, password = credentials.address, credentials.password
     now = clock.now()
     device_id = device_cookies.device(device_cookie, email, now)
     bounds = guard.bounds_for(email, client_address, device_id)
@@ -200,4 +223,4 @@ def create_account_unchecked(
     store: KeyStore, clock: Clock, email: str, password: str, *, hasher: PasswordHasher = DEFAULT_HASHER
 ) -> Account:
     """For the command line: always allowed, same rules for the email and password."""
-    return create_account(store, clock, {"email": email, "password": password}, signup_enabled=True, hasher=hasher)
+    return create_account(store, clock, NewAccount(email, password), signup_enabled=True, hasher=hasher)

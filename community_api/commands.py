@@ -34,8 +34,6 @@ from community_api.platform_ids import (
 )
 from community_api.readable import is_readable
 
-Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
-
 
 class BadField(InvalidRequest):
     """A command's field refused. ``field`` is the core's name of it, ``problem`` what follows the name in
@@ -59,22 +57,39 @@ def filled(instance: object, attribute: attrs.Attribute[Any], value: str) -> Non
         raise BadField(attribute.name, "must not be empty")
 
 
+@attrs.frozen
+class MaxLength:
+    """At most ``limit`` characters (None passes: an optional field not given). A class rather than a
+    closure, so that a schema can read the limit (``adapters/commands.py``)."""
+
+    limit: int
+
+    def __call__(self, instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+        if value is not None and len(value) > self.limit:
+            raise BadField(attribute.name, f"is longer than {self.limit} characters", maxLength=self.limit)
+
+
+@attrs.frozen
+class MinLength:
+    """At least ``length`` characters (None passes)."""
+
+    length: int
+
+    def __call__(self, instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+        if value is not None and len(value) < self.length:
+            raise BadField(attribute.name, f"must have at least {self.length} characters")
+
+
+# What attrs takes as a validator (a list of these is checked in order).
+Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
+
+
 def at_most(limit: int) -> Validator:
-    """At most ``limit`` characters (None passes: an optional field not given)."""
-
-    def check(instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
-        if value is not None and len(value) > limit:
-            raise BadField(attribute.name, f"is longer than {limit} characters", maxLength=limit)
-
-    return check
+    return MaxLength(limit)
 
 
 def at_least(length: int) -> Validator:
-    def check(instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
-        if value is not None and len(value) < length:
-            raise BadField(attribute.name, f"must have at least {length} characters")
-
-    return check
+    return MinLength(length)
 
 
 def platform_id(instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
@@ -98,6 +113,11 @@ def label_name(instance: object, attribute: attrs.Attribute[Any], value: str | N
         )
 
 
-def expects(text: str) -> dict[str, str]:
-    """Field metadata: what a value of the field must be, for the adapter's message when its type is wrong."""
-    return {"expects": text}
+def expects(text: str, **schema: Any) -> dict[str, Any]:
+    """Field metadata: what a value of the field must be, for the adapter's message when its type is wrong;
+    ``schema``: what a published schema adds about the field (``enum``, ``description``)."""
+    return {"expects": text, "schema": schema}
+
+
+# The patterns of the shape validators, for published schemas.
+PATTERNS: dict[object, str] = {platform_id: PLATFORM_ID_PATTERN, group_name: GROUP_PATTERN}

@@ -10,29 +10,42 @@ Rules (DESIGN §2):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import attrs
 
+from community_api.commands import at_most, blank_as_none, expects
 from community_api.deps import Deps
 from community_api.errors import InvalidRequest, NotFound
 from community_api.ids import new_id
-from community_api.inputs import check_body
 from community_api.model import CONNECTION_ACTIVE, Connection
 
+MAX_PLATFORM_EMAIL = 320
+MAX_PLATFORM_PASSWORD = 1024
+MAX_SESSION_TOKEN = 8192
 
-def link_connection(deps: Deps, account_id: str, body: object) -> Connection:
-    if not isinstance(body, Mapping):
-        raise InvalidRequest("the request body must be a JSON object")
-    fields = dict(body)
-    make_active = fields.pop("active", False)
-    if not isinstance(make_active, bool):
-        raise InvalidRequest("active must be true or false", field="active")
-    values = check_body(fields, optional={"email": 320, "password": 1024, "sessionToken": 8192})
-    if values["sessionToken"] is not None:
-        if values["email"] is not None or values["password"] is not None:
+
+@attrs.frozen
+class LinkRequest:
+    """How to link a platform account: its email and password, or a session token; and whether the new
+    connection becomes the active one."""
+
+    active: bool = attrs.field(default=False, metadata=expects("true or false"))
+    email: str | None = attrs.field(default=None, converter=blank_as_none, validator=at_most(MAX_PLATFORM_EMAIL))
+    password: str | None = attrs.field(
+        default=None, converter=blank_as_none, validator=at_most(MAX_PLATFORM_PASSWORD), repr=False
+    )
+    session_token: str | None = attrs.field(
+        default=None, converter=blank_as_none, validator=at_most(MAX_SESSION_TOKEN), repr=False
+    )
+
+
+def link_connection(deps: Deps, account_id: str, link: LinkRequest) -> Connection:
+    make_active = link.active
+    if link.session_token is not None:
+        if link.email is not None or link.password is not None:
             raise InvalidRequest("give either email and password, or sessionToken, not both")
-        linked = deps.gateway.adopt_session(values["sessionToken"])
-    elif values["email"] is not None and values["password"] is not None:
-        linked = deps.gateway.login(values["email"], values["password"])
+        linked = deps.gateway.adopt_session(link.session_token)
+    elif link.email is not None and link.password is not None:
+        linked = deps.gateway.login(link.email, link.password)
     else:
         raise InvalidRequest("give the platform account's email and password, or a sessionToken")
     # The platform was asked above (slow, outside any step); what the account's connections are, and which

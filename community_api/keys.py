@@ -25,12 +25,13 @@ from datetime import timedelta
 
 import attrs
 
+from community_api.commands import at_most, expects
 from community_api.errors import Conflict, InvalidRequest, NotFound, Unauthorized
 from community_api.ids import BASE62, new_id, random_base62
 from community_api.model import KEY_CONNECTOR, KEY_STANDARD, ApiKey, AuditEvent
 from community_api.ports import Clock, KeyStore
 from community_api.readable import readable
-from community_api.scopes import normalise_scopes
+from community_api.scopes import ALL_SCOPES, normalise_scopes
 from community_api.store_ports import KeyRecords, UnitOfWork
 
 KEY_PREFIX = "cda_"
@@ -284,18 +285,13 @@ def authenticate_key(store: KeyStore, clock: Clock, presented: str) -> ApiKey:
     return match
 
 
-def parse_mint_request(body: object) -> tuple[str | None, list[str] | None, str | None]:
-    """``{name?, scopes?, connectionId?}`` from a JSON body: (name, scopes, connection id)."""
-    if not isinstance(body, dict):
-        raise InvalidRequest("the request body must be a JSON object")
-    unknown = sorted(set(body) - {"name", "scopes", "connectionId"})
-    if unknown:
-        raise InvalidRequest(f"unknown field: {', '.join(unknown)}", unknown=unknown)
-    name, scopes, connection_id = body.get("name"), body.get("scopes"), body.get("connectionId")
-    if name is not None and not isinstance(name, str):
-        raise InvalidRequest("name must be a string", field="name")
-    if scopes is not None and (not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes)):
-        raise InvalidRequest("scopes must be a list of scope names", field="scopes")
-    if connection_id is not None and not isinstance(connection_id, str):
-        raise InvalidRequest("connectionId must be a string", field="connectionId")
-    return name, scopes, connection_id
+@attrs.frozen
+class NewKey:
+    """A key to mint: its name (default "API key"), its scopes (default: the read scopes), and the connection
+    it is bound to (None: it acts through the account's active connection). ``mint_key`` checks each."""
+
+    name: str | None = attrs.field(default=None, validator=at_most(MAX_NAME_LENGTH))
+    scopes: list[str] | None = attrs.field(
+        default=None, metadata=expects("a list of scope names", items={"enum": list(ALL_SCOPES)})
+    )
+    connection_id: str | None = None

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import falcon
 
+from adapters.commands import structure_body
 from adapters.http.auth import DEVICE_COOKIE, SESSION_COOKIE, device_cookie, web_session
 from adapters.http.body import read_json
 from adapters.http.client_address import Network, client_address
@@ -57,7 +58,7 @@ class AccountsResource(ManagementResource):
         account = accounts.create_account(
             self.deps.store,
             self.deps.clock,
-            body,
+            structure_body(body, accounts.NewAccount),
             signup_enabled=self.signup_enabled,
             client_address=self.client(req),
             hasher=self.deps.password_hasher,
@@ -72,7 +73,7 @@ class SessionResource(ManagementResource):
         signed_in = accounts.sign_in(
             self.deps.store,
             self.deps.clock,
-            body,
+            structure_body(body, accounts.Credentials),
             self.client(req),
             device_cookies=self.deps.device_cookies,
             device_cookie=device_cookie(req),
@@ -99,21 +100,22 @@ class ConnectionsResource(ManagementResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         account, _ = web_session(self.deps, req)
         body, _ = read_json(req)
-        send_json(resp, connections.link_connection(self.deps, account.id, body), status=201)
+        link = structure_body(body, connections.LinkRequest)
+        send_json(resp, connections.link_connection(self.deps, account.id, link), status=201)
 
 
 class KeysResource(ManagementResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         account, _ = web_session(self.deps, req)
         body, _ = read_json(req, allow_empty=True)
-        name, scopes, connection_id = keys.parse_mint_request(body)
+        new = structure_body(body, keys.NewKey)
         issued = keys.mint_key(
             self.deps.store,
             self.deps.clock,
             account_id=account.id,
-            name=name,
-            scopes=scopes,
-            connection_id=connection_id,
+            name=new.name,
+            scopes=new.scopes,
+            connection_id=new.connection_id,
         )
         send_json(resp, {**to_wire(issued.key), "secret": issued.secret}, status=201)
 
@@ -150,8 +152,9 @@ class MeResource(ManagementResource):
         account, _ = web_session(self.deps, req)
         query(req, ())
         body, _ = read_json(req)
+        deletion = structure_body(body, account_lifecycle.AccountDeletion)
         account_lifecycle.delete_account(
-            self.deps.store, self.deps.clock, account, body, hasher=self.deps.password_hasher
+            self.deps.store, self.deps.clock, account, deletion, hasher=self.deps.password_hasher
         )
         resp.unset_cookie(SESSION_COOKIE, path="/")
         resp.status = falcon.HTTP_204
@@ -163,8 +166,9 @@ class PasswordResource(ManagementResource):
         account, session = web_session(self.deps, req)
         query(req, ())
         body, _ = read_json(req)
+        change = structure_body(body, account_lifecycle.PasswordChange)
         account_lifecycle.change_password(
-            self.deps.store, self.deps.clock, account, session, body, hasher=self.deps.password_hasher
+            self.deps.store, self.deps.clock, account, session, change, hasher=self.deps.password_hasher
         )
         resp.status = falcon.HTTP_204
 

@@ -17,41 +17,31 @@ from typing import Any
 
 import falcon
 
+from adapters.commands import command_schema
 from adapters.operations import OPERATIONS, Operation
 from adapters.schemas import Fields, ListOf, Refs, Result, WithSecret, result_schema
-from community_api import accounts, keys, scopes
+from community_api import account_lifecycle, accounts, connections, keys
 from community_api.me import Me
 from community_api.model import Account, ApiKey, Connection
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _OBJECT: dict[str, Any] = {"type": "object"}
+_STR = {"type": "string"}
 
 
 def _param(name: str, where: str = "query", schema: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
     return {"name": name, "in": where, "required": where == "path", "schema": schema or {"type": "string"}, **extra}
 
 
-def _body(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {
-        "required": True,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "properties": properties,
-                    "required": required,
-                    "additionalProperties": False,
-                }
-            }
-        },
-    }
+def _body(command: type, *, required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A request body: the core's command it is structured into (``adapters/commands.py``), read as a schema,
+    so its types and limits are the ones the core checks. ``required``: fields the route needs although
+    the command lets them be missing (the core then answers with a refusal of its own, such as 403)."""
+    schema = command_schema(command)
+    schema["required"] = [*schema["required"], *required]
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
 
 
-_STR = {"type": "string"}
-# The core's own limits (community_api.accounts, .keys): a body outside them is refused with 400.
-_EMAIL = {"type": "string", "maxLength": 320, "description": "An email address."}
-_PASSWORD = {"type": "string", "minLength": 1, "maxLength": accounts.MAX_PASSWORD}
-_NEW_PASSWORD = {"type": "string", "minLength": accounts.MIN_PASSWORD, "maxLength": accounts.MAX_PASSWORD}
 _CONNECTION = _param("X-Community-Connection", "header", description="Connection to act through (unbound keys only).")
 
 # (method, path, summary, security: "key:<scope>" | "session" | "none", parameters, body, success status)
@@ -62,7 +52,7 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "Create an account",
         "none",
         [],
-        _body({"email": _EMAIL, "password": _NEW_PASSWORD}, ["email", "password"]),
+        _body(accounts.NewAccount),
         201,
     ),
     (
@@ -71,7 +61,7 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "Sign in (sets the session cookie)",
         "none",
         [],
-        _body({"email": _EMAIL, "password": _PASSWORD}, ["email", "password"]),
+        _body(accounts.Credentials),
         200,
     ),
     ("DELETE", "/v1/session", "Sign out", "session", [], None, 204),
@@ -82,7 +72,7 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "Link a platform account",
         "session",
         [],
-        _body({"email": _STR, "password": _STR, "sessionToken": _STR, "active": {"type": "boolean"}}, []),
+        _body(connections.LinkRequest),
         201,
     ),
     (
@@ -91,14 +81,7 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "Mint a key (the value is shown once)",
         "session",
         [],
-        _body(
-            {
-                "name": {"type": "string", "maxLength": keys.MAX_NAME_LENGTH},
-                "scopes": {"type": "array", "items": {"type": "string", "enum": list(scopes.ALL_SCOPES)}},
-                "connectionId": _STR,
-            },
-            [],
-        ),
+        _body(keys.NewKey),
         201,
     ),
     (
@@ -118,7 +101,7 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "Delete the account: keys and grants revoked, connections and their platform sessions erased",
         "session",
         [],
-        _body({"password": _PASSWORD}, ["password"]),
+        _body(account_lifecycle.AccountDeletion, required=("password",)),
         204,
     ),
     (
@@ -127,13 +110,7 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "Change the password; every other web session ends",
         "session",
         [],
-        _body(
-            {
-                "currentPassword": _PASSWORD,
-                "newPassword": _NEW_PASSWORD,
-            },
-            ["currentPassword", "newPassword"],
-        ),
+        _body(account_lifecycle.PasswordChange),
         204,
     ),
     (

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import falcon
 
+from adapters.commands import structure_body
 from adapters.http.auth import DEVICE_COOKIE, SESSION_COOKIE, device_cookie
 from adapters.http.errors import STATUS_BY_CODE
 from adapters.web.pages import WebResource, safe_next
@@ -35,12 +36,12 @@ class SessionStarter(WebResource):
         device_lifetime = int(DEVICE_COOKIE_LIFETIME.total_seconds())
         self.set_cookie(req, resp, DEVICE_COOKIE, signed.device_cookie, max_age=device_lifetime)
 
-    def sign_in(self, req: falcon.Request, credentials: dict[str, str]) -> accounts.SignedIn:
+    def sign_in(self, req: falcon.Request, form: dict[str, str]) -> accounts.SignedIn:
         deps = self.deps
         return accounts.sign_in(
             deps.store,
             deps.clock,
-            credentials,
+            structure_body(form, accounts.Credentials),
             self.client(req),
             device_cookies=deps.device_cookies,
             device_cookie=device_cookie(req),
@@ -79,7 +80,7 @@ class SignupPage(SessionStarter):
             accounts.create_account(
                 deps.store,
                 deps.clock,
-                credentials,
+                structure_body(credentials, accounts.NewAccount),
                 signup_enabled=self.settings.signup,
                 client_address=self.client(req),
                 hasher=deps.password_hasher,

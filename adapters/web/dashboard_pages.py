@@ -11,6 +11,7 @@ from typing import Any
 
 import falcon
 
+from adapters.commands import structure_body
 from adapters.http.errors import STATUS_BY_CODE
 from adapters.web.pages import PageRefused, WebResource
 from community_api import connections, dashboard, keys, me
@@ -77,7 +78,7 @@ class ConnectionsPage(WebResource):
         if form.get("active"):
             body["active"] = True
         try:
-            connections.link_connection(self.deps, account.id, body)
+            connections.link_connection(self.deps, account.id, structure_body(body, connections.LinkRequest))
         except ServiceError as error:
             self._show(req, resp, account, error=error.message, status=status_of(error))
             return

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import falcon
 
+from adapters.commands import structure_body
 from adapters.http.auth import SESSION_COOKIE
 from adapters.http.errors import STATUS_BY_CODE
 from adapters.web.pages import WebResource
@@ -56,8 +57,9 @@ class PasswordChange(AccountPage):
             self.show(req, resp, account, error="The two new passwords differ.", error_form="password", status=400)
             return
         try:
+            change = structure_body(body, account_lifecycle.PasswordChange)
             account_lifecycle.change_password(
-                self.deps.store, self.deps.clock, account, session, body, hasher=self.deps.password_hasher
+                self.deps.store, self.deps.clock, account, session, change, hasher=self.deps.password_hasher
             )
         except ServiceError as error:
             status = STATUS_BY_CODE.get(error.code, 400)
@@ -82,7 +84,7 @@ class AccountDeletion(AccountPage):
                 self.deps.store,
                 self.deps.clock,
                 account,
-                {"password": form.get("password") or ""},
+                structure_body({"password": form.get("password") or ""}, account_lifecycle.AccountDeletion),
                 hasher=self.deps.password_hasher,
             )
         except ServiceError as error:

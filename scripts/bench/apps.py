@@ -15,7 +15,7 @@ from adapters.throttle.limits_platform_pace import LimitsPlatformPace
 from adapters.throttle.limits_throttle import LimitsThrottle
 from adapters.wiring import create_app
 from community_api.clock import SystemClock
-from community_api.connections import link_connection
+from community_api.connections import LinkRequest, link_connection
 from community_api.deps import Deps
 from community_api.keys import mint_key
 from community_api.model import Account, ReadPace
@@ -99,7 +99,7 @@ def prepare_keys(db: Path, secret: str, scopes: Iterable[str] | None, count: int
     for n in range(count):
         account = Account(id=f"acc_bench_{n}", email=f"bench{n}@example.com", created_at=clock.now())
         store.add_account(account, "not-a-real-hash")
-        link_connection(deps, account.id, {"email": "alice@sandbox.test", "password": "sandbox"})
+        link_connection(deps, account.id, LinkRequest(email="alice@sandbox.test", password="sandbox"))
         keys.append(
             mint_key(store, clock, account_id=account.id, name="bench", scopes=scopes, connection_id=None).secret
         )

@@ -53,7 +53,7 @@ def revoke(store: KeyStore, key_id: str) -> tuple[str, str | None]:
 
 
 def sign_up(store: KeyStore, email: str) -> tuple[str, str | None]:
-    body = {"email": email, "password": "a long enough password"}
+    body = accounts.NewAccount(email, "a long enough password")
     try:
         account = accounts.create_account(store, SystemClock(), body, signup_enabled=True)
     except Conflict:
@@ -208,7 +208,7 @@ def test_a_key_that_was_rotated_cannot_be_brought_back_by_a_stale_copy(arena: Ar
 
 def first_sign_up(store: KeyStore, _: str) -> tuple[str, str | None]:
     """A sign-up, with an email of its own, while only the service's first account may sign up."""
-    body = {"email": f"{uuid.uuid4().hex}@example.com", "password": "a long enough password"}
+    body = accounts.NewAccount(f"{uuid.uuid4().hex}@example.com", "a long enough password")
     try:
         account = accounts.create_account(store, SystemClock(), body, signup_enabled=False)
     except Forbidden:

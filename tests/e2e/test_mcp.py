@@ -25,7 +25,7 @@ from adapters.store.sqlite_key_store import SqliteKeyStore
 from adapters.throttle.limits_throttle import LimitsThrottle
 from adapters.wiring import bootstrap
 from community_api.clock import SystemClock
-from community_api.connections import link_connection
+from community_api.connections import LinkRequest, link_connection
 from community_api.keys import mint_key
 from community_api.model import Account, Connection
 from community_api.scopes import ALL_SCOPES
@@ -101,8 +101,8 @@ def prepare(db: Path) -> tuple[Connection, Connection, dict[str, str]]:
         settings=Settings(mode="test"),
     )
     store.add_account(Account(id="acc_e2e", email="e2e@example.com", created_at=clock.now()), "unused")
-    alice = link_connection(deps, "acc_e2e", {"email": "alice@sandbox.test", "password": "sandbox"})
-    bob = link_connection(deps, "acc_e2e", {"email": "bob@sandbox.test", "password": "sandbox"})
+    alice = link_connection(deps, "acc_e2e", LinkRequest(email="alice@sandbox.test", password="sandbox"))
+    bob = link_connection(deps, "acc_e2e", LinkRequest(email="bob@sandbox.test", password="sandbox"))
 
     def mint(scopes: Any, connection_id: str | None = None) -> str:
         issued = mint_key(store, clock, account_id="acc_e2e", name="e2e", scopes=scopes, connection_id=connection_id)

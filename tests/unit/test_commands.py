@@ -181,3 +181,80 @@ def test_each_command_has_exactly_the_fields_its_schema_publishes(operation: Any
     assert operation.command is not None and attrs.has(operation.command)
     published = set(operation.body_fields()) or {arg for arg, _ in operation.query_args()} - {"group"}
     assert command_fields(operation.command) == published
+
+
+# --- the management routes: the same commands, and their published bodies read from them ---------
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "message", "details"),
+    [
+        (
+            "POST",
+            "/v1/me/password",
+            {"currentPassword": "x", "newPassword": "short"},
+            "newPassword must have at least 10 characters",
+            {"field": "newPassword"},
+        ),
+        ("POST", "/v1/me/password", {"currentPassword": "x"}, "newPassword is required", {"field": "newPassword"}),
+        (
+            "POST",
+            "/v1/me/password",
+            {"current_password": "x", "newPassword": "y" * 12},
+            "unknown field: current_password",
+            {"unknown": ["current_password"]},
+        ),
+        (
+            "POST",
+            "/v1/connections",
+            {"email": "a@b.c", "password": "x", "active": "yes"},
+            "active must be true or false",
+            {"field": "active"},
+        ),
+        ("POST", "/v1/connections", {"sessionToken": 5}, "sessionToken must be a string", {"field": "sessionToken"}),
+        ("POST", "/v1/keys", {"scopes": "posts:read"}, "scopes must be a list of scope names", {"field": "scopes"}),
+        (
+            "POST",
+            "/v1/keys",
+            {"scopes": ["posts:read", 3]},
+            "scopes must be a list of scope names",
+            {"field": "scopes"},
+        ),
+        ("POST", "/v1/keys", {"connectionId": ["x"]}, "connectionId must be a string", {"field": "connectionId"}),
+        (
+            "POST",
+            "/v1/keys",
+            {"name": "n" * 101},
+            "name is longer than 100 characters",
+            {"field": "name", "maxLength": 100},
+        ),
+    ],
+)
+def test_a_bad_management_body_is_refused_naming_the_field_as_sent(
+    ready: Ready, method: str, path: str, body: Any, message: str, details: dict[str, Any]
+) -> None:
+    answer = ready.world.client.simulate_request(method, path, json=body, headers=ready.browser.headers())
+    assert answer.status_code == 400, answer.text
+    assert answer.json["error"] == {"code": "invalid_request", "message": message, "details": details}
+
+
+def test_the_published_management_bodies_are_the_commands() -> None:
+    from adapters.http.openapi import document
+    from community_api import account_lifecycle, accounts, keys
+    from community_api.scopes import ALL_SCOPES
+
+    paths = document()["paths"]
+
+    def body(method: str, path: str) -> dict[str, Any]:
+        return dict(paths[path][method]["requestBody"]["content"]["application/json"]["schema"])
+
+    change = body("post", "/v1/me/password")
+    assert change["properties"]["newPassword"]["minLength"] == accounts.MIN_PASSWORD
+    assert change["properties"]["currentPassword"]["maxLength"] == accounts.MAX_PASSWORD
+    assert set(change["required"]) == command_fields(account_lifecycle.PasswordChange)
+    assert body("post", "/v1/accounts")["properties"]["password"]["minLength"] == accounts.MIN_PASSWORD
+    assert body("post", "/v1/session")["properties"]["password"]["minLength"] == 1
+    mint = body("post", "/v1/keys")
+    assert mint["properties"]["scopes"]["items"]["enum"] == list(ALL_SCOPES)
+    assert mint["properties"]["name"]["maxLength"] == keys.MAX_NAME_LENGTH and mint["required"] == []
+    assert body("delete", "/v1/me")["required"] == ["password"]

@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from adapters.mcp import McpResource
 from adapters.operations import OPERATIONS_BY_NAME
 from adapters.settings import Settings
-from community_api.connections import link_connection
+from community_api.connections import LinkRequest, link_connection
 from community_api.keys import IssuedKey, mint_key
 from community_api.model import Account, Connection
 from community_api.scopes import ALL_SCOPES
@@ -70,8 +70,8 @@ class McpWorld:
         )
         deps = resource.deps
         store.add_account(Account(id="acc_owner", email="owner@example.com", created_at=clock.now()), "unused")
-        alice = link_connection(deps, "acc_owner", {"email": "alice@sandbox.test", "password": "sandbox"})
-        bob = link_connection(deps, "acc_owner", {"email": "bob@sandbox.test", "password": "sandbox"})
+        alice = link_connection(deps, "acc_owner", LinkRequest(email="alice@sandbox.test", password="sandbox"))
+        bob = link_connection(deps, "acc_owner", LinkRequest(email="bob@sandbox.test", password="sandbox"))
 
         def mint(scopes: Any, connection_id: str | None = None) -> IssuedKey:
             return mint_key(store, clock, account_id="acc_owner", name="k", scopes=scopes, connection_id=connection_id)

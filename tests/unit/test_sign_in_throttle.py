@@ -109,7 +109,7 @@ def test_forty_guesses_at_once_are_checked_five_times(world: World) -> None:
             accounts.sign_in(
                 world.store,
                 world.clock,
-                {"email": OWNER, "password": WRONG},
+                accounts.Credentials(OWNER, WRONG),
                 "203.0.113.40",
                 device_cookies=world.deps.device_cookies,
                 hasher=world.deps.password_hasher,
