@@ -136,11 +136,14 @@ def _structure(converter: cattrs.Converter, value: Mapping[str, Any], command: t
     try:
         return converter.structure(value, command)
     except ClassValidationError as error:
-        raise _refusal(error, command, kind) from None
+        refusal = _refusal(error, command, kind)
+        if refusal is None:
+            raise  # not the caller's fault: a bug, answered 500 and logged
+        raise refusal from None
 
 
-def _refusal(error: ClassValidationError, command: type, kind: str) -> InvalidRequest:
-    """The first refusal of ``error``'s, as the caller's names say it."""
+def _refusal(error: ClassValidationError, command: type, kind: str) -> InvalidRequest | None:
+    """The first refusal of ``error``'s, as the caller's names say it; None when none is the caller's."""
     for problem in error.exceptions:
         if isinstance(problem, ForbiddenExtraKeysError):
             unknown = sorted(problem.extra_fields)
@@ -160,7 +163,7 @@ def _refusal(error: ClassValidationError, command: type, kind: str) -> InvalidRe
             field = fields[attribute]
             wanted = field.metadata.get("expects") or _TYPE_NAMES.get(_plain(field.type), "of another type")
             return InvalidRequest(f"{name} must be {wanted}", **{kind: name})
-    return InvalidRequest(str(error))
+    return None
 
 
 def _plain(annotation: object) -> object:

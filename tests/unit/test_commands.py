@@ -258,3 +258,16 @@ def test_the_published_management_bodies_are_the_commands() -> None:
     assert mint["properties"]["scopes"]["items"]["enum"] == list(ALL_SCOPES)
     assert mint["properties"]["name"]["maxLength"] == keys.MAX_NAME_LENGTH and mint["required"] == []
     assert body("delete", "/v1/me")["required"] == ["password"]
+
+
+def test_a_fault_in_a_command_is_not_blamed_on_the_caller() -> None:
+    def broken(instance: object, attribute: Any, value: str) -> None:
+        raise RuntimeError("a bug in a validator")
+
+    @attrs.frozen
+    class Broken:
+        text: str = attrs.field(validator=broken)
+
+    with pytest.raises(Exception, match="Broken") as raised:
+        structure_body({"text": "fine"}, Broken)
+    assert not isinstance(raised.value, InvalidRequest)  # a 500, logged: not a 400 telling the caller to fix it
