@@ -4,7 +4,8 @@ The data operations are generated from the operation table (``adapters/operation
 the MCP tool's name, each parameter and body field carries the tool's own schema (its limits, patterns,
 enums and defaults), and each answer refers to named components (``Post``, ``Comment``, ``Group``…)
 generated from the core's attrs classes, shared by every operation that answers them — what client
-generators turn into typed classes. The management routes are described in ``ROUTES`` below.
+generators turn into typed classes. The management routes are described in ``ROUTES`` below, their bodies
+and answers from the core's attrs classes; the OAuth routes an MCP connector uses in ``openapi_oauth.py``.
 
 A test compares the document with the app's route table (nothing missing, nothing extra, no Planned
 route), so it is kept true by CI rather than by memory.
@@ -18,6 +19,7 @@ from typing import Any
 import falcon
 
 from adapters.commands import command_schema
+from adapters.http.openapi_oauth import oauth_paths
 from adapters.operations import OPERATIONS, Operation
 from adapters.schemas import Fields, ListOf, Refs, Result, WithSecret, result_schema
 from community_api import account_lifecycle, accounts, connections, keys
@@ -261,6 +263,7 @@ def document() -> dict[str, Any]:
         if body is not None:
             operation["requestBody"] = body
         paths.setdefault(path, {})[method.lower()] = operation
+    paths.update(oauth_paths())
     return {
         "openapi": "3.1.0",
         "info": {"title": "Community Data API", "version": "1"},

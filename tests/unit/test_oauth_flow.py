@@ -236,3 +236,34 @@ def test_a_new_scope_needs_a_new_consent(world: World, owner: WebBrowser, connec
     assert again["scope"] == "groups:read posts:write"
     grants = [k for k in world.store.list_keys(account_id(world)) if k.kind == "connector"]
     assert [g.scopes for g in grants] == [("groups:read", "posts:read"), ("groups:read", "posts:write")]
+
+
+def test_oauth_answers_match_their_documented_schemas(world: World, owner: WebBrowser) -> None:
+    """What a connector reads from each OAuth route, success and refusal, validates against the OpenAPI
+    document's schema for it."""
+    import jsonschema
+
+    document = world.client.simulate_get("/v1/openapi.json").json
+
+    def check(method: str, path: str, answer: falcon.testing.Result) -> None:
+        responses = document["paths"][path][method]["responses"]
+        described = responses.get(str(answer.status_code), responses["default"])
+        jsonschema.validate(answer.json, described["content"]["application/json"]["schema"])
+
+    for path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/v1/mcp"):
+        check("get", path, world.client.simulate_get(path, headers={"Host": HOST}))
+    server = "/.well-known/oauth-authorization-server"
+    check("get", server, world.client.simulate_get(server, headers={"Host": HOST}))
+    connector = Connector(world)
+    registered = connector.register()
+    assert registered.status_code == 201
+    check("post", "/oauth/register", registered)
+    refused = connector.register(redirect_uris=[])
+    assert refused.status_code == 400
+    check("post", "/oauth/register", refused)
+    tokens = connector.redeem(connector.approve(owner))
+    assert tokens.status_code == 200
+    check("post", "/oauth/token", tokens)
+    replayed = connector.token([("grant_type", "password")])
+    assert replayed.status_code == 400
+    check("post", "/oauth/token", replayed)

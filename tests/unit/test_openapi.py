@@ -13,10 +13,11 @@ PLANNED = re.compile(r"/(members|courses|events|leaderboard)\b|/pin$")
 
 
 def live_routes(world: World) -> set[tuple[str, str]]:
-    """The JSON API's routes: those under ``/v1/`` (the dashboard and OAuth pages are not part of it)."""
+    """The JSON API's routes: those under ``/v1/``, and OAuth's (registration, token, metadata). The dashboard's
+    pages and the consent page (``/oauth/authorize``) are pages for a person, not part of it."""
     routes = set()
     for route in falcon.inspect.inspect_routes(world.client.app):
-        if not route.path.startswith("/v1/"):
+        if not route.path.startswith(("/v1/", "/oauth/register", "/oauth/token", "/.well-known/")):
             continue
         path = re.sub(r"\{(\w+)\}", r"{\1}", route.path)
         for method in route.methods:
