@@ -271,3 +271,19 @@ def test_a_fault_in_a_command_is_not_blamed_on_the_caller() -> None:
     with pytest.raises(Exception, match="Broken") as raised:
         structure_body({"text": "fine"}, Broken)
     assert not isinstance(raised.value, InvalidRequest)  # a 500, logged: not a 400 telling the caller to fix it
+
+
+@pytest.mark.parametrize("operation", [op for op in OPERATIONS if op.command is not None], ids=lambda op: op.name)
+def test_each_commands_limits_are_the_ones_its_tool_publishes(operation: Any) -> None:
+    """The MCP tool's (and so OpenAPI's) schema and the command's validators say the same about each text
+    field: its pattern when it has one (an id's shape), else its greatest length."""
+    from adapters.commands import command_schema
+
+    published = operation.input_schema["properties"]
+    for name, checked in command_schema(operation.command)["properties"].items():
+        if checked["type"] != "string":
+            continue
+        if "pattern" in checked:
+            assert published[name]["pattern"] == checked["pattern"], name
+        elif "maxLength" in checked:
+            assert published[name]["maxLength"] == checked["maxLength"], name
