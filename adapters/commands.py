@@ -19,6 +19,7 @@ then each field in order, its first broken rule. Details name the field as ``fie
 
 from __future__ import annotations
 
+import functools
 import re
 import typing
 from collections.abc import Mapping
@@ -91,6 +92,7 @@ def _converter(*, query: bool) -> cattrs.Converter:
     converter.register_structure_hook_func(lambda annotation: typing.get_origin(annotation) is list, json_list)
 
     def commands(cls: type) -> Any:
+        attrs.resolve_types(cls)  # the fields' types as classes, for the hooks and for refusals' messages
         renames: dict[str, Any] = {field.name: override(rename=camel_case(field.name)) for field in attrs.fields(cls)}
         return make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True, **renames)
 
@@ -106,7 +108,7 @@ def structure_body(value: object, command: type[C]) -> C:
     """A JSON body (REST) or the MCP arguments that REST takes in the body, as ``command``."""
     if not isinstance(value, Mapping):
         raise InvalidRequest("the request body must be a JSON object")
-    known = command_fields(command)
+    known = command_fields(typing.cast(type, command))
     # A field given as null is a field not given (a required one is then missing); an unknown one is
     # still unknown.
     given = {name: item for name, item in value.items() if item is not None or name not in known}
@@ -123,13 +125,10 @@ def structure_query(values: Mapping[str, Any], command: type[C], *, text: bool) 
     )
 
 
-def wire_name(field: str) -> str:
-    return camel_case(field)
-
-
+@functools.cache  # asked on every request that carries a command
 def command_fields(command: type) -> frozenset[str]:
     """The wire names of a command's fields."""
-    return frozenset(wire_name(field.name) for field in attrs.fields(command))
+    return frozenset(camel_case(field.name) for field in attrs.fields(command))
 
 
 def _structure(converter: cattrs.Converter, value: Mapping[str, Any], command: type[C], kind: str) -> C:
@@ -151,15 +150,15 @@ def _refusal(error: ClassValidationError, command: type, kind: str) -> InvalidRe
     fields = {field.name: field for field in attrs.fields(command)}
     for problem in error.exceptions:
         if isinstance(problem, BadField):
-            name = wire_name(problem.field)
+            name = camel_case(problem.field)
             return InvalidRequest(f"{name} {problem.problem}", **{kind: name}, **problem.extra)
         attribute = next((note.name for note in getattr(problem, "__notes__", ()) if hasattr(note, "name")), None)
         if attribute is None or attribute not in fields:
             continue
-        name = wire_name(attribute)
+        name = camel_case(attribute)
         if isinstance(problem, KeyError):
             return InvalidRequest(f"{name} is required", **{kind: name})
-        if isinstance(problem, (_WrongType, TypeError, ValueError)):  # not of the field's type
+        if isinstance(problem, (TypeError, ValueError)):  # not of the field's type (``_WrongType`` and the like)
             field = fields[attribute]
             wanted = field.metadata.get("expects") or _TYPE_NAMES.get(_plain(field.type), "of another type")
             return InvalidRequest(f"{name} must be {wanted}", **{kind: name})
@@ -167,9 +166,7 @@ def _refusal(error: ClassValidationError, command: type, kind: str) -> InvalidRe
 
 
 def _plain(annotation: object) -> object:
-    """``str`` for ``str | None`` (and for the string ``"str | None"`` of a postponed annotation)."""
-    if isinstance(annotation, str):
-        return {"str": str, "bool": bool, "int": int}.get(annotation.split("|")[0].strip())
+    """``str`` for ``str | None``: the type a field holds when it is given."""
     args = [arg for arg in getattr(annotation, "__args__", ()) if arg is not type(None)]
     return args[0] if len(args) == 1 else annotation
 
@@ -194,9 +191,9 @@ def command_schema(command: type) -> dict[str, Any]:
         if "items" in extra:
             schema["items"] = {**schema.get("items", {}), **extra["items"]}
         schema.update({key: value for key, value in extra.items() if key != "items"})
-        properties[wire_name(field.name)] = schema
+        properties[camel_case(field.name)] = schema
         if field.default is attrs.NOTHING:
-            required.append(wire_name(field.name))
+            required.append(camel_case(field.name))
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
