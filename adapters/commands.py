@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import functools
 import re
+import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import attrs
@@ -32,7 +33,7 @@ from cattrs.gen import make_dict_structure_fn, override
 
 from adapters.wire import camel_case
 from community_api.commands import PATTERNS, BadField, MaxLength, MinLength, filled
-from community_api.errors import InvalidRequest
+from community_api.errors import InvalidRequest, ServiceError
 
 C = TypeVar("C")
 _NUMBER = re.compile(r"[0-9]{1,3}")
@@ -76,8 +77,10 @@ def _query_int(value: object, _: type) -> int:
     return _json_int(value, int)
 
 
-def _converter(*, query: bool) -> cattrs.Converter:
-    converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
+def _converter(*, query: bool, renamed: bool = True, strict: bool = True) -> cattrs.Converter:
+    """``renamed``: wire names are camelCase (else the fields' own); ``strict``: unknown keys refused (else
+    ignored)."""
+    converter = cattrs.Converter(forbid_extra_keys=strict, detailed_validation=True)
     converter.register_structure_hook(str, _text)
     converter.register_structure_hook(bool, _query_bool if query else _json_bool)
     converter.register_structure_hook(int, _query_int if query else _json_int)
@@ -93,8 +96,10 @@ def _converter(*, query: bool) -> cattrs.Converter:
 
     def commands(cls: type) -> Any:
         attrs.resolve_types(cls)  # the fields' types as classes, for the hooks and for refusals' messages
-        renames: dict[str, Any] = {field.name: override(rename=camel_case(field.name)) for field in attrs.fields(cls)}
-        return make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True, **renames)
+        renames: dict[str, Any] = (
+            {field.name: override(rename=camel_case(field.name)) for field in attrs.fields(cls)} if renamed else {}
+        )
+        return make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=strict, **renames)
 
     converter.register_structure_hook_factory(attrs.has, commands)
     return converter
@@ -102,6 +107,7 @@ def _converter(*, query: bool) -> cattrs.Converter:
 
 _JSON = _converter(query=False)
 _QUERY = _converter(query=True)
+_METADATA = _converter(query=False, renamed=False, strict=False)
 
 
 def structure_body(value: object, command: type[C]) -> C:
@@ -125,24 +131,42 @@ def structure_query(values: Mapping[str, Any], command: type[C], *, text: bool) 
     )
 
 
+def structure_metadata(value: object, command: type[C]) -> C:
+    """A JSON object under a standard's own field names (OAuth's ``redirect_uris``), as ``command``; fields
+    the command does not have are ignored, as RFC 7591 §2 asks of client metadata. Refusals name fields
+    as the standard spells them."""
+    if not isinstance(value, Mapping):
+        raise InvalidRequest("the request body must be a JSON object")
+    given = {name: item for name, item in value.items() if item is not None}
+    return _structure(_METADATA, given, command, "field", named=str)
+
+
 @functools.cache  # asked on every request that carries a command
 def command_fields(command: type) -> frozenset[str]:
     """The wire names of a command's fields."""
     return frozenset(camel_case(field.name) for field in attrs.fields(command))
 
 
-def _structure(converter: cattrs.Converter, value: Mapping[str, Any], command: type[C], kind: str) -> C:
+def _structure(
+    converter: cattrs.Converter,
+    value: Mapping[str, Any],
+    command: type[C],
+    kind: str,
+    named: Callable[[str], str] = camel_case,
+) -> C:
     try:
         return converter.structure(value, command)
     except ClassValidationError as error:
-        refusal = _refusal(error, command, kind)
+        refusal = _refusal(error, command, kind, named)
         if refusal is None:
             raise  # not the caller's fault: a bug, answered 500 and logged
         raise refusal from None
 
 
-def _refusal(error: ClassValidationError, command: type, kind: str) -> InvalidRequest | None:
-    """The first refusal of ``error``'s, as the caller's names say it; None when none is the caller's."""
+def _refusal(error: ClassValidationError, command: type, kind: str, named: Callable[[str], str]) -> ServiceError | None:
+    """The first refusal of ``error``'s, as the caller's names say it (``named``: a field's wire name); None
+    when none is the caller's. A validator that refuses in the core's own terms (a ``ServiceError`` such
+    as OAuth's ``invalid_redirect_uri``) is answered as it stands."""
     for problem in error.exceptions:
         if isinstance(problem, ForbiddenExtraKeysError):
             unknown = sorted(problem.extra_fields)
@@ -150,25 +174,38 @@ def _refusal(error: ClassValidationError, command: type, kind: str) -> InvalidRe
     fields = {field.name: field for field in attrs.fields(command)}
     for problem in error.exceptions:
         if isinstance(problem, BadField):
-            name = camel_case(problem.field)
+            name = named(problem.field)
             return InvalidRequest(f"{name} {problem.problem}", **{kind: name}, **problem.extra)
+        if isinstance(problem, ServiceError):
+            return problem
         attribute = next((note.name for note in getattr(problem, "__notes__", ()) if hasattr(note, "name")), None)
         if attribute is None or attribute not in fields:
             continue
-        name = camel_case(attribute)
+        name = named(attribute)
         if isinstance(problem, KeyError):
             return InvalidRequest(f"{name} is required", **{kind: name})
         if isinstance(problem, (TypeError, ValueError)):  # not of the field's type (``_WrongType`` and the like)
             field = fields[attribute]
-            wanted = field.metadata.get("expects") or _TYPE_NAMES.get(_plain(field.type), "of another type")
+            wanted = field.metadata.get("expects") or _type_name(field.type)
             return InvalidRequest(f"{name} must be {wanted}", **{kind: name})
     return None
 
 
 def _plain(annotation: object) -> object:
     """``str`` for ``str | None``: the type a field holds when it is given."""
-    args = [arg for arg in getattr(annotation, "__args__", ()) if arg is not type(None)]
+    if typing.get_origin(annotation) not in (typing.Union, types.UnionType):
+        return annotation
+    args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
     return args[0] if len(args) == 1 else annotation
+
+
+def _type_name(annotation: object) -> str:
+    """How a refusal names a type: ``a string``, ``a list of strings``."""
+    plain = _plain(annotation)
+    if typing.get_origin(plain) is list:
+        (item,) = typing.get_args(plain)
+        return f"a list of {_TYPE_NAMES.get(item, 'values').removeprefix('a ').removeprefix('an ')}s"
+    return _TYPE_NAMES.get(plain, "of another type")
 
 
 def command_schema(command: type) -> dict[str, Any]:

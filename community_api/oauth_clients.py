@@ -18,7 +18,7 @@ Rules:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from urllib.parse import SplitResult, urlsplit
 
@@ -170,37 +170,66 @@ def check_redirect_uri(uri: str) -> str:
     return uri
 
 
-def register_client(store: KeyStore, clock: Clock, body: object, client_address: str) -> OAuthClient:
-    """Register a public client from RFC 7591 metadata (a JSON object)."""
-    now = clock.now()
-    subject = f"addr:{client_address}"
-    recent = store.count_audit("oauth.client_registered", subject, now - REGISTRATION_WINDOW)
-    if recent >= MAX_REGISTRATIONS_PER_ADDRESS:
-        raise RegistrationThrottled(int(REGISTRATION_WINDOW.total_seconds()))
-    if not isinstance(body, Mapping):
-        raise OAuthError("invalid_client_metadata", "the request body must be a JSON object")
-    uris = body.get("redirect_uris")
-    if not isinstance(uris, list) or not 1 <= len(uris) <= MAX_REDIRECT_URIS:
+def _redirect_uris(instance: object, attribute: attrs.Attribute[list[str]], value: list[str]) -> None:
+    if not 1 <= len(value) <= MAX_REDIRECT_URIS:
         raise OAuthError("invalid_redirect_uri", f"redirect_uris must list 1 to {MAX_REDIRECT_URIS} URIs")
-    checked = tuple(dict.fromkeys(check_redirect_uri(uri) for uri in uris))
-    name = body.get("client_name")
-    if name is not None and not isinstance(name, str):
-        raise OAuthError("invalid_client_metadata", "client_name must be a string")
-    if name is not None and not is_readable(name):
+    for uri in value:
+        check_redirect_uri(uri)
+
+
+def _readable(instance: object, attribute: attrs.Attribute[str | None], value: str | None) -> None:
+    if value is not None and not is_readable(value):
         # Shown on the consent page: a right-to-left override could make it read as another name.
         raise OAuthError(
             "invalid_client_metadata", "client_name may not hold control characters or bidirectional overrides"
         )
-    name = " ".join((name or "").split())[:MAX_CLIENT_NAME] or DEFAULT_CLIENT_NAME
-    grant_types = body.get("grant_types")
-    if grant_types is not None and (not isinstance(grant_types, list) or "authorization_code" not in grant_types):
-        raise OAuthError("invalid_client_metadata", "grant_types must include authorization_code")
-    response_types = body.get("response_types")
-    if response_types is not None and (not isinstance(response_types, list) or "code" not in response_types):
-        raise OAuthError("invalid_client_metadata", "response_types must include code")
-    client = OAuthClient(id=new_id("ocl"), name=name, redirect_uris=checked, created_at=now)
-    store.add_oauth_client(client)
-    store.add_audit(AuditEvent(at=now, event="oauth.client_registered", subject=subject, detail=client.id))
+
+
+def _including(wanted: str) -> Callable[[object, attrs.Attribute[list[str] | None], list[str] | None], None]:
+    def check(instance: object, attribute: attrs.Attribute[list[str] | None], value: list[str] | None) -> None:
+        if value is not None and wanted not in value:
+            raise OAuthError("invalid_client_metadata", f"{attribute.name} must include {wanted}")
+
+    return check
+
+
+@attrs.frozen
+class ClientMetadata:
+    """What this service reads of a client's RFC 7591 §2 metadata, by RFC 7591's names; the rest is ignored,
+    as §2 says. A broken rule is an ``OAuthError`` in RFC 7591's terms (``invalid_redirect_uri`` or
+    ``invalid_client_metadata``)."""
+
+    redirect_uris: list[str] = attrs.field(validator=_redirect_uris)
+    client_name: str | None = attrs.field(default=None, validator=_readable)
+    # Only the code flow is served: a client may list more, but must list it.
+    grant_types: list[str] | None = attrs.field(default=None, validator=_including("authorization_code"))
+    response_types: list[str] | None = attrs.field(default=None, validator=_including("code"))
+
+    @property
+    def display_name(self) -> str:
+        """The name the consent page shows: spaces folded, at most ``MAX_CLIENT_NAME`` characters."""
+        return " ".join((self.client_name or "").split())[:MAX_CLIENT_NAME] or DEFAULT_CLIENT_NAME
+
+
+def register_client(store: KeyStore, clock: Clock, metadata: ClientMetadata, client_address: str) -> OAuthClient:
+    """Register a public client. Open, but at most ``MAX_REGISTRATIONS_PER_ADDRESS`` an hour from one
+    address: counted and written in one step, so registrations sent at once cannot pass the bound."""
+    now = clock.now()
+    subject = f"addr:{client_address}"
+    client = OAuthClient(
+        id=new_id("ocl"),
+        name=metadata.display_name,
+        redirect_uris=tuple(dict.fromkeys(metadata.redirect_uris)),
+        created_at=now,
+    )
+    with store.unit_of_work() as uow:
+        if uow.audit.count_audit("oauth.client_registered", subject, now - REGISTRATION_WINDOW) >= (
+            MAX_REGISTRATIONS_PER_ADDRESS
+        ):
+            raise RegistrationThrottled(int(REGISTRATION_WINDOW.total_seconds()))
+        uow.oauth.add_oauth_client(client)
+        uow.audit.add_audit(AuditEvent(at=now, event="oauth.client_registered", subject=subject, detail=client.id))
+        uow.commit()
     return client
 
 

@@ -14,13 +14,14 @@ from typing import Any
 
 import falcon
 
+from adapters.commands import structure_metadata
 from adapters.http.body import read_json
 from adapters.http.errors import STATUS_BY_CODE
 from adapters.web.consent_page import MCP_PATH, mcp_resource
 from adapters.web.pages import WebResource, read_form, security_headers
 from community_api import oauth, oauth_clients
-from community_api.errors import ServiceError
-from community_api.oauth_clients import OAuthError, RegistrationThrottled
+from community_api.errors import InvalidRequest, ServiceError
+from community_api.oauth_clients import ClientMetadata, OAuthError, RegistrationThrottled
 from community_api.scopes import ALL_SCOPES
 
 AUTHORIZE_PATH = "/oauth/authorize"
@@ -107,7 +108,9 @@ class RegistrationEndpoint(OAuthJsonResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         try:
             body, _ = read_json(req)
-            client = oauth_clients.register_client(self.deps.store, self.deps.clock, body, self.client(req))
+            client = oauth_clients.register_client(
+                self.deps.store, self.deps.clock, client_metadata(body), self.client(req)
+            )
         except ServiceError as error:
             self.refuse(req, resp, error)
             return
@@ -125,6 +128,19 @@ class RegistrationEndpoint(OAuthJsonResource):
             },
             201,
         )
+
+
+def client_metadata(body: object) -> ClientMetadata:
+    """RFC 7591 metadata as the core's command; a field missing or of the wrong type is refused in RFC
+    7591's terms (``invalid_redirect_uri`` for ``redirect_uris``, else ``invalid_client_metadata``)."""
+    try:
+        return structure_metadata(body, ClientMetadata)
+    except OAuthError:
+        raise
+    except InvalidRequest as refused:
+        field = refused.details.get("field")
+        error = "invalid_redirect_uri" if field == "redirect_uris" else "invalid_client_metadata"
+        raise OAuthError(error, refused.message) from None
 
 
 class TokenEndpoint(OAuthJsonResource):

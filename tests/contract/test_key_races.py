@@ -7,7 +7,8 @@ What must hold (issue 14, DESIGN §2, spec §3):
   audit line per successful rotation;
 - a rotation and a revocation at once: the end is what one of the two orders gives, and the revoked key
   never works again;
-- N sign-ups of one email at once: one account.
+- N sign-ups of one email at once: one account;
+- OAuth client registrations from one address at once: never more than the address's hourly bound.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 import pytest
 
 from adapters.store.sqlite_key_store import SqliteKeyStore
-from community_api import accounts, keys
+from community_api import accounts, keys, oauth_clients
 from community_api.clock import SystemClock
 from community_api.errors import Conflict, Forbidden, ServiceError, Unauthorized
 from community_api.model import Account
@@ -59,6 +60,15 @@ def sign_up(store: KeyStore, email: str) -> tuple[str, str | None]:
     except Conflict:
         return "conflict", None
     return "created", account.id
+
+
+def register(store: KeyStore, address: str) -> tuple[str, str | None]:
+    metadata = oauth_clients.ClientMetadata(redirect_uris=["https://agent.example/cb"], client_name="Racer")
+    try:
+        client = oauth_clients.register_client(store, SystemClock(), metadata, address)
+    except oauth_clients.RegistrationThrottled:
+        return "throttled", None
+    return "registered", client.id
 
 
 Action = Callable[[KeyStore, str], tuple[str, str | None]]
@@ -226,3 +236,14 @@ def test_only_one_first_account_when_sign_up_is_closed(kind: str, tmp_path: Path
         outcomes = arena.run([[first_sign_up] for _ in range(RACERS)], ["-"])
         assert sorted(k for k, _ in outcomes[0]) == ["created"] + ["refused"] * (RACERS - 1), (round_, outcomes)
         assert arena.store.count_accounts() == 1
+
+
+def test_registrations_at_once_from_one_address_stay_within_its_bound(arena: Arena) -> None:
+    """Each round an address two short of its bound sends six registrations at once: two pass."""
+    addresses = [f"198.51.100.{round_}" for round_ in range(4)]
+    for address in addresses:
+        for _ in range(oauth_clients.MAX_REGISTRATIONS_PER_ADDRESS - 2):
+            assert register(arena.store, address)[0] == "registered"
+    outcomes = arena.run([[register] * len(addresses) for _ in range(RACERS)], addresses)
+    for address, answers in zip(addresses, outcomes, strict=True):
+        assert sorted(kind for kind, _ in answers) == ["registered"] * 2 + ["throttled"] * (RACERS - 2), address

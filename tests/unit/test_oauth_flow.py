@@ -91,6 +91,59 @@ def test_registration_refuses_unsafe_redirect_uris(world: World, uris: object) -
     assert result.json["error_description"]
 
 
+@pytest.mark.parametrize(
+    ("body", "error", "description"),
+    [
+        ({"client_name": "A"}, "invalid_redirect_uri", "redirect_uris is required"),
+        ({"redirect_uris": None}, "invalid_redirect_uri", "redirect_uris is required"),
+        ({"redirect_uris": [5]}, "invalid_redirect_uri", "redirect_uris must be a list of strings"),
+        ({"redirect_uris": ["https://a.example/cb"] * 11}, "invalid_redirect_uri", "redirect_uris must list 1 to 10"),
+        (
+            {"redirect_uris": [REDIRECT_URI], "client_name": 5},
+            "invalid_client_metadata",
+            "client_name must be a string",
+        ),
+        (
+            {"redirect_uris": [REDIRECT_URI], "grant_types": "authorization_code"},
+            "invalid_client_metadata",
+            "grant_types must be",
+        ),
+        (
+            {"redirect_uris": [REDIRECT_URI], "grant_types": ["implicit"]},
+            "invalid_client_metadata",
+            "grant_types must include authorization_code",
+        ),
+        (
+            {"redirect_uris": [REDIRECT_URI], "response_types": ["token"]},
+            "invalid_client_metadata",
+            "response_types must include code",
+        ),
+        ([REDIRECT_URI], "invalid_client_metadata", "the request body must be a JSON object"),
+    ],
+)
+def test_registration_refuses_bad_metadata_in_rfc_7591_terms(
+    world: World, body: object, error: str, description: str
+) -> None:
+    result = world.client.simulate_post("/oauth/register", json=body, headers={"Host": HOST})
+    assert result.status_code == 400
+    assert result.json["error"] == error and result.json["error_description"].startswith(description)
+
+
+def test_registration_reads_what_it_knows_and_ignores_the_rest(world: World) -> None:
+    """RFC 7591 §2: unknown metadata is ignored; a null is a value not given; the name is shown folded."""
+    body = {
+        "redirect_uris": [REDIRECT_URI, REDIRECT_URI],
+        "client_name": None,
+        "grant_types": ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"],
+        "scope": "groups:read",
+        "jwks": {"keys": []},
+    }
+    answer = world.client.simulate_post("/oauth/register", json=body, headers={"Host": HOST}).json
+    assert answer["client_name"] == "MCP client" and answer["redirect_uris"] == [REDIRECT_URI]
+    spaced = Connector(world).register(client_name="  Test    Agent  ").json
+    assert spaced["client_name"] == "Test Agent"
+
+
 def test_registration_accepts_loopback_https_and_native_app_uris(world: World) -> None:
     uris = ["http://localhost:5000/cb", "http://[::1]:5/cb", "https://app.example/cb?x=1", "cursor://anysphere/cb"]
     assert Connector(world).register(redirect_uris=uris).json["redirect_uris"] == uris

@@ -172,3 +172,16 @@ def test_management_bodies_carry_the_cores_limits(world: World) -> None:
         "/v1/accounts", json={"email": "new@example.com", "password": "x" * (accounts.MIN_PASSWORD - 1)}
     )
     assert short.status_code == 400
+
+
+def test_client_registration_is_described_by_the_fields_the_service_reads(world: World) -> None:
+    """RFC 7591 metadata is described beside the registry: its fields are ``ClientMetadata``'s, by RFC names."""
+    import attrs
+
+    from community_api.oauth_clients import ClientMetadata
+
+    document = world.client.simulate_get("/v1/openapi.json").json
+    body = document["paths"]["/oauth/register"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    fields = attrs.fields(ClientMetadata)
+    assert set(body["properties"]) == {field.name for field in fields}
+    assert body["required"] == [field.name for field in fields if field.default is attrs.NOTHING]
