@@ -9,7 +9,9 @@ What is decided here is the transport's part only:
   string's values are text, so there ``3`` and ``true``/``1``/``false``/``0`` are read as a number and
   a truth value, and an empty value counts as not given;
 - the names: the core's ``parent_id`` is the wire's ``parentId`` (``wire.camel_case``, the rule of every
-  answer), both ways: a refusal names the field as the caller spelled it.
+  answer), both ways: a refusal names the field as the caller spelled it. A body defined by a standard
+  (OAuth's client metadata) keeps the standard's names, and there unknown fields are ignored, as RFC 7591
+  asks (``structure_metadata``).
 Every rule about a value (not empty, its length, an id's shape) is a validator of the command, in the core.
 
 A refusal is ``invalid_request`` (400), the first of: the body not an object; unknown fields (all named);
@@ -39,6 +41,7 @@ C = TypeVar("C")
 _NUMBER = re.compile(r"[0-9]{1,3}")
 _TRUTH = {"true": True, "1": True, "false": False, "0": False}
 _TYPE_NAMES: dict[object, str] = {str: "a string", bool: "true or false", int: "an integer"}
+_PLURALS: dict[object, str] = {str: "strings", bool: "truth values", int: "integers"}
 
 
 class _WrongType(TypeError):
@@ -204,7 +207,7 @@ def _type_name(annotation: object) -> str:
     plain = _plain(annotation)
     if typing.get_origin(plain) is list:
         (item,) = typing.get_args(plain)
-        return f"a list of {_TYPE_NAMES.get(item, 'values').removeprefix('a ').removeprefix('an ')}s"
+        return f"a list of {_PLURALS.get(item, 'values')}"
     return _TYPE_NAMES.get(plain, "of another type")
 
 
