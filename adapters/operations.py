@@ -24,7 +24,14 @@ from community_api import dms, feed, groups, posts, scopes
 from community_api.access import Actor
 from community_api.deps import Deps
 from community_api.model import Comment, Group, PlatformUser, Post, PostDetail
-from community_api.platform_ids import GROUP_PATTERN, ID_HINT, MAX_SLUG, PLATFORM_ID_LENGTH, PLATFORM_ID_PATTERN
+from community_api.platform_ids import (
+    GROUP_PATTERN,
+    ID_HINT,
+    MAX_LABEL_NAME,
+    MAX_SLUG,
+    PLATFORM_ID_LENGTH,
+    PLATFORM_ID_PATTERN,
+)
 
 # ``run(deps, actor, args, command)``: ``args`` the operation's arguments as they came (path and query on
 # REST, as text; typed on MCP), which the core checks where they name something on the platform;
@@ -325,7 +332,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "group": _GROUP,
                 "title": text("Post title.", posts.MAX_TITLE),
                 "content": text("Post body (optional).", posts.MAX_CONTENT),
-                "label": text("Label (category) id or name, from get_group (optional).", posts.MAX_ID),
+                "label": text("Label (category) id or name, from get_group (optional).", MAX_LABEL_NAME),
                 "idempotencyKey": _IDEMPOTENCY_KEY,
             },
             ("group", "title"),
@@ -393,7 +400,7 @@ OPERATIONS: tuple[Operation, ...] = (
         f"last message is not yours, scanning up to {dms.AWAITING_SCAN_PAGES} pages.",
         arguments(
             {
-                "cursor": text("nextCursor of the previous answer.", 20),
+                "cursor": text("nextCursor of the previous answer.", 7, pattern=dms.OFFSET_PATTERN),
                 "awaitingReply": {
                     "type": "boolean",
                     "default": False,

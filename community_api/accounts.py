@@ -53,7 +53,7 @@ class Credentials:
 
     email: str = attrs.field(
         validator=[filled, at_most(MAX_EMAIL), _email_address],
-        metadata=expects("a string", description="An email address."),
+        metadata=expects("a string", description="An email address.", format="email"),
     )
     password: str = attrs.field(validator=[filled, at_most(MAX_PASSWORD)], repr=False)
 

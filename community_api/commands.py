@@ -17,6 +17,7 @@ Field metadata ``expects`` says, for the adapter's type check, what a value of t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -78,6 +79,19 @@ class MinLength:
     def __call__(self, instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
         if value is not None and len(value) < self.length:
             raise BadField(attribute.name, f"must have at least {self.length} characters")
+
+
+@attrs.frozen
+class Matches:
+    """The whole text matches ``pattern`` (None passes), else ``problem`` is the refusal. A class, so that a
+    schema can read the pattern."""
+
+    pattern: str
+    problem: str
+
+    def __call__(self, instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+        if value is not None and not re.fullmatch(self.pattern, value):
+            raise BadField(attribute.name, self.problem)
 
 
 # What attrs takes as a validator (a list of these is checked in order).

@@ -15,12 +15,10 @@ Rules (spec §2, §4, §8; DESIGN §2):
 
 from __future__ import annotations
 
-import re
-
 import attrs
 
 from community_api.access import Actor
-from community_api.commands import at_most, blank_as_none, expects, filled, platform_id
+from community_api.commands import Matches, at_most, blank_as_none, expects, filled, platform_id
 from community_api.deps import ONE_READ, THREAD_READS, Deps, on_platform
 from community_api.errors import (
     ConnectionExpired,
@@ -38,7 +36,7 @@ INBOX_PAGE = 30
 AWAITING_SCAN_PAGES = 5
 MAX_MESSAGE = 10_000
 MAX_ID = 200
-_OFFSET = re.compile(r"[0-9]{1,7}")
+OFFSET_PATTERN = "^[0-9]{1,7}$"  # an inbox cursor: an offset into the inbox
 
 
 @attrs.frozen
@@ -52,12 +50,21 @@ class NewMessage:
     )
 
 
+def _empty_as_none(value: str | None) -> str | None:
+    return None if value == "" else value
+
+
 @attrs.frozen
 class InboxQuery:
     """Which inbox page: ``cursor`` an offset answered as ``next_cursor``; ``awaiting_reply`` only the
     conversations whose last message is not ours."""
 
-    cursor: str | None = None
+    # Empty is the first page, as no cursor is (a query string's empty value, or an agent's "").
+    cursor: str | None = attrs.field(
+        default=None,
+        converter=_empty_as_none,
+        validator=Matches(OFFSET_PATTERN, "must be an offset returned as nextCursor"),
+    )
     awaiting_reply: bool = attrs.field(default=False, metadata=expects("true or false"))
 
 
@@ -86,13 +93,8 @@ def _with_reply_state(conversation: Conversation, own_id: str) -> Conversation:
 
 
 def inbox(deps: Deps, actor: Actor, query: InboxQuery) -> Inbox:
-    only_awaiting, cursor = query.awaiting_reply, query.cursor
-    if cursor in (None, ""):
-        offset = 0
-    elif isinstance(cursor, str) and _OFFSET.fullmatch(cursor):
-        offset = int(cursor)
-    else:
-        raise InvalidRequest("cursor must be an offset returned as nextCursor", parameter="cursor")
+    only_awaiting = query.awaiting_reply
+    offset = 0 if query.cursor is None else int(query.cursor)
     own_id = actor.connection.platform_user_id
     found: list[Conversation] = []
     pages = AWAITING_SCAN_PAGES if only_awaiting else 1

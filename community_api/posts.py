@@ -19,7 +19,7 @@ from community_api.commands import at_most, blank_as_none, filled, label_name, p
 from community_api.deps import POST_DETAIL_READS, Deps, on_platform
 from community_api.errors import InvalidRequest
 from community_api.model import Comment, Post, PostDetail
-from community_api.platform_ids import field_group, path_group, path_id
+from community_api.platform_ids import MAX_LABEL_NAME, field_group, path_group, path_id
 
 MAX_TITLE = 300
 MAX_CONTENT = 20_000
@@ -32,7 +32,10 @@ class NewPost:
 
     title: str = attrs.field(validator=[filled, at_most(MAX_TITLE)])
     content: str | None = attrs.field(default=None, converter=blank_as_none, validator=at_most(MAX_CONTENT))
-    label: str | None = attrs.field(default=None, converter=blank_as_none, validator=[at_most(MAX_ID), label_name])
+    # label_name first: a name too long is refused in its words, as before the limit was published.
+    label: str | None = attrs.field(
+        default=None, converter=blank_as_none, validator=[label_name, at_most(MAX_LABEL_NAME)]
+    )
 
 
 @attrs.frozen

@@ -44,8 +44,12 @@ _REGISTRATION_REQUEST = {
             "type": "string",
             "description": f"Shown on the consent page; longer names are cut to {oauth_clients.MAX_CLIENT_NAME}.",
         },
-        "grant_types": {**_STRINGS, "description": "Must include authorization_code when given."},
-        "response_types": {**_STRINGS, "description": "Must include code when given."},
+        "grant_types": {
+            **_STRINGS,
+            "contains": {"const": "authorization_code"},
+            "description": "Must include authorization_code when given.",
+        },
+        "response_types": {**_STRINGS, "contains": {"const": "code"}, "description": "Must include code when given."},
     },
     "additionalProperties": True,  # RFC 7591 §2: metadata the server does not use is ignored
 }
@@ -79,6 +83,14 @@ _TOKEN_REQUEST = {
         "scope": {**_STR, "description": "refresh_token: at most the scopes granted, space-separated."},
         "resource": {**_STR, "description": "The MCP endpoint's URL (RFC 8707)."},
     },
+    # What each grant needs besides (RFC 6749 §4.1.3, §6; PKCE, RFC 7636 §4.5).
+    "oneOf": [
+        {
+            "properties": {"grant_type": {"const": "authorization_code"}},
+            "required": ["code", "redirect_uri", "code_verifier"],
+        },
+        {"properties": {"grant_type": {"const": "refresh_token"}}, "required": ["refresh_token"]},
+    ],
 }
 _TOKEN = {
     "type": "object",

@@ -110,6 +110,9 @@ BAD_QUERIES: list[tuple[str, dict[str, str], str, dict[str, Any]]] = [
     (FEED, {"since": "2026-02-30"}, "since must be 24h, 7d or a date YYYY-MM-DD", {"parameter": "since"}),
     ("/v1/dms", {"awaitingReply": "maybe"}, "awaitingReply must be true or false", {"parameter": "awaitingReply"}),
     ("/v1/dms", {"awaitingReply": "True"}, "awaitingReply must be true or false", {"parameter": "awaitingReply"}),
+    ("/v1/dms", {"cursor": "\u00ae"}, "cursor must be an offset returned as nextCursor", {"parameter": "cursor"}),
+    ("/v1/dms", {"cursor": "-1"}, "cursor must be an offset returned as nextCursor", {"parameter": "cursor"}),
+    ("/v1/dms", {"cursor": "12345678"}, "cursor must be an offset returned as nextCursor", {"parameter": "cursor"}),
 ]
 
 
@@ -172,6 +175,11 @@ def test_a_tool_and_its_rest_route_build_equal_commands() -> None:
     from_json = structure_query({"pages": 3, "since": "24h"}, feed.FeedQuery, text=False)
     assert from_text == from_json == feed.FeedQuery(pages=3, sort="newest", since="24h")
     assert structure_query({"awaitingReply": "1"}, dms.InboxQuery, text=True) == dms.InboxQuery(awaiting_reply=True)
+    # An empty cursor is the first page on both (a query string's empty value; an agent's "").
+    first = dms.InboxQuery(cursor=None)
+    assert structure_query({"cursor": ""}, dms.InboxQuery, text=True) == first
+    assert structure_query({"cursor": ""}, dms.InboxQuery, text=False) == first
+    assert structure_query({"cursor": "30"}, dms.InboxQuery, text=False) == dms.InboxQuery(cursor="30")
     with pytest.raises(InvalidRequest, match="pages must be an integer from 1 to 30"):
         structure_query({"pages": "3"}, feed.FeedQuery, text=False)  # JSON's "3" is not a number
 

@@ -120,3 +120,34 @@ def test_the_loop_thread_starts_at_the_first_request_and_serves_concurrent_ones(
     world.resource.bridge.close()
     assert not world.resource.bridge.running
     assert world.ok("whoami", {})["handle"] == "alice"  # a fresh session manager after close()
+
+
+def test_messages_and_answers_are_the_ones_the_openapi_document_describes(world: McpWorld) -> None:
+    """``POST /v1/mcp`` is described as JSON-RPC: what a client sends validates against the documented
+    message, what it refuses does not, and each answer (200, 202, 400, 406, 401) matches its status's schema."""
+    import jsonschema
+
+    document = world.client.simulate_get("/v1/openapi.json").json
+    operation = document["paths"]["/v1/mcp"]["post"]
+    message = operation["requestBody"]["content"]["application/json"]["schema"]
+    request = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}}
+    notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    for sent in (request, notification, {"jsonrpc": "2.0", "id": 3, "result": {}}):
+        jsonschema.validate(sent, message)
+    for refused in ({}, {"jsonrpc": "2.0"}, {"jsonrpc": "1.0", "method": "ping"}, {"jsonrpc": "2.0", "id": 1}):
+        assert not jsonschema.Draft202012Validator(message).is_valid(refused), refused
+
+    def check(result: falcon.testing.Result, status: int) -> None:
+        assert result.status_code == status, result.text
+        described = operation["responses"].get(str(status), operation["responses"]["default"])
+        if "content" in described:
+            schema = described["content"]["application/json"]["schema"]
+            jsonschema.validate(result.json, {**schema, "components": document["components"]})
+
+    headers = world.headers(world.all_key)
+    check(world.client.simulate_post("/v1/mcp", headers=headers, json=request), 200)
+    check(world.client.simulate_post("/v1/mcp", headers=headers, json={**request, "method": "nope"}), 200)
+    check(world.client.simulate_post("/v1/mcp", headers=headers, json=notification), 202)
+    check(world.client.simulate_post("/v1/mcp", headers=headers, json={}), 400)
+    check(world.client.simulate_post("/v1/mcp", headers={**headers, "Accept": "text/html"}, json=request), 406)
+    check(world.client.simulate_post("/v1/mcp", headers=world.headers(None), json=request), 401)

@@ -185,3 +185,27 @@ def test_client_registration_is_described_by_the_fields_the_service_reads(world:
     fields = attrs.fields(ClientMetadata)
     assert set(body["properties"]) == {field.name for field in fields}
     assert body["required"] == [field.name for field in fields if field.default is attrs.NOTHING]
+
+
+def test_oauth_requests_the_service_refuses_are_ones_the_document_refuses(world: World) -> None:
+    """A client that checks its request against the document is not surprised: what each grant needs, and
+    what registration's lists must hold, are in the schemas."""
+    import jsonschema
+
+    document = world.client.simulate_get("/v1/openapi.json").json
+
+    def schema(path: str, media: str) -> jsonschema.Draft202012Validator:
+        content = document["paths"][path]["post"]["requestBody"]["content"][media]
+        return jsonschema.Draft202012Validator(content["schema"])
+
+    token = schema("/oauth/token", "application/x-www-form-urlencoded")
+    code = {"grant_type": "authorization_code", "client_id": "c", "code": "x", "redirect_uri": "https://a/cb"}
+    assert token.is_valid({**code, "code_verifier": "v" * 43})
+    assert not token.is_valid(code)  # no PKCE verifier
+    assert token.is_valid({"grant_type": "refresh_token", "client_id": "c", "refresh_token": "r"})
+    assert not token.is_valid({"grant_type": "refresh_token", "client_id": "c"})
+    register = schema("/oauth/register", "application/json")
+    uris = {"redirect_uris": ["https://agent.example/cb"]}
+    assert register.is_valid({**uris, "grant_types": ["authorization_code", "refresh_token"], "software_id": "x"})
+    assert not register.is_valid({**uris, "grant_types": []})
+    assert not register.is_valid({**uris, "response_types": [""]})
