@@ -32,6 +32,7 @@ from community_api.platform_ids import (
     PLATFORM_ID_LENGTH,
     PLATFORM_ID_PATTERN,
 )
+from community_api.readable import READABLE_PATTERN
 
 # ``run(deps, actor, args, command)``: ``args`` the operation's arguments as they came (path and query on
 # REST, as text; typed on MCP), which the core checks where they name something on the platform;
@@ -332,7 +333,11 @@ OPERATIONS: tuple[Operation, ...] = (
                 "group": _GROUP,
                 "title": text("Post title.", posts.MAX_TITLE),
                 "content": text("Post body (optional).", posts.MAX_CONTENT),
-                "label": text("Label (category) id or name, from get_group (optional).", MAX_LABEL_NAME),
+                "label": text(
+                    "Label (category) id or name, from get_group (optional).",
+                    MAX_LABEL_NAME,
+                    pattern=READABLE_PATTERN,
+                ),
                 "idempotencyKey": _IDEMPOTENCY_KEY,
             },
             ("group", "title"),

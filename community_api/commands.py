@@ -33,7 +33,7 @@ from community_api.platform_ids import (
     is_group_name,
     is_platform_id,
 )
-from community_api.readable import is_readable
+from community_api.readable import READABLE_PATTERN, is_readable
 
 
 class BadField(InvalidRequest):
@@ -134,4 +134,8 @@ def expects(text: str, **schema: Any) -> dict[str, Any]:
 
 
 # The patterns of the shape validators, for published schemas.
-PATTERNS: dict[object, str] = {platform_id: PLATFORM_ID_PATTERN, group_name: GROUP_PATTERN}
+PATTERNS: dict[object, str] = {
+    platform_id: PLATFORM_ID_PATTERN,
+    group_name: GROUP_PATTERN,
+    label_name: READABLE_PATTERN,  # its length has a validator of its own
+}

@@ -39,7 +39,9 @@ SORTS: tuple[str, ...] = (
 DEFAULT_SORT = "newest"
 MAX_PAGES = 30
 EARLY_STOP_SORTS = frozenset({"newest", "unread"})
-SINCE_PATTERN = r"^(24h|7d|\d{4}-\d{2}-\d{2})$"
+# A date's month and day in their ranges (a day past its month's end, such as 02-30, is refused too).
+_DATE = r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+SINCE_PATTERN = f"^(24h|7d|{_DATE})$"
 _PAGES = f"an integer from 1 to {MAX_PAGES}"
 _SINCE = "24h, 7d or a date YYYY-MM-DD"
 
@@ -83,7 +85,7 @@ def window_start(since: str, now: datetime) -> datetime:
         return now - timedelta(hours=24)
     if since == "7d":
         return now - timedelta(days=7)
-    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", since):
+    if re.fullmatch(_DATE, since):
         try:
             return datetime.strptime(since, "%Y-%m-%d").replace(tzinfo=UTC)
         except ValueError:

@@ -30,7 +30,7 @@ from community_api.errors import Conflict, InvalidRequest, NotFound, Unauthorize
 from community_api.ids import BASE62, new_id, random_base62
 from community_api.model import KEY_CONNECTOR, KEY_STANDARD, ApiKey, AuditEvent
 from community_api.ports import Clock, KeyStore
-from community_api.readable import readable
+from community_api.readable import READABLE_PATTERN, readable
 from community_api.scopes import ALL_SCOPES, normalise_scopes
 from community_api.store_ports import KeyRecords, UnitOfWork
 
@@ -290,7 +290,12 @@ class NewKey:
     """A key to mint: its name (default "API key"), its scopes (default: the read scopes), and the connection
     it is bound to (None: it acts through the account's active connection). ``mint_key`` checks each."""
 
-    name: str | None = attrs.field(default=None, validator=at_most(MAX_NAME_LENGTH))
+    name: str | None = attrs.field(
+        default=None,
+        validator=at_most(MAX_NAME_LENGTH),
+        # Read by ``mint_key`` (refused there, naming the field); published so a client knows.
+        metadata=expects("a string", pattern=READABLE_PATTERN),
+    )
     scopes: list[str] | None = attrs.field(
         default=None, metadata=expects("a list of scope names", items={"enum": list(ALL_SCOPES)})
     )

@@ -13,6 +13,9 @@ import unicodedata
 from community_api.errors import InvalidRequest
 
 _BIDI_CONTROLS = frozenset(range(0x202A, 0x202F)) | frozenset(range(0x2066, 0x206A))
+# The same rule for a published schema (JSON Schema and Python read these escapes alike): no Cc (U+0000–U+001F,
+# U+007F–U+009F), no bidirectional override or isolate.
+READABLE_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]*$"
 
 
 def is_readable(value: str) -> bool:

@@ -18,10 +18,12 @@ from adapters.web.oauth_endpoints import (
     TOKEN_PATH,
 )
 from community_api import oauth_clients
+from community_api.readable import READABLE_PATTERN
 from community_api.scopes import ALL_SCOPES
 
 _STR: dict[str, Any] = {"type": "string"}
 _STRINGS: dict[str, Any] = {"type": "array", "items": _STR}
+_FILLED: dict[str, Any] = {"type": "string", "minLength": 1}
 _OAUTH_ERROR = {
     "type": "object",
     "required": ["error"],
@@ -42,6 +44,7 @@ _REGISTRATION_REQUEST = {
         },
         "client_name": {
             "type": "string",
+            "pattern": READABLE_PATTERN,
             "description": f"Shown on the consent page; longer names are cut to {oauth_clients.MAX_CLIENT_NAME}.",
         },
         "grant_types": {
@@ -71,15 +74,15 @@ _TOKEN_REQUEST = {
     "required": ["grant_type", "client_id"],
     "properties": {
         "grant_type": {"type": "string", "enum": ["authorization_code", "refresh_token"]},
-        "client_id": _STR,
-        "code": {**_STR, "description": "authorization_code: the code the redirect carried."},
-        "redirect_uri": {**_STR, "description": "authorization_code: the redirect URI of the request."},
+        "client_id": _FILLED,
+        "code": {**_FILLED, "description": "authorization_code: the code the redirect carried."},
+        "redirect_uri": {**_FILLED, "description": "authorization_code: the redirect URI of the request."},
         "code_verifier": {
             "type": "string",
             "pattern": "^[A-Za-z0-9._~-]{43,128}$",
             "description": "authorization_code: the PKCE verifier (RFC 7636, S256).",
         },
-        "refresh_token": {**_STR, "description": "refresh_token: the refresh token (rotated on each use)."},
+        "refresh_token": {**_FILLED, "description": "refresh_token: the refresh token (rotated on each use)."},
         "scope": {**_STR, "description": "refresh_token: at most the scopes granted, space-separated."},
         "resource": {**_STR, "description": "The MCP endpoint's URL (RFC 8707)."},
     },

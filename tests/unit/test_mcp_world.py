@@ -8,6 +8,7 @@ Also the tests of what each key is offered (the tool list). The other ``test_mcp
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
@@ -219,7 +220,9 @@ def test_listed_tools_carry_schemas_and_annotations(world: McpWorld) -> None:
     feed = tools["get_feed"]["inputSchema"]["properties"]
     assert (feed["pages"]["minimum"], feed["pages"]["maximum"]) == (1, 30)
     assert len(feed["sort"]["enum"]) == 8 and feed["sort"]["default"] == "newest"
-    assert feed["since"]["pattern"] == "^(24h|7d|\\d{4}-\\d{2}-\\d{2})$"
+    since = re.compile(feed["since"]["pattern"])
+    assert all(since.fullmatch(v) for v in ("24h", "7d", "2026-01-31", "2026-12-01"))
+    assert not any(since.fullmatch(v) for v in ("2500-20-07", "2026-00-10", "2026-01-32", "30d", "2026-1-1"))
     assert tools["send_dm"]["inputSchema"]["oneOf"] == [{"required": ["to"]}, {"required": ["conversationId"]}]
     assert "30 to 45 seconds" in tools["send_dm"]["description"] and "20 an hour" in tools["send_dm"]["description"]
     assert "about 30 posts" in tools["get_feed"]["description"]

@@ -154,6 +154,7 @@ def test_real_answers_match_their_documented_schemas(ready: Ready) -> None:
 
 def test_management_bodies_carry_the_cores_limits(world: World) -> None:
     from community_api import accounts, keys
+    from community_api.readable import READABLE_PATTERN
     from community_api.scopes import ALL_SCOPES
 
     document = world.client.simulate_get("/v1/openapi.json").json
@@ -167,6 +168,8 @@ def test_management_bodies_carry_the_cores_limits(world: World) -> None:
     assert body("/v1/me/password")["newPassword"] == password
     assert body("/v1/keys")["name"]["maxLength"] == keys.MAX_NAME_LENGTH
     assert body("/v1/keys")["scopes"]["items"]["enum"] == list(ALL_SCOPES)
+    assert body("/v1/keys")["name"]["pattern"] == READABLE_PATTERN  # no control characters, no bidi overrides
+    assert body("/v1/accounts")["email"]["format"] == "email"
     # What the core refuses, the document refuses: one character too short is a 400.
     short = world.client.simulate_post(
         "/v1/accounts", json={"email": "new@example.com", "password": "x" * (accounts.MIN_PASSWORD - 1)}

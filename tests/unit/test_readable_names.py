@@ -34,3 +34,16 @@ def test_an_email_that_cannot_be_read_is_refused(world: World, email: str) -> No
 def test_a_client_name_that_cannot_be_read_is_refused(connector: Any, name: str) -> None:
     result = connector.register(client_name=name)
     assert result.status_code == 400 and result.json["error"] == "invalid_client_metadata", result.text
+
+
+def test_the_published_pattern_says_what_is_readable_says() -> None:
+    """Schemas carry ``READABLE_PATTERN`` (a label, a key name, a client name): the same rule, character by
+    character, over the first 12,288 code points and the bidirectional controls."""
+    import re
+
+    from community_api.readable import READABLE_PATTERN, is_readable
+
+    pattern = re.compile(READABLE_PATTERN)
+    for code in [*range(0x3000), *range(0x2000, 0x2070), 0xFEFF, 0x1F600]:
+        assert bool(pattern.fullmatch(chr(code))) == is_readable(chr(code)), hex(code)
+    assert all(pattern.fullmatch(name) is None for name in UNREADABLE)
