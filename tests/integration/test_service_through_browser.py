@@ -464,7 +464,8 @@ def test_schemathesis_finds_no_server_error_through_the_real_stack(api: Api, tmp
 
 def test_every_get_data_answer_conforms_to_its_documented_schema(api: Api, tmp_path: Path) -> None:
     """schemathesis over the GET data operations (tag ``data``): each answer it gets matches the schema the
-    document gives it, status, content type and body (the named components included)."""
+    document gives it, status, content type and body (the named components included), and no request the
+    document allows is refused as invalid."""
     command = [
         str(Path(sys.executable).with_name("st")),
         "run",
@@ -478,7 +479,10 @@ def test_every_get_data_answer_conforms_to_its_documented_schema(api: Api, tmp_p
         "--exclude-method",
         "DELETE",
         "--checks",
-        "not_a_server_error,response_schema_conformance,content_type_conformance,status_code_conformance",
+        # positive_data_acceptance: what the document allows is not refused (a client that checks its
+        # request against the document is not surprised by a 400).
+        "not_a_server_error,response_schema_conformance,content_type_conformance,status_code_conformance,"
+        "positive_data_acceptance",
         "--phases",
         "examples,coverage",
         "--max-examples",
