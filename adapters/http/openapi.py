@@ -213,6 +213,38 @@ RESULTS: dict[tuple[str, str], Result] = {
 }
 
 
+# OpenAPI links: where a data operation's answer names what another operation takes in its path, so that
+# a client, or a tool such as schemathesis, can go from a feed to a post, or from a new post to its comments.
+# (operation: {path field: JSON pointer into its answer}); a list names its first item.
+ANSWER_NAMES: dict[str, dict[str, str]] = {
+    "list_groups": {"gid": "/groups/0/id"},
+    "get_group": {"gid": "/id"},
+    "get_feed": {"post_id": "/posts/0/id"},
+    "get_post": {"post_id": "/post/id", "comment_id": "/comments/0/id"},
+    "list_comments": {"comment_id": "/comments/0/id"},
+    "create_post": {"post_id": "/id"},
+    "create_comment": {"comment_id": "/id"},
+    "list_dms": {"conversation_id": "/conversations/0/id"},
+    "get_dm_thread": {"conversation_id": "/conversation/id"},
+    "send_dm": {"conversation_id": "/conversation/id"},
+}
+
+
+def links(spec: Operation) -> dict[str, Any]:
+    """The links of ``spec``'s answer: each other operation whose path fields all have a value in it."""
+    names = ANSWER_NAMES.get(spec.name, {})
+    found: dict[str, Any] = {}
+    for other in OPERATIONS:
+        fields = [name for _, name in other.path_args()]
+        if other is spec or not fields or not set(fields) <= set(names):
+            continue
+        found[other.name] = {
+            "operationId": other.name,
+            "parameters": {field: f"$response.body#{names[field]}" for field in fields},
+        }
+    return found
+
+
 def _data_operation(spec: Operation, refs: Refs) -> dict[str, Any]:
     """One data operation, from its entry in the operation table."""
     http = spec.http
@@ -258,6 +290,9 @@ def _data_operation(spec: Operation, refs: Refs) -> dict[str, Any]:
             "default": {"description": "error", "content": _json(_ERROR)},
         },
     }
+    linked = links(spec)
+    if linked:
+        operation["responses"][str(http.status)]["links"] = linked
     if body:
         body_schema: dict[str, Any] = {
             "type": "object",

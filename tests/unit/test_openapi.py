@@ -212,3 +212,49 @@ def test_oauth_requests_the_service_refuses_are_ones_the_document_refuses(world:
     assert register.is_valid({**uris, "grant_types": ["authorization_code", "refresh_token"], "software_id": "x"})
     assert not register.is_valid({**uris, "grant_types": []})
     assert not register.is_valid({**uris, "response_types": [""]})
+
+
+def test_every_link_names_something_its_target_finds(ready: Ready) -> None:
+    """Each OpenAPI link, followed as a client would: run the operation, read the linked value from its real
+    answer by the link's JSON pointer, and call the target with it. A read target answers 200, a comment
+    or a post the account made can be deleted (204)."""
+    from adapters.operations import OPERATIONS
+
+    world, key = ready.world, ready.key
+    document = world.client.simulate_get("/v1/openapi.json").json
+    by_name = {spec.name: spec for spec in OPERATIONS}
+    post = world.post("/v1/groups/builders-club/posts", key, {"title": "Linked"}).json
+    comment = world.post(f"/v1/posts/{post['id']}/comments", key, {"content": "linked"}).json
+    bob = world.gateway.user("bob")
+    answers = {
+        "list_groups": world.get("/v1/groups", key).json,
+        "get_group": world.get("/v1/groups/builders-club", key).json,
+        "get_feed": world.get("/v1/groups/builders-club/posts", key).json,
+        "create_post": post,
+        "get_post": world.get(f"/v1/posts/{post['id']}", key).json,
+        "list_comments": world.get(f"/v1/posts/{post['id']}/comments", key).json,
+        "create_comment": comment,
+        "list_dms": world.get("/v1/dms", key).json,
+        "send_dm": world.post("/v1/dms", key, {"to": bob.id, "content": "hi"}, params={"group": "builders-club"}).json,
+    }
+    answers["get_dm_thread"] = world.get(f"/v1/dms/{answers['send_dm']['conversation']['id']}", key).json
+    followed = 0
+    for spec in OPERATIONS:
+        response = document["paths"][spec.http.path][spec.http.method.lower()]["responses"][str(spec.http.status)]
+        for target_name, link in response.get("links", {}).items():
+            target = by_name[link["operationId"]]
+            path = target.http.path
+            for field, expression in link["parameters"].items():
+                pointer = expression.removeprefix("$response.body#")
+                value: object = answers[spec.name]
+                for step in pointer.strip("/").split("/"):
+                    value = value[int(step)] if isinstance(value, list) else value[step]  # type: ignore[index]
+                assert isinstance(value, str) and value, (spec.name, target_name, pointer)
+                path = path.replace("{" + field + "}", value)
+            if target.http.method == "GET":
+                assert world.get(path, key).status_code == 200, (spec.name, target_name, path)
+            followed += 1
+    assert followed >= 20
+    # The links that end something, on what the account made: they name it rightly.
+    assert world.delete(f"/v1/comments/{comment['id']}", key).status_code == 204
+    assert world.delete(f"/v1/posts/{post['id']}", key).status_code == 204
