@@ -9,6 +9,9 @@ The folder is made fresh for each run (stale files from an earlier run would add
 operator names in ``PROMETHEUS_MULTIPROC_DIR`` is used instead, emptied of its ``*.db`` files first. When a
 worker ends, its live gauges are dropped (``mark_process_dead``); when the master ends, a folder made here
 is removed.
+
+It also makes the master end the browsers of a worker killed outright (``adapters/platform/orphans.py``):
+the master adopts what a dead worker leaves, and ends its browsers when it learns the worker ended.
 """
 
 from __future__ import annotations
@@ -28,10 +31,27 @@ else:
         stale.unlink()
 
 
+def on_starting(server: Any) -> None:
+    from adapters.platform.orphans import become_subreaper
+
+    if not become_subreaper():
+        server.log.warning("could not adopt orphaned processes: browsers of a killed worker would outlive it")
+
+
 def child_exit(server: Any, worker: Any) -> None:
     from prometheus_client import multiprocess
 
+    from adapters.platform.orphans import end_orphaned_browsers
+
     multiprocess.mark_process_dead(worker.pid)
+    ended = end_orphaned_browsers(os.getpid())
+    if ended.drivers:
+        server.log.warning(
+            "worker %s ended without closing its browsers: ended %d drivers and their %d processes",
+            worker.pid,
+            ended.drivers,
+            ended.processes,
+        )
 
 
 def on_exit(server: Any) -> None:

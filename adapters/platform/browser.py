@@ -23,6 +23,8 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.remote.client_config import ClientConfig
 from selenium.webdriver.remote.webdriver import WebDriver
 
+from adapters.platform import procfs
+
 log = logging.getLogger(__name__)
 
 CHROMIUM = "/usr/bin/chromium"
@@ -82,7 +84,7 @@ class Browser:
         self.token: str | None = None
         self.build_id: str | None = None
         # Chromium's own processes, known while its driver lives: ended by PID if the driver dies first.
-        self._started = [(pid, _start_time(pid)) for pid in self.pids()]
+        self._started = [(pid, procfs.start_time(pid)) for pid in self.pids()]
 
     def _driver_process(self) -> subprocess.Popen[bytes] | None:
         process = getattr(getattr(self.driver, "service", None), "process", None)
@@ -92,7 +94,7 @@ class Browser:
         """The PIDs of the Chromium browser processes (children of the local chromedriver); [] when the
         browser is remote or already gone."""
         process = self._driver_process()
-        return _children(process.pid) if process is not None else []
+        return procfs.children(process.pid) if process is not None else []
 
     def limit(self, seconds: float) -> None:
         """Wait at most ``seconds`` for the driver's answer to each command from now on."""
@@ -127,12 +129,12 @@ class Browser:
         """End what is left of a local browser by PID: the Chromium its driver started (asked first, so
         that it ends its own helper processes and stops writing to its profile, then forced), then the
         driver."""
-        ours = [pid for pid, started in self._started if started is not None and _start_time(pid) == started]
+        ours = [pid for pid, started in self._started if started is not None and procfs.start_time(pid) == started]
         for pid in ours:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + END_SECONDS
-        while (left := [pid for pid in ours if _running(pid)]) and time.monotonic() < deadline:
+        while (left := [pid for pid in ours if procfs.running(pid)]) and time.monotonic() < deadline:
             time.sleep(0.05)
         for pid in left:
             with contextlib.suppress(OSError):
@@ -142,42 +144,6 @@ class Browser:
                 process.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(END_SECONDS)
-
-
-def _stat(pid: int | str) -> list[str] | None:
-    """The fields of /proc/PID/stat after the command name (state first, then the parent's PID...), or
-    None when the process is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def _running(pid: int) -> bool:
-    """Alive and not a zombie waiting for its parent."""
-    fields = _stat(pid)
-    return fields is not None and bool(fields) and fields[0] != "Z"
-
-
-def _start_time(pid: int) -> str | None:
-    """When the process started (field 22 of /proc/PID/stat): with the PID, it names one process, not
-    whichever later reuses its number."""
-    fields = _stat(pid)
-    return fields[19] if fields and len(fields) > 19 else None
-
-
-def _children(parent: int) -> list[int]:
-    """PIDs whose parent is ``parent``, read from /proc (Linux)."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    found = []
-    for entry in entries:
-        if entry.isdigit() and (fields := _stat(entry)) is not None and len(fields) > 1 and fields[1] == str(parent):
-            found.append(int(entry))
-    return sorted(found)
 
 
 def chrome_options(user_data_dir: str | None, trusted_spki: tuple[str, ...] = ()) -> webdriver.ChromeOptions:

@@ -1,7 +1,8 @@
 """A clean stop: SIGTERM to gunicorn ends every Chromium and chromedriver the service started, with no
 warning on the way out — whether the signal goes to gunicorn's master alone (``kill PID``), or to its
 whole process group at once (a terminal's Ctrl-C, ``systemctl stop``: the drivers then get it too) — and,
-with the browsers on a Selenium Grid, no session is left on the node."""
+with the browsers on a Selenium Grid, no session is left on the node. A worker killed outright (SIGKILL,
+as the OOM killer or gunicorn past a time-out do) cannot close its browsers: the master ends them."""
 
 from __future__ import annotations
 
@@ -140,6 +141,37 @@ def test_sigterm_ends_every_local_browser_quietly(service_folder: Path, sandbox:
     assert [pid for pid in started if alive(pid)] == []
     assert service.process.returncode == 0
     assert_quiet_exit(service.lines_after_the_signal())
+
+
+def test_a_worker_killed_outright_leaves_no_browser_behind(service_folder: Path, sandbox: SandboxProcess) -> None:
+    """Before, the dead worker's chromedriver and every Chromium process under it ran on after the worker,
+    and after gunicorn itself had stopped (8 processes for one browser, logged in to the platform)."""
+    service = Service(service_folder, sandbox, remote_url=None)
+    try:
+        service.use_browsers()
+        table = process_table()
+        workers = [
+            pid
+            for pid, (parent, name) in table.items()
+            if parent == service.process.pid and name not in BROWSER_PROCESSES
+        ]
+        owned = {
+            worker: [pid for pid in descendants(worker, table) if table[pid][1] in BROWSER_PROCESSES]
+            for worker in workers
+        }
+        worker, left_behind = max(owned.items(), key=lambda item: len(item[1]))
+        assert left_behind, "a worker should be running browsers"
+        os.kill(worker, signal.SIGKILL)
+        deadline = time.monotonic() + 15
+        while any(alive(pid) for pid in left_behind) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert [pid for pid in left_behind if alive(pid)] == []
+        assert requests.get(service.url + "/healthz", timeout=30).status_code == 200  # a new worker serves
+        log = service.log.read_text(errors="replace")
+        assert f"worker {worker} ended without closing its browsers" in log
+    finally:
+        service.stop("master")
+    assert service.process.returncode == 0
 
 
 @pytest.mark.grid

@@ -1,0 +1,71 @@
+"""What Linux's /proc says of a process: its state, parent, start time and command name. Used to end local
+browsers by PID (``browser.py``) and to find the ones a dead worker left behind (``orphans.py``)."""
+
+from __future__ import annotations
+
+import os
+
+
+def stat(pid: int | str) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state first, then the parent's PID...), or
+    None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as found:
+            return found.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def command_name(pid: int | str) -> str | None:
+    """The command name (``comm``, at most 15 characters: ``chromedriver``, ``chromium``), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as found:
+            text = found.read()
+    except OSError:
+        return None
+    return text[text.find("(") + 1 : text.rfind(")")]
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie waiting for its parent."""
+    fields = stat(pid)
+    return fields is not None and bool(fields) and fields[0] != "Z"
+
+
+def start_time(pid: int) -> str | None:
+    """When the process started (field 22 of /proc/PID/stat): with the PID, it names one process, not
+    whichever later reuses its number."""
+    fields = stat(pid)
+    return fields[19] if fields and len(fields) > 19 else None
+
+
+def children(parent: int) -> list[int]:
+    """PIDs whose parent is ``parent``."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        if entry.isdigit() and (fields := stat(entry)) is not None and len(fields) > 1 and fields[1] == str(parent):
+            found.append(int(entry))
+    return sorted(found)
+
+
+def descendants(root: int) -> list[int]:
+    """Every process below ``root`` (children first, then theirs), read from one pass over /proc."""
+    parents: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if entry.isdigit() and (fields := stat(entry)) is not None and len(fields) > 1 and fields[1].isdigit():
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+    found: list[int] = []
+    queue = list(parents.get(root, []))
+    while queue:
+        pid = queue.pop(0)
+        found.append(pid)
+        queue.extend(parents.get(pid, []))
+    return found
