@@ -47,10 +47,12 @@ def child_exit(server: Any, worker: Any) -> None:
     ended = end_orphaned_browsers(os.getpid())
     if ended.drivers:
         server.log.warning(
-            "worker %s ended without closing its browsers: ended %d drivers and their %d processes",
+            "worker %s ended without closing its browsers: ended %d drivers and their %d processes, "
+            "removed %d profiles",
             worker.pid,
             ended.drivers,
             ended.processes,
+            ended.profiles,
         )
 
 

@@ -24,6 +24,7 @@ from selenium.webdriver.remote.client_config import ClientConfig
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from adapters.platform import procfs
+from adapters.platform.orphans import PROFILE_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +114,9 @@ class Browser:
         asked to quit either: every request to it would be refused and retried, warnings and all. Its
         Chromium processes are ended by PID, those that are still the ones it started."""
         process = self._driver_process()
+        # Chromium and every helper process under it, known now: once Chromium's main process has gone,
+        # its helpers are no longer found under it, and one still ending may write to the profile.
+        family = self._family() if process is not None else []
         if process is None or (polite and process.poll() is None):
             self.limit(QUIT_SECONDS)
             try:
@@ -120,23 +124,33 @@ class Browser:
             except Exception:  # a dead browser cannot be closed politely; that is fine
                 log.debug("quitting a browser failed", exc_info=True)
         if process is not None:
-            self._end(process)
+            self._end(process, family)
         if self._cleanup is not None:
             self._cleanup()
             self._cleanup = None
 
-    def _end(self, process: subprocess.Popen[bytes]) -> None:
+    def _family(self) -> list[tuple[int, str | None]]:
+        """(PID, start time) of the Chromium its driver started and of every process under it."""
+        mains = [pid for pid, started in self._started if started is not None and procfs.start_time(pid) == started]
+        pids = mains + [pid for main in mains for pid in procfs.descendants(main)]
+        return [(pid, procfs.start_time(pid)) for pid in pids]
+
+    def _end(self, process: subprocess.Popen[bytes], family: list[tuple[int, str | None]]) -> None:
         """End what is left of a local browser by PID: the Chromium its driver started (asked first, so
-        that it ends its own helper processes and stops writing to its profile, then forced), then the
-        driver."""
+        that it ends its own helper processes and stops writing to its profile, then forced, helpers
+        included), then the driver. Only then is its profile removed (``quit``)."""
         ours = [pid for pid, started in self._started if started is not None and procfs.start_time(pid) == started]
         for pid in ours:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGTERM)
+
+        def left() -> list[int]:
+            return [pid for pid, started in family if procfs.running(pid) and procfs.start_time(pid) == started]
+
         deadline = time.monotonic() + END_SECONDS
-        while (left := [pid for pid in ours if procfs.running(pid)]) and time.monotonic() < deadline:
+        while (still := left()) and time.monotonic() < deadline:
             time.sleep(0.05)
-        for pid in left:
+        for pid in still:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         if process.poll() is None:
@@ -163,7 +177,7 @@ def chrome_options(user_data_dir: str | None, trusted_spki: tuple[str, ...] = ()
 
 def local_browser(timeout: float, trusted_spki: tuple[str, ...] = ()) -> Browser:
     """Debian's Chromium with a fresh profile directory (removed when the browser is closed)."""
-    profile = tempfile.mkdtemp(prefix="cda-chromium-")
+    profile = tempfile.mkdtemp(prefix=PROFILE_PREFIX)
     options = chrome_options(profile, trusted_spki)
     options.binary_location = CHROMIUM
     try:

@@ -11,6 +11,8 @@ processes a dead worker leaves are then re-parented to the master instead of to 
 learns that a worker ended (gunicorn's ``child_exit`` hook, ``adapters/gunicorn_conf.py``) it ends every
 child of its own that is a browser — a live worker's browsers are that worker's children, never the
 master's, so only orphans match — with everything under it. The master reaps them as it reaps workers.
+The fresh profile each local browser has (``browser.py``: its cookies are the platform session) is removed
+too, once its processes are gone: the dead worker could not remove it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
+import tempfile
+import time
 
 import attrs
 
@@ -27,6 +32,9 @@ from adapters.platform import procfs
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 # Command names (``comm``) of what a local browser runs: chromedriver, then Chromium under it.
 BROWSER_COMMANDS = frozenset({"chromedriver", "chromium", "chrome"})
+PROFILE_PREFIX = "cda-chromium-"  # the temporary profile of each local browser (``browser.py``)
+_PROFILE_FLAG = "--user-data-dir="
+_GONE_SECONDS = 3.0  # how long to wait for ended processes before removing their profile
 
 
 def become_subreaper() -> bool:
@@ -45,6 +53,7 @@ class Ended:
 
     drivers: int
     processes: int
+    profiles: int = 0
 
 
 def end_orphaned_browsers(parent: int) -> Ended:
@@ -59,10 +68,31 @@ def end_orphaned_browsers(parent: int) -> Ended:
         pid for pid in procfs.children(parent) if procfs.command_name(pid) in BROWSER_COMMANDS and procfs.running(pid)
     ]
     drivers = sum(1 for pid in roots if procfs.command_name(pid) == "chromedriver")
-    ended = 0
+    ended: list[int] = []
+    profiles: set[str] = set()
     for root in roots:
         for pid in [root, *procfs.descendants(root)]:
+            profiles |= _own_profiles(procfs.arguments(pid))
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-                ended += 1
-    return Ended(drivers, ended)
+                ended.append(pid)
+    deadline = time.monotonic() + _GONE_SECONDS
+    while any(procfs.running(pid) for pid in ended) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for profile in profiles:
+        shutil.rmtree(profile, ignore_errors=True)
+    return Ended(drivers, len(ended), sum(1 for profile in profiles if not os.path.exists(profile)))
+
+
+def _own_profiles(arguments: list[str]) -> set[str]:
+    """The profile folder a Chromium command line names, if it is one this service made (in the temporary
+    folder, with its prefix): nothing else is ever removed."""
+    found = set()
+    for argument in arguments:
+        if argument.startswith(_PROFILE_FLAG):
+            path = os.path.realpath(argument[len(_PROFILE_FLAG) :])
+            if os.path.basename(path).startswith(PROFILE_PREFIX) and os.path.dirname(path) == os.path.realpath(
+                tempfile.gettempdir()
+            ):
+                found.add(path)
+    return found

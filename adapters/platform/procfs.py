@@ -26,6 +26,16 @@ def command_name(pid: int | str) -> str | None:
     return text[text.find("(") + 1 : text.rfind(")")]
 
 
+def arguments(pid: int | str) -> list[str]:
+    """The process's command line, [] when it is gone (or a zombie)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as found:
+            raw = found.read()
+    except OSError:
+        return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
 def running(pid: int) -> bool:
     """Alive and not a zombie waiting for its parent."""
     fields = stat(pid)

@@ -145,7 +145,8 @@ def test_sigterm_ends_every_local_browser_quietly(service_folder: Path, sandbox:
 
 def test_a_worker_killed_outright_leaves_no_browser_behind(service_folder: Path, sandbox: SandboxProcess) -> None:
     """Before, the dead worker's chromedriver and every Chromium process under it ran on after the worker,
-    and after gunicorn itself had stopped (8 processes for one browser, logged in to the platform)."""
+    and after gunicorn itself had stopped (8 processes for one browser, logged in to the platform), and
+    its temporary profiles stayed on disk."""
     service = Service(service_folder, sandbox, remote_url=None)
     try:
         service.use_browsers()
@@ -161,11 +162,23 @@ def test_a_worker_killed_outright_leaves_no_browser_behind(service_folder: Path,
         }
         worker, left_behind = max(owned.items(), key=lambda item: len(item[1]))
         assert left_behind, "a worker should be running browsers"
+        profiles = {
+            argument.split("=", 1)[1]
+            for pid in left_behind
+            for argument in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+            if argument.startswith("--user-data-dir=")
+        }
+        assert profiles and all(Path(profile).is_dir() for profile in profiles)
         os.kill(worker, signal.SIGKILL)
         deadline = time.monotonic() + 15
-        while any(alive(pid) for pid in left_behind) and time.monotonic() < deadline:
+
+        def left() -> tuple[list[int], list[str]]:
+            return [pid for pid in left_behind if alive(pid)], [p for p in profiles if Path(p).exists()]
+
+        while left() != ([], []) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert [pid for pid in left_behind if alive(pid)] == []
+        # Its processes are ended, and its profiles (the platform's cookies) removed.
+        assert left() == ([], [])
         assert requests.get(service.url + "/healthz", timeout=30).status_code == 200  # a new worker serves
         log = service.log.read_text(errors="replace")
         assert f"worker {worker} ended without closing its browsers" in log
