@@ -16,9 +16,10 @@ compares the instants and ``at >= ?`` can use an index.
 from __future__ import annotations
 
 import sqlite3
-import time
 from datetime import UTC, datetime
 from pathlib import Path
+
+from adapters.sqlite_wal import use_wal
 
 _V1 = (
     """CREATE TABLE IF NOT EXISTS accounts (
@@ -156,7 +157,7 @@ def connect(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        _use_wal(conn, busy_timeout_ms / 1000)
+        use_wal(conn, busy_timeout_ms / 1000)
         conn.execute("PRAGMA synchronous = NORMAL")
         # Freed pages are zeroed: a deleted account's rows (a connection's sealed platform session) do not
         # linger in the file.
@@ -166,31 +167,6 @@ def connect(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
-
-
-def _use_wal(conn: sqlite3.Connection, patience: float) -> None:
-    """Switch the file to WAL (a property of the file, kept once set).
-
-    Switching needs an exclusive lock, and SQLite answers "database is locked" at once, without its
-    busy handler, when another connection holds any lock: on a fresh file several workers starting
-    together do. So retry until the file is in WAL (whoever switched it) or ``patience`` runs out."""
-    deadline = time.monotonic() + patience
-    delay = 0.005
-    while True:
-        try:
-            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
-                return
-            if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() == "wal":
-                return
-        except sqlite3.OperationalError as error:
-            if "locked" not in str(error) and "busy" not in str(error):
-                raise
-            if time.monotonic() >= deadline:
-                raise
-        if time.monotonic() >= deadline:
-            raise sqlite3.OperationalError("could not switch the key store file to WAL mode")
-        time.sleep(delay)
-        delay = min(delay * 2, 0.1)
 
 
 def ensure_schema(conn: sqlite3.Connection) -> None:

@@ -49,6 +49,8 @@ from typing import TypeVar
 from limits.errors import ConfigurationError
 from limits.storage import MovingWindowSupport, Storage
 
+from adapters.sqlite_wal import use_wal
+
 T = TypeVar("T")
 
 _SCHEMA = (
@@ -163,7 +165,9 @@ class SQLiteStorage(Storage, MovingWindowSupport):
             os.makedirs(directory, exist_ok=True)
         # isolation_level=None: the sqlite3 module opens no transaction behind our back; we say when.
         db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
+        # Not a bare "PRAGMA journal_mode=WAL": on a fresh file, threads or workers opening it together
+        # could be refused at once ("database is locked"; seen in CI with six threads).
+        use_wal(db, self.timeout)
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("BEGIN IMMEDIATE")
         try:
