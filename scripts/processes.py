@@ -14,6 +14,8 @@ from pathlib import Path
 
 import requests
 
+from adapters.platform import procfs
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -39,11 +41,7 @@ def process_table() -> dict[int, tuple[int, str]]:
 
 def alive(pid: int) -> bool:
     """Running, not merely a zombie waiting for its parent (/proc/PID/stat's state)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text(errors="replace").rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
+    return procfs.running(pid)
 
 
 def descendants(root: int, table: dict[int, tuple[int, str]] | None = None) -> list[int]:

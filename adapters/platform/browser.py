@@ -129,9 +129,13 @@ class Browser:
             self._cleanup()
             self._cleanup = None
 
+    def _ours(self) -> list[int]:
+        """The Chromium processes its driver started that still run (the same PID and start time)."""
+        return [pid for pid, started in self._started if started is not None and procfs.start_time(pid) == started]
+
     def _family(self) -> list[tuple[int, str | None]]:
         """(PID, start time) of the Chromium its driver started and of every process under it."""
-        mains = [pid for pid, started in self._started if started is not None and procfs.start_time(pid) == started]
+        mains = self._ours()
         pids = mains + [pid for main in mains for pid in procfs.descendants(main)]
         return [(pid, procfs.start_time(pid)) for pid in pids]
 
@@ -139,8 +143,7 @@ class Browser:
         """End what is left of a local browser by PID: the Chromium its driver started (asked first, so
         that it ends its own helper processes and stops writing to its profile, then forced, helpers
         included), then the driver. Only then is its profile removed (``quit``)."""
-        ours = [pid for pid, started in self._started if started is not None and procfs.start_time(pid) == started]
-        for pid in ours:
+        for pid in self._ours():
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGTERM)
 

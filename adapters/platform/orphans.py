@@ -53,7 +53,7 @@ class Ended:
 
     drivers: int
     processes: int
-    profiles: int = 0
+    profiles: int
 
 
 def end_orphaned_browsers(parent: int) -> Ended:
@@ -64,10 +64,9 @@ def end_orphaned_browsers(parent: int) -> Ended:
     on their way out (they outlive the browser's main process by a moment, and are adopted by the master
     meanwhile): ending them changes nothing, and no driver is counted. A chromedriver among the master's
     children means a worker that could not close its browser."""
-    roots = [
-        pid for pid in procfs.children(parent) if procfs.command_name(pid) in BROWSER_COMMANDS and procfs.running(pid)
-    ]
-    drivers = sum(1 for pid in roots if procfs.command_name(pid) == "chromedriver")
+    named = {pid: procfs.command_name(pid) for pid in procfs.children(parent)}
+    roots = [pid for pid, name in named.items() if name in BROWSER_COMMANDS and procfs.running(pid)]
+    drivers = sum(1 for pid in roots if named[pid] == "chromedriver")
     ended: list[int] = []
     profiles: set[str] = set()
     for root in roots:

@@ -135,9 +135,7 @@ def client_metadata(body: object) -> ClientMetadata:
     7591's terms (``invalid_redirect_uri`` for ``redirect_uris``, else ``invalid_client_metadata``)."""
     try:
         return structure_metadata(body, ClientMetadata)
-    except OAuthError:
-        raise
-    except InvalidRequest as refused:
+    except InvalidRequest as refused:  # a validator's OAuthError is not one: it passes as it is
         field = refused.details.get("field")
         error = "invalid_redirect_uri" if field == "redirect_uris" else "invalid_client_metadata"
         raise OAuthError(error, refused.message) from None
