@@ -18,7 +18,7 @@ Rules:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import timedelta
 from urllib.parse import SplitResult, urlsplit
 
@@ -135,6 +135,25 @@ class RegistrationThrottled(OAuthError):
     def __init__(self, retry_after: int) -> None:
         super().__init__("invalid_request", "too many client registrations from this address; try again later")
         self.retry_after = retry_after
+
+
+@attrs.frozen
+class AuthorizationParams:
+    """The parameters of an authorization request (OAuth 2.1 §4.1.1) as the client sent them, by their OAuth
+    names: each one at most once (the page refuses a repeated one), None when absent. Unchecked: that is
+    ``check_client_redirect`` and ``check_authorization_request``."""
+
+    response_type: str | None = None
+    client_id: str | None = None
+    redirect_uri: str | None = None
+    state: str | None = None
+    code_challenge: str | None = None
+    code_challenge_method: str | None = None
+    scope: str | None = None
+    resource: str | None = None
+
+
+AUTHORIZATION_PARAMS = tuple(attrs.fields_dict(AuthorizationParams))
 
 
 @attrs.frozen
@@ -258,24 +277,24 @@ def parse_scopes(value: str | None) -> tuple[str, ...]:
 
 
 def check_authorization_request(
-    client: OAuthClient, redirect_uri: str, params: Mapping[str, str | None], resource: str
+    client: OAuthClient, redirect_uri: str, params: AuthorizationParams, resource: str
 ) -> AuthorizationRequest:
     """Check the rest of an authorization request whose client and redirect URI passed
     ``check_client_redirect``; a failure here is sent back to the redirect URI. ``resource`` is this
     service's MCP endpoint, the only resource tokens are issued for."""
-    if params.get("response_type") != "code":
+    if params.response_type != "code":
         raise OAuthError("unsupported_response_type", "response_type must be code")
-    challenge = params.get("code_challenge")
+    challenge = params.code_challenge
     if not challenge:
         raise OAuthError("invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256")
-    if params.get("code_challenge_method") != "S256":
+    if params.code_challenge_method != "S256":
         raise OAuthError("invalid_request", "code_challenge_method must be S256 (plain is not accepted)")
     if not _CHALLENGE.fullmatch(challenge):
         raise OAuthError("invalid_request", "code_challenge must be the base64url SHA-256 of the verifier")
-    state = params.get("state")
+    state = params.state
     if state is not None and len(state) > MAX_STATE:
         raise OAuthError("invalid_request", f"state is longer than {MAX_STATE} characters")
-    asked = params.get("resource")
+    asked = params.resource
     if asked is not None and not same_resource(asked, resource):
         raise OAuthError("invalid_target", f"this server issues tokens only for {resource}")
     return AuthorizationRequest(
@@ -283,7 +302,7 @@ def check_authorization_request(
         redirect_uri=redirect_uri,
         state=state,
         code_challenge=challenge,
-        requested_scopes=parse_scopes(params.get("scope")),
+        requested_scopes=parse_scopes(params.scope),
         resource=resource,
     )
 

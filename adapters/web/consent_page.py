@@ -10,7 +10,6 @@ is posted, with the web session's CSRF token. Approving yields a code (``oauth.a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
@@ -21,19 +20,9 @@ from adapters.web.pages import PageRefused, WebResource, form_target
 from community_api import connections, oauth, oauth_clients
 from community_api.errors import ServiceError
 from community_api.model import Account
-from community_api.oauth_clients import AuthorizationRequest, OAuthError
+from community_api.oauth_clients import AUTHORIZATION_PARAMS, AuthorizationParams, AuthorizationRequest, OAuthError
 
 MCP_PATH = "/v1/mcp"  # the one protected resource: the MCP endpoint
-AUTHORIZE_PARAMS = (
-    "response_type",
-    "client_id",
-    "redirect_uri",
-    "state",
-    "code_challenge",
-    "code_challenge_method",
-    "scope",
-    "resource",
-)
 
 
 def mcp_resource(base: str) -> str:
@@ -42,13 +31,13 @@ def mcp_resource(base: str) -> str:
 
 class AuthorizePage(WebResource):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        params: dict[str, str | None] = {}
-        for name in AUTHORIZE_PARAMS:
+        given: dict[str, str | None] = {}
+        for name in AUTHORIZATION_PARAMS:
             value = req.params.get(name)
             if isinstance(value, list):
                 raise PageRefused(400, f"The parameter {name} appears more than once in this request.")
-            params[name] = value
-        request = self._check(req, resp, params)
+            given[name] = value
+        request = self._check(req, resp, AuthorizationParams(**given))
         if request is None:
             return
         found = self.page_session(req, resp)
@@ -58,7 +47,7 @@ class AuthorizePage(WebResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         account, _, form = self.form_session(req)
         try:
-            params = {name: form.one(name) for name in AUTHORIZE_PARAMS}
+            params = AuthorizationParams(**{name: form.one(name) for name in AUTHORIZATION_PARAMS})
         except ServiceError as error:
             raise PageRefused(400, error.message) from None
         request = self._check(req, resp, params)
@@ -91,12 +80,12 @@ class AuthorizePage(WebResource):
         self._back(req, resp, request.redirect_uri, request.state, code=code)
 
     def _check(
-        self, req: falcon.Request, resp: falcon.Response, params: Mapping[str, str | None]
+        self, req: falcon.Request, resp: falcon.Response, params: AuthorizationParams
     ) -> AuthorizationRequest | None:
         """The checked request, or None once the refusal has been answered."""
         try:
             client, redirect_uri = oauth_clients.check_client_redirect(
-                self.deps.store, params.get("client_id"), params.get("redirect_uri")
+                self.deps.store, params.client_id, params.redirect_uri
             )
         except OAuthError as error:
             self.render(
@@ -111,7 +100,7 @@ class AuthorizePage(WebResource):
         try:
             return oauth_clients.check_authorization_request(client, redirect_uri, params, mcp_resource(self.base(req)))
         except OAuthError as error:
-            self._back(req, resp, redirect_uri, params.get("state"), error=error.error, error_description=error.message)
+            self._back(req, resp, redirect_uri, params.state, error=error.error, error_description=error.message)
             return None
 
     def _show(
