@@ -25,7 +25,7 @@ from datetime import timedelta
 
 import attrs
 
-from community_api.commands import at_most, expects
+from community_api.commands import BadField, at_most, expects
 from community_api.errors import Conflict, InvalidRequest, NotFound, Unauthorized
 from community_api.ids import BASE62, new_id, random_base62
 from community_api.model import KEY_CONNECTOR, KEY_STANDARD, ApiKey, AuditEvent
@@ -283,6 +283,28 @@ def authenticate_key(store: KeyStore, clock: Clock, presented: str) -> ApiKey:
         )
         raise Unauthorized(UNAUTHORIZED_MESSAGE)
     return match
+
+
+GRACE_CHOICES = ("24h", "0")
+
+
+def _grace(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if value not in GRACE_CHOICES:
+        raise BadField(attribute.name, "must be 0 (end the old key now) or 24h (the default)", allowed=["0", "24h"])
+
+
+@attrs.frozen
+class KeyRotation:
+    """How a key is rotated: ``grace`` "24h" (the old key works 24 hours more) or "0" (it ends now: for a
+    leaked key)."""
+
+    grace: str = attrs.field(
+        default="24h", validator=_grace, metadata=expects("0 or 24h", enum=["0", "24h"], default="24h")
+    )
+
+    @property
+    def keeps_old_key(self) -> bool:
+        return self.grace != "0"
 
 
 @attrs.frozen

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import falcon
 
-from adapters.commands import structure_body
+from adapters.commands import structure_body, structure_query
 from adapters.http.auth import DEVICE_COOKIE, SESSION_COOKIE, device_cookie, web_session
 from adapters.http.body import read_json
 from adapters.http.client_address import Network, client_address
@@ -14,7 +14,6 @@ from adapters.http.operation_resources import query, send_json
 from adapters.wire import to_wire
 from community_api import account_lifecycle, accounts, connections, keys, me
 from community_api.deps import Deps
-from community_api.errors import InvalidRequest
 from community_api.sign_in_guard import DEVICE_COOKIE_LIFETIME
 
 
@@ -123,12 +122,10 @@ class KeysResource(ManagementResource):
 class KeyRotationResource(ManagementResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response, key_id: str) -> None:
         account, _ = web_session(self.deps, req)
-        grace = query(req, ("grace",))["grace"]
-        if grace not in (None, "0", "24h"):
-            raise InvalidRequest("grace must be 0 (end the old key now) or 24h (the default)")
+        rotation = structure_query(query(req, ("grace",)), keys.KeyRotation, text=True)
         read_json(req, allow_empty=True)
         issued = keys.rotate_key(
-            self.deps.store, self.deps.clock, account_id=account.id, key_id=key_id, grace=grace != "0"
+            self.deps.store, self.deps.clock, account_id=account.id, key_id=key_id, grace=rotation.keeps_old_key
         )
         send_json(resp, {**to_wire(issued.key), "secret": issued.secret}, status=201)
 

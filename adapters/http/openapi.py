@@ -35,6 +35,14 @@ def _param(name: str, where: str = "query", schema: dict[str, Any] | None = None
     return {"name": name, "in": where, "required": where == "path", "schema": schema or {"type": "string"}, **extra}
 
 
+def _query(command: type) -> list[dict[str, Any]]:
+    """The query parameters of a management route: its command's fields, read as schemas."""
+    schema = command_schema(command)
+    return [
+        _param(name, schema=field, required=name in schema["required"]) for name, field in schema["properties"].items()
+    ]
+
+
 def _body(command: type, *, required: tuple[str, ...] = ()) -> dict[str, Any]:
     """A request body: the core's command it is structured into (``adapters/commands.py``), read as a schema,
     so its types and limits are the ones the core checks. ``required``: fields the route needs although
@@ -136,7 +144,7 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "/v1/keys/{key_id}/rotate",
         "Rotate a key (24-hour grace for the old one)",
         "session",
-        [_param("key_id", "path"), _param("grace", schema={"type": "string", "enum": ["0", "24h"]})],
+        [_param("key_id", "path"), *_query(keys.KeyRotation)],
         None,
         201,
     ),

@@ -168,8 +168,13 @@ class KeyRotation(WebResource):
         account, _, form = self.form_session(req)
         key = own_key(self, account, key_id)
         try:
+            rotation = keys.KeyRotation(grace=form.get("grace") or "24h")
             issued = keys.rotate_key(
-                self.deps.store, self.deps.clock, account_id=account.id, key_id=key_id, grace=form.get("grace") != "0"
+                self.deps.store,
+                self.deps.clock,
+                account_id=account.id,
+                key_id=key_id,
+                grace=rotation.keeps_old_key,
             )
         except ServiceError as error:
             self.render(

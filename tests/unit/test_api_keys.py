@@ -248,6 +248,32 @@ def test_rotation_without_grace_and_double_rotation(ready: Ready) -> None:
     assert world.get("/v1/whoami", leaked.json["secret"]).status_code == 200
 
 
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("grace=1h", "grace must be 0 (end the old key now) or 24h (the default)"),
+        ("grace=none", "grace must be 0 (end the old key now) or 24h (the default)"),
+        ("grace=0&grace=24h", "grace may be given once"),
+        ("graceful=0", "unknown query parameter: graceful"),
+    ],
+)
+def test_a_bad_rotation_query_is_refused_and_the_key_keeps_working(ready: Ready, query: str, message: str) -> None:
+    world = ready.world
+    minted = world.mint(ready.browser)
+    refused = world.client.simulate_post(
+        f"/v1/keys/{minted['id']}/rotate", query_string=query, headers=ready.browser.headers()
+    )
+    assert refused.status_code == 400
+    assert refused.json["error"]["code"] == "invalid_request"
+    assert refused.json["error"]["message"] == message
+    assert world.get("/v1/whoami", minted["secret"]).status_code == 200
+    # Nothing was rotated: the key can still be rotated once.
+    assert (
+        world.client.simulate_post(f"/v1/keys/{minted['id']}/rotate", headers=ready.browser.headers()).status_code
+        == 201
+    )
+
+
 def test_key_record_shape_and_secret_shown_once(ready: Ready) -> None:
     world = ready.world
     minted = world.mint(ready.browser)

@@ -183,6 +183,15 @@ def test_rotate_with_no_grace_ends_the_old_key_now(world: World, owner: WebBrows
     assert again.status_code == 409 and "already rotated" in again.text
 
 
+def test_rotate_with_a_made_up_grace_is_refused_on_the_page(world: World, owner: WebBrowser) -> None:
+    old = owner.mint()
+    key_id = key_id_of(world, old)
+    refused = owner.submit(owner.get(f"/keys/{key_id}/rotate"), f"/keys/{key_id}/rotate", {"grace": "forever"})
+    assert refused.status_code == 400 and "grace must be 0" in refused.text
+    assert world.get("/v1/whoami", old).status_code == 200
+    assert "in grace" not in owner.get("/keys").text
+
+
 def test_revoke_asks_first_then_stops_the_key_at_once(world: World, owner: WebBrowser) -> None:
     secret = owner.mint()
     key_id = key_id_of(world, secret)
