@@ -49,6 +49,8 @@ import urllib.parse
 from limits.errors import ConfigurationError
 from limits.storage import MovingWindowSupport, Storage
 
+from adapters.throttle.storage_uri import file_and_query
+
 MAGIC = b"CDA-THR1"
 DEFAULT_CAPACITY = 128
 MAX_CAPACITY = 1 << 16
@@ -64,14 +66,10 @@ _COUNTER, _WINDOW = b"c", b"w"
 def parse_uri(uri: str) -> tuple[str, int]:
     """The file and the ring capacity of a ``mmap://`` URI: three (or four) slashes then an absolute
     path, or two slashes then a relative one; ``?capacity=N`` (1 … 65536), else 128."""
-    parsed = urllib.parse.urlparse(uri)
-    if parsed.netloc:
-        path = urllib.parse.unquote(parsed.netloc + parsed.path)
-    else:
-        path = "/" + urllib.parse.unquote(parsed.path).lstrip("/")
-    if not path or path.endswith("/"):
+    path, query = file_and_query(uri)
+    if not path:
         raise ConfigurationError(f"an mmap storage URI names a file: {uri}")
-    options = urllib.parse.parse_qs(parsed.query, keep_blank_values=True)
+    options = urllib.parse.parse_qs(query, keep_blank_values=True)
     unknown = set(options) - {"capacity"}
     if unknown:
         raise ConfigurationError(f"an mmap storage URI takes only ?capacity=N, not {sorted(unknown)}: {uri}")

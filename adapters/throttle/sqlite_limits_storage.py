@@ -41,7 +41,6 @@ import os
 import sqlite3
 import threading
 import time
-import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -50,6 +49,7 @@ from limits.errors import ConfigurationError
 from limits.storage import MovingWindowSupport, Storage
 
 from adapters.sqlite_wal import use_wal
+from adapters.throttle.storage_uri import file_and_query
 
 T = TypeVar("T")
 
@@ -107,13 +107,8 @@ RETURNING last, floor
 def path_from_uri(uri: str) -> str:
     """The database path of a ``sqlite://`` URI: three (or four) slashes then an absolute path
     (``sqlite:///srv/db.sqlite3``), or two slashes then a relative one (``sqlite://var/db.sqlite3``)."""
-    parsed = urllib.parse.urlparse(uri)
-    if parsed.netloc:
-        path = urllib.parse.unquote(parsed.netloc + parsed.path)
-    else:
-        # ``f"sqlite:///{os.path.abspath(db)}"`` gives four slashes; both spellings mean the same file.
-        path = "/" + urllib.parse.unquote(parsed.path).lstrip("/")
-    if not path or path.endswith("/") or ":memory:" in path or parsed.query:
+    path, query = file_and_query(uri)
+    if not path or ":memory:" in path or query:
         # An in-memory database would not be shared between threads or processes, which is the point.
         raise ConfigurationError(f"a sqlite storage URI names a database file: {uri}")
     return path
