@@ -15,7 +15,8 @@ from typing import Any
 
 import requests
 
-from scripts.processes import ROOT, descendants, free_port, stop
+from adapters.platform.procfs import descendants
+from scripts.processes import ROOT, free_port, stop
 
 GRID_VERSION = "4.48.0"
 GRID_JAR = ROOT / "build" / "grid" / f"selenium-server-{GRID_VERSION}.jar"

@@ -25,35 +25,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def process_table() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, command name) of every process, from /proc."""
-    found = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text(errors="replace")
-            except OSError:
-                continue
-            name = stat[stat.index("(") + 1 : stat.rindex(")")]
-            found[int(entry)] = (int(stat[stat.rindex(")") + 2 :].split()[1]), name)
-    return found
-
-
 def alive(pid: int) -> bool:
     """Running, not merely a zombie waiting for its parent (/proc/PID/stat's state)."""
     return procfs.running(pid)
-
-
-def descendants(root: int, table: dict[int, tuple[int, str]] | None = None) -> list[int]:
-    """The processes started, directly or not, by ``root`` (found through their parent links)."""
-    table = process_table() if table is None else table
-    out, todo = [], [root]
-    while todo:
-        parent = todo.pop()
-        kids = [pid for pid, (ppid, _) in table.items() if ppid == parent]
-        out += kids
-        todo += kids
-    return out
 
 
 def wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:

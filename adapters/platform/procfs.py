@@ -14,19 +14,26 @@ def _stat_text(pid: int | str) -> str | None:
         return None
 
 
+def _name_and_fields(text: str | None) -> tuple[str, list[str]] | None:
+    """The command name of a /proc/PID/stat text and the fields after it (the name may hold spaces and
+    parentheses: it ends at the last ``)``)."""
+    if text is None or ")" not in text:
+        return None
+    head, tail = text.rsplit(")", 1)
+    return head[head.find("(") + 1 :], tail.split()
+
+
 def stat(pid: int | str) -> list[str] | None:
     """The fields of /proc/PID/stat after the command name (state first, then the parent's PID...), or
     None when the process is gone."""
-    text = _stat_text(pid)
-    if text is None or ")" not in text:
-        return None
-    return text.rsplit(")", 1)[1].split()
+    found = _name_and_fields(_stat_text(pid))
+    return None if found is None else found[1]
 
 
 def command_name(pid: int | str) -> str | None:
     """The command name (``comm``, at most 15 characters: ``chromedriver``, ``chromium``), or None."""
-    text = _stat_text(pid)
-    return None if text is None else text[text.find("(") + 1 : text.rfind(")")]
+    found = _name_and_fields(_stat_text(pid))
+    return None if found is None else found[0]
 
 
 def arguments(pid: int | str) -> list[str]:
@@ -52,27 +59,38 @@ def start_time(pid: int) -> str | None:
     return fields[19] if fields and len(fields) > 19 else None
 
 
-def _children_by_parent() -> dict[int, list[int]]:
-    """Every process's children, from one pass over /proc."""
-    found: dict[int, list[int]] = {}
+def process_table() -> dict[int, tuple[int, str]]:
+    """PID -> (parent's PID, command name) of every process, from one pass over /proc."""
+    found: dict[int, tuple[int, str]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
         return found
     for entry in entries:
-        if entry.isdigit() and (fields := stat(entry)) is not None and len(fields) > 1 and fields[1].isdigit():
-            found.setdefault(int(fields[1]), []).append(int(entry))
+        if not entry.isdigit() or (parsed := _name_and_fields(_stat_text(entry))) is None:
+            continue
+        name, fields = parsed
+        if len(fields) > 1 and fields[1].isdigit():
+            found[int(entry)] = (int(fields[1]), name)
+    return found
+
+
+def _children_by_parent(table: dict[int, tuple[int, str]]) -> dict[int, list[int]]:
+    found: dict[int, list[int]] = {}
+    for pid, (parent, _) in table.items():
+        found.setdefault(parent, []).append(pid)
     return found
 
 
 def children(parent: int) -> list[int]:
     """PIDs whose parent is ``parent``."""
-    return sorted(_children_by_parent().get(parent, []))
+    return sorted(_children_by_parent(process_table()).get(parent, []))
 
 
-def descendants(root: int) -> list[int]:
-    """Every process below ``root`` (children first, then theirs)."""
-    by_parent = _children_by_parent()
+def descendants(root: int, table: dict[int, tuple[int, str]] | None = None) -> list[int]:
+    """Every process below ``root`` (children first, then theirs), in ``table`` (a snapshot from
+    ``process_table``, so that names read from it match) or in a fresh one."""
+    by_parent = _children_by_parent(process_table() if table is None else table)
     found: list[int] = []
     queue = list(by_parent.get(root, []))
     while queue:

@@ -64,8 +64,9 @@ import requests
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from adapters.platform.procfs import descendants, process_table  # noqa: E402
 from scripts.grid import GRID_VERSION, running_grid  # noqa: E402
-from scripts.processes import descendants, free_port, gunicorn_args, process_table, serving  # noqa: E402
+from scripts.processes import free_port, gunicorn_args, serving  # noqa: E402
 
 SECRET = "bench-feed-secret-" + "f" * 40
 GROUP = "builders-club"

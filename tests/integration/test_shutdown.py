@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 import requests
 
+from adapters.platform.procfs import descendants, process_table
 from scripts.grid import running_grid
-from scripts.processes import ROOT, alive, descendants, free_port, gunicorn_args, process_table, wait_for_http
+from scripts.processes import ROOT, alive, free_port, gunicorn_args, wait_for_http
 from tests.sandbox_support import SandboxProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
