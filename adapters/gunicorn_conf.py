@@ -22,6 +22,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+# gunicorn 25.1+ opens a control socket (for ``gunicornc``) at one path per user, $XDG_RUNTIME_DIR/gunicorn.ctl
+# or ~/.gunicorn/gunicorn.ctl: a second service on the host takes it over from the first, so commands reach
+# the wrong one, and removes it when it stops. The service is run by its signals (docs/deployment.md).
+# Older gunicorn ignores the name.
+control_socket_disable = True
+
 _MADE_HERE = not os.environ.get("PROMETHEUS_MULTIPROC_DIR")
 if _MADE_HERE:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="community-api-metrics-")

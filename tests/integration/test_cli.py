@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -91,3 +92,34 @@ def test_accounts_create_and_keys_mint_then_serve(tmp_path: Path) -> None:
         )
     missing = run("accounts", "delete", "ops@example.com", env=env)
     assert missing.returncode == 2 and "no account" in missing.stderr
+
+
+def test_two_services_on_one_host_leave_no_control_socket_behind(tmp_path: Path) -> None:
+    """gunicorn 25.1+ opens a control socket at one path per user ($XDG_RUNTIME_DIR or ~/.gunicorn) by
+    default: a second service took it from the first (its commands went to the wrong service) and removed
+    it on stopping. The service turns it off (gunicorn_conf.py)."""
+    home, runtime = tmp_path / "home", tmp_path / "run"
+    home.mkdir()
+    runtime.mkdir()
+    logs = []
+    with contextlib.ExitStack() as services:
+        for name in ("first", "second"):
+            port = free_port()
+            env = {
+                "COMMUNITY_API_DB": str(tmp_path / f"{name}.sqlite3"),
+                "COMMUNITY_API_SECRET": SECRET,
+                "HOME": str(home),
+                "XDG_RUNTIME_DIR": str(runtime),
+            }
+            logs.append(tmp_path / f"{name}.log")
+            services.enter_context(
+                serving(
+                    ["-m", "adapters.cli", "serve", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
+                    f"http://127.0.0.1:{port}/healthz",
+                    env=env,
+                    log_path=logs[-1],
+                )
+            )
+        assert list(runtime.iterdir()) == [] and list(home.iterdir()) == []
+    for log in logs:
+        assert "Control socket" not in log.read_text()
