@@ -50,7 +50,7 @@ test: lint
 	$(BIN)/pytest -q -p no:cacheprovider
 
 demo: install
-	$(BIN)/community-api demo
+	$(BIN)/community-api demo $(DEMO_ARGS)
 
 bench-deps: install
 	@command -v wrk >/dev/null || { sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \

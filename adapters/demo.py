@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -29,15 +30,17 @@ DEMO_PASSWORD = "demo-password-123"  # noqa: S105 - the throw-away demo account,
 
 
 def _wait(url: str, process: subprocess.Popen[bytes], what: str, timeout: float = 60.0) -> None:
+    """Until ``url`` answers 200 (not merely answers: only the process started here serves it)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise SystemExit(f"demo: the {what} exited with code {process.returncode}")
         try:
-            requests.get(url, timeout=1)
-            return
+            if requests.get(url, timeout=1).status_code == 200:
+                return
         except requests.RequestException:
-            time.sleep(0.2)
+            pass
+        time.sleep(0.2)
     raise SystemExit(f"demo: the {what} did not answer at {url} within {timeout:.0f} s")
 
 
@@ -87,8 +90,28 @@ def curl_lines(api: str, key: str, group: str, post_id: str, conversation_id: st
     ]
 
 
+def _refuse_if_taken(bind: str, option: str) -> None:
+    """Stop with a clear line when another program already listens at ``bind`` (HOST:PORT). Without this,
+    the service could not bind, and the demo would talk to whatever answers there."""
+    host, _, port = bind.rpartition(":")
+    if not host or not port.isdigit():
+        raise SystemExit(f"demo: {option} takes HOST:PORT, such as 127.0.0.1:8000, not {bind!r}")
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn binds
+        try:
+            probe.bind((host.strip("[]"), int(port)))
+        except OSError as error:
+            raise SystemExit(
+                f"demo: cannot listen at {bind} ({error.strerror}): another program may be using it; "
+                f"choose another: make demo DEMO_ARGS='{option} {host}:{int(port) + 10}' "
+                f"(or community-api demo {option} {host}:{int(port) + 10})"
+            ) from None
+
+
 def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) -> int:
     api = f"http://{bind}"
+    _refuse_if_taken(bind, "--bind")
+    _refuse_if_taken(sandbox_bind, "--sandbox-bind")
     folder = Path(tempfile.mkdtemp(prefix="community-api-demo-"))
     print(f"demo: starting the stand-in platform on https://{sandbox_bind} and the service on {api} …", flush=True)
     sandbox = subprocess.Popen(

@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -90,3 +91,27 @@ def test_demo_prints_curl_lines_that_work() -> None:
     for port in (api_port, platform_port):
         probe = subprocess.run(["curl", "-s", "-o", "/dev/null", f"http://127.0.0.1:{port}/"], timeout=10)
         assert probe.returncode != 0, f"something still listens on {port}"
+
+
+@pytest.mark.parametrize("option", ["--bind", "--sandbox-bind"])
+def test_demo_refuses_an_address_another_program_listens_at(option: str) -> None:
+    """Before, with another web server on the service's port, the demo signed in to that server and ended
+    in a traceback (501 for POST /v1/session)."""
+    other = {"--bind": "--sandbox-bind", "--sandbox-bind": "--bind"}[option]
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        result = subprocess.run(
+            [sys.executable, "-m", "adapters.cli", "demo", option, address, other, f"127.0.0.1:{free_port()}"],
+            cwd=ROOT,
+            env={k: v for k, v in os.environ.items() if not k.startswith("COMMUNITY_API_")},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert f"demo: cannot listen at {address} (Address already in use)" in result.stderr
+    assert f"make demo DEMO_ARGS='{option} 127.0.0.1:" in result.stderr
+    assert result.stdout == ""  # nothing started, nothing announced
