@@ -50,11 +50,15 @@ def _host_port(bind: str) -> tuple[str, int]:
     host, _, port = bind.rpartition(":")
     if not host or not port.isdigit():
         raise SystemExit(f"--bind takes HOST:PORT, not {bind!r}")
-    if int(port) == 0:  # granian cannot report a port the system picked: pick it here
-        with socket.socket() as probe:
-            probe.bind((host, 0))
-            return host, probe.getsockname()[1]
-    return host, int(port)
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            # Port 0: granian cannot report a port the system picked, so it is picked here. Any other: a
+            # program already listening there would answer the "listening" check below in our place.
+            probe.bind((host, int(port)))
+        except OSError as error:
+            raise SystemExit(f"sandbox: cannot listen at {bind} ({error.strerror})") from None
+        return host, probe.getsockname()[1]
 
 
 def _announce_when_listening(host: str, port: int, scheme: str) -> None:

@@ -7,6 +7,8 @@ import os
 import signal
 import socket
 import ssl
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pytest
 import requests
 from cryptography import x509
 
+from scripts.processes import ROOT
 from scripts.sandbox.tls import spki_hash
 from tests.sandbox.server import sandbox_server
 
@@ -87,3 +90,21 @@ def test_https_offers_http2_and_http1_and_the_certificate_names_loopback() -> No
     with sandbox_server("--http1") as running:
         assert running.cert is not None
         assert alpn(running.base, running.cert, ["h2", "http/1.1"]) == "http/1.1"
+
+
+def test_an_address_in_use_is_refused_in_one_line_before_announcing_anything() -> None:
+    """Before, the "listening" line came from the other program's answer, then granian failed to bind."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        bind = f"127.0.0.1:{taken.getsockname()[1]}"
+        result = subprocess.run(
+            [sys.executable, "-m", "scripts.sandbox", "--bind", bind, "--plain-http"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert result.returncode == 1
+    assert result.stderr == f"sandbox: cannot listen at {bind} (Address already in use)\n"
+    assert "listening" not in result.stdout
