@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from adapters.settings import PREFIX, SettingsError, load_settings
+from adapters.settings import PREFIX, Settings, SettingsError, load_settings
+
+if TYPE_CHECKING:
+    from adapters.store.sqlite_key_store import SqliteKeyStore
 
 
 def _apply_common(args: argparse.Namespace) -> None:
@@ -32,6 +37,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 def serve(args: argparse.Namespace) -> int:
     _apply_common(args)
     settings = load_settings()  # refuse to start on a bad setting before forking workers
+    check_state(settings)
     argv = [
         sys.executable,
         "-m",
@@ -62,6 +68,34 @@ def serve(args: argparse.Namespace) -> int:
     return 0  # pragma: no cover
 
 
+def open_store(settings: Settings) -> SqliteKeyStore:
+    """The key store at ``COMMUNITY_API_DB``, opened now (its folder and schema made): a path that cannot
+    hold a database, or a file of a newer version, is one line and exit status 2."""
+    from adapters.store.sqlite_key_store import SqliteKeyStore
+    from adapters.store.sqlite_schema import NewerSchema
+
+    try:
+        return SqliteKeyStore.open(settings.db, settings.secret)
+    except (OSError, sqlite3.Error, NewerSchema) as error:
+        raise SettingsError(f"COMMUNITY_API_DB: cannot use {settings.db}: {error}") from None
+
+
+def check_state(settings: Settings) -> None:
+    """What ``serve`` needs before it forks workers: the database, and the throttle storage answering."""
+    from adapters.throttle.limits_throttle import LimitsThrottle
+
+    open_store(settings).close()
+    try:
+        throttle = LimitsThrottle(settings.throttle_uri, salt=settings.secret)
+        throttle.quota("start-up check")  # a read: opens (or makes) the storage, raising what stops it
+        problem = throttle.ready()
+    except Exception as error:  # a storage's own failure, whatever its library raises
+        problem = f"{type(error).__name__}: {error}"
+    if problem:
+        # (The URI is not repeated: it may hold a password; the operator has it.)
+        raise SettingsError(f"COMMUNITY_API_THROTTLE_STORAGE (default: a file beside the database): {problem}")
+
+
 def sandbox(args: argparse.Namespace) -> int:
     argv = [sys.executable, "-m", "scripts.sandbox", "--bind", args.bind, "--seed", str(args.seed)]
     argv += ["--plain-http"] if args.plain_http else []
@@ -71,28 +105,26 @@ def sandbox(args: argparse.Namespace) -> int:
 
 
 def accounts_create(args: argparse.Namespace) -> int:
-    from adapters.store.sqlite_key_store import SqliteKeyStore
     from community_api.accounts import create_account_unchecked
     from community_api.clock import SystemClock
 
     _apply_common(args)
     settings = load_settings()
     password = sys.stdin.readline().rstrip("\n")
-    store = SqliteKeyStore(settings.db, settings.secret)
+    store = open_store(settings)
     account = create_account_unchecked(store, SystemClock(), args.email, password)
     print(f"account {account.id} created for {account.email}")
     return 0
 
 
 def accounts_delete(args: argparse.Namespace) -> int:
-    from adapters.store.sqlite_key_store import SqliteKeyStore
     from community_api.account_lifecycle import delete_account_unchecked
     from community_api.clock import SystemClock
     from community_api.errors import NotFound
 
     _apply_common(args)
     settings = load_settings()
-    store = SqliteKeyStore(settings.db, settings.secret)
+    store = open_store(settings)
     try:
         account = delete_account_unchecked(store, SystemClock(), args.email.strip().lower())
     except NotFound as error:
@@ -102,13 +134,12 @@ def accounts_delete(args: argparse.Namespace) -> int:
 
 
 def keys_mint(args: argparse.Namespace) -> int:
-    from adapters.store.sqlite_key_store import SqliteKeyStore
     from community_api.clock import SystemClock
     from community_api.keys import mint_key
 
     _apply_common(args)
     settings = load_settings()
-    store = SqliteKeyStore(settings.db, settings.secret)
+    store = open_store(settings)
     found = store.find_account_by_email(args.email.strip().lower())
     if found is None:
         raise SettingsError(f"no account with the email {args.email}")

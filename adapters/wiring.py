@@ -124,7 +124,9 @@ def get_app(settings: Settings | None = None) -> falcon.App:
     settings = settings or load_settings()
     configure_logging()
     app = create_app(
-        key_store=SqliteKeyStore(settings.db, settings.secret),
+        # Opened now: a worker that cannot use the database fails to boot (gunicorn then stops) instead of
+        # answering 500 to every request.
+        key_store=SqliteKeyStore.open(settings.db, settings.secret),
         gateway=build_gateway(settings),
         throttle=LimitsThrottle(settings.throttle_uri, salt=settings.secret),
         pace=LimitsPlatformPace(settings.throttle_uri, settings.platform_reads_per_minute),

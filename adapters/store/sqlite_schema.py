@@ -169,13 +169,17 @@ def connect(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
     return conn
 
 
+class NewerSchema(RuntimeError):
+    """The file was written by a newer version of the service: this one must not touch it."""
+
+
 def ensure_schema(conn: sqlite3.Connection) -> None:
     """Bring the file to ``SCHEMA_VERSION``. One cheap read when it is already there."""
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version == SCHEMA_VERSION:
         return
     if version > SCHEMA_VERSION:
-        raise RuntimeError(f"the key store file has schema version {version}; this program knows {SCHEMA_VERSION}")
+        raise NewerSchema(f"the key store file has schema version {version}; this program knows {SCHEMA_VERSION}")
     conn.execute("BEGIN IMMEDIATE")
     try:
         # Read again under the write lock: another process may have migrated meanwhile.

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import requests
 
 from scripts.processes import ROOT, free_port, serving
@@ -123,3 +124,65 @@ def test_two_services_on_one_host_leave_no_control_socket_behind(tmp_path: Path)
         assert list(runtime.iterdir()) == [] and list(home.iterdir()) == []
     for log in logs:
         assert "Control socket" not in log.read_text()
+
+
+def _newer_schema(path: Path) -> None:
+    import sqlite3
+
+    from adapters.store.sqlite_schema import SCHEMA_VERSION
+
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+
+
+@pytest.mark.parametrize("case", ["a file where a folder should be", "a newer schema"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("serve", "--bind", "127.0.0.1:1"),
+        ("accounts", "create", "ops@example.com"),
+        ("accounts", "delete", "ops@example.com"),
+        ("keys", "mint", "--email", "ops@example.com"),
+    ],
+    ids=lambda c: " ".join(c[:2]),
+)
+def test_a_database_that_cannot_be_used_is_one_line_before_anything_starts(
+    tmp_path: Path, case: str, command: tuple[str, ...]
+) -> None:
+    """Before, serve started with such a path, answered 500 to every request and logged nothing at start;
+    the other commands ended in a traceback."""
+    if case == "a newer schema":
+        db = tmp_path / "db.sqlite3"
+        _newer_schema(db)
+        expected = "schema version"
+    else:
+        (tmp_path / "not-a-folder").write_text("")
+        db = tmp_path / "not-a-folder" / "db.sqlite3"
+        expected = "File exists"
+    result = run(
+        *command, stdin="a strong password\n", env={"COMMUNITY_API_DB": str(db), "COMMUNITY_API_SECRET": SECRET}
+    )
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"community-api: COMMUNITY_API_DB: cannot use {db}: "), lines
+    assert expected in lines[0]
+    assert "Listening" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("storage", "expected"),
+    [("redis://127.0.0.1:1", "Connection refused"), ("mmap:///{tmp}/not-a-folder/throttle.mmap", "File exists")],
+    ids=["redis down", "mmap under a file"],
+)
+def test_serve_refuses_a_throttle_storage_that_does_not_answer(tmp_path: Path, storage: str, expected: str) -> None:
+    (tmp_path / "not-a-folder").write_text("")
+    env = {
+        "COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"),
+        "COMMUNITY_API_SECRET": SECRET,
+        "COMMUNITY_API_THROTTLE_STORAGE": storage.format(tmp=str(tmp_path).lstrip("/")),
+    }
+    result = run("serve", "--bind", "127.0.0.1:1", env=env)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("community-api: COMMUNITY_API_THROTTLE_STORAGE"), lines
+    assert expected in lines[0]
