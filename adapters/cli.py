@@ -185,24 +185,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("serve", help="run the service under gunicorn")
     _add_common(p)
-    p.add_argument("--bind", default="127.0.0.1:8000")
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--worker-class", default="gthread", choices=("sync", "gthread"))
-    p.add_argument("--threads", type=int, default=4)
-    p.add_argument("--timeout", type=int, default=120)
-    p.add_argument("--preload", action="store_true")
+    p.add_argument("--bind", default="127.0.0.1:8000", help="HOST:PORT to listen at (default: %(default)s)")
+    p.add_argument(
+        "--workers", type=int, default=2, help="processes, each with its own browsers (default: %(default)s)"
+    )
+    p.add_argument("--worker-class", default="gthread", choices=("sync", "gthread"), help="default: %(default)s")
+    p.add_argument("--threads", type=int, default=4, help="requests at once per worker (default: %(default)s)")
+    p.add_argument(
+        "--timeout", type=int, default=120, help="seconds before a silent worker is restarted (default: %(default)s)"
+    )
+    p.add_argument("--preload", action="store_true", help="load the app once in the master, before forking")
     p.set_defaults(func=serve)
 
     p = commands.add_parser("sandbox", help="run the stand-in community platform (HTTPS, HTTP/2)")
-    p.add_argument("--bind", default="127.0.0.1:8700")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--bind", default="127.0.0.1:8700", help="HOST:PORT to listen at (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=1, help="the seed of its made-up data (default: %(default)s)")
     p.add_argument("--plain-http", action="store_true", help="plain HTTP/1.1 without TLS")
     p.add_argument("--http1", action="store_true", help="HTTPS offering HTTP/1.1 only")
     p.set_defaults(func=sandbox)
 
     p = commands.add_parser("demo", help="the stand-in platform and the service, ready to try")
-    p.add_argument("--bind", default="127.0.0.1:8000")
-    p.add_argument("--sandbox-bind", default="127.0.0.1:8700")
+    p.add_argument("--bind", default="127.0.0.1:8000", help="the service's HOST:PORT (default: %(default)s)")
+    p.add_argument(
+        "--sandbox-bind", default="127.0.0.1:8700", help="the stand-in platform's HOST:PORT (default: %(default)s)"
+    )
     p.add_argument("--exit-after-setup", action="store_true", help="print the key and curl lines, then stop")
     p.set_defaults(func=demo)
 
