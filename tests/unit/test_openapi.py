@@ -21,8 +21,8 @@ def live_routes(world: World) -> set[tuple[str, str]]:
             continue
         path = re.sub(r"\{(\w+)\}", r"{\1}", route.path)
         for method in route.methods:
-            if method.internal or method.method == "OPTIONS":
-                continue
+            if method.internal or method.method in ("OPTIONS", "HEAD"):
+                continue  # HEAD is GET without a body (RFC 9110), not an operation of its own
             routes.add((method.method, path))
     return routes
 
