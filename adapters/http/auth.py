@@ -62,6 +62,16 @@ def resource_metadata_url(resource: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{PROTECTED_RESOURCE_METADATA}{parts.path.rstrip('/')}"
 
 
+def bearer_credentials(header: str | None) -> str | None:
+    """The credentials of an ``Authorization: Bearer …`` header, or None for another scheme or none at all.
+    The scheme's name is case-insensitive, and one or more spaces may follow it (RFC 6750 §2.1,
+    RFC 9110 §11.4: ``"Bearer" 1*SP b64token``)."""
+    scheme, _, presented = (header or "").partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return presented.lstrip(" ") or None
+
+
 def bearer_key(deps: Deps, req: falcon.Request, *, resource: str | None = None) -> ApiKey:
     """The live key of the request, counted in its usage; ``Unauthorized`` otherwise.
 
@@ -81,9 +91,8 @@ def bearer_key(deps: Deps, req: falcon.Request, *, resource: str | None = None) 
                     "API keys and tokens are accepted only in the Authorization header, never in the URL "
                     "(URLs end up in logs): rotate this key"
                 )
-    header = req.get_header("Authorization") or ""
-    scheme, _, presented = header.partition(" ")
-    if scheme.lower() != "bearer" or not presented:
+    presented = bearer_credentials(req.get_header("Authorization"))
+    if not presented:
         raise Unauthorized(UNAUTHORIZED_MESSAGE)
     key = authenticate_bearer(deps.store, deps.clock, presented, resource)
     deps.usage.record(key.id)

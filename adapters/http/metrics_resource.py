@@ -13,6 +13,7 @@ import ipaddress
 
 import falcon
 
+from adapters.http.auth import bearer_credentials
 from adapters.http.client_address import Network, client_address
 from adapters.metrics import exposition
 from community_api.errors import Forbidden
@@ -24,9 +25,8 @@ class MetricsResource:
         self.trusted_proxies = trusted_proxies
 
     def _allowed(self, req: falcon.Request) -> bool:
-        header = req.get_header("Authorization") or ""
-        scheme, _, presented = header.partition(" ")
-        if self.token and scheme.lower() == "bearer" and hmac.compare_digest(presented.encode(), self.token.encode()):
+        presented = bearer_credentials(req.get_header("Authorization"))
+        if self.token and presented is not None and hmac.compare_digest(presented.encode(), self.token.encode()):
             return True
         try:
             return ipaddress.ip_address(client_address(req, self.trusted_proxies)).is_loopback

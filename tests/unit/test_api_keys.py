@@ -65,7 +65,17 @@ def test_keys_with_trailing_whitespace_are_refused_by_the_core(ready: Ready, suf
 
 @pytest.mark.parametrize(
     "header",
-    ["", "Bearer", "Bearer ", "Basic dXNlcjpwYXNz", "Token {key}", "{key}", "Bearer  {key}"],
+    [
+        "",
+        "Bearer",
+        "Bearer ",
+        "Bearer   ",
+        "Basic dXNlcjpwYXNz",
+        "Token {key}",
+        "{key}",
+        "Bearer\t{key}",
+        "Bearer{key}",
+    ],
 )
 def test_malformed_authorization_headers(ready: Ready, header: str) -> None:
     result = ready.world.client.simulate_get("/v1/whoami", headers={"Authorization": header.format(key=ready.key)})
@@ -79,8 +89,10 @@ def test_no_authorization_header(ready: Ready) -> None:
     assert "WWW-Authenticate" in result.headers
 
 
-def test_scheme_is_case_insensitive(ready: Ready) -> None:
-    result = ready.world.client.simulate_get("/v1/whoami", headers={"Authorization": f"bearer {ready.key}"})
+@pytest.mark.parametrize("header", ["bearer {key}", "BEARER {key}", "Bearer  {key}", "Bearer    {key}"])
+def test_scheme_is_case_insensitive_and_may_be_followed_by_several_spaces(ready: Ready, header: str) -> None:
+    # RFC 6750 §2.1: "Bearer" 1*SP b64token.
+    result = ready.world.client.simulate_get("/v1/whoami", headers={"Authorization": header.format(key=ready.key)})
     assert result.status_code == 200
 
 

@@ -188,7 +188,7 @@ def test_loopback_is_served_without_a_token(world: World, peer: str) -> None:
         f"Basic {TOKEN}",
         TOKEN,
         "Bearer ",
-        f"Bearer  {TOKEN}",
+        f"Bearer\t{TOKEN}",
     ],
 )
 def test_elsewhere_without_the_right_token_is_403(world: World, authorization: str | None) -> None:
