@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import atexit
 import gc
 import logging
 from typing import Any, cast
@@ -124,7 +125,7 @@ def get_app(settings: Settings | None = None) -> falcon.App:
 
     settings = settings or load_settings()
     configure_logging()
-    app = create_app(
+    deps = bootstrap(
         # Opened now: a worker that cannot use the database fails to boot (gunicorn then stops) instead of
         # answering 500 to every request.
         key_store=SqliteKeyStore.open(settings.db, settings.secret),
@@ -134,6 +135,8 @@ def get_app(settings: Settings | None = None) -> falcon.App:
         clock=SystemClock(),
         settings=settings,
     )
+    app = app_for(deps, settings)
+    atexit.register(deps.usage.close)  # a worker that stops writes the request counts it still holds
     # Everything built so far lives as long as the worker: keep it out of the garbage collector's
     # generations, so collections during requests only walk what requests allocate.
     gc.freeze()

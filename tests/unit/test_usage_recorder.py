@@ -1,0 +1,98 @@
+"""Request counts buffered per worker reach the store without waiting for another request, survive a
+failed write, and are written when the worker stops."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping
+from datetime import datetime
+
+import pytest
+
+from community_api.usage import UsageRecorder
+from fakes.clock import FakeClock
+from fakes.key_store import FakeKeyStore
+
+DAY = "2026-11-01"
+
+
+def stored(store: FakeKeyStore, key_id: str = "key_1") -> int:
+    return store.key_usage(key_id, DAY).requests_total
+
+
+def until(condition: object, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if callable(condition) and condition():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+def test_counts_of_a_quiet_worker_are_written_within_the_interval(clock: FakeClock) -> None:
+    store = FakeKeyStore()
+    recorder = UsageRecorder(store, clock, flush_interval=0.3)
+    for _ in range(3):
+        recorder.record("key_1")
+    assert stored(store) == 0  # buffered: no write on the request's path within the interval
+    # No request follows: the counts are written anyway, once the interval has passed.
+    assert until(lambda: stored(store) == 3)
+    recorder.record("key_1")
+    assert until(lambda: stored(store) == 4)
+    recorder.close()
+
+
+class FailingOnce(FakeKeyStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures = 1
+
+    def add_usage(self, counts: Mapping[tuple[str, str], int], last_used: Mapping[str, datetime]) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise OSError("disk full")
+        super().add_usage(counts, last_used)
+
+
+def test_a_failed_write_fails_no_request_and_loses_no_count(clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
+    store = FailingOnce()
+    recorder = UsageRecorder(store, clock, flush_interval=0)  # writes through: each record writes
+    with caplog.at_level(logging.WARNING, logger="community_api.usage"):
+        recorder.record("key_1")  # the write fails: no exception reaches the request
+    assert "could not be written" in caplog.text
+    assert stored(store) == 0
+    recorder.record("key_1")
+    assert stored(store) == 2  # the first count was kept and written with the second
+
+
+def test_close_writes_what_is_left(clock: FakeClock) -> None:
+    store = FakeKeyStore()
+    recorder = UsageRecorder(store, clock, flush_interval=3600)
+    recorder.record("key_1")
+    recorder.record("key_1")
+    assert stored(store) == 0
+    recorder.close()
+    assert stored(store) == 2
+
+
+def test_a_forked_worker_does_not_write_its_parents_counts_again(clock: FakeClock) -> None:
+    store = FakeKeyStore()
+    recorder = UsageRecorder(store, clock, flush_interval=3600)
+    recorder.record("key_1")
+    child = os.fork()
+    if child == 0:  # the child: what would it write at exit?
+        written = FakeKeyStore()
+        recorder._store = written  # (reached into: the child's writes go where the test can count them)
+        recorder.close()
+        os._exit(written.key_usage("key_1", DAY).requests_total)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    recorder.close()
+    assert stored(store) == 1
