@@ -8,7 +8,7 @@ What is counted, and where:
 - requests by route template, method and status, with their latency (``RequestLog``);
 - platform calls by kind (the gateway's method) and outcome (``ok`` or the error code), with their
   latency (``MeteredGateway``, wrapped around the gateway at start-up);
-- the browser pool: browsers live, started, evicted, crashed (``browser_pool.py``);
+- the browser pool: browsers live, started, evicted, closed when idle, crashed (``browser_pool.py``);
 - refusals of the DM throttle and of the read pace (``MeteredThrottle``, ``MeteredPace``);
 - MCP tool calls by tool and outcome (``adapters/mcp/server.py``).
 Labels never hold an id, a key or anything a client typed: routes are templates, tools are known names.
@@ -59,6 +59,7 @@ BROWSER_EVICTIONS = Counter(
     "community_api_browser_evictions_total", "Browsers closed to make room for another connection's"
 )
 BROWSER_CRASHES = Counter("community_api_browser_crashes_total", "Browsers discarded after a crash or a hang")
+BROWSER_IDLE_CLOSES = Counter("community_api_browser_idle_closes_total", "Browsers closed after going unused a while")
 REFUSALS = Counter(
     "community_api_rate_limit_refusals_total",
     "Calls refused by a limit: dm_throttle, read_pace, platform_hold",

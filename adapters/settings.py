@@ -32,6 +32,8 @@ class Settings:
     throttle_storage: str = ""  # empty: a mapped file beside the database above (``throttle_uri``)
     selenium_remote_url: str = ""
     browser_pool_size: int = 4
+    # Seconds after which a browser nobody used is closed, giving its memory back (0: kept until evicted).
+    browser_idle_seconds: float = 900.0
     signup: bool = False
     mcp_allowed_hosts: tuple[str, ...] = ("127.0.0.1:*", "localhost:*", "[::1]:*")
     usage_flush_seconds: float = 1.0
@@ -90,12 +92,15 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         )
     try:
         pool = int(get("BROWSER_POOL_SIZE", "4"))
+        idle = float(get("BROWSER_IDLE_SECONDS", "900"))
         flush = float(get("USAGE_FLUSH_SECONDS", "1"))
         reads_per_minute = int(get("PLATFORM_READS_PER_MINUTE", "60"))
     except ValueError as error:
         raise SettingsError(f"a numeric setting is not a number: {error}") from None
     if pool < 1:
         raise SettingsError(f"{PREFIX}BROWSER_POOL_SIZE must be at least 1")
+    if not idle >= 0:  # (not NaN either)
+        raise SettingsError(f"{PREFIX}BROWSER_IDLE_SECONDS must be 0 (never) or more")
     if not 1 <= reads_per_minute <= MAX_CAPACITY:
         raise SettingsError(f"{PREFIX}PLATFORM_READS_PER_MINUTE must be from 1 to {MAX_CAPACITY}")
     defaults = Settings()
@@ -110,6 +115,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         throttle_storage=get("THROTTLE_STORAGE"),
         selenium_remote_url=get("SELENIUM_REMOTE_URL"),
         browser_pool_size=pool,
+        browser_idle_seconds=idle,
         signup=_bool("SIGNUP", get("SIGNUP", "false")),
         mcp_allowed_hosts=hosts or defaults.mcp_allowed_hosts,
         usage_flush_seconds=flush,

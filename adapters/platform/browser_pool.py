@@ -6,6 +6,9 @@
 - At most ``size`` browsers live at once: starting one more first closes the least recently used idle
   browser; when every browser is busy, the start waits a bounded time, then gives up.
 - A browser that crashed or hung is ``discard``ed by the caller and started afresh on the next use.
+- A browser nobody has used for ``idle`` seconds is closed (a thread of the pool's looks now and then),
+  so that a quiet service gives its memory back (225-340 MiB a browser); the connection's next call
+  starts a new one, a second or two. 0 keeps browsers until they are evicted or the pool closes.
 - Every wait is bounded by the pool's ``wait`` and by the current gateway call's deadline
   (``deadline.py``).
 """
@@ -14,12 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 
-from adapters.metrics import BROWSER_CRASHES, BROWSER_EVICTIONS, BROWSER_STARTS, BROWSERS_LIVE
+from adapters.metrics import BROWSER_CRASHES, BROWSER_EVICTIONS, BROWSER_IDLE_CLOSES, BROWSER_STARTS, BROWSERS_LIVE
 from adapters.platform.browser import Browser, BrowserFailure
 from adapters.platform.deadline import remaining as time_left
 
@@ -31,13 +35,14 @@ class PoolBusy(Exception):
 
 
 class _Slot:
-    __slots__ = ("browser", "key", "lock", "users")
+    __slots__ = ("browser", "idle_since", "key", "lock", "users")
 
     def __init__(self, key: str) -> None:
         self.key = key
         self.lock = threading.Lock()
         self.browser: Browser | None = None
         self.users = 0  # threads holding or waiting for ``lock``
+        self.idle_since = 0.0  # when ``users`` last fell to 0 (the pool's clock)
 
 
 class Lease:
@@ -60,16 +65,27 @@ class Lease:
 
 
 class BrowserPool:
-    def __init__(self, factory: Callable[[], Browser], size: int, wait: float) -> None:
+    def __init__(
+        self,
+        factory: Callable[[], Browser],
+        size: int,
+        wait: float,
+        idle: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if size < 1:
             raise ValueError("the pool needs room for at least one browser")
         self._factory = factory
         self._size = size
         self._wait = wait
+        self._idle = idle
+        self._clock = clock
         self._cond = threading.Condition()
         self._slots: OrderedDict[str, _Slot] = OrderedDict()  # least recently used first
         self._live = 0  # browsers running or starting
         self._closed = False
+        self._closing = threading.Event()  # wakes the idle sweeper to end it
+        self._sweeper_pid: int | None = None  # the process whose sweeper runs (threads do not fork)
 
     @contextlib.contextmanager
     def lease(self, key: str) -> Iterator[Lease]:
@@ -91,6 +107,7 @@ class BrowserPool:
         finally:
             with self._cond:
                 slot.users -= 1
+                slot.idle_since = self._clock()
                 if slot.users == 0 and slot.browser is None and self._slots.get(key) is slot:
                     del self._slots[key]
                 self._cond.notify_all()
@@ -106,8 +123,49 @@ class BrowserPool:
         with self._cond:
             return self._live
 
+    def close_idle(self) -> int:
+        """Close the browsers nobody has used for ``idle`` seconds; how many were closed."""
+        if self._idle <= 0:
+            return 0
+        now = self._clock()
+        with self._cond:
+            idle = [
+                s
+                for s in self._slots.values()
+                if s.users == 0 and s.browser is not None and now - s.idle_since >= self._idle
+            ]
+            browsers = []
+            for slot in idle:
+                assert slot.browser is not None
+                browsers.append(slot.browser)
+                slot.browser = None
+                del self._slots[slot.key]
+                self._live -= 1
+                BROWSERS_LIVE.dec()
+                BROWSER_IDLE_CLOSES.inc()
+            self._cond.notify_all()
+        for browser in browsers:
+            log.info("closing a browser unused for %d s", self._idle)
+            browser.quit()
+        return len(browsers)
+
+    def _sweep_idle(self) -> None:
+        period = max(1.0, min(self._idle / 4, 60.0))
+        while not self._closing.wait(period):
+            try:
+                self.close_idle()
+            except Exception:  # noqa: BLE001 - a browser that fails to quit must not end the sweeping
+                log.warning("closing idle browsers failed", exc_info=True)
+
+    def _ensure_sweeper(self) -> None:
+        """(Condition held.) The idle sweeper of this process, started with its first browser."""
+        if self._idle > 0 and self._sweeper_pid != os.getpid():
+            self._sweeper_pid = os.getpid()
+            threading.Thread(target=self._sweep_idle, name="close-idle-browsers", daemon=True).start()
+
     def close(self) -> None:
         """End every browser. Calls still running fail; later calls are refused."""
+        self._closing.set()
         with self._cond:
             self._closed = True
             browsers = [s.browser for s in self._slots.values() if s.browser is not None]
@@ -151,6 +209,7 @@ class BrowserPool:
                 self._cond.wait(remaining)
             self._live += 1
             BROWSERS_LIVE.inc()
+            self._ensure_sweeper()
         # The evicted browsers close while the new one starts (closing one takes 0.1-0.5 s, mostly
         # waiting for its processes to end); both are done before this call returns.
         closing = []

@@ -79,6 +79,7 @@ class SeleniumPlatformGateway:
         api_url: str,
         *,
         pool_size: int = 4,
+        browser_idle: float = 0.0,
         remote_url: str | None = None,
         timeout: float = 20.0,
         driver_factory: Callable[[], WebDriver] | None = None,
@@ -86,7 +87,8 @@ class SeleniumPlatformGateway:
     ) -> None:
         """``timeout`` bounds each platform request and each wait for a page; a browser is started by
         ``driver_factory`` when given, else from the Selenium Grid at ``remote_url``, else locally.
-        ``trusted_spki``: certificate keys the browser trusts besides the system's (the stand-in's)."""
+        ``trusted_spki``: certificate keys the browser trusts besides the system's (the stand-in's).
+        ``browser_idle``: seconds after which an unused browser is closed (0: never)."""
         self.platform_url = platform_url.rstrip("/")
         factory: Callable[[], Browser]
         if driver_factory is not None:
@@ -96,7 +98,7 @@ class SeleniumPlatformGateway:
         else:
             factory = lambda: local_browser(timeout, trusted_spki)  # noqa: E731
         # A call waits for the connection's earlier calls, or for a free browser, at most ``timeout``.
-        self._pool = BrowserPool(factory, pool_size, wait=timeout)
+        self._pool = BrowserPool(factory, pool_size, wait=timeout, idle=browser_idle)
         self._factory, self._remote_url, self._timeout = factory, remote_url, timeout
         self._ready_lock = threading.Lock()
         self._started_fine_at: float | None = None  # when ``ready`` last started a browser that worked
@@ -109,6 +111,7 @@ class SeleniumPlatformGateway:
             settings.platform_url,
             settings.platform_api_url,
             pool_size=settings.browser_pool_size,
+            browser_idle=settings.browser_idle_seconds,
             remote_url=settings.selenium_remote_url or None,
             trusted_spki=settings.browser_trusted_spki,
         )

@@ -226,6 +226,31 @@ def test_close_quits_every_browser_and_removes_its_profile(alice: PlatformSessio
     assert own.live_browsers() == 0
 
 
+def test_an_idle_browser_is_closed_and_the_next_call_starts_another(
+    alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
+    own = SeleniumPlatformGateway(
+        sandbox.url, sandbox.api_url, pool_size=2, timeout=TIMEOUT, trusted_spki=sandbox.trusted_spki, browser_idle=0.5
+    )
+    try:
+        assert own.whoami(alice).handle == "alice"
+        pids = own.browser_pids(alice.connection_id)
+        profiles = [_profile_dir(pid) for pid in pids]
+        deadline = time.monotonic() + 10  # the pool looks every second
+        while own.live_browsers() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert own.live_browsers() == 0
+        while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(alive(pid) for pid in pids)
+        assert not any(p and os.path.exists(p) for p in profiles)
+        # The connection's session is not lost with its browser: the next call signs a new one in with it.
+        assert own.whoami(alice).handle == "alice"
+        assert own.live_browsers() == 1 and set(own.browser_pids(alice.connection_id)).isdisjoint(pids)
+    finally:
+        own.close()
+
+
 def _profile_dir(pid: int) -> str | None:
     with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
         args = cmdline.read().decode(errors="replace").split("\0")

@@ -149,3 +149,58 @@ def test_close_quits_every_browser_and_refuses_later_calls() -> None:
     assert all(d.quit_called for d in factory.made) and pool.live() == 0
     with pytest.raises(PoolBusy), pool.lease("a"):
         pass
+
+
+class ManualClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_browser_unused_for_the_idle_time_is_closed_and_started_again_when_needed() -> None:
+    factory, clock = Factory(), ManualClock()
+    pool = BrowserPool(factory, size=3, wait=1, idle=600, clock=clock)
+    a, b = use(pool, "a"), use(pool, "b")
+    clock.now += 300
+    use(pool, "b")  # b is used again: its idle time starts over
+    clock.now += 299
+    assert pool.close_idle() == 0 and pool.live() == 2
+    clock.now += 1  # a: unused for 600 s; b: for 300 s
+    assert pool.close_idle() == 1
+    assert a.quit_called and not b.quit_called and pool.live() == 1
+    again = use(pool, "a")
+    assert again is not a and pool.live() == 2
+    pool.close()
+
+
+def test_a_browser_in_use_is_never_closed_as_idle() -> None:
+    factory, clock = Factory(), ManualClock()
+    pool = BrowserPool(factory, size=2, wait=1, idle=60, clock=clock)
+    use(pool, "a")
+    with pool.lease("a") as lease:
+        driver = driver_of(lease.browser())
+        clock.now += 3600  # a long call, or the lease taken an hour after the last one
+        assert pool.close_idle() == 0 and not driver.quit_called
+    pool.close()
+
+
+def test_idle_browsers_are_kept_when_the_idle_time_is_0() -> None:
+    factory, clock = Factory(), ManualClock()
+    pool = BrowserPool(factory, size=2, wait=1, idle=0, clock=clock)
+    use(pool, "a")
+    clock.now += 10**9
+    assert pool.close_idle() == 0 and pool.live() == 1
+    pool.close()
+
+
+def test_the_pool_closes_idle_browsers_by_itself() -> None:
+    factory = Factory()
+    pool = BrowserPool(factory, size=2, wait=1, idle=0.2)  # looked at every second
+    driver = use(pool, "a")
+    deadline = time.monotonic() + 5
+    while pool.live() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pool.live() == 0 and driver.quit_called
+    pool.close()

@@ -45,3 +45,12 @@ def test_the_browser_trusts_only_the_certificate_keys_it_is_given() -> None:
     assert f"--ignore-certificate-errors-spki-list={spki},{spki}" in flags
     assert not any(flag.startswith("--ignore-certificate-errors") and "spki" not in flag for flag in flags)
     assert not any("spki" in flag for flag in chrome_options("/tmp/profile").arguments)
+
+
+def test_an_idle_browser_is_closed_after_15_minutes_unless_the_setting_says_otherwise() -> None:
+    assert load_settings(BASE).browser_idle_seconds == 900
+    assert load_settings({**BASE, "COMMUNITY_API_BROWSER_IDLE_SECONDS": "0"}).browser_idle_seconds == 0
+    assert load_settings({**BASE, "COMMUNITY_API_BROWSER_IDLE_SECONDS": "120.5"}).browser_idle_seconds == 120.5
+    for bad in ("-1", "nan", "soon"):
+        with pytest.raises(SettingsError, match="BROWSER_IDLE_SECONDS|not a number"):
+            load_settings({**BASE, "COMMUNITY_API_BROWSER_IDLE_SECONDS": bad})
