@@ -17,6 +17,7 @@ from __future__ import annotations
 import attrs
 from argon2 import PasswordHasher
 
+from community_api import idempotency
 from community_api.accounts import DEFAULT_HASHER, MAX_PASSWORD, MIN_PASSWORD, password_matches
 from community_api.commands import at_least, at_most, blank_as_none, filled
 from community_api.errors import Forbidden, NotFound
@@ -105,6 +106,7 @@ def _erase(store: KeyStore, clock: Clock, account: Account) -> None:
             if key.kind == KEY_CONNECTOR:
                 uow.oauth.delete_oauth_tokens(key.id)
         uow.connections.delete_connections(account.id)
+        uow.idempotency.forget_idempotency(idempotency.account_prefix(account.id))  # what it posted and sent
         uow.accounts.delete_account(account.id)
         uow.audit.add_audit(AuditEvent(at=now, event="account.deleted", account_id=account.id))
         uow.commit()

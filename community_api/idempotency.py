@@ -4,7 +4,8 @@ Rules (DESIGN §2):
 - a retry with the same key and the same request within 24 hours answers the first answer again and
   does not act again; the same key with a different request is a ``Conflict``;
 - a retry that arrives while the first request is still in flight is a ``Conflict`` (try again later);
-- keys are scoped to the account, so two accounts never see each other's answers;
+- keys are scoped to the account, so two accounts never see each other's answers; an account's
+  records go with it when it is deleted, and every record goes once past its 24 hours;
 - an answer is kept when it is a success, or when the outcome on the platform is unknown (it did not
   answer in time: the post may exist), so a client that retries after a time-out never double-posts;
   for any other refusal nothing happened, so the claim is released and a retry may act.
@@ -33,6 +34,11 @@ class Answer:
     replayed: bool = False
 
 
+def account_prefix(account_id: str) -> str:
+    """What every record key of the account starts with: keys are scoped to their account."""
+    return f"{account_id}:"
+
+
 def run_once(
     store: KeyStore,
     clock: Clock,
@@ -59,7 +65,7 @@ def run_once(
         return action()
     if not _KEY.fullmatch(idempotency_key):
         raise InvalidRequest("Idempotency-Key must be 1 to 255 visible ASCII characters")
-    record_key = f"{account_id}:{idempotency_key}"
+    record_key = account_prefix(account_id) + idempotency_key
     fingerprint = hashlib.sha256(request_fingerprint).hexdigest()
     claim = IdempotencyRecord(key=record_key, fingerprint=fingerprint, status=0, body="", created_at=clock.now())
     existing = store.claim_idempotency(claim)

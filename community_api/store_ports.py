@@ -39,7 +39,10 @@ class AccountRecords(Protocol):
 
     def count_accounts(self) -> int: ...
 
-    def add_web_session(self, session: WebSession) -> None: ...
+    def add_web_session(self, session: WebSession) -> None:
+        """``Conflict`` if the token hash is taken. Sessions of any account that expired before
+        ``session.created_at`` are removed on the way (they would only accumulate)."""
+        ...
 
     def get_web_session(self, token_hash: str) -> WebSession | None: ...
 
@@ -157,13 +160,19 @@ class IdempotencyRecords(Protocol):
     def claim_idempotency(self, record: IdempotencyRecord) -> IdempotencyRecord | None:
         """Insert ``record`` (status 0: in flight) unless one with the same key exists and is younger
         than 24 hours. Answers None when the claim succeeded, else the existing record. Atomic across
-        processes: of two concurrent claims exactly one succeeds."""
+        processes: of two concurrent claims exactly one succeeds. Records of any key older than 24 hours
+        (before ``record.created_at``) are removed on the way: nothing answers them any more."""
         ...
 
     def complete_idempotency(self, key: str, status: int, body: str) -> None: ...
 
     def release_idempotency(self, key: str) -> None:
         """Forget an in-flight claim (the request failed before acting), so a retry may act."""
+        ...
+
+    def forget_idempotency(self, key_prefix: str) -> None:
+        """Remove every record whose key starts with ``key_prefix``, in flight or not (an account's, when
+        it is deleted: the answers hold what it posted and sent)."""
         ...
 
 
@@ -233,6 +242,9 @@ class UnitOfWork(Protocol):
 
     @property
     def oauth(self) -> OAuthRecords: ...
+
+    @property
+    def idempotency(self) -> IdempotencyRecords: ...
 
     def commit(self) -> None: ...
 

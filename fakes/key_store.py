@@ -39,7 +39,7 @@ def _email_key(email: str) -> str:
 
 class FakeUnitOfWork:
     def __init__(self, store: FakeKeyStore) -> None:
-        self.store = self.accounts = self.connections = self.keys = self.audit = self.oauth = store
+        self.store = self.accounts = self.connections = self.keys = self.audit = self.oauth = self.idempotency = store
         self.committed = False
 
     def commit(self) -> None:
@@ -137,6 +137,7 @@ class FakeKeyStore:
         with self._lock:
             if session.token_hash in self._web_sessions:
                 raise Conflict("web session exists")
+            self._web_sessions = {h: s for h, s in self._web_sessions.items() if s.expires_at >= session.created_at}
             self._web_sessions[session.token_hash] = session
 
     def get_web_session(self, token_hash: str) -> WebSession | None:
@@ -324,6 +325,8 @@ class FakeKeyStore:
             existing = self._idempotency.get(record.key)
             if existing is not None and record.created_at - existing.created_at < IDEMPOTENCY_WINDOW:
                 return existing
+            oldest = record.created_at - IDEMPOTENCY_WINDOW
+            self._idempotency = {k: r for k, r in self._idempotency.items() if r.created_at >= oldest}
             self._idempotency[record.key] = record
             return None
 
@@ -339,6 +342,10 @@ class FakeKeyStore:
             # Only an in-flight claim is forgotten: a completed answer stays for the retries.
             if found is not None and found.status == IN_FLIGHT:
                 del self._idempotency[key]
+
+    def forget_idempotency(self, key_prefix: str) -> None:
+        with self._lock:
+            self._idempotency = {k: r for k, r in self._idempotency.items() if not k.startswith(key_prefix)}
 
     # --- OAuth clients, codes and tokens ---------------------------------------------------------
 

@@ -63,8 +63,13 @@ class SqliteAccountRecords:
         return int(row[0]) if row else 0
 
     def add_web_session(self, session: WebSession) -> None:
+        with self._immediate() as db:
+            db.execute("DELETE FROM web_sessions WHERE expires_at < ?", (_ts(session.created_at),))
+            self._insert_web_session(db, session)
+
+    def _insert_web_session(self, db: Database, session: WebSession) -> None:
         try:
-            self._db.execute(
+            db.execute(
                 "INSERT INTO web_sessions (token_hash, account_id, csrf_token, created_at, expires_at)"
                 " VALUES (?, ?, ?, ?, ?)",
                 (

@@ -367,6 +367,8 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteOAuthRecords):
                 existing = IdempotencyRecord(row[0], row[1], row[2], row[3], _dt(row[4]))
                 if record.created_at - existing.created_at < IDEMPOTENCY_WINDOW:
                     return existing
+            # Answers past the window answer nothing any more (and hold what was posted or sent).
+            db.execute("DELETE FROM idempotency WHERE created_at < ?", (_ts(record.created_at - IDEMPOTENCY_WINDOW),))
             db.execute(
                 "INSERT OR REPLACE INTO idempotency (key, fingerprint, status, body, created_at)"
                 " VALUES (?, ?, ?, ?, ?)",
@@ -380,3 +382,7 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteOAuthRecords):
     def release_idempotency(self, key: str) -> None:
         # Only an in-flight claim is forgotten: a completed answer stays for the retries.
         self._db.execute("DELETE FROM idempotency WHERE key = ? AND status = ?", (key, IN_FLIGHT))
+
+    def forget_idempotency(self, key_prefix: str) -> None:
+        # Not LIKE: ``_`` and ``%`` in a prefix (account ids hold ``_``) would be wildcards there.
+        self._db.execute("DELETE FROM idempotency WHERE substr(key, 1, length(?)) = ?", (key_prefix, key_prefix))

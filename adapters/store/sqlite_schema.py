@@ -143,7 +143,14 @@ _V3 = (
     )""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
+# Version 4: answers of creating requests are removed once past their 24 hours (on each claim).
+# Expired web sessions are removed when a session is added.
+_V4 = (
+    "CREATE INDEX IF NOT EXISTS idempotency_created ON idempotency (created_at)",
+    "CREATE INDEX IF NOT EXISTS web_sessions_expiry ON web_sessions (expires_at)",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -142,6 +142,15 @@ def test_every_web_session_of_an_account_ends_but_the_one_kept(store: KeyStore) 
     assert store.get_web_session("th2") is None and store.get_web_session("other") is not None
 
 
+def test_expired_web_sessions_are_removed_when_one_is_added(store: KeyStore) -> None:
+    store.add_web_session(WebSession("old", "acc_1", "csrf", T0, T0 + timedelta(days=14)))
+    store.add_web_session(WebSession("other", "acc_2", "csrf", T0 + timedelta(days=1), T0 + timedelta(days=15)))
+    later = T0 + timedelta(days=14, seconds=1)
+    store.add_web_session(WebSession("new", "acc_3", "csrf", later, later + timedelta(days=14)))
+    assert store.get_web_session("old") is None  # expired: removed
+    assert store.get_web_session("other") is not None and store.get_web_session("new") is not None
+
+
 def test_a_password_hash_is_replaced(store: KeyStore) -> None:
     store.add_account(account(1), "old-hash")
     store.set_password_hash("acc_1", "new-hash")
@@ -428,6 +437,36 @@ def test_idempotency_records_last_24_hours(store: KeyStore) -> None:
     newer = claim("k1", T0 + timedelta(hours=24), "fp-new")
     assert store.claim_idempotency(newer) is None  # 24 hours old: replaced
     assert store.claim_idempotency(claim("k1", T0 + timedelta(hours=25))) == newer
+
+
+def test_records_past_24_hours_are_removed_by_a_later_claim(store: KeyStore) -> None:
+    store.claim_idempotency(claim("acc_1:old", T0))
+    store.complete_idempotency("acc_1:old", 201, "what was posted")
+    store.claim_idempotency(claim("acc_1:recent", T0 + timedelta(hours=1)))
+    store.claim_idempotency(claim("acc_2:any", T0 + timedelta(hours=24, microseconds=1)))
+    # The old record is gone (a claim of its key now wins afresh, even one dated before the removal).
+    assert store.claim_idempotency(claim("acc_1:old", T0 + timedelta(hours=2))) is None
+    assert store.claim_idempotency(claim("acc_1:recent", T0 + timedelta(hours=2))) is not None
+
+
+def test_an_accounts_records_are_forgotten_and_no_others(store: KeyStore) -> None:
+    for key in ("acc_1:a", "acc_1:b", "acc_10:a", "acc_2:a", "accX1:a", "acc%1:a"):
+        assert store.claim_idempotency(claim(key, T0)) is None
+        store.complete_idempotency(key, 201, "body")
+    store.forget_idempotency("acc_1:")
+    left = {
+        key: store.claim_idempotency(claim(key, T0 + timedelta(seconds=1))) is not None
+        for key in ("acc_1:a", "acc_1:b", "acc_10:a", "acc_2:a", "accX1:a", "acc%1:a")
+    }
+    # ``_`` and ``%`` are not wildcards: only keys that start with the prefix itself are gone.
+    assert left == {
+        "acc_1:a": False,
+        "acc_1:b": False,
+        "acc_10:a": True,
+        "acc_2:a": True,
+        "accX1:a": True,
+        "acc%1:a": True,
+    }
 
 
 def test_idempotency_keys_are_independent(store: KeyStore) -> None:

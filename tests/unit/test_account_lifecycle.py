@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from community_api.model import IdempotencyRecord
 from community_api.scopes import ALL_SCOPES
 from tests.unit.world_support import PASSWORD, Browser, World
 
@@ -64,6 +65,15 @@ def test_deleting_the_account_takes_everything_with_it(world: World) -> None:
     connection = world.link(browser)
     key = world.mint(browser, scopes=ALL_SCOPES)["secret"]
     bound = world.mint(browser, connection_id=connection["id"])["secret"]
+    # A DM sent with an Idempotency-Key: its answer (what was sent) is kept 24 hours for retries.
+    sent = world.post(
+        "/v1/dms",
+        key,
+        {"to": world.gateway.user("bob").id, "content": "a private message"},
+        params={"group": "builders-club"},
+        headers={"Idempotency-Key": "dm-1"},
+    )
+    assert sent.status_code == 201
     for body in ({}, {"password": ""}, {"password": "not the password"}):
         refused = world.client.simulate_delete("/v1/me", headers=browser.headers(), json=body)
         assert refused.status_code == 403, body
@@ -77,6 +87,9 @@ def test_deleting_the_account_takes_everything_with_it(world: World) -> None:
     account_id = browser.account["id"]
     assert world.store.list_connections(account_id) == []
     assert world.store.get_platform_session(connection["id"]) is None
+    # The kept answer went with the account: a claim of its key finds nothing.
+    kept = IdempotencyRecord(f"{account_id}:dm-1", "fp", 0, "", world.clock.now())
+    assert world.store.claim_idempotency(kept) is None
     audit = world.store.list_audit(account_id)
     assert "account.deleted" in [e.event for e in audit]
     assert not any("owner@example.com" in f"{e.subject} {e.detail}" for e in audit)  # no email in clear
