@@ -20,8 +20,24 @@ class UnsupportedMediaType(ServiceError):
     code = "unsupported_media_type"
 
 
+class UnsupportedContentCoding(UnsupportedMediaType):
+    """A compressed body (``Content-Encoding: gzip``): answered 415 with ``Accept-Encoding: identity``
+    (RFC 9110 §15.5.16), rather than a JSON syntax error about bytes the client never wrote."""
+
+
+def refuse_content_coding(req: falcon.Request) -> None:
+    coding = (req.get_header("Content-Encoding") or "").strip().lower()
+    if coding and coding != "identity":
+        raise UnsupportedContentCoding(
+            f"request bodies are taken as they are, not with Content-Encoding {coding}: send it uncompressed",
+            contentEncoding=coding[:40],
+        )
+
+
 def read_raw(req: falcon.Request) -> bytes:
-    """The body, refused with 413 past 64 KiB whether or not a Content-Length announced it."""
+    """The body, refused with 413 past 64 KiB whether or not a Content-Length announced it, and with 415
+    when it comes compressed."""
+    refuse_content_coding(req)
     length = req.content_length
     if length is not None and length > MAX_BODY:
         raise PayloadTooLarge(f"the request body is larger than {MAX_BODY} bytes", maxBytes=MAX_BODY)

@@ -12,6 +12,7 @@ from typing import Any
 
 import falcon
 
+from adapters.http.body import UnsupportedContentCoding
 from adapters.http.request_log import log_error
 from community_api.errors import RateLimited, ServiceError, Unauthorized
 
@@ -76,6 +77,8 @@ def handle_service_error(
     # Management routes authenticate by web session: a Bearer challenge would mislead there.
     if isinstance(error, Unauthorized) and not getattr(req.context, "web_route", False):
         resp.set_header("WWW-Authenticate", getattr(req.context, "www_authenticate", WWW_AUTHENTICATE))
+    if isinstance(error, UnsupportedContentCoding):
+        resp.set_header("Accept-Encoding", "identity")
     required = error.details.get("requiredScope")
     if error.code == "forbidden" and required:
         resp.set_header("WWW-Authenticate", f'Bearer error="insufficient_scope", scope="{required}"')

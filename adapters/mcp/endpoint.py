@@ -21,7 +21,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from adapters.http.auth import CONNECTION_HEADER, bearer_key, resource_url
-from adapters.http.body import PayloadTooLarge, UnsupportedMediaType
+from adapters.http.body import PayloadTooLarge, UnsupportedMediaType, refuse_content_coding
 from adapters.http.errors import error_body
 from adapters.mcp.bridge import SessionManagers
 from adapters.mcp.server import CALLER_ENVIRON_KEY, Caller, build_server
@@ -58,6 +58,7 @@ def security_settings(settings: Settings) -> TransportSecuritySettings:
 
 
 def _read_body(req: falcon.Request) -> bytes:
+    refuse_content_coding(req)
     media = (req.content_type or "").split(";")[0].strip().lower()
     if media != "application/json":
         raise UnsupportedMediaType("send MCP messages as application/json")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
@@ -77,6 +78,22 @@ def test_bad_bodies(ready: Ready, body: bytes, content_type: str, status: int, c
     )
     assert_error(result, status, code)
     assert ready.world.gateway.created_posts() == []
+
+
+@pytest.mark.parametrize("coding", ["gzip", "br", "deflate, gzip"])
+def test_a_compressed_body_is_415_saying_to_send_it_uncompressed(ready: Ready, coding: str) -> None:
+    body = gzip.compress(b'{"title": "x"}')
+    headers = {"Authorization": f"Bearer {ready.key}", "Content-Type": "application/json"}
+    result = ready.world.client.simulate_post(
+        "/v1/groups/builders-club/posts", body=body, headers={**headers, "Content-Encoding": coding}
+    )
+    assert_error(result, 415, "unsupported_media_type")
+    assert "uncompressed" in result.json["error"]["message"]
+    assert result.headers["accept-encoding"] == "identity"
+    assert ready.world.gateway.created_posts() == []
+    plain = {**headers, "Content-Encoding": "identity"}  # no coding at all, said explicitly
+    sent = ready.world.client.simulate_post("/v1/groups/builders-club/posts", body=b'{"title": "x"}', headers=plain)
+    assert sent.status_code == 201
 
 
 def test_body_over_64k_without_content_length(ready: Ready) -> None:

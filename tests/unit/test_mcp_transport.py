@@ -3,6 +3,7 @@ usage counting, and the per-process loop thread that serves it."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -95,6 +96,13 @@ def test_media_type_size_and_malformed_bodies(world: McpWorld) -> None:
     headers = world.headers(world.all_key)
     text_body = world.client.simulate_post("/v1/mcp", headers={**headers, "Content-Type": "text/plain"}, body=b"{}")
     assert_error(text_body, 415, "unsupported_media_type")
+    gzipped = world.client.simulate_post(
+        "/v1/mcp",
+        headers={**headers, "Content-Type": "application/json", "Content-Encoding": "gzip"},
+        body=gzip.compress(json.dumps(LIST).encode()),
+    )
+    assert_error(gzipped, 415, "unsupported_media_type")
+    assert gzipped.headers["accept-encoding"] == "identity"
     huge = json.dumps({**LIST, "params": {"padding": "x" * 300_000}})
     too_big = world.client.simulate_post("/v1/mcp", headers={**headers, "Content-Type": "application/json"}, body=huge)
     assert_error(too_big, 413, "payload_too_large")
