@@ -124,7 +124,7 @@ class SeleniumPlatformGateway:
 
     def ready(self) -> str | None:
         """The Grid's own ``/status`` says ready; locally, a browser is running, or one was started (and
-        closed again) within the last minute, or one can be started now."""
+        closed again) within the last ten minutes, or one can be started now."""
         if self._remote_url:
             return grid_ready(self._remote_url, self._timeout)
         if self._pool.live():
@@ -356,7 +356,9 @@ class SeleniumPlatformGateway:
         return self._dms.send_message(session, conversation_id, content)
 
 
-READY_FOR = 60.0  # seconds a started browser vouches for ``ready``
+# Seconds a browser that started fine vouches for ``ready``: a probe every few seconds on a quiet service,
+# whose browsers are closed when idle, starts one at most this often (a second or two of CPU each).
+READY_FOR = 600.0
 
 
 def grid_ready(remote_url: str, timeout: float) -> str | None:
