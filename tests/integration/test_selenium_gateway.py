@@ -240,10 +240,14 @@ def test_an_idle_browser_is_closed_and_the_next_call_starts_another(
         while own.live_browsers() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert own.live_browsers() == 0
-        while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+
+        def left() -> tuple[bool, bool]:
+            # The sweeper closes it on its own thread: processes end first, then the profile is removed.
+            return any(alive(pid) for pid in pids), any(p and os.path.exists(p) for p in profiles)
+
+        while left() != (False, False) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not any(alive(pid) for pid in pids)
-        assert not any(p and os.path.exists(p) for p in profiles)
+        assert left() == (False, False)
         # The connection's session is not lost with its browser: the next call signs a new one in with it.
         assert own.whoami(alice).handle == "alice"
         assert own.live_browsers() == 1 and set(own.browser_pids(alice.connection_id)).isdisjoint(pids)
