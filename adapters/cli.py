@@ -36,6 +36,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 def serve(args: argparse.Namespace) -> int:
     _apply_common(args)
+    threads = _threads(args)
     settings = load_settings()  # refuse to start on a bad setting before forking workers
     check_state(settings)
     argv = [
@@ -56,7 +57,7 @@ def serve(args: argparse.Namespace) -> int:
         "--worker-class",
         args.worker_class,
         "--threads",
-        str(args.threads),
+        str(threads),
         "--timeout",
         str(args.timeout),
         # No gunicorn access log: the service writes one JSON line per request (request_log.py).
@@ -66,6 +67,19 @@ def serve(args: argparse.Namespace) -> int:
         argv.insert(3, "--preload")
     os.execv(sys.executable, argv)  # noqa: S606 - replaces this process with gunicorn
     return 0  # pragma: no cover
+
+
+def _threads(args: argparse.Namespace) -> int:
+    """Threads per worker: 4 by default for gthread workers; a sync worker has one (gunicorn would turn a
+    sync worker given more into a gthread one, silently)."""
+    if args.worker_class == "sync":
+        if args.threads not in (None, 1):
+            raise SettingsError("--threads applies to gthread workers; a sync worker serves one request at a time")
+        return 1
+    threads = 4 if args.threads is None else args.threads
+    if threads < 1:
+        raise SettingsError("--threads must be at least 1")
+    return int(threads)
 
 
 def open_store(settings: Settings) -> SqliteKeyStore:
@@ -190,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers", type=int, default=2, help="processes, each with its own browsers (default: %(default)s)"
     )
     p.add_argument("--worker-class", default="gthread", choices=("sync", "gthread"), help="default: %(default)s")
-    p.add_argument("--threads", type=int, default=4, help="requests at once per worker (default: %(default)s)")
+    p.add_argument("--threads", type=int, help="requests at once per gthread worker (default: 4; sync: 1)")
     p.add_argument(
         "--timeout", type=int, default=120, help="seconds before a silent worker is restarted (default: %(default)s)"
     )

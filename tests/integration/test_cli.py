@@ -186,3 +186,19 @@ def test_serve_refuses_a_throttle_storage_that_does_not_answer(tmp_path: Path, s
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("community-api: COMMUNITY_API_THROTTLE_STORAGE"), lines
     assert expected in lines[0]
+
+
+def test_the_worker_class_asked_for_is_the_one_that_runs(tmp_path: Path) -> None:
+    """gunicorn turns a sync worker given several threads into a gthread one, without a word; serve gave
+    every worker 4 threads, so --worker-class sync ran gthread workers."""
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
+    for worker_class in ("sync", "gthread"):
+        port = free_port()
+        log = tmp_path / f"{worker_class}.log"
+        args = ["-m", "adapters.cli", "serve", "--bind", f"127.0.0.1:{port}", "--workers", "1"]
+        with serving([*args, "--worker-class", worker_class], f"http://127.0.0.1:{port}/healthz", env, log):
+            pass
+        assert f"Using worker: {worker_class}" in log.read_text()
+    refused = run("serve", "--worker-class", "sync", "--threads", "4", env=env)
+    assert refused.returncode == 2 and "--threads applies to gthread workers" in refused.stderr
+    assert run("serve", "--threads", "0", env=env).returncode == 2
