@@ -79,7 +79,7 @@ def _threads(args: argparse.Namespace) -> int:
     threads = 4 if args.threads is None else args.threads
     if threads < 1:
         raise SettingsError("--threads must be at least 1")
-    return int(threads)
+    return threads
 
 
 def open_store(settings: Settings) -> SqliteKeyStore:

@@ -285,12 +285,14 @@ def authenticate_key(store: KeyStore, clock: Clock, presented: str) -> ApiKey:
     return match
 
 
-GRACE_CHOICES = ("24h", "0")
+GRACE_CHOICES = ("0", "24h")
 
 
 def _grace(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
     if value not in GRACE_CHOICES:
-        raise BadField(attribute.name, "must be 0 (end the old key now) or 24h (the default)", allowed=["0", "24h"])
+        raise BadField(
+            attribute.name, "must be 0 (end the old key now) or 24h (the default)", allowed=list(GRACE_CHOICES)
+        )
 
 
 @attrs.frozen
@@ -299,7 +301,7 @@ class KeyRotation:
     leaked key)."""
 
     grace: str = attrs.field(
-        default="24h", validator=_grace, metadata=expects("0 or 24h", enum=["0", "24h"], default="24h")
+        default="24h", validator=_grace, metadata=expects("0 or 24h", enum=list(GRACE_CHOICES), default="24h")
     )
 
     @property

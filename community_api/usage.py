@@ -2,9 +2,9 @@
 
 Counting writes to the store on the hot path of every request, so a worker may buffer its counts and
 write them at most every ``flush_interval`` seconds (0 writes through). The rules:
-- counts are written within about ``flush_interval`` seconds of being made, whether or not the worker
-  serves another request: a timer writes what a quiet worker holds (before, a worker's last counts waited
-  for its next request, so another worker's ``GET /v1/me`` did not show them);
+- counts are written within about ``flush_interval`` seconds of being made, by a writer thread of the
+  worker, whether or not it serves another request (before, a worker's last counts waited for its next
+  request, so another worker's ``GET /v1/me`` did not show them);
 - a write that fails (the database locked past its busy time-out, a full disk) keeps the counts for the
   next one and is logged; the request being served is not failed for it;
 - ``close()`` writes what is left: the service calls it when a worker exits. Counts of a worker killed
@@ -55,9 +55,8 @@ class UsageRecorder:
                 self._wake_writer()
             self._counts[(key_id, now.date())] += 1
             self._last_used[key_id] = now
-            due = time.monotonic() - self._last_flush >= self._flush_interval
-        if due:
-            self.flush()
+        if self._flush_interval <= 0:
+            self.flush()  # writing through; otherwise the writer thread writes, off the request's path
 
     def flush(self) -> None:
         """Write the buffered counts. On failure they stay buffered for the next write, and it is logged."""
@@ -89,7 +88,7 @@ class UsageRecorder:
 
     def _wake_writer(self) -> None:
         """(Lock held.) The buffer is about to hold counts: the writer thread writes them once the
-        interval since the last write has passed, unless a request does first."""
+        interval since the last write has passed."""
         if self._writer is None and not self._closed.is_set():
             self._writer = threading.Thread(target=self._write_when_due, name="usage-writer", daemon=True)
             self._writer.start()

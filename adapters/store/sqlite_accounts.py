@@ -63,25 +63,23 @@ class SqliteAccountRecords:
         return int(row[0]) if row else 0
 
     def add_web_session(self, session: WebSession) -> None:
+        values = (
+            session.token_hash,
+            session.account_id,
+            session.csrf_token,
+            _ts(session.created_at),
+            _ts(session.expires_at),
+        )
         with self._immediate() as db:
             db.execute("DELETE FROM web_sessions WHERE expires_at < ?", (_ts(session.created_at),))
-            self._insert_web_session(db, session)
-
-    def _insert_web_session(self, db: Database, session: WebSession) -> None:
-        try:
-            db.execute(
-                "INSERT INTO web_sessions (token_hash, account_id, csrf_token, created_at, expires_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (
-                    session.token_hash,
-                    session.account_id,
-                    session.csrf_token,
-                    _ts(session.created_at),
-                    _ts(session.expires_at),
-                ),
-            )
-        except sqlite3.IntegrityError:
-            raise Conflict("web session exists") from None
+            try:
+                db.execute(
+                    "INSERT INTO web_sessions (token_hash, account_id, csrf_token, created_at, expires_at)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    values,
+                )
+            except sqlite3.IntegrityError:
+                raise Conflict("web session exists") from None
 
     def get_web_session(self, token_hash: str) -> WebSession | None:
         row = self._one(
