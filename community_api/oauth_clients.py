@@ -2,7 +2,8 @@
 request (OAuth 2.1 §4.1.1, PKCE RFC 7636, resource indicators RFC 8707). Tokens are in ``oauth.py``.
 
 Rules:
-- registration is open (MCP clients register themselves) but throttled: 20 per client address per hour;
+- registration is open (MCP clients register themselves) but throttled: 20 per client address per hour
+  (an IPv6 address counted by its /64, as sign-in counts it);
 - every client is public (``token_endpoint_auth_method: none``): it proves itself with PKCE, never with
   a secret; a request for a secret-based method is answered with ``none``, as RFC 7591 §3.2.1 allows;
 - metadata we do not understand is ignored (RFC 7591 §2), but redirect URIs are strict: 1 to 10, no
@@ -31,6 +32,7 @@ from community_api.oauth_model import OAuthClient
 from community_api.ports import Clock, KeyStore
 from community_api.readable import is_readable
 from community_api.scopes import ALL_SCOPES, DEFAULT_SCOPES
+from community_api.sign_in_guard import client_key
 
 REGISTRATION_WINDOW = timedelta(hours=1)
 MAX_REGISTRATIONS_PER_ADDRESS = 20
@@ -234,7 +236,7 @@ def register_client(store: KeyStore, clock: Clock, metadata: ClientMetadata, cli
     """Register a public client. Open, but at most ``MAX_REGISTRATIONS_PER_ADDRESS`` an hour from one
     address: counted and written in one step, so registrations sent at once cannot pass the bound."""
     now = clock.now()
-    subject = f"addr:{client_address}"
+    subject = f"addr:{client_key(client_address)}"  # an IPv6 client by its /64, as sign-in counts it
     client = OAuthClient(
         id=new_id("ocl"),
         name=metadata.display_name,

@@ -158,6 +158,20 @@ def test_registration_is_throttled_per_address(world: World) -> None:
     assert Connector(world).register().status_code == 201
 
 
+def test_registration_counts_an_ipv6_client_by_its_64(world: World) -> None:
+    """One subscriber holds a whole /64: a new address in it per registration must not pass the bound, as
+    sign-in counts it (``sign_in_guard.client_key``)."""
+
+    def register(address: str) -> int:
+        body = {"client_name": "Test Agent", "redirect_uris": [REDIRECT_URI]}
+        answer = world.client.simulate_post("/oauth/register", json=body, headers={"Host": HOST}, remote_addr=address)
+        return answer.status_code
+
+    assert [register(f"2001:db8:1:2::{n:x}") for n in range(1, 21)] == [201] * 20
+    assert register("2001:db8:1:2:ffff::1") == 429  # the same /64
+    assert register("2001:db8:1:3::1") == 201  # the next /64: another subscriber
+
+
 def test_the_whole_flow_signs_in_asks_consent_and_issues_tokens(
     world: World, owner: WebBrowser, connector: Connector
 ) -> None:
