@@ -25,12 +25,22 @@ class ArgumentChecker:
         self.properties: Mapping[str, Any] = schema.get("properties", {})
         # ``oneOf`` (``to`` xor ``conversationId``) is left to the core, whose message names both fields.
         self._validator = Draft202012Validator({name: value for name, value in schema.items() if name != "oneOf"})
+        self._integers = frozenset(name for name, spec in self.properties.items() if spec.get("type") == "integer")
 
-    def check(self, arguments: Mapping[str, Any]) -> None:
+    def check(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments as the use case reads them, or ``InvalidRequest`` naming the field.
+
+        JSON Schema counts a number with a zero fraction as an integer (``2.0`` is valid for
+        ``"type": "integer"``), so a client that checks its arguments against the tool's schema may send
+        one: it is passed on as the integer it is, not refused later by the core."""
         error = best_match(self._validator.iter_errors(arguments))
         if error is not None:
             message, details = self._explain(error, arguments)
             raise InvalidRequest(message, **details)
+        return {
+            name: int(value) if name in self._integers and isinstance(value, float) else value
+            for name, value in arguments.items()
+        }
 
     def _explain(self, error: ValidationError, arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         field = ".".join(str(part) for part in error.absolute_path)

@@ -115,7 +115,7 @@ class ToolRunner:
                 raise NotFound(f"no tool named {name}", allowed=sorted(OPERATIONS_BY_NAME))
             # The same order as a REST resource: who (scope, connection) before what (arguments).
             actor = actor_for(self.deps.store, caller.key, spec.scope, caller.connection)
-            self._checkers[spec.name].check(arguments)
+            arguments = self._checkers[spec.name].check(arguments)
             if not spec.creates:
                 result = success_result(
                     *data_and_text(spec.execute(self.deps, actor, arguments, spec.body_of(arguments), text=False))

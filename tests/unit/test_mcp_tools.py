@@ -59,6 +59,14 @@ def test_feed_answers_as_rest_for_the_same_query(world: McpWorld) -> None:
     assert (default["pagesRequested"], default["sort"], default["since"]) == (1, "newest", None)
 
 
+def test_an_integer_written_with_a_zero_fraction_is_that_integer(world: McpWorld) -> None:
+    """JSON Schema counts 2.0 as an integer (2020-12, "type": "integer"), so a client that checks its
+    arguments against the tool's schema sends it: the tool must read it as 2, not refuse it."""
+    answer = world.ok("get_feed", {"group": FEED, "pages": 2.0})
+    assert answer == world.ok("get_feed", {"group": FEED, "pages": 2}) and answer["pagesRequested"] == 2
+    assert world.fail("get_feed", {"group": FEED, "pages": 2.5})["message"] == "pages must be an integer"
+
+
 def test_post_and_comments_answer_as_rest(world: McpWorld) -> None:
     post = post_with_comments(world)
     detail = world.ok("get_post", {"postId": post["id"]})
