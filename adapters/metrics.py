@@ -146,9 +146,9 @@ class MeteredThrottle:
     def __init__(self, inner: Throttle) -> None:
         self._inner = inner
 
-    def reserve(self, connection_id: str) -> object:
+    def reserve(self, platform_user_id: str) -> object:
         try:
-            return self._inner.reserve(connection_id)
+            return self._inner.reserve(platform_user_id)
         except RateLimited:
             REFUSALS.labels("dm_throttle").inc()
             raise
@@ -159,8 +159,8 @@ class MeteredThrottle:
     def cancel(self, reservation: object) -> None:
         self._inner.cancel(reservation)
 
-    def quota(self, connection_id: str) -> DmQuota:
-        return self._inner.quota(connection_id)
+    def quota(self, platform_user_id: str) -> DmQuota:
+        return self._inner.quota(platform_user_id)
 
     def ready(self) -> str | None:
         return self._inner.ready()
@@ -172,18 +172,18 @@ class MeteredPace:
     def __init__(self, inner: PlatformPace) -> None:
         self._inner = inner
 
-    def admit(self, connection_id: str, reads: int) -> None:
+    def admit(self, platform_user_id: str, reads: int) -> None:
         try:
-            self._inner.admit(connection_id, reads)
+            self._inner.admit(platform_user_id, reads)
         except RateLimited as refused:
             REFUSALS.labels(str(refused.details.get("reason", "read_pace"))).inc()
             raise
 
-    def hold(self, connection_id: str, seconds: int) -> None:
-        self._inner.hold(connection_id, seconds)
+    def hold(self, platform_user_id: str, seconds: int) -> None:
+        self._inner.hold(platform_user_id, seconds)
 
-    def status(self, connection_id: str) -> ReadPace:
-        return self._inner.status(connection_id)
+    def status(self, platform_user_id: str) -> ReadPace:
+        return self._inner.status(platform_user_id)
 
     def ready(self) -> str | None:
         return self._inner.ready()

@@ -38,7 +38,7 @@ class Settings:
     mcp_allowed_hosts: tuple[str, ...] = ("127.0.0.1:*", "localhost:*", "[::1]:*")
     usage_flush_seconds: float = 1.0
     public_url: str = ""
-    # Platform requests a minute per connection (PLATFORM.md: about 60 reads a minute before 429s).
+    # Platform requests a minute per platform account (PLATFORM.md: about 60 reads a minute before 429s).
     platform_reads_per_minute: int = 60
     # Reverse proxies whose X-Forwarded-For is believed (addresses or networks); none by default.
     trusted_proxies: tuple[str, ...] = ()

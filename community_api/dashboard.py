@@ -79,7 +79,10 @@ def usage_report(deps: Deps, account: Account) -> UsageReport:
                 usage.requests_total,
             )
         )
-    quotas = tuple(ConnectionQuota(c, deps.throttle.quota(c.id), deps.pace.status(c.id)) for c in summary.connections)
+    quotas = tuple(
+        ConnectionQuota(c, deps.throttle.quota(c.platform_user_id), deps.pace.status(c.platform_user_id))
+        for c in summary.connections
+    )
     return UsageReport(summary, tuple(rows), quotas)
 
 

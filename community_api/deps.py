@@ -11,7 +11,7 @@ import attrs
 from argon2 import PasswordHasher
 
 from community_api.errors import ConnectionExpired, RateLimited, ServiceError
-from community_api.model import CONNECTION_EXPIRED
+from community_api.model import CONNECTION_EXPIRED, Connection
 from community_api.ports import Clock, KeyStore, PlatformGateway, PlatformPace, Throttle
 from community_api.sign_in_guard import DeviceCookies
 from community_api.usage import UsageRecorder
@@ -40,22 +40,24 @@ THREAD_READS = 2  # the thread, and the first inbox page beside it (the conversa
 
 
 @contextmanager
-def on_platform(deps: Deps, connection_id: str, *, reads: int = 0) -> Iterator[None]:
-    """The one way the core calls the platform for a connection.
+def on_platform(deps: Deps, connection: Connection, *, reads: int = 0) -> Iterator[None]:
+    """The one way the core calls the platform through a connection.
 
-    - before: ``deps.pace.admit`` refuses (429) a connection the platform told to slow down, or one whose
-      reads would pass the pace, without touching the platform;
-    - a 429 of the platform holds the connection for its ``Retry-After`` in every worker;
-    - when the platform says the session expired, the connection is marked so that the next request
-      answers ``connection_expired`` at once and the dashboard shows it."""
-    deps.pace.admit(connection_id, reads)
+    - before: ``deps.pace.admit`` refuses (429) a platform account the platform told to slow down, or
+      one whose reads would pass the pace, without touching the platform. The pace counts the platform
+      account (its user id), not the connection: the platform counts by account, and one account may be
+      linked by several service accounts;
+    - a 429 of the platform holds that platform account for its ``Retry-After`` in every worker;
+    - when the platform says the session expired, the connection (its own session) is marked so that the
+      next request answers ``connection_expired`` at once and the dashboard shows it."""
+    deps.pace.admit(connection.platform_user_id, reads)
     try:
         yield
     except ServiceError as error:
         error.via_platform = True
         if isinstance(error, RateLimited) and error.details.get("source") == "platform":
-            deps.pace.hold(connection_id, error.retry_after)
+            deps.pace.hold(connection.platform_user_id, error.retry_after)
         elif isinstance(error, ConnectionExpired):
-            deps.store.set_connection_status(connection_id, CONNECTION_EXPIRED)
-            error.details.setdefault("connectionId", connection_id)
+            deps.store.set_connection_status(connection.id, CONNECTION_EXPIRED)
+            error.details.setdefault("connectionId", connection.id)
         raise

@@ -101,7 +101,7 @@ def inbox(deps: Deps, actor: Actor, query: InboxQuery) -> Inbox:
     next_offset: int | None = offset
     for _ in range(pages):
         assert next_offset is not None
-        with on_platform(deps, actor.connection.id, reads=ONE_READ):  # each page is one platform request
+        with on_platform(deps, actor.connection, reads=ONE_READ):  # each page is one platform request
             page = deps.gateway.list_conversations(actor.session, next_offset, INBOX_PAGE)
         for conversation in page:
             conversation = _with_reply_state(conversation, own_id)
@@ -117,7 +117,7 @@ def inbox(deps: Deps, actor: Actor, query: InboxQuery) -> Inbox:
 def thread(deps: Deps, actor: Actor, conversation_id: str, cursor: str | None) -> Thread:
     conversation_id = path_id(conversation_id, "conversation")
     before = field_id(cursor or None, "cursor")
-    with on_platform(deps, actor.connection.id, reads=THREAD_READS):
+    with on_platform(deps, actor.connection, reads=THREAD_READS):
         page = deps.gateway.get_messages(actor.session, conversation_id, before)
     conversation = _with_reply_state(page.conversation, actor.connection.platform_user_id)
     next_cursor = page.messages[0].id if page.has_older and page.messages else None
@@ -133,11 +133,11 @@ def send(deps: Deps, actor: Actor, group: str | None, new: NewMessage) -> SentMe
     if conversation_id is not None:
         # Read the thread first, before the throttle: an unknown conversation is refused (404) without
         # using quota, and no platform call follows the send (its failure would blur whether the DM went).
-        with on_platform(deps, actor.connection.id, reads=THREAD_READS):
+        with on_platform(deps, actor.connection, reads=THREAD_READS):
             known = deps.gateway.get_messages(actor.session, conversation_id, None).conversation
-    reservation = deps.throttle.reserve(actor.connection.id)
+    reservation = deps.throttle.reserve(actor.connection.platform_user_id)
     try:
-        with on_platform(deps, actor.connection.id):
+        with on_platform(deps, actor.connection):
             if known is not None:
                 conversation = known
             else:

@@ -105,7 +105,7 @@ def read_feed(deps: Deps, actor: Actor, group: str, query: FeedQuery) -> FeedPag
     done = False
     while not done and next_page <= query.pages:
         batch = list(range(next_page, min(next_page + batch_size, query.pages + 1)))
-        with on_platform(deps, actor.connection.id, reads=len(batch)):
+        with on_platform(deps, actor.connection, reads=len(batch)):
             results = deps.gateway.feed_pages(actor.session, group, query.sort, batch)
         for page in results:
             fetched += 1

@@ -10,16 +10,16 @@ from community_api.platform_ids import path_group
 
 def whoami(deps: Deps, actor: Actor) -> PlatformUser:
     """The connected platform account (id, handle, name): lets a client tell its own posts apart."""
-    with on_platform(deps, actor.connection.id, reads=ONE_READ):
+    with on_platform(deps, actor.connection, reads=ONE_READ):
         return deps.gateway.whoami(actor.session)
 
 
 def list_groups(deps: Deps, actor: Actor) -> list[Group]:
-    with on_platform(deps, actor.connection.id, reads=ONE_READ):
+    with on_platform(deps, actor.connection, reads=ONE_READ):
         return deps.gateway.list_groups(actor.session)
 
 
 def get_group(deps: Deps, actor: Actor, group: str) -> Group:
     group = path_group(group)
-    with on_platform(deps, actor.connection.id, reads=ONE_READ):
+    with on_platform(deps, actor.connection, reads=ONE_READ):
         return deps.gateway.get_group(actor.session, group)

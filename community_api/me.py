@@ -53,7 +53,7 @@ def me(deps: Deps, account: Account) -> Me:
         usage=Usage(
             today,
             month,
-            deps.throttle.quota(active.id) if active else None,
-            deps.pace.status(active.id) if active else None,
+            deps.throttle.quota(active.platform_user_id) if active else None,
+            deps.pace.status(active.platform_user_id) if active else None,
         ),
     )

@@ -126,16 +126,20 @@ class PlatformGateway(Protocol):
 
 
 class Throttle(Protocol):
-    """The per-connection DM throttle: one send per drawn gap of 30-45 s (drawn anew after each send),
-    20 per rolling hour, 100 per rolling day. Shared by every worker process of the service.
+    """The DM throttle of a platform account: one send per drawn gap of 30-45 s (drawn anew after each
+    send), 20 per rolling hour, 100 per rolling day. Shared by every worker process of the service.
+
+    It is keyed by the platform account (``platform_user_id``), not by the connection: the platform
+    counts by account, and one platform account may be linked by several service accounts (teammates, or
+    an account deleted and made again), each link a connection of its own.
 
     A send is ``reserve``d before it goes to the platform, then ``commit``ted when the platform took it (or
     may have: no answer in time) or ``cancel``led when the platform refused it (a refused send uses no
     quota). Both follow ``reserve`` within seconds: a reservation left unsettled holds the pace gap only.
     Windows exclude their end point: a send exactly one gap (or one hour, one day) later is allowed.
-    Of concurrent ``reserve`` calls for one connection, no more succeed than the limits allow."""
+    Of concurrent ``reserve`` calls for one platform account, no more succeed than the limits allow."""
 
-    def reserve(self, connection_id: str) -> object:
+    def reserve(self, platform_user_id: str) -> object:
         """Answer an opaque reservation, or raise ``RateLimited`` with the seconds until the next
         allowed send."""
         ...
@@ -144,7 +148,7 @@ class Throttle(Protocol):
 
     def cancel(self, reservation: object) -> None: ...
 
-    def quota(self, connection_id: str) -> DmQuota: ...
+    def quota(self, platform_user_id: str) -> DmQuota: ...
 
     def ready(self) -> str | None:
         """None when its shared storage answers; else a short reason (``GET /readyz``)."""
@@ -154,22 +158,24 @@ class Throttle(Protocol):
 class PlatformPace(Protocol):
     """How fast one connected account may call the platform, shared by every worker process. It keeps
     the account safe: the platform answers 429 to accounts that read too fast, and restricts them.
+    Keyed by the platform account (``platform_user_id``), as the platform counts, whatever connection
+    (of whichever service account) the call goes through.
 
-    - ``hold``: after the platform's own 429, no platform call of that connection is made for the
+    - ``hold``: after the platform's own 429, no platform call of that account is made for the
       seconds it asked; the longer of two holds wins;
     - reads: at most ``reads_per_minute`` platform requests in any 60 s (a moving window; a request
       exactly 60 s old still counts);
-    - ``admit(connection_id, reads)`` raises ``RateLimited`` when the connection is held, or when
+    - ``admit(platform_user_id, reads)`` raises ``RateLimited`` when the account is held, or when
       ``reads`` more would pass the limit, and then counts nothing. Its ``retry_after`` is exact: after
       that many whole seconds the same call is admitted (if nothing else was), one second less is not.
       Otherwise it counts ``reads``; 0 (a write) only checks the hold. A call of more reads than the
       whole limit counts as the whole limit, so that it can ever pass."""
 
-    def admit(self, connection_id: str, reads: int) -> None: ...
+    def admit(self, platform_user_id: str, reads: int) -> None: ...
 
-    def hold(self, connection_id: str, seconds: int) -> None: ...
+    def hold(self, platform_user_id: str, seconds: int) -> None: ...
 
-    def status(self, connection_id: str) -> ReadPace: ...
+    def status(self, platform_user_id: str) -> ReadPace: ...
 
     def ready(self) -> str | None:
         """None when its shared storage answers; else a short reason (``GET /readyz``)."""

@@ -48,7 +48,7 @@ class NewComment:
 
 def post_detail(deps: Deps, actor: Actor, post_id: str, group: str | None) -> PostDetail:
     post_id, group = path_id(post_id, "post"), field_group(group)
-    with on_platform(deps, actor.connection.id, reads=POST_DETAIL_READS):
+    with on_platform(deps, actor.connection, reads=POST_DETAIL_READS):
         return deps.gateway.post_detail(actor.session, post_id, group)
 
 
@@ -59,7 +59,7 @@ def list_comments(deps: Deps, actor: Actor, post_id: str, group: str | None) -> 
 def create_post(deps: Deps, actor: Actor, group: str, new: NewPost) -> Post:
     group = path_group(group)
     label_id = None
-    with on_platform(deps, actor.connection.id):
+    with on_platform(deps, actor.connection):
         if new.label is not None:
             label_id = _label_id(deps, actor, group, new.label)
         post = deps.gateway.create_post(actor.session, group, new.title, new.content or "", label_id)
@@ -83,17 +83,17 @@ def _label_id(deps: Deps, actor: Actor, group: str, wanted: str) -> str:
 
 def delete_post(deps: Deps, actor: Actor, post_id: str) -> None:
     post_id = path_id(post_id, "post")
-    with on_platform(deps, actor.connection.id):
+    with on_platform(deps, actor.connection):
         deps.gateway.delete_post(actor.session, post_id)
 
 
 def create_comment(deps: Deps, actor: Actor, post_id: str, group: str | None, new: NewComment) -> Comment:
     post_id, group = path_id(post_id, "post"), field_group(group)
-    with on_platform(deps, actor.connection.id):
+    with on_platform(deps, actor.connection):
         return deps.gateway.create_comment(actor.session, post_id, new.content, new.parent_id, group)
 
 
 def delete_comment(deps: Deps, actor: Actor, comment_id: str) -> None:
     comment_id = path_id(comment_id, "comment")
-    with on_platform(deps, actor.connection.id):
+    with on_platform(deps, actor.connection):
         deps.gateway.delete_comment(actor.session, comment_id)

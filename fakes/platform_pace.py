@@ -1,7 +1,7 @@
 """An in-memory ``PlatformPace`` keeping the same rules as ``adapters/throttle/limits_platform_pace.py``,
 with time from an injected clock; ``tests/contract/test_platform_pace.py`` runs the same cases on both.
 
-Rules, per connection: a hold lasts the seconds asked (the longer of two wins) and ends exactly then; at
+Rules, per platform account: a hold lasts the seconds asked (the longer of two wins) and ends exactly then; at
 most ``reads_per_minute`` reads in any 60 s, a read exactly 60 s old still counting; a refused ``admit``
 counts nothing; a call of more reads than the limit counts as the whole limit; ``retry_after`` is the
 smallest whole number of seconds after which the refused call fits.
@@ -21,38 +21,38 @@ class FakePlatformPace:
     def __init__(self, clock: Clock, reads_per_minute: int = DEFAULT_READS_PER_MINUTE) -> None:
         self.clock = clock
         self.reads_per_minute = reads_per_minute
-        self._reads: dict[str, list[float]] = {}  # connection -> times of its reads, oldest first
-        self._holds: dict[str, float] = {}  # connection -> end of its hold
+        self._reads: dict[str, list[float]] = {}  # platform user id -> times of its reads, oldest first
+        self._holds: dict[str, float] = {}  # platform user id -> end of its hold
         self._lock = threading.Lock()
         self.not_ready: str | None = None  # tests set a reason to make ``ready`` answer it
 
     def ready(self) -> str | None:
         return self.not_ready
 
-    def admit(self, connection_id: str, reads: int) -> None:
+    def admit(self, platform_user_id: str, reads: int) -> None:
         with self._lock:
             now = self._now()
-            held = self._holds.get(connection_id, now) - now
+            held = self._holds.get(platform_user_id, now) - now
             if held > 0:
                 raise held_refusal(held)
             if reads <= 0:
                 return
             cost = min(reads, self.reads_per_minute)
-            inside = self._inside(connection_id, now)
+            inside = self._inside(platform_user_id, now)
             if len(inside) + cost > self.reads_per_minute:
                 raise pace_refusal(self._wait(inside, cost, now), self.reads_per_minute)
-            self._reads[connection_id] = inside + [now] * cost
+            self._reads[platform_user_id] = inside + [now] * cost
 
-    def hold(self, connection_id: str, seconds: int) -> None:
+    def hold(self, platform_user_id: str, seconds: int) -> None:
         with self._lock:
             until = self._now() + seconds
-            self._holds[connection_id] = max(until, self._holds.get(connection_id, until))
+            self._holds[platform_user_id] = max(until, self._holds.get(platform_user_id, until))
 
-    def status(self, connection_id: str) -> ReadPace:
+    def status(self, platform_user_id: str) -> ReadPace:
         with self._lock:
             now = self._now()
-            inside = self._inside(connection_id, now)
-            held = max(0.0, self._holds.get(connection_id, now) - now)
+            inside = self._inside(platform_user_id, now)
+            held = max(0.0, self._holds.get(platform_user_id, now) - now)
             wait = self._wait(inside, 1, now) if len(inside) >= self.reads_per_minute else 0
             soonest = max(held, wait)
             return ReadPace(
@@ -63,8 +63,8 @@ class FakePlatformPace:
                 held_until=self._at(now + held) if held > 0 else None,
             )
 
-    def _inside(self, connection_id: str, now: float) -> list[float]:
-        return [t for t in self._reads.get(connection_id, []) if t >= now - WINDOW_SECONDS]
+    def _inside(self, platform_user_id: str, now: float) -> list[float]:
+        return [t for t in self._reads.get(platform_user_id, []) if t >= now - WINDOW_SECONDS]
 
     def _wait(self, inside: list[float], cost: int, now: float) -> int:
         """Smallest whole d with at most ``limit - cost`` reads still inside the window at ``now + d``."""

@@ -2,9 +2,9 @@
 
 It lives on the same storage as the DM throttle (``mmap:///`` by default, ``sqlite:///`` also for one host,
 ``redis://`` for several hosts, ``memory://`` for one process), under keys of its own:
-- ``platform-hold/{connection}``: a counter whose expiry is the end of the hold the platform's 429 asked
+- ``platform-hold/{platform user id}``: a counter whose expiry is the end of the hold the platform's 429 asked
   for. ``get`` answers 0 once it has expired, on every storage, so the hold ends by itself;
-- ``platform-reads/{connection}``: a moving window of 60 s holding one entry per platform read.
+- ``platform-reads/{platform user id}``: a moving window of 60 s holding one entry per platform read.
   ``acquire_entry`` checks and counts in one atomic step (under the file lock on mmap, one
   ``BEGIN IMMEDIATE`` on SQLite, one script on Redis), so concurrent workers can never admit more than
   the limit between them.
@@ -50,13 +50,13 @@ class LimitsPlatformPace:
 
     # --- the port ------------------------------------------------------------------------------
 
-    def admit(self, connection_id: str, reads: int) -> None:
+    def admit(self, platform_user_id: str, reads: int) -> None:
         if reads > 0 and self._mmap is not None:
             # The same rules in one step of the mmap storage (on every data read, so worth a path of its own).
             cost = min(reads, self.reads_per_minute)
             held_until, admitted = self._mmap.acquire_entry_unless_held(
-                _key("platform-hold", connection_id),
-                _key("platform-reads", connection_id),
+                _key("platform-hold", platform_user_id),
+                _key("platform-reads", platform_user_id),
                 self.reads_per_minute,
                 WINDOW,
                 amount=cost,
@@ -64,21 +64,21 @@ class LimitsPlatformPace:
             if held_until:
                 raise held_refusal(held_until - time.time())
             if not admitted:
-                raise pace_refusal(self._wait_for(connection_id, cost), self.reads_per_minute)
+                raise pace_refusal(self._wait_for(platform_user_id, cost), self.reads_per_minute)
             return
-        held = self._held_for(connection_id)
+        held = self._held_for(platform_user_id)
         if held > 0:
             raise held_refusal(held)
         if reads <= 0:
             return
         cost = min(reads, self.reads_per_minute)
         if not self._windows.acquire_entry(
-            _key("platform-reads", connection_id), self.reads_per_minute, WINDOW, amount=cost
+            _key("platform-reads", platform_user_id), self.reads_per_minute, WINDOW, amount=cost
         ):
-            raise pace_refusal(self._wait_for(connection_id, cost), self.reads_per_minute)
+            raise pace_refusal(self._wait_for(platform_user_id, cost), self.reads_per_minute)
 
-    def hold(self, connection_id: str, seconds: int) -> None:
-        key = _key("platform-hold", connection_id)
+    def hold(self, platform_user_id: str, seconds: int) -> None:
+        key = _key("platform-hold", platform_user_id)
         until = time.time() + seconds
         if self._storage.get(key) > 0 and self._storage.get_expiry(key) >= until:
             return  # a longer hold is already in place
@@ -88,12 +88,12 @@ class LimitsPlatformPace:
     def ready(self) -> str | None:
         return None if self._storage.check() else "the read pace's storage does not answer"
 
-    def status(self, connection_id: str) -> ReadPace:
-        key = _key("platform-reads", connection_id)
+    def status(self, platform_user_id: str) -> ReadPace:
+        key = _key("platform-reads", platform_user_id)
         _, used = self._windows.get_moving_window(key, self.reads_per_minute, WINDOW)
         now = time.time()
-        held = self._held_for(connection_id)
-        wait = self._wait_for(connection_id, 1) if used >= self.reads_per_minute else 0
+        held = self._held_for(platform_user_id)
+        wait = self._wait_for(platform_user_id, 1) if used >= self.reads_per_minute else 0
         return ReadPace(
             reads_per_minute=self.reads_per_minute,
             reads_last_minute=used,
@@ -104,17 +104,17 @@ class LimitsPlatformPace:
 
     # --- reading the state ---------------------------------------------------------------------
 
-    def _held_for(self, connection_id: str) -> float:
-        """Seconds left of the platform's hold on the connection (0 when none)."""
-        key = _key("platform-hold", connection_id)
+    def _held_for(self, platform_user_id: str) -> float:
+        """Seconds left of the platform's hold on the platform account (0 when none)."""
+        key = _key("platform-hold", platform_user_id)
         if self._storage.get(key) <= 0:
             return 0.0
         return max(0.0, self._storage.get_expiry(key) - time.time())
 
-    def _wait_for(self, connection_id: str, cost: int) -> int:
+    def _wait_for(self, platform_user_id: str, cost: int) -> int:
         """The smallest whole number of seconds d such that, d seconds from now, ``cost`` more reads fit:
         the entries still inside the window then are those at most ``WINDOW - d`` seconds old now."""
-        key = _key("platform-reads", connection_id)
+        key = _key("platform-reads", platform_user_id)
         room = self.reads_per_minute - cost
 
         def fits_after(d: int) -> bool:
@@ -137,8 +137,8 @@ class LimitsPlatformPace:
         return low
 
 
-def _key(kind: str, connection_id: str) -> str:
-    return f"community-api/{kind}/{connection_id}"
+def _key(kind: str, platform_user_id: str) -> str:
+    return f"community-api/{kind}/{platform_user_id}"
 
 
 def _at(timestamp: float) -> datetime:

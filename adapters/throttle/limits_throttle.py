@@ -4,9 +4,10 @@
 ``mmap:///path`` (``mmap_limits_storage``, the default) or ``sqlite:///path`` (``sqlite_limits_storage``):
 one host, several workers; ``redis://...`` (several hosts) or ``memory://`` (one process: tests, demos).
 
-Rules, per connection (DESIGN §2, spec §8):
+Rules, per platform account (DESIGN §2, spec §8; every connection to one platform account counts
+against the same quota, since the platform counts by account):
 - pace: after a reservation at time L, the next is allowed from L + g, where g is a whole number of
-  seconds in [30, 45] drawn from (connection, L) with a secret salt: every worker draws the same g for
+  seconds in [30, 45] drawn from (platform account, L) with a secret salt: every worker draws the same g for
   the same L without storing it, clients cannot predict it, and it is drawn anew for each send;
 - at most 20 sends in any hour and 100 in any 24 hours; a send counts from its ``commit``;
 - windows are half-open: a send exactly g seconds after the last, or exactly an hour after the oldest
@@ -78,7 +79,7 @@ GapDraw = Callable[[str, float], float]
 
 
 def hmac_gap_drawer(salt: str) -> GapDraw:
-    """The default draw: g = 30 + (HMAC-SHA256(salt, "connection:L") mod 16) whole seconds.
+    """The default draw: g = 30 + (HMAC-SHA256(salt, "account:L") mod 16) whole seconds.
 
     Deterministic, so every worker computes the same gap for the same last reservation without storing
     it; keyed with a secret, so a client cannot predict its next gap (an empty salt, as demo and test
@@ -86,30 +87,30 @@ def hmac_gap_drawer(salt: str) -> GapDraw:
     key = salt.encode()
     span = MAX_GAP - MIN_GAP + 1
 
-    def draw(connection_id: str, last_reserved_at: float) -> float:
-        digest = hmac.new(key, f"dm-gap:{connection_id}:{last_reserved_at!r}".encode(), hashlib.sha256).digest()
+    def draw(platform_user_id: str, last_reserved_at: float) -> float:
+        digest = hmac.new(key, f"dm-gap:{platform_user_id}:{last_reserved_at!r}".encode(), hashlib.sha256).digest()
         return float(MIN_GAP + int.from_bytes(digest[:8], "big") % span)
 
     return draw
 
 
-def gap_seconds(draw: GapDraw, connection_id: str, last_reserved_at: float) -> int:
+def gap_seconds(draw: GapDraw, platform_user_id: str, last_reserved_at: float) -> int:
     """The drawn gap as the throttle applies it: whole seconds (the storages' windows are whole
     seconds), and never outside [30, 45] whatever an injected draw answers."""
-    return min(MAX_GAP, max(MIN_GAP, math.ceil(draw(connection_id, last_reserved_at))))
+    return min(MAX_GAP, max(MIN_GAP, math.ceil(draw(platform_user_id, last_reserved_at))))
 
 
 def refusal(wait: float, reason: str) -> RateLimited:
     retry_after = max(1, math.ceil(wait))
     return RateLimited(
-        f"Too many direct messages from this connection ({reason}); retry in {retry_after} s.",
+        f"Too many direct messages from this platform account ({reason}); retry in {retry_after} s.",
         retry_after=retry_after,
     )
 
 
 @dataclass
 class _Reservation:
-    connection_id: str
+    platform_user_id: str
     taken_at: float
     settled: bool = False
 
@@ -124,14 +125,14 @@ class _State:
 
 
 class LimitsThrottle:
-    """The per-connection DM throttle on a ``limits`` storage. See the module docstring for the rules
+    """The per-account DM throttle on a ``limits`` storage. See the module docstring for the rules
     and why the storage is used the way it is."""
 
     def __init__(self, storage_uri: str, salt: str, draw_gap: GapDraw | None = None) -> None:
         """:param storage_uri: a ``limits`` storage URI (``mmap:///...``, ``sqlite:///...``, ``redis://...``,
         ``memory://``); the storage must be synchronous and support moving windows
         :param salt: the secret that keys the gap draw (the service secret, or one derived from it)
-        :param draw_gap: ``(connection id, time of the last reservation) -> seconds``; tests fix it"""
+        :param draw_gap: ``(platform user id, time of the last reservation) -> seconds``; tests fix it"""
         storage = storage_from_string(storage_uri)
         if not (isinstance(storage, Storage) and isinstance(storage, MovingWindowSupport)):
             raise ConfigurationError(
@@ -144,27 +145,27 @@ class LimitsThrottle:
 
     # --- the port ------------------------------------------------------------------------------
 
-    def reserve(self, connection_id: str) -> object:
+    def reserve(self, platform_user_id: str) -> object:
         started = time.time()
-        state = self._state(connection_id)
+        state = self._state(platform_user_id)
         if state.wait > 0:
             raise refusal(state.wait, state.reason)
-        if not self._storage.acquire_entry(_key("dm-pace-lock", connection_id), 1, _LOCK_WINDOW):
-            raise self._lost_race(connection_id)
-        recorded = self._storage.acquire_entry(_key("dm-pace", connection_id), 3, MAX_GAP)
+        if not self._storage.acquire_entry(_key("dm-pace-lock", platform_user_id), 1, _LOCK_WINDOW):
+            raise self._lost_race(platform_user_id)
+        recorded = self._storage.acquire_entry(_key("dm-pace", platform_user_id), 3, MAX_GAP)
         if not recorded or time.time() - started >= STALL_LIMIT:
             # We cannot vouch that nobody got in between our read and our write. Refuse; what we
             # wrote only delays the next send, which is the safe side.
-            state = self._state(connection_id)
+            state = self._state(platform_user_id)
             raise refusal(max(state.wait, 1), "pace")
-        return _Reservation(connection_id, started)
+        return _Reservation(platform_user_id, started)
 
     def commit(self, reservation: object) -> None:
         held = _own(reservation)
         if held.settled:
             return
         held.settled = True
-        conn = held.connection_id
+        conn = held.platform_user_id
         self._storage.acquire_entry(_key("dm-hour", conn), HOURLY_LIMIT + 1, HOUR)
         self._storage.acquire_entry(_key("dm-day", conn), DAILY_LIMIT + 1, DAY)
 
@@ -177,14 +178,14 @@ class LimitsThrottle:
             return
         # Lock first: a reserver that still sees our record is refused with a true retry_after, rather
         # than passing the record check and failing on the lock.
-        self._plain_storage.clear(_key("dm-pace-lock", held.connection_id))
-        self._plain_storage.clear(_key("dm-pace", held.connection_id))
+        self._plain_storage.clear(_key("dm-pace-lock", held.platform_user_id))
+        self._plain_storage.clear(_key("dm-pace", held.platform_user_id))
 
     def ready(self) -> str | None:
         return None if self._plain_storage.check() else "the throttle storage does not answer"
 
-    def quota(self, connection_id: str) -> DmQuota:
-        state = self._state(connection_id)
+    def quota(self, platform_user_id: str) -> DmQuota:
+        state = self._state(platform_user_id)
         return DmQuota(
             sent_last_hour=state.sent_last_hour,
             sent_today=state.sent_today,
@@ -195,21 +196,21 @@ class LimitsThrottle:
 
     # --- reading the state ---------------------------------------------------------------------
 
-    def _state(self, connection_id: str) -> _State:
-        last = self._last_reservation(connection_id)
-        hour = self._storage.get_moving_window(_key("dm-hour", connection_id), HOURLY_LIMIT + 1, HOUR)
-        day = self._storage.get_moving_window(_key("dm-day", connection_id), DAILY_LIMIT + 1, DAY)
+    def _state(self, platform_user_id: str) -> _State:
+        last = self._last_reservation(platform_user_id)
+        hour = self._storage.get_moving_window(_key("dm-hour", platform_user_id), HOURLY_LIMIT + 1, HOUR)
+        day = self._storage.get_moving_window(_key("dm-day", platform_user_id), DAILY_LIMIT + 1, DAY)
         # "Now" is read after the storage, so that nothing it answered lies in our future.
         now = time.time()
         waits: list[tuple[float, str]] = [(0.0, "")]
-        sent_last_hour, hour_oldest = self._window(_key("dm-hour", connection_id), HOURLY_LIMIT, HOUR, now, hour)
+        sent_last_hour, hour_oldest = self._window(_key("dm-hour", platform_user_id), HOURLY_LIMIT, HOUR, now, hour)
         if sent_last_hour >= HOURLY_LIMIT:
             waits.append((hour_oldest + HOUR - now, f"{HOURLY_LIMIT} per hour"))
-        sent_today, day_oldest = self._window(_key("dm-day", connection_id), DAILY_LIMIT, DAY, now, day)
+        sent_today, day_oldest = self._window(_key("dm-day", platform_user_id), DAILY_LIMIT, DAY, now, day)
         if sent_today >= DAILY_LIMIT:
             waits.append((day_oldest + DAY - now, f"{DAILY_LIMIT} per day"))
         if last is not None:
-            gap = gap_seconds(self._draw, connection_id, last)
+            gap = gap_seconds(self._draw, platform_user_id, last)
             # Redis answers times to 14 significant digits, which may round a fresh entry past now.
             waits.append((min(last, now) + gap - now, f"one message per {gap} s"))
         wait, reason = max(waits)
@@ -228,8 +229,8 @@ class LimitsThrottle:
                 oldest, _ = self._storage.get_moving_window(key, limit + 1, window - 1)
         return count, oldest
 
-    def _last_reservation(self, connection_id: str) -> float | None:
-        key = _key("dm-pace", connection_id)
+    def _last_reservation(self, platform_user_id: str) -> float | None:
+        key = _key("dm-pace", platform_user_id)
         at, count = self._storage.get_moving_window(key, 1, MAX_GAP)
         if count > 1:
             # memory:// ignores the limit and answers the oldest of the window. Reservations are at
@@ -237,21 +238,21 @@ class LimitsThrottle:
             at, count = self._storage.get_moving_window(key, 1, MIN_GAP - 1)
         return at if count else None
 
-    def _lost_race(self, connection_id: str) -> RateLimited:
+    def _lost_race(self, platform_user_id: str) -> RateLimited:
         """Another reserver took the lock an instant ago; its record follows at once. Wait briefly for
         it so the answer carries the true retry_after."""
         for _ in range(_RACE_POLLS):
-            state = self._state(connection_id)
+            state = self._state(platform_user_id)
             if state.wait > 0:
                 return refusal(state.wait, state.reason)
             time.sleep(_RACE_POLL_SECONDS)
         # The winner stalled or died: nobody passes before its lock entry expires.
-        at, count = self._storage.get_moving_window(_key("dm-pace-lock", connection_id), 1, _LOCK_WINDOW)
+        at, count = self._storage.get_moving_window(_key("dm-pace-lock", platform_user_id), 1, _LOCK_WINDOW)
         return refusal(at + _LOCK_WINDOW - time.time() if count else 1, "pace")
 
 
-def _key(kind: str, connection_id: str) -> str:
-    return f"community-api/{kind}/{connection_id}"
+def _key(kind: str, platform_user_id: str) -> str:
+    return f"community-api/{kind}/{platform_user_id}"
 
 
 def _own(reservation: object) -> _Reservation:

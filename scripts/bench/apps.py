@@ -83,13 +83,18 @@ def prepare_database(db: Path, secret: str, scopes: Iterable[str] | None = None)
 
 
 def prepare_keys(db: Path, secret: str, scopes: Iterable[str] | None, count: int) -> list[str]:
-    """``count`` accounts, each with alice linked (a connection of its own, so a read pace of its own) and
-    a key. Answers the keys."""
+    """``count`` accounts, each with a platform member of its own linked (the read pace counts a platform
+    account, so each has a pace of its own, as ``count`` different users would) and a key. Answers the
+    keys."""
     store = SqliteKeyStore(str(db), secret)
     clock = SystemClock()
+    gateway = FakePlatformGateway(signing_key=secret.encode())
+    members = list(gateway.world.users.values())
+    if count > len(members):
+        raise ValueError(f"the in-memory platform has {len(members)} members: at most that many keys")
     deps = Deps(
         store=store,
-        gateway=FakePlatformGateway(signing_key=secret.encode()),
+        gateway=gateway,
         throttle=FakeThrottle(FakeClock()),
         pace=FakePlatformPace(clock),
         clock=clock,
@@ -99,7 +104,7 @@ def prepare_keys(db: Path, secret: str, scopes: Iterable[str] | None, count: int
     for n in range(count):
         account = Account(id=f"acc_bench_{n}", email=f"bench{n}@example.com", created_at=clock.now())
         store.add_account(account, "not-a-real-hash")
-        link_connection(deps, account.id, LinkRequest(email="alice@sandbox.test", password="sandbox"))
+        link_connection(deps, account.id, LinkRequest(email=members[n].email, password=members[n].password))
         keys.append(
             mint_key(store, clock, account_id=account.id, name="bench", scopes=scopes, connection_id=None).secret
         )

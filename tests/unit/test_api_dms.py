@@ -103,7 +103,7 @@ def test_send_validation(ready: Ready, body: dict) -> None:  # type: ignore[type
     assert send(ready, body).status_code == 400
     assert ready.world.gateway.sent_messages() == []
     # A refused request used no quota.
-    assert ready.world.throttle.quota(ready.connection["id"]).next_allowed_at is None
+    assert ready.world.throttle.quota(ready.connection["platformUserId"]).next_allowed_at is None
 
 
 def test_second_send_inside_the_gap_gets_429_with_exact_retry_after(ready: Ready) -> None:
@@ -127,7 +127,7 @@ def test_a_send_the_platform_refuses_uses_no_quota(ready: Ready) -> None:
     assert send(ready, {"to": bob.id, "content": "one"}).status_code == 201
     world.clock.advance(seconds=DM_GAP)
     assert send(ready, {"conversationId": "0" * 32, "content": "x"}).status_code == 404
-    assert world.throttle.quota(ready.connection["id"]).sent_last_hour == 1
+    assert world.throttle.quota(ready.connection["platformUserId"]).sent_last_hour == 1
     assert [m.content for m in world.gateway.sent_messages()] == ["one"]
 
 
@@ -137,7 +137,7 @@ def test_a_send_with_unknown_outcome_keeps_its_quota(ready: Ready) -> None:
     world.gateway.fail_next("send_message", PlatformUnavailable("no answer in time"))
     assert send(ready, {"to": bob.id, "content": "one"}).status_code == 503
     assert send(ready, {"to": bob.id, "content": "one"}).status_code == 429
-    assert world.throttle.quota(ready.connection["id"]).sent_last_hour == 1
+    assert world.throttle.quota(ready.connection["platformUserId"]).sent_last_hour == 1
 
 
 def test_dm_idempotency_sends_once(ready: Ready) -> None:

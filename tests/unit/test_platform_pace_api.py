@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import pytest
 
+from community_api.accounts import create_account_unchecked
 from community_api.errors import RateLimited
 from community_api.scopes import ALL_SCOPES
-from tests.unit.world_support import Ready, World, build_world
+from tests.unit.world_support import PASSWORD, Ready, World, build_world
 
 FEED = "/v1/groups/builders-club/posts"
 
@@ -69,8 +70,35 @@ def test_the_platforms_429_is_passed_on_and_holds_the_connection(paced: Ready) -
 
 def test_a_held_dm_uses_no_quota(paced: Ready) -> None:
     world, key = paced.world, paced.key
-    paced.world.deps.pace.hold(paced.connection["id"], 60)
+    paced.world.deps.pace.hold(paced.connection["platformUserId"], 60)
     bob = world.gateway.user("bob")
     assert world.post("/v1/dms", key, {"to": bob.id, "content": "hi"}).status_code == 429
     dms = world.client.simulate_get("/v1/me", headers=paced.browser.headers()).json["usage"]["dms"]
     assert dms["sentLastHour"] == 0 and dms["nextAllowedAt"] is None
+
+
+def test_every_link_to_one_platform_account_shares_its_pace_and_dm_quota(paced: Ready) -> None:
+    """The platform counts reads, 429s and DMs by account. Two service accounts linking the same platform
+    account (two teammates, or an account deleted and made again) must not get two paces of it."""
+    world, key = paced.world, paced.key
+    create_account_unchecked(world.store, world.clock, "teammate@example.com", PASSWORD)
+    other = world.sign_in("teammate@example.com")
+    world.link(other)  # alice again, from another service account: another connection
+    other_key = world.mint(other, scopes=ALL_SCOPES)["secret"]
+    bob = world.gateway.user("bob")
+
+    assert world.post("/v1/dms", key, {"to": bob.id, "content": "one"}).status_code == 201
+    second = world.post("/v1/dms", other_key, {"to": bob.id, "content": "two"})
+    assert second.status_code == 429 and second.json["error"]["code"] == "rate_limited"
+    assert [m.content for m in world.gateway.sent_messages()] == ["one"]
+
+    assert world.get(FEED, key, params={"pages": "30"}).status_code == 200
+    assert world.get(FEED, key, params={"pages": "30"}).status_code == 200  # 60 reads of alice's
+    assert world.get("/v1/whoami", other_key).status_code == 429
+    assert reads_left(paced) == 0
+
+    world.clock.advance(seconds=61)
+    world.gateway.fail_next("whoami", RateLimited("slow down", retry_after=120, source="platform"))
+    assert world.get("/v1/whoami", other_key).status_code == 429
+    held = world.get("/v1/whoami", key)  # the platform told alice, not one link of hers, to slow down
+    assert held.status_code == 429 and held.json["error"]["details"]["reason"] == "platform_hold"
