@@ -229,5 +229,6 @@ def test_usage_shows_requests_per_key_and_the_dm_quota(world: World, owner: WebB
     assert re.search(rf'id="usage-{key_id}".*?class="num today">4<.*?class="num month">4<', after.text, re.S)
     assert 'id="total-today">4<' in after.text
     assert "1 of 20" in after.text and "1 of 100" in after.text
-    next_send = world.throttle.quota(world.store.list_connections(account_id(world))[0].platform_user_id).next_allowed_at
+    alice = world.store.list_connections(account_id(world))[0]
+    next_send = world.throttle.quota(alice.platform_user_id).next_allowed_at
     assert next_send is not None and next_send.strftime("%Y-%m-%d %H:%M UTC") in after.text
