@@ -1,4 +1,5 @@
-"""The ``community-api`` command: serve, sandbox, demo, backup, accounts create and delete, keys mint.
+"""The ``community-api`` command: serve, sandbox, demo, backup, accounts create, set-password and delete,
+keys mint.
 
 Flags set the same ``COMMUNITY_API_*`` variables the service reads, so gunicorn workers see one source
 of settings. A wrong setting ends the command with a one-line reason, not a traceback.
@@ -147,6 +148,23 @@ def accounts_delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def accounts_set_password(args: argparse.Namespace) -> int:
+    from community_api.account_lifecycle import reset_password_unchecked
+    from community_api.clock import SystemClock
+    from community_api.errors import NotFound
+
+    _apply_common(args)
+    settings = load_settings()
+    password = sys.stdin.readline().rstrip("\n")
+    store = open_store(settings)
+    try:
+        account = reset_password_unchecked(store, SystemClock(), args.email, password)
+    except NotFound as error:
+        raise SettingsError(error.message) from None
+    print(f"password of {account.email} set: every web session of the account ended, its API keys kept")
+    return 0
+
+
 def keys_mint(args: argparse.Namespace) -> int:
     from community_api.clock import SystemClock
     from community_api.keys import mint_key
@@ -237,6 +255,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("email")
     p.set_defaults(func=accounts_create)
+    p = sub.add_parser(
+        "set-password",
+        help="set a forgotten password, read from standard input: every web session of the account ends, "
+        "its API keys are kept",
+    )
+    _add_common(p)
+    p.add_argument("email")
+    p.set_defaults(func=accounts_set_password)
     p = sub.add_parser("delete", help="delete an account: its keys and grants revoked, its connections erased")
     _add_common(p)
     p.add_argument("email")

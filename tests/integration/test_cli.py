@@ -95,6 +95,27 @@ def test_accounts_create_and_keys_mint_then_serve(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "no account" in missing.stderr
 
 
+def test_accounts_set_password_for_a_person_who_forgot_it(tmp_path: Path) -> None:
+    """The service sends no mail: the operator sets the new password. It follows the sign-up rules, is
+    read from standard input (never an argument: it would show in `ps`), and ends every web session."""
+    from adapters.store.sqlite_key_store import SqliteKeyStore
+    from community_api.accounts import DEFAULT_HASHER, password_matches
+
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
+    assert run("accounts", "create", "ops@example.com", stdin="a strong password\n", env=env).returncode == 0
+    weak = run("accounts", "set-password", "ops@example.com", stdin="short\n", env=env)
+    assert weak.returncode == 2 and "password" in weak.stderr and len(weak.stderr.strip().splitlines()) == 1
+    unknown = run("accounts", "set-password", "nobody@example.com", stdin="another strong one\n", env=env)
+    assert unknown.returncode == 2 and "no account" in unknown.stderr
+    done = run("accounts", "set-password", "OPS@example.com", stdin="another strong one\n", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "another strong one" not in done.stdout + done.stderr and "ops@example.com" in done.stdout
+    found = SqliteKeyStore(str(tmp_path / "db.sqlite3"), SECRET).find_account_by_email("ops@example.com")
+    assert found is not None
+    assert password_matches(DEFAULT_HASHER, found[1], "another strong one")
+    assert not password_matches(DEFAULT_HASHER, found[1], "a strong password")
+
+
 def test_two_services_on_one_host_leave_no_control_socket_behind(tmp_path: Path) -> None:
     """gunicorn 25.1+ opens a control socket at one path per user ($XDG_RUNTIME_DIR or ~/.gunicorn) by
     default: a second service took it from the first (its commands went to the wrong service) and removed
@@ -142,6 +163,7 @@ def _newer_schema(path: Path) -> None:
         ("serve", "--bind", "127.0.0.1:1"),
         ("accounts", "create", "ops@example.com"),
         ("accounts", "delete", "ops@example.com"),
+        ("accounts", "set-password", "ops@example.com"),
         ("keys", "mint", "--email", "ops@example.com"),
     ],
     ids=lambda c: " ".join(c[:2]),

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
+from community_api.account_lifecycle import reset_password_unchecked
+from community_api.errors import InvalidRequest, NotFound
 from community_api.model import IdempotencyRecord
 from community_api.scopes import ALL_SCOPES
 from tests.unit.world_support import PASSWORD, Browser, World
@@ -97,3 +101,24 @@ def test_deleting_the_account_takes_everything_with_it(world: World) -> None:
     fresh = world.sign_up()
     state = world.client.simulate_get("/v1/me", headers=fresh.headers()).json
     assert fresh.account["id"] != account_id and state["keys"] == [] and state["connections"] == []
+
+
+def test_the_operator_sets_a_forgotten_password_and_every_session_ends(world: World) -> None:
+    """A self-hosted service sends no mail: a person who forgot the password asks the operator, whose
+    command line sets a new one (``community-api accounts set-password``). Whoever held the old password
+    may be signed in: every session ends. API keys are not sessions: they are kept."""
+    here = world.sign_up()
+    key = world.mint(here)["secret"]
+    with pytest.raises(InvalidRequest, match="password"):
+        reset_password_unchecked(world.store, world.clock, "owner@example.com", "short")
+    assert me(world, here) == 200  # a refused reset changes nothing
+    with pytest.raises(NotFound):
+        reset_password_unchecked(world.store, world.clock, "nobody@example.com", NEW_PASSWORD)
+
+    account = reset_password_unchecked(world.store, world.clock, " Owner@Example.com ", NEW_PASSWORD)
+    assert account.id == here.account["id"]
+    assert me(world, here) == 401 and key_works(world, key)
+    old = world.client.simulate_post("/v1/session", json={"email": "owner@example.com", "password": PASSWORD})
+    assert old.status_code == 401
+    world.sign_in("owner@example.com", NEW_PASSWORD)
+    assert "account.password_reset" in [e.event for e in world.store.list_audit(account.id)]
