@@ -90,6 +90,7 @@ def test_wrong_password_is_refused_alike_and_throttled(world: World, browser: We
     unknown = other.sign_in(email="nobody@example.com", password="x" * 12)
     assert wrong.status_code == unknown.status_code == 401
     assert "wrong email or password" in wrong.text and "cda_session" not in other.cookies
+    assert "community-api accounts set-password" in wrong.text  # what to do when it is forgotten
     for _ in range(4):
         other.sign_in(password="x" * 12)
     limited = other.sign_in()
