@@ -1,7 +1,7 @@
 """The platform pace's rules that every ``PlatformPace`` shares: the window, and how a refusal reads.
 
 A refusal is ``RateLimited`` with ``details.reason``: ``platform_hold`` (the platform itself answered 429
-and asked the account to wait) or ``read_pace`` (our own per-connection read budget is spent).
+and asked the account to wait) or ``read_pace`` (our own read budget of the platform account is spent).
 """
 
 from __future__ import annotations
