@@ -8,6 +8,7 @@ of settings. A wrong setting ends the command with a one-line reason, not a trac
 from __future__ import annotations
 
 import argparse
+import getpass
 import os
 import sqlite3
 import sys
@@ -119,14 +120,25 @@ def sandbox(args: argparse.Namespace) -> int:
     return 0  # pragma: no cover
 
 
+def read_password(email: str) -> str:
+    """The password from standard input: one line from a pipe (``echo … |``, scripts), or typed at a
+    terminal without being shown, asked twice so that a typo does not lock the person out."""
+    if not sys.stdin.isatty():
+        return sys.stdin.readline().rstrip("\n")
+    first = getpass.getpass(f"Password for {email}: ")
+    if getpass.getpass("The same password again: ") != first:
+        raise SettingsError("the two passwords differ: nothing changed")
+    return first
+
+
 def accounts_create(args: argparse.Namespace) -> int:
     from community_api.accounts import create_account_unchecked
     from community_api.clock import SystemClock
 
     _apply_common(args)
     settings = load_settings()
-    password = sys.stdin.readline().rstrip("\n")
-    store = open_store(settings)
+    store = open_store(settings)  # a database it cannot use is said before the password is asked
+    password = read_password(args.email)
     account = create_account_unchecked(store, SystemClock(), args.email, password)
     print(f"account {account.id} created for {account.email}")
     return 0
@@ -155,8 +167,8 @@ def accounts_set_password(args: argparse.Namespace) -> int:
 
     _apply_common(args)
     settings = load_settings()
-    password = sys.stdin.readline().rstrip("\n")
-    store = open_store(settings)
+    store = open_store(settings)  # a database it cannot use is said before the password is asked
+    password = read_password(args.email)
     try:
         account = reset_password_unchecked(store, SystemClock(), args.email, password)
     except NotFound as error:
@@ -251,14 +263,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("accounts", help="manage accounts")
     sub = p.add_subparsers(dest="action", required=True)
-    p = sub.add_parser("create", help="create an account; the password is read from standard input")
+    p = sub.add_parser("create", help="create an account; the password is asked (or read from standard input)")
     _add_common(p)
     p.add_argument("email")
     p.set_defaults(func=accounts_create)
     p = sub.add_parser(
         "set-password",
-        help="set a forgotten password, read from standard input: every web session of the account ends, "
-        "its API keys are kept",
+        help="set a forgotten password, asked (or read from standard input): every web session of the account "
+        "ends, its API keys are kept",
     )
     _add_common(p)
     p.add_argument("email")

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pty
+import select
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -114,6 +118,56 @@ def test_accounts_set_password_for_a_person_who_forgot_it(tmp_path: Path) -> Non
     assert found is not None
     assert password_matches(DEFAULT_HASHER, found[1], "another strong one")
     assert not password_matches(DEFAULT_HASHER, found[1], "a strong password")
+
+
+def at_a_terminal(args: list[str], env: dict[str, str], answers: list[str]) -> tuple[int, str]:
+    """Run the command with a pseudo-terminal as its controlling terminal, as an operator types it: each
+    answer is typed after a prompt ending in ": ". Answers the exit status and everything the terminal
+    showed."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("COMMUNITY_API_")} | env
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: its stdin, stdout and stderr are the terminal
+        os.chdir(ROOT)
+        os.execve(sys.executable, [sys.executable, "-m", "adapters.cli", *args], full_env)  # noqa: S606 - no shell on purpose
+    shown = b""
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 1)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(fd, 1024)
+            except OSError:  # the child closed the terminal: it ended
+                break
+            if not chunk:
+                break
+            shown += chunk
+            if answers and shown.endswith(b": "):  # a prompt, waiting: one answer for each
+                os.write(fd, answers.pop(0).encode() + b"\n")
+        else:
+            os.kill(pid, signal.SIGKILL)  # still waiting for something never typed
+    finally:
+        os.close(fd)
+        _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), shown.decode(errors="replace")
+
+
+def test_a_password_typed_at_a_terminal_is_asked_twice_and_never_shown(tmp_path: Path) -> None:
+    """Read with ``readline`` at a terminal, the password was echoed on the screen and nothing said that
+    the command was waiting for it."""
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
+    status, shown = at_a_terminal(["accounts", "create", "ops@example.com"], env, ["typed secretly", "typed secretly"])
+    assert status == 0, shown
+    assert "Password for ops@example.com:" in shown and "again" in shown and "created" in shown
+    assert "typed secretly" not in shown
+    status, shown = at_a_terminal(["accounts", "set-password", "ops@example.com"], env, ["new one here", "a typo"])
+    assert status == 2 and "differ" in shown and "new one" not in shown
+    from adapters.store.sqlite_key_store import SqliteKeyStore
+    from community_api.accounts import DEFAULT_HASHER, password_matches
+
+    found = SqliteKeyStore(str(tmp_path / "db.sqlite3"), SECRET).find_account_by_email("ops@example.com")
+    assert found is not None and password_matches(DEFAULT_HASHER, found[1], "typed secretly")  # unchanged
 
 
 def test_two_services_on_one_host_leave_no_control_socket_behind(tmp_path: Path) -> None:
