@@ -5,7 +5,11 @@ Rules (DESIGN §2):
   through the platform's own form, never stored) or with an existing ``sessionToken``;
 - linking the same platform user again refreshes that connection in place (same id, status active);
 - the first connection of an account is its active one; ``"active": true`` makes a new one active;
-- what is kept is the platform session, encrypted at rest by the store.
+- what is kept is the platform session, encrypted at rest by the store;
+- removing a connection (its own account only: another's answers 404, as an unknown one) erases its
+  platform session and revokes the keys bound to it (a connector grant loses its OAuth tokens), in one
+  unit of work; unbound keys and other connections are kept; when the active connection goes, the
+  oldest one left becomes active. The DM and read quotas stay with the platform account.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from community_api.commands import at_most, blank_as_none, expects
 from community_api.deps import Deps
 from community_api.errors import InvalidRequest, NotFound
 from community_api.ids import new_id
-from community_api.model import CONNECTION_ACTIVE, Connection
+from community_api.model import CONNECTION_ACTIVE, KEY_CONNECTOR, ApiKey, AuditEvent, Connection
 
 MAX_PLATFORM_EMAIL = 320
 MAX_PLATFORM_PASSWORD = 1024
@@ -81,6 +85,35 @@ def activate_connection(deps: Deps, account_id: str, connection_id: str) -> Conn
         uow.connections.set_active_connection(account_id, connection_id)
         uow.commit()
     return _reload(deps, connection_id)
+
+
+def live_keys_bound_to(deps: Deps, account_id: str, connection_id: str) -> list[ApiKey]:
+    """The keys that removing the connection would stop (what the confirmation names)."""
+    now = deps.clock.now()
+    return [k for k in deps.store.list_keys(account_id) if k.connection_id == connection_id and k.is_live(now)]
+
+
+def remove_connection(deps: Deps, account_id: str, connection_id: str) -> Connection:
+    """Unlink a platform account from the service account; answers the connection as it was."""
+    now = deps.clock.now()
+    with deps.store.unit_of_work() as uow:
+        connection = uow.connections.get_connection(connection_id)
+        if connection is None or connection.account_id != account_id:
+            raise NotFound(f"no connection {connection_id}")
+        for key in uow.keys.list_keys(account_id):
+            if key.connection_id == connection_id:
+                uow.keys.end_key(key.id, revoked_at=now)  # a bound key would act through nothing
+                if key.kind == KEY_CONNECTOR:
+                    uow.oauth.delete_oauth_tokens(key.id)
+        uow.connections.delete_connection(connection_id)
+        left = uow.connections.list_connections(account_id)  # oldest first
+        if connection.active and left:
+            uow.connections.set_active_connection(account_id, left[0].id)
+        uow.audit.add_audit(
+            AuditEvent(at=now, event="connection.removed", account_id=account_id, subject=connection_id)
+        )
+        uow.commit()
+    return connection
 
 
 def _reload(deps: Deps, connection_id: str) -> Connection:

@@ -102,6 +102,11 @@ class ConnectionRecords(Protocol):
         """Forget every connection of the account, their platform sessions erased."""
         ...
 
+    def delete_connection(self, connection_id: str) -> None:
+        """Forget one connection, its platform session erased. Other connections are left as they are
+        (none becomes active: the caller chooses). No-op when unknown."""
+        ...
+
 
 class KeyRecords(Protocol):
     """API keys: records and the SHA-256 of their secrets, never the secrets."""

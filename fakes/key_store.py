@@ -237,6 +237,11 @@ class FakeKeyStore:
                     del self._connections[cid]
                     self._platform_sessions.pop(cid, None)
 
+    def delete_connection(self, connection_id: str) -> None:
+        with self._lock:
+            self._connections.pop(connection_id, None)
+            self._platform_sessions.pop(connection_id, None)
+
     def set_connection_status(self, connection_id: str, status: str) -> None:
         with self._lock:
             found = self._connections.get(connection_id)

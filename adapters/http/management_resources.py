@@ -103,6 +103,15 @@ class ConnectionsResource(ManagementResource):
         send_json(resp, connections.link_connection(self.deps, account.id, link), status=201)
 
 
+class ConnectionResource(ManagementResource):
+    def on_delete(self, req: falcon.Request, resp: falcon.Response, connection_id: str) -> None:
+        """Unlink: the platform session erased, the keys bound to the connection revoked."""
+        account, _ = web_session(self.deps, req)
+        query(req, ())
+        connections.remove_connection(self.deps, account.id, connection_id)
+        resp.status = falcon.HTTP_204
+
+
 class KeysResource(ManagementResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         account, _ = web_session(self.deps, req)

@@ -131,6 +131,15 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         201,
     ),
     (
+        "DELETE",
+        "/v1/connections/{connection_id}",
+        "Unlink a platform account: its session erased, the keys bound to it revoked",
+        "session",
+        [_param("connection_id", "path")],
+        None,
+        204,
+    ),
+    (
         "POST",
         "/v1/keys",
         "Mint a key (the value is shown once)",
@@ -197,6 +206,7 @@ OPERATION_IDS = {
     ("DELETE", "/v1/session"): "sign_out",
     ("GET", "/v1/connections"): "list_connections",
     ("POST", "/v1/connections"): "link_connection",
+    ("DELETE", "/v1/connections/{connection_id}"): "unlink_connection",
     ("POST", "/v1/keys"): "mint_key",
     ("POST", "/v1/keys/{key_id}/rotate"): "rotate_key",
     ("DELETE", "/v1/keys/{key_id}"): "revoke_key",

@@ -245,6 +245,11 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteOAuthRecords):
             db.execute("UPDATE connections SET session = NULL WHERE account_id = ?", (account_id,))
             db.execute("DELETE FROM connections WHERE account_id = ?", (account_id,))
 
+    def delete_connection(self, connection_id: str) -> None:
+        with self._immediate() as db:
+            db.execute("UPDATE connections SET session = NULL WHERE id = ?", (connection_id,))
+            db.execute("DELETE FROM connections WHERE id = ?", (connection_id,))
+
     def set_connection_status(self, connection_id: str, status: str) -> None:
         self._db.execute("UPDATE connections SET status = ? WHERE id = ?", (status, connection_id))
 

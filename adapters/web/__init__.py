@@ -24,6 +24,7 @@ def add_web_routes(app: falcon.App, deps: Deps, settings: Settings) -> None:
     app.add_route("/logout", account.LogoutAction(deps, settings))
     app.add_route("/connections", dashboard.ConnectionsPage(deps, settings))
     app.add_route("/connections/{connection_id}/activate", dashboard.ConnectionActivation(deps, settings))
+    app.add_route("/connections/{connection_id}/remove", dashboard.ConnectionRemoval(deps, settings))
     app.add_route("/keys", dashboard.KeysPage(deps, settings))
     app.add_route("/keys/{key_id}/rotate", dashboard.KeyRotation(deps, settings))
     app.add_route("/keys/{key_id}/revoke", dashboard.KeyRevocation(deps, settings))

@@ -34,6 +34,7 @@ SCOPE_CHOICES = tuple({"name": s, "text": SCOPE_TEXT[s], "acts": s in OPT_IN_SCO
 NOTICES = {
     "linked": "The platform account is linked.",
     "activated": "The active connection has changed.",
+    "removed": "The platform account is unlinked: its session is erased and the keys bound to it are revoked.",
     "revoked": "The key is revoked: it stopped working at once.",
 }
 
@@ -95,6 +96,36 @@ class ConnectionActivation(WebResource):
         except ServiceError as error:
             raise PageRefused(status_of(error), error.message) from None
         self.redirect(req, resp, "/connections?notice=activated")
+
+
+class ConnectionRemoval(WebResource):
+    """``/connections/{id}/remove``: confirm (naming the keys that will stop), then unlink."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, connection_id: str) -> None:
+        found = self.page_session(req, resp)
+        if found is None:
+            return
+        connection = self.deps.store.get_connection(connection_id)
+        if connection is None or connection.account_id != found[0].id:
+            raise PageRefused(404, "There is no such connection.")
+        bound = connections.live_keys_bound_to(self.deps, found[0].id, connection_id)
+        self.render(
+            req,
+            resp,
+            "remove_connection.html",
+            title=f"Unlink @{connection.handle}?",
+            section="connections",
+            connection=connection,
+            bound=bound,
+        )
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, connection_id: str) -> None:
+        account, _, _ = self.form_session(req)
+        try:
+            connections.remove_connection(self.deps, account.id, connection_id)
+        except ServiceError as error:
+            raise PageRefused(status_of(error), error.message) from None
+        self.redirect(req, resp, "/connections?notice=removed")
 
 
 class KeysPage(WebResource):

@@ -273,6 +273,19 @@ def test_the_connections_of_an_account_are_deleted_with_their_sessions(store: Ke
     assert store.get_platform_session("con_3") == "session-3"
 
 
+def test_one_connection_is_deleted_with_its_session_and_no_other(store: KeyStore) -> None:
+    store.save_connection(connection(1, active=True), "session-1")
+    store.save_connection(connection(2, at=T0 + timedelta(seconds=1)), "session-2")
+    store.delete_connection("con_1")
+    assert store.get_connection("con_1") is None and store.get_platform_session("con_1") is None
+    assert store.load_connection("acc_1", "con_1") is None
+    assert [c.id for c in store.list_connections("acc_1")] == ["con_2"]
+    assert store.get_platform_session("con_2") == "session-2"
+    left = store.load_connection("acc_1", None)  # none active: the oldest, as the port says
+    assert left is not None and left[0].id == "con_2" and not left[0].active
+    store.delete_connection("con_404")  # not an error
+
+
 def test_connection_id_taken_is_a_conflict(store: KeyStore) -> None:
     store.save_connection(connection(1, "acc_1", "u1"), "t")
     with pytest.raises(Conflict):
