@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import difflib
 import ipaddress
+import math
 import os
 import urllib.parse
 from collections.abc import Mapping
@@ -16,6 +18,29 @@ from adapters.throttle.mmap_limits_storage import DEFAULT_CAPACITY, MAX_CAPACITY
 
 PREFIX = "COMMUNITY_API_"
 MODES = ("production", "demo", "test")
+# Every setting, without its prefix. Any other ``COMMUNITY_API_*`` variable is refused: a misspelt name
+# (``TRUSTED_PROXY``) would otherwise be ignored without a word while the operator believes it set.
+SETTING_NAMES = (
+    "MODE",
+    "DB",
+    "SECRET",
+    "PLATFORM_URL",
+    "PLATFORM_API_URL",
+    "THROTTLE_STORAGE",
+    "SELENIUM_REMOTE_URL",
+    "BROWSER_POOL_SIZE",
+    "BROWSER_IDLE_SECONDS",
+    "BROWSER_TRUSTED_SPKI",
+    "SIGNUP",
+    "MCP_ALLOWED_HOSTS",
+    "USAGE_FLUSH_SECONDS",
+    "PUBLIC_URL",
+    "PLATFORM_READS_PER_MINUTE",
+    "TRUSTED_PROXIES",
+    "ALLOWED_HOSTS",
+    "METRICS_TOKEN",
+)
+MAX_USAGE_FLUSH_SECONDS = 3600.0
 
 
 class SettingsError(Exception):
@@ -75,10 +100,21 @@ def _bool(name: str, value: str) -> bool:
     raise SettingsError(f"{PREFIX}{name} must be true or false, not {value!r}")
 
 
+def _refuse_unknown(env: Mapping[str, str]) -> None:
+    for variable in sorted(env):
+        name = variable[len(PREFIX) :]
+        if variable.startswith(PREFIX) and name not in SETTING_NAMES:
+            close = difflib.get_close_matches(name, SETTING_NAMES, n=1, cutoff=0.6)
+            hint = f" (did you mean {PREFIX}{close[0]}?)" if close else ""
+            raise SettingsError(f"{variable} is not a setting of this service{hint}; the settings are in the README")
+
+
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if environ is None else environ
+    _refuse_unknown(env)
 
     def get(name: str, default: str = "") -> str:
+        assert name in SETTING_NAMES, name  # a new setting is listed, so that it is not refused
         return env.get(PREFIX + name, default)
 
     mode = get("MODE", "production")
@@ -101,6 +137,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         raise SettingsError(f"{PREFIX}BROWSER_POOL_SIZE must be at least 1")
     if not idle >= 0:  # (not NaN either)
         raise SettingsError(f"{PREFIX}BROWSER_IDLE_SECONDS must be 0 (never) or more")
+    if not (math.isfinite(flush) and 0 <= flush <= MAX_USAGE_FLUSH_SECONDS):
+        raise SettingsError(
+            f"{PREFIX}USAGE_FLUSH_SECONDS must be from 0 (write at once) to {MAX_USAGE_FLUSH_SECONDS:.0f}"
+        )
     if not 1 <= reads_per_minute <= MAX_CAPACITY:
         raise SettingsError(f"{PREFIX}PLATFORM_READS_PER_MINUTE must be from 1 to {MAX_CAPACITY}")
     defaults = Settings()

@@ -45,6 +45,9 @@ def test_serve_refuses_to_start_without_a_secret(tmp_path: Path) -> None:
 def test_a_bad_setting_is_one_line(tmp_path: Path) -> None:
     result = run("serve", env={"COMMUNITY_API_MODE": "staging"})
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    misspelt = run("serve", env={"COMMUNITY_API_SECRET": SECRET, "COMMUNITY_API_TRUSTED_PROXY": "127.0.0.1"})
+    assert misspelt.returncode == 2 and len(misspelt.stderr.strip().splitlines()) == 1
+    assert "did you mean COMMUNITY_API_TRUSTED_PROXIES?" in misspelt.stderr
 
 
 def test_accounts_create_and_keys_mint_then_serve(tmp_path: Path) -> None:

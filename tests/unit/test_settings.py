@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from adapters.platform.browser import chrome_options
-from adapters.settings import SettingsError, load_settings
+from adapters.settings import SETTING_NAMES, SettingsError, load_settings
 from adapters.throttle.mmap_limits_storage import DEFAULT_CAPACITY, parse_uri
 
 BASE = {"COMMUNITY_API_MODE": "test"}
@@ -54,3 +57,38 @@ def test_an_idle_browser_is_closed_after_15_minutes_unless_the_setting_says_othe
     for bad in ("-1", "nan", "soon"):
         with pytest.raises(SettingsError, match="BROWSER_IDLE_SECONDS|not a number"):
             load_settings({**BASE, "COMMUNITY_API_BROWSER_IDLE_SECONDS": bad})
+
+
+@pytest.mark.parametrize(
+    ("name", "suggested"),
+    [
+        ("TRUSTED_PROXY", "COMMUNITY_API_TRUSTED_PROXIES"),
+        ("PUBLICURL", "COMMUNITY_API_PUBLIC_URL"),
+        ("PLATFORM_READS_PER_MIN", "COMMUNITY_API_PLATFORM_READS_PER_MINUTE"),
+        ("DATABASE", None),
+    ],
+)
+def test_a_setting_the_service_does_not_know_is_refused_naming_it(name: str, suggested: str | None) -> None:
+    """A misspelt name used to be ignored without a word: behind a proxy, ``TRUSTED_PROXY`` left every
+    client counted as the proxy's address by the sign-in throttle, and the operator believed it set."""
+    with pytest.raises(SettingsError) as refused:
+        load_settings({**BASE, f"COMMUNITY_API_{name}": "x"})
+    message = str(refused.value)
+    assert f"COMMUNITY_API_{name}" in message and len(message.splitlines()) == 1
+    if suggested:
+        assert f"did you mean {suggested}?" in message
+
+
+def test_the_readme_lists_every_setting_and_no_other() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    rows = re.findall(r"^\| (`[A-Z_]+`(?:, `[A-Z_]+`)*) \|", readme, re.M)
+    documented = {name for row in rows for name in re.findall(r"`([A-Z_]+)`", row)}
+    assert documented == set(SETTING_NAMES)
+
+
+def test_the_usage_flush_interval_is_a_finite_number_of_seconds() -> None:
+    assert load_settings(BASE).usage_flush_seconds == 1
+    assert load_settings({**BASE, "COMMUNITY_API_USAGE_FLUSH_SECONDS": "0"}).usage_flush_seconds == 0
+    for bad in ("-1", "nan", "inf", "soon", "86401"):
+        with pytest.raises(SettingsError, match="USAGE_FLUSH_SECONDS|not a number"):
+            load_settings({**BASE, "COMMUNITY_API_USAGE_FLUSH_SECONDS": bad})
