@@ -152,8 +152,17 @@ def accounts_delete(args: argparse.Namespace) -> int:
     _apply_common(args)
     settings = load_settings()
     store = open_store(settings)
+    email = args.email.strip().lower()
+    if sys.stdin.isatty():  # a person at a terminal confirms; a script (stdin not a terminal) is not asked
+        if store.find_account_by_email(email) is None:
+            raise SettingsError(f"no account with the email {email}")
+        typed = input(
+            f"Delete {email}: its keys and grants revoked, its connections erased. Type the email to confirm: "
+        )
+        if typed.strip().lower() != email:
+            raise SettingsError("not confirmed: nothing was deleted")
     try:
-        account = delete_account_unchecked(store, SystemClock(), args.email.strip().lower())
+        account = delete_account_unchecked(store, SystemClock(), email)
     except NotFound as error:
         raise SettingsError(error.message) from None
     print(f"account {account.id} deleted: its keys and grants revoked, its connections erased")

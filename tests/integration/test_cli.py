@@ -173,6 +173,19 @@ def test_a_password_typed_at_a_terminal_is_asked_twice_and_never_shown(tmp_path:
     assert found is not None and password_matches(DEFAULT_HASHER, found[1], "typed secretly")  # unchanged
 
 
+def test_deleting_an_account_at_a_terminal_asks_for_its_email_first(tmp_path: Path) -> None:
+    """A typo in the command must not erase someone's account: a person at a terminal types the email
+    again. Scripts (standard input not a terminal) are not asked, as before."""
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
+    assert run("accounts", "create", "ops@example.com", stdin="a strong password\n", env=env).returncode == 0
+    status, shown = at_a_terminal(["accounts", "delete", "ops@example.com"], env, ["ops@example.org"])
+    assert status == 2 and "Type the email to confirm" in shown and "nothing was deleted" in shown
+    status, shown = at_a_terminal(["accounts", "delete", "nobody@example.com"], env, [])
+    assert status == 2 and "no account" in shown and "confirm" not in shown
+    status, shown = at_a_terminal(["accounts", "delete", "ops@example.com"], env, ["OPS@example.com"])
+    assert status == 0 and "deleted" in shown, shown
+
+
 def test_two_services_on_one_host_leave_no_control_socket_behind(tmp_path: Path) -> None:
     """gunicorn 25.1+ opens a control socket at one path per user ($XDG_RUNTIME_DIR or ~/.gunicorn) by
     default: a second service took it from the first (its commands went to the wrong service) and removed
