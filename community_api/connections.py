@@ -87,6 +87,14 @@ def activate_connection(deps: Deps, account_id: str, connection_id: str) -> Conn
     return _reload(deps, connection_id)
 
 
+def own_connection(deps: Deps, account_id: str, connection_id: str) -> Connection:
+    """The account's connection; another account's answers ``NotFound`` as an unknown one."""
+    connection = deps.store.get_connection(connection_id)
+    if connection is None or connection.account_id != account_id:
+        raise NotFound(f"no connection {connection_id}")
+    return connection
+
+
 def live_keys_bound_to(deps: Deps, account_id: str, connection_id: str) -> list[ApiKey]:
     """The keys that removing the connection would stop (what the confirmation names)."""
     now = deps.clock.now()

@@ -105,9 +105,10 @@ class ConnectionRemoval(WebResource):
         found = self.page_session(req, resp)
         if found is None:
             return
-        connection = self.deps.store.get_connection(connection_id)
-        if connection is None or connection.account_id != found[0].id:
-            raise PageRefused(404, "There is no such connection.")
+        try:
+            connection = connections.own_connection(self.deps, found[0].id, connection_id)
+        except ServiceError:
+            raise PageRefused(404, "There is no such connection.") from None
         bound = connections.live_keys_bound_to(self.deps, found[0].id, connection_id)
         self.render(
             req,
