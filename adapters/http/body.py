@@ -34,16 +34,22 @@ def refuse_content_coding(req: falcon.Request) -> None:
         )
 
 
-def read_raw(req: falcon.Request) -> bytes:
-    """The body, refused with 413 past 64 KiB whether or not a Content-Length announced it, and with 415
-    when it comes compressed."""
+def read_raw(req: falcon.Request, limit: int = MAX_BODY) -> bytes:
+    """The body, refused with 413 past ``limit`` bytes (64 KiB) whether or not a Content-Length announced
+    it, and with 415 when it comes compressed.
+
+    A body without a Content-Length is read too when the server says it ends by itself (PEP 3333's
+    ``wsgi.input_terminated``, which gunicorn sets): an HTTP/1.1 chunked body, decoded by the server.
+    Falcon's ``bounded_stream`` takes a missing length for an empty body, which read such bodies as
+    nothing. A request with neither is empty to gunicorn, so the read ends at once."""
     refuse_content_coding(req)
     length = req.content_length
-    if length is not None and length > MAX_BODY:
-        raise PayloadTooLarge(f"the request body is larger than {MAX_BODY} bytes", maxBytes=MAX_BODY)
-    data = req.bounded_stream.read(MAX_BODY + 1)
-    if len(data) > MAX_BODY:
-        raise PayloadTooLarge(f"the request body is larger than {MAX_BODY} bytes", maxBytes=MAX_BODY)
+    if length is not None and length > limit:
+        raise PayloadTooLarge(f"the request body is larger than {limit} bytes", maxBytes=limit)
+    terminated = length is None and req.env.get("wsgi.input_terminated") is True
+    data: bytes = (req.stream if terminated else req.bounded_stream).read(limit + 1)
+    if len(data) > limit:
+        raise PayloadTooLarge(f"the request body is larger than {limit} bytes", maxBytes=limit)
     return data
 
 

@@ -21,7 +21,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from adapters.http.auth import CONNECTION_HEADER, bearer_key, resource_url
-from adapters.http.body import PayloadTooLarge, UnsupportedMediaType, refuse_content_coding
+from adapters.http.body import UnsupportedMediaType, read_raw, refuse_content_coding
 from adapters.http.errors import error_body
 from adapters.mcp.bridge import SessionManagers
 from adapters.mcp.server import CALLER_ENVIRON_KEY, Caller, build_server
@@ -62,12 +62,7 @@ def _read_body(req: falcon.Request) -> bytes:
     media = (req.content_type or "").split(";")[0].strip().lower()
     if media != "application/json":
         raise UnsupportedMediaType("send MCP messages as application/json")
-    if req.content_length is not None and req.content_length > MAX_BODY:
-        raise PayloadTooLarge(f"the request body is larger than {MAX_BODY} bytes", maxBytes=MAX_BODY)
-    data: bytes = req.bounded_stream.read(MAX_BODY + 1)
-    if len(data) > MAX_BODY:
-        raise PayloadTooLarge(f"the request body is larger than {MAX_BODY} bytes", maxBytes=MAX_BODY)
-    return data
+    return read_raw(req, limit=MAX_BODY)
 
 
 def _is_json(body: bytes) -> bool:
