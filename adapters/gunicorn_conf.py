@@ -11,7 +11,9 @@ worker ends, its live gauges are dropped (``mark_process_dead``); when the maste
 is removed.
 
 It also makes the master end the browsers of a worker killed outright (``adapters/platform/orphans.py``):
-the master adopts what a dead worker leaves, and ends its browsers when it learns the worker ended.
+the master adopts what a dead worker leaves, and ends its browsers when it learns the worker ended. And
+each worker answers the requests gunicorn cannot read in the service's JSON error shape
+(``adapters/http/server_errors.py``).
 """
 
 from __future__ import annotations
@@ -42,6 +44,12 @@ def on_starting(server: Any) -> None:
 
     if not become_subreaper():
         server.log.warning("could not adopt orphaned processes: browsers of a killed worker would outlive it")
+
+
+def post_worker_init(worker: Any) -> None:
+    from adapters.http.server_errors import answer_in_json
+
+    answer_in_json()  # requests gunicorn cannot read are answered in our JSON error shape, not HTML
 
 
 def child_exit(server: Any, worker: Any) -> None:

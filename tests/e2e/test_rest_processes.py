@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import re
+import socket
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -322,3 +324,38 @@ def test_a_chunked_body_is_read_whole(service: Service, alice: dict[str, Any]) -
         timeout=10,
     )
     assert minted.status_code == 201 and minted.json()["name"] == "minted in chunks"
+
+
+POST_DMS = b"POST /v1/dms HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+
+
+@pytest.mark.parametrize(
+    ("raw", "status", "code"),
+    [
+        (b"GET /v1/whoami?" + b"q" * 5000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 414, "uri_too_long"),
+        (b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"h" * 9000 + b"\r\n\r\n", 431, "headers_too_large"),
+        (b"<script>alert(1)</script>\r\n\r\n", 400, "invalid_request"),
+        (POST_DMS + b"Transfer-Encoding: chunked, chunked\r\n\r\n", 400, "invalid_request"),
+        (POST_DMS + b"Transfer-Encoding: zstd\r\n\r\n", 501, "not_implemented"),
+    ],
+    ids=["request line too long", "headers too large", "not HTTP", "stacked codings", "unknown coding"],
+)
+def test_requests_gunicorn_cannot_read_are_answered_in_the_services_json(
+    service: Service, raw: bytes, status: int, code: str
+) -> None:
+    """gunicorn answers these itself, before the application runs; it wrote a small HTML page, and a JSON
+    client could not read why (DESIGN: never HTML). What the client sent is never echoed back."""
+    port = int(service.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(raw)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode("latin1").split("\r\n")
+    assert lines[0].startswith(f"HTTP/1.1 {status} ")
+    headers = {name.lower(): value for name, value in (line.split(": ", 1) for line in lines[1:])}
+    assert headers["content-type"] == "application/json" and int(headers["content-length"]) == len(body)
+    error = json.loads(body)["error"]
+    assert error["code"] == code and error["message"] and error["details"] == {}
+    assert b"<" not in body and b"qqqq" not in body and b"hhhh" not in body
