@@ -13,6 +13,7 @@ of a real deployment rather than loopback's, which the service would accept anyw
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -23,6 +24,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+
 from pathlib import Path
 from typing import Any
 
@@ -321,3 +323,29 @@ def test_the_mcp_endpoint_is_not_buffered(deployment: Deployment) -> None:
     site = (deployment.folder / "site.conf").read_text()
     block = site.split("location = /v1/mcp", 1)[1].split("}", 1)[0]
     assert "proxy_buffering off;" in block and "proxy_request_buffering off;" in block
+
+
+def test_an_http2_body_without_a_length_reaches_the_mcp_endpoint_whole(deployment: Deployment) -> None:
+    """An HTTP/2 client need not send a content-length. With request buffering off (the MCP location
+    above), nginx then passes the body on to gunicorn chunked, which the service used to read as empty:
+    the MCP endpoint answered a JSON-RPC parse error to a well-formed call."""
+    key_file = deployment.folder / "key"
+    if not key_file.exists():
+        test_rest_through_nginx_with_https_urls(deployment)
+    port = deployment.public_url.rsplit(":", 1)[1]
+    message = b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}}'
+    headers = [
+        f"Authorization: Bearer {key_file.read_text()}",
+        "Content-Type: application/json",
+        "Accept: application/json, text/event-stream",
+    ]
+    command = ["curl", "--silent", "--show-error", "--http2", "--max-time", "30", "--request", "POST"]
+    command += ["--resolve", f"{NAME}:{port}:127.0.0.1", "--cacert", str(deployment.cert.cert_path)]
+    command += ["--upload-file", "-"]  # from a pipe: the length is not known, and none is sent
+    command += [part for header in headers for part in ("--header", header)]
+    command += ["--write-out", "\n%{http_version} %{http_code}", f"{deployment.public_url}/v1/mcp"]
+    result = subprocess.run(command, input=message, capture_output=True, timeout=60, check=False)
+    body, _, status = result.stdout.decode().rpartition("\n")
+    assert status == "2 200", (status, body, result.stderr)
+    answer = json.loads(body)
+    assert answer["id"] == 9 and answer["result"]["structuredContent"]["handle"] == "alice", body
