@@ -24,7 +24,6 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-
 from pathlib import Path
 from typing import Any
 
