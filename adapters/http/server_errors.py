@@ -22,7 +22,7 @@ from adapters.http.errors import error_body
 _ANSWERS: dict[int, tuple[str, str]] = {
     400: ("invalid_request", "the request is not valid HTTP/1.1 (its request line, headers or body framing)"),
     403: ("forbidden", "the request is refused by the server"),
-    414: ("uri_too_long", "the request line is too long for this server: put long values in a POST body"),
+    414: ("uri_too_long", "the request line (method, path and query) is longer than this server accepts"),
     417: ("expectation_failed", "the server cannot meet the request's Expect header"),
     431: ("headers_too_large", "the request's headers are too large for this server"),
     501: ("not_implemented", "the request uses a transfer coding this server does not implement"),
