@@ -1,5 +1,5 @@
-"""The ``community-api`` command: serve, sandbox, demo, backup, accounts create, set-password and delete,
-keys mint.
+"""The ``community-api`` command: serve, sandbox, demo, backup, accounts create, list, set-password and
+delete, keys mint.
 
 Flags set the same ``COMMUNITY_API_*`` variables the service reads, so gunicorn workers see one source
 of settings. A wrong setting ends the command with a one-line reason, not a traceback.
@@ -144,6 +144,24 @@ def accounts_create(args: argparse.Namespace) -> int:
     return 0
 
 
+def accounts_list(args: argparse.Namespace) -> int:
+    from community_api.account_lifecycle import account_summaries
+    from community_api.clock import SystemClock
+
+    _apply_common(args)
+    store = open_store(load_settings())
+    summaries = account_summaries(store, SystemClock())
+    if not summaries:
+        print("no accounts yet: community-api accounts create EMAIL")
+        return 0
+    width = max(len("EMAIL"), *(len(s.account.email) for s in summaries))
+    print(f"{'EMAIL':<{width}}  {'ACCOUNT':<20}  {'CREATED':<20}  CONNECTIONS  LIVE KEYS")
+    for s in summaries:
+        created = s.account.created_at.strftime("%Y-%m-%d %H:%M UTC")
+        print(f"{s.account.email:<{width}}  {s.account.id:<20}  {created:<20}  {s.connections:>11}  {s.live_keys:>9}")
+    return 0
+
+
 def accounts_delete(args: argparse.Namespace) -> int:
     from community_api.account_lifecycle import delete_account_unchecked
     from community_api.clock import SystemClock
@@ -276,6 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("email")
     p.set_defaults(func=accounts_create)
+    p = sub.add_parser("list", help="list the accounts: email, id, creation, connections and live keys")
+    _add_common(p)
+    p.set_defaults(func=accounts_list)
     p = sub.add_parser(
         "set-password",
         help="set a forgotten password, asked (or read from standard input): every web session of the account "

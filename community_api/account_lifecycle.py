@@ -118,6 +118,28 @@ def delete_account(
     _erase(store, clock, account)
 
 
+@attrs.frozen
+class AccountSummary:
+    """What the operator's ``accounts list`` shows of an account: nothing secret."""
+
+    account: Account
+    connections: int
+    live_keys: int
+
+
+def account_summaries(store: KeyStore, clock: Clock) -> list[AccountSummary]:
+    """Every account, oldest first, with how many connections and live keys it holds."""
+    now = clock.now()
+    return [
+        AccountSummary(
+            account,
+            len(store.list_connections(account.id)),
+            sum(1 for key in store.list_keys(account.id) if key.is_live(now)),
+        )
+        for account in store.list_accounts()
+    ]
+
+
 def delete_account_unchecked(store: KeyStore, clock: Clock, email: str) -> Account:
     """For the operator's command line: no password asked."""
     found = store.find_account_by_email(email)

@@ -39,6 +39,10 @@ class AccountRecords(Protocol):
 
     def count_accounts(self) -> int: ...
 
+    def list_accounts(self) -> list[Account]:
+        """Every account, oldest first (for the operator's command line)."""
+        ...
+
     def add_web_session(self, session: WebSession) -> None:
         """``Conflict`` if the token hash is taken. Sessions of any account that expired before
         ``session.created_at`` are removed on the way (they would only accumulate)."""

@@ -129,6 +129,10 @@ class FakeKeyStore:
                     return account, password_hash
             return None
 
+    def list_accounts(self) -> list[Account]:
+        with self._lock:
+            return sorted((a for a, _ in self._accounts.values()), key=lambda a: a.created_at)
+
     def count_accounts(self) -> int:
         with self._lock:
             return len(self._accounts)

@@ -58,6 +58,10 @@ class SqliteAccountRecords:
             return None
         return Account(id=row[0], email=row[1], created_at=_dt(row[2])), row[3]
 
+    def list_accounts(self) -> list[Account]:
+        rows = self._db.execute("SELECT id, email, created_at FROM accounts ORDER BY created_at, rowid").fetchall()
+        return [Account(id=r[0], email=r[1], created_at=_dt(r[2])) for r in rows]
+
     def count_accounts(self) -> int:
         row = self._one("SELECT count(*) FROM accounts", ())
         return int(row[0]) if row else 0

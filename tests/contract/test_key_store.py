@@ -98,6 +98,16 @@ def test_account_round_trip_and_count(store: KeyStore) -> None:
     assert store.count_accounts() == 2
 
 
+def test_accounts_are_listed_oldest_first(store: KeyStore) -> None:
+    assert store.list_accounts() == []
+    store.add_account(account(2), "hash-2")
+    store.add_account(account(1), "hash-1")
+    later = attrs.evolve(account(3), created_at=account(3).created_at + timedelta(seconds=5))
+    store.add_account(later, "hash-3")
+    listed = store.list_accounts()
+    assert listed[-1] == later and sorted(a.id for a in listed[:2]) == ["acc_1", "acc_2"]
+
+
 def test_find_account_by_email_ignores_case(store: KeyStore) -> None:
     store.add_account(account(1, email="Ada@Example.com"), "argon-hash")
     assert store.find_account_by_email("ada@example.COM") == (account(1, email="Ada@Example.com"), "argon-hash")

@@ -102,6 +102,25 @@ def test_accounts_create_and_keys_mint_then_serve(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "no account" in missing.stderr
 
 
+def test_accounts_list_shows_each_account_with_what_it_holds(tmp_path: Path) -> None:
+    """The operator who sets a password or deletes an account must know the emails; nothing secret shown."""
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
+    empty = run("accounts", "list", env=env)
+    assert empty.returncode == 0 and "no accounts" in empty.stdout
+    for email in ("ops@example.com", "dev@example.com"):
+        assert run("accounts", "create", email, stdin="a strong password\n", env=env).returncode == 0
+    assert run("keys", "mint", "--email", "dev@example.com", env=env).returncode == 0
+    assert run("keys", "mint", "--email", "dev@example.com", env=env).returncode == 0
+    listed = run("accounts", "list", env=env)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.strip().splitlines()
+    assert lines[0].split() == ["EMAIL", "ACCOUNT", "CREATED", "CONNECTIONS", "LIVE", "KEYS"]
+    rows = {line.split()[0]: line.split() for line in lines[1:]}
+    assert set(rows) == {"ops@example.com", "dev@example.com"}
+    assert rows["dev@example.com"][-2:] == ["0", "2"] and rows["ops@example.com"][-2:] == ["0", "0"]
+    assert "cda_" not in listed.stdout and "argon2" not in listed.stdout
+
+
 def test_accounts_set_password_for_a_person_who_forgot_it(tmp_path: Path) -> None:
     """The service sends no mail: the operator sets the new password. It follows the sign-up rules, is
     read from standard input (never an argument: it would show in `ps`), and ends every web session."""
