@@ -113,10 +113,14 @@ def create_app(
     return app_for(deps, settings)
 
 
-def build_gateway(settings: Settings) -> PlatformGateway:
+def build_gateway(settings: Settings, key_store: KeyStore) -> PlatformGateway:
     from adapters.platform.selenium_platform_gateway import SeleniumPlatformGateway
 
-    return SeleniumPlatformGateway.from_settings(settings)
+    # A browser kept warm for a connection since unlinked (or whose account was deleted) holds the platform
+    # session the store erased: the pool closes it once the store no longer knows the connection.
+    return SeleniumPlatformGateway.from_settings(
+        settings, linked=lambda connection_id: key_store.get_connection(connection_id) is not None
+    )
 
 
 def get_app(settings: Settings | None = None) -> falcon.App:
@@ -126,11 +130,12 @@ def get_app(settings: Settings | None = None) -> falcon.App:
 
     settings = settings or load_settings()
     configure_logging()
+    # Opened now: a worker that cannot use the database fails to boot (gunicorn then stops) instead of
+    # answering 500 to every request.
+    key_store = SqliteKeyStore.open(settings.db, settings.secret)
     deps = bootstrap(
-        # Opened now: a worker that cannot use the database fails to boot (gunicorn then stops) instead of
-        # answering 500 to every request.
-        key_store=SqliteKeyStore.open(settings.db, settings.secret),
-        gateway=build_gateway(settings),
+        key_store=key_store,
+        gateway=build_gateway(settings, key_store),
         throttle=LimitsThrottle(settings.throttle_uri, salt=settings.secret),
         pace=LimitsPlatformPace(settings.throttle_uri, settings.platform_reads_per_minute),
         clock=SystemClock(),

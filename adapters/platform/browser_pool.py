@@ -9,6 +9,9 @@
 - A browser nobody has used for ``idle`` seconds is closed (a thread of the pool's looks now and then),
   so that a quiet service gives its memory back (225-340 MiB a browser); the connection's next call
   starts a new one, a second or two. 0 keeps browsers until they are evicted or the pool closes.
+- The unused browser of a connection that is no longer ``linked`` (unlinked, or its account deleted) is
+  closed by the same thread within about 10 s, in every worker: its profile holds the platform session
+  that the store has erased. A call in flight is never cut short.
 - Every wait is bounded by the pool's ``wait`` and by the current gateway call's deadline
   (``deadline.py``).
 """
@@ -72,6 +75,7 @@ class BrowserPool:
         wait: float,
         idle: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
+        linked: Callable[[str], bool] | None = None,
     ) -> None:
         if size < 1:
             raise ValueError("the pool needs room for at least one browser")
@@ -80,6 +84,7 @@ class BrowserPool:
         self._wait = wait
         self._idle = idle
         self._clock = clock
+        self._linked = linked  # is this key's connection still linked? (a store read)
         self._cond = threading.Condition()
         self._slots: OrderedDict[str, _Slot] = OrderedDict()  # least recently used first
         self._live = 0  # browsers running or starting
@@ -128,40 +133,60 @@ class BrowserPool:
         if self._idle <= 0:
             return 0
         now = self._clock()
+        closed = self._close_unused(lambda slot: now - slot.idle_since >= self._idle)
+        for _ in range(closed):
+            BROWSER_IDLE_CLOSES.inc()
+        if closed:
+            log.info("closed %d browser(s) unused for %d s", closed, self._idle)
+        return closed
+
+    def close_unlinked(self) -> int:
+        """Close the unused browsers of connections no longer linked; how many were closed. The store is
+        asked outside the pool's lock; a failing check raises and closes nothing."""
+        if self._linked is None:
+            return 0
         with self._cond:
-            idle = [
-                s
-                for s in self._slots.values()
-                if s.users == 0 and s.browser is not None and now - s.idle_since >= self._idle
-            ]
+            keys = [s.key for s in self._slots.values() if s.users == 0 and s.browser is not None]
+        gone = {key for key in keys if not self._linked(key)}
+        if not gone:
+            return 0
+        closed = self._close_unused(lambda slot: slot.key in gone)
+        if closed:
+            log.info("closed %d browser(s) of connections no longer linked", closed)
+        return closed
+
+    def _close_unused(self, chosen: Callable[[_Slot], bool]) -> int:
+        """Close the browsers nobody is using whose slot is ``chosen``; how many were closed."""
+        with self._cond:
+            slots = [s for s in self._slots.values() if s.users == 0 and s.browser is not None and chosen(s)]
             browsers = []
-            for slot in idle:
+            for slot in slots:
                 assert slot.browser is not None
                 browsers.append(slot.browser)
                 slot.browser = None
                 del self._slots[slot.key]
                 self._live -= 1
                 BROWSERS_LIVE.dec()
-                BROWSER_IDLE_CLOSES.inc()
             self._cond.notify_all()
         for browser in browsers:
-            log.info("closing a browser unused for %d s", self._idle)
             browser.quit()
         return len(browsers)
 
-    def _sweep_idle(self) -> None:
-        period = max(1.0, min(self._idle / 4, 60.0))
+    def _sweep(self) -> None:
+        # Every 10 s at most: the link check is one indexed read per warm browser.
+        period = max(1.0, min(self._idle / 4, 10.0)) if self._idle > 0 else 10.0
         while not self._closing.wait(period):
-            try:
-                self.close_idle()
-            except Exception:  # noqa: BLE001 - a browser that fails to quit must not end the sweeping
-                log.warning("closing idle browsers failed", exc_info=True)
+            for close in (self.close_idle, self.close_unlinked):
+                try:
+                    close()
+                except Exception:  # noqa: BLE001 - a browser that fails to quit must not end the sweeping
+                    log.warning("closing browsers (%s) failed", close.__name__, exc_info=True)
 
     def _ensure_sweeper(self) -> None:
-        """(Condition held.) The idle sweeper of this process, started with its first browser."""
-        if self._idle > 0 and self._sweeper_pid != os.getpid():
+        """(Condition held.) The sweeper of this process, started with its first browser."""
+        if (self._idle > 0 or self._linked is not None) and self._sweeper_pid != os.getpid():
             self._sweeper_pid = os.getpid()
-            threading.Thread(target=self._sweep_idle, name="close-idle-browsers", daemon=True).start()
+            threading.Thread(target=self._sweep, name="close-idle-browsers", daemon=True).start()
 
     def close(self) -> None:
         """End every browser. Calls still running fail; later calls are refused."""

@@ -84,11 +84,14 @@ class SeleniumPlatformGateway:
         timeout: float = 20.0,
         driver_factory: Callable[[], WebDriver] | None = None,
         trusted_spki: tuple[str, ...] = (),
+        linked: Callable[[str], bool] | None = None,
     ) -> None:
         """``timeout`` bounds each platform request and each wait for a page; a browser is started by
         ``driver_factory`` when given, else from the Selenium Grid at ``remote_url``, else locally.
         ``trusted_spki``: certificate keys the browser trusts besides the system's (the stand-in's).
-        ``browser_idle``: seconds after which an unused browser is closed (0: never)."""
+        ``browser_idle``: seconds after which an unused browser is closed (0: never).
+        ``linked``: whether a connection id is still linked; the unused browser of one that is not (unlinked,
+        its account deleted) is closed within about 10 s, its profile holding an erased session."""
         self.platform_url = platform_url.rstrip("/")
         factory: Callable[[], Browser]
         if driver_factory is not None:
@@ -98,7 +101,7 @@ class SeleniumPlatformGateway:
         else:
             factory = lambda: local_browser(timeout, trusted_spki)  # noqa: E731
         # A call waits for the connection's earlier calls, or for a free browser, at most ``timeout``.
-        self._pool = BrowserPool(factory, pool_size, wait=timeout, idle=browser_idle)
+        self._pool = BrowserPool(factory, pool_size, wait=timeout, idle=browser_idle, linked=linked)
         self._factory, self._remote_url, self._timeout = factory, remote_url, timeout
         self._ready_lock = threading.Lock()
         self._started_fine_at: float | None = None  # when ``ready`` last started a browser that worked
@@ -106,7 +109,7 @@ class SeleniumPlatformGateway:
         self._dms = PlatformDms(self._client)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> SeleniumPlatformGateway:
+    def from_settings(cls, settings: Settings, linked: Callable[[str], bool] | None = None) -> SeleniumPlatformGateway:
         gateway = cls(
             settings.platform_url,
             settings.platform_api_url,
@@ -114,6 +117,7 @@ class SeleniumPlatformGateway:
             browser_idle=settings.browser_idle_seconds,
             remote_url=settings.selenium_remote_url or None,
             trusted_spki=settings.browser_trusted_spki,
+            linked=linked,
         )
         atexit.register(gateway.close)  # no Chromium outlives the worker process
         return gateway

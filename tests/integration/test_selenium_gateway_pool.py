@@ -204,3 +204,46 @@ def test_the_pool_closes_idle_browsers_by_itself() -> None:
         time.sleep(0.05)
     assert pool.live() == 0 and driver.quit_called
     pool.close()
+
+
+def test_the_unused_browser_of_a_connection_no_longer_linked_is_closed() -> None:
+    """An unlinked connection (or a deleted account) had its platform session erased from the store, but a
+    worker's warm browser kept it in its profile until it was idle for ``idle`` seconds (15 minutes)."""
+    factory, clock = Factory(), ManualClock()
+    linked = {"a", "b", "c"}
+    pool = BrowserPool(factory, size=3, wait=1, idle=900, clock=clock, linked=lambda key: key in linked)
+    a, b = use(pool, "a"), use(pool, "b")
+    assert pool.close_unlinked() == 0 and pool.live() == 2
+    linked -= {"a", "c"}
+    with pool.lease("c") as lease:  # a call in flight for a connection just unlinked: never cut short
+        c = driver_of(lease.browser())
+        assert pool.close_unlinked() == 1 and not c.quit_called
+    assert a.quit_called and not b.quit_called and pool.live() == 2
+    assert pool.close_unlinked() == 1 and c.quit_called and pool.live() == 1  # once it is done
+    pool.close()
+
+
+def test_the_pool_closes_the_browsers_of_unlinked_connections_by_itself() -> None:
+    factory = Factory()
+    linked = {"a"}
+    pool = BrowserPool(factory, size=2, wait=1, idle=4, linked=lambda key: key in linked)  # looked at each second
+    driver = use(pool, "a")
+    linked.clear()
+    deadline = time.monotonic() + 5
+    while pool.live() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pool.live() == 0 and driver.quit_called
+    pool.close()
+
+
+def test_a_failing_link_check_closes_nothing() -> None:
+    def broken(key: str) -> bool:
+        raise OSError("disk I/O error")
+
+    factory = Factory()
+    pool = BrowserPool(factory, size=2, wait=1, idle=900, linked=broken)
+    driver = use(pool, "a")
+    with pytest.raises(OSError):
+        pool.close_unlinked()
+    assert pool.live() == 1 and not driver.quit_called
+    pool.close()

@@ -59,6 +59,8 @@ class Api:
     url: str
     key: str
     bob_connection: str
+    web: requests.Session
+    log: Path
     answers: list[str] = attrs.field(factory=list)
 
     def call(self, method: str, path: str, **kwargs: Any) -> requests.Response:
@@ -98,7 +100,7 @@ def api(sandbox: SandboxProcess, tmp_path_factory: pytest.TempPathFactory) -> It
         bob = web.post(url + "/v1/connections", json={"email": "bob@sandbox.test", "password": "sandbox"}, timeout=120)
         assert bob.status_code == 201, bob.text
         key = web.post(url + "/v1/keys", json={"scopes": list(ALL_SCOPES)}, timeout=10).json()["secret"]
-        yield Api(url, key, bob.json()["id"])
+        yield Api(url, key, bob.json()["id"], web, folder / "service.log")
         log = (folder / "service.log").read_text()
         assert "sandbox\n" not in log and '"sandbox"' not in log  # the platform password is never logged
 
@@ -572,3 +574,20 @@ def test_a_client_generated_from_the_openapi_document_reads_typed_objects(api: A
         sys.path.remove(str(package.parent))
         for name in [n for n in sys.modules if n.startswith("community_data_api_client")]:
             del sys.modules[name]
+
+
+def test_the_browser_of_an_unlinked_connection_is_closed_by_the_worker_that_kept_it(api: Api) -> None:
+    """Unlinking erases the platform session from the store; the warm browser a worker kept for the
+    connection held it in its profile until closed as idle (15 minutes). Now it goes within seconds."""
+    carol = api.web.post(
+        api.url + "/v1/connections", json={"email": "carol@sandbox.test", "password": "sandbox"}, timeout=120
+    )
+    assert carol.status_code == 201, carol.text
+    carol_id = carol.json()["id"]
+    assert api.call("GET", "/v1/whoami", headers={"X-Community-Connection": carol_id}).json()["handle"] == "carol"
+    assert api.web.delete(f"{api.url}/v1/connections/{carol_id}", timeout=10).status_code == 204
+    deadline = time.monotonic() + 30
+    while "of connections no longer linked" not in api.log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert "closed 1 browser(s) of connections no longer linked" in api.log.read_text()
+    assert api.call("GET", "/v1/whoami").json()["handle"] == "alice"  # the others are untouched
