@@ -134,9 +134,8 @@ class BrowserPool:
             return 0
         now = self._clock()
         closed = self._close_unused(lambda slot: now - slot.idle_since >= self._idle)
-        for _ in range(closed):
-            BROWSER_IDLE_CLOSES.inc()
         if closed:
+            BROWSER_IDLE_CLOSES.inc(closed)
             log.info("closed %d browser(s) unused for %d s", closed, self._idle)
         return closed
 
