@@ -165,7 +165,6 @@ def accounts_list(args: argparse.Namespace) -> int:
 def accounts_delete(args: argparse.Namespace) -> int:
     from community_api.account_lifecycle import delete_account_unchecked
     from community_api.clock import SystemClock
-    from community_api.errors import NotFound
 
     _apply_common(args)
     settings = load_settings()
@@ -179,10 +178,7 @@ def accounts_delete(args: argparse.Namespace) -> int:
         )
         if typed.strip().lower() != email:
             raise SettingsError("not confirmed: nothing was deleted")
-    try:
-        account = delete_account_unchecked(store, SystemClock(), email)
-    except NotFound as error:
-        raise SettingsError(error.message) from None
+    account = delete_account_unchecked(store, SystemClock(), email)  # an unknown email: one line (main)
     print(f"account {account.id} deleted: its keys and grants revoked, its connections erased")
     return 0
 
@@ -190,16 +186,12 @@ def accounts_delete(args: argparse.Namespace) -> int:
 def accounts_set_password(args: argparse.Namespace) -> int:
     from community_api.account_lifecycle import reset_password_unchecked
     from community_api.clock import SystemClock
-    from community_api.errors import NotFound
 
     _apply_common(args)
     settings = load_settings()
     store = open_store(settings)  # a database it cannot use is said before the password is asked
     password = read_password(args.email)
-    try:
-        account = reset_password_unchecked(store, SystemClock(), args.email, password)
-    except NotFound as error:
-        raise SettingsError(error.message) from None
+    account = reset_password_unchecked(store, SystemClock(), args.email, password)
     print(f"password of {account.email} set: every web session of the account ended, its API keys kept")
     return 0
 

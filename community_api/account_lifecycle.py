@@ -84,10 +84,7 @@ def reset_password_unchecked(
     """For the operator's command line: no current password asked. Every web session of the account
     ends; its keys are kept. ``NotFound`` for an unknown email, ``InvalidRequest`` for a weak password."""
     reset = PasswordReset(new_password)
-    found = store.find_account_by_email(email)
-    if found is None:
-        raise NotFound(f"no account with the email {email.strip()}")
-    account = found[0]
+    account = _account_by_email(store, email)
     new_hash = hasher.hash(reset.password)  # slow on purpose: before the step, not inside it
     with store.unit_of_work() as uow:
         uow.accounts.set_password_hash(account.id, new_hash)
@@ -142,10 +139,15 @@ def account_summaries(store: KeyStore, clock: Clock) -> list[AccountSummary]:
 
 def delete_account_unchecked(store: KeyStore, clock: Clock, email: str) -> Account:
     """For the operator's command line: no password asked."""
+    account = _account_by_email(store, email)
+    _erase(store, clock, account)
+    return account
+
+
+def _account_by_email(store: KeyStore, email: str) -> Account:
     found = store.find_account_by_email(email)
     if found is None:
-        raise NotFound(f"no account with the email {email}")
-    _erase(store, clock, found[0])
+        raise NotFound(f"no account with the email {email.strip()}")
     return found[0]
 
 

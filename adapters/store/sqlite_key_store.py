@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from sqlite_utils import Database
 
@@ -240,15 +240,16 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteOAuthRecords):
             db.execute("UPDATE connections SET active = (id = ?) WHERE account_id = ?", (connection_id, account_id))
 
     def delete_connections(self, account_id: str) -> None:
-        # The sealed platform session is overwritten before the row goes (secure_delete zeroes freed pages).
-        with self._immediate() as db:
-            db.execute("UPDATE connections SET session = NULL WHERE account_id = ?", (account_id,))
-            db.execute("DELETE FROM connections WHERE account_id = ?", (account_id,))
+        self._erase_connections("account_id", account_id)
 
     def delete_connection(self, connection_id: str) -> None:
+        self._erase_connections("id", connection_id)
+
+    def _erase_connections(self, column: Literal["id", "account_id"], value: str) -> None:
+        # The sealed platform session is overwritten before the row goes (secure_delete zeroes freed pages).
         with self._immediate() as db:
-            db.execute("UPDATE connections SET session = NULL WHERE id = ?", (connection_id,))
-            db.execute("DELETE FROM connections WHERE id = ?", (connection_id,))
+            db.execute(f"UPDATE connections SET session = NULL WHERE {column} = ?", (value,))  # noqa: S608 - a fixed column
+            db.execute(f"DELETE FROM connections WHERE {column} = ?", (value,))  # noqa: S608 - a fixed column
 
     def set_connection_status(self, connection_id: str, status: str) -> None:
         self._db.execute("UPDATE connections SET status = ? WHERE id = ?", (status, connection_id))
