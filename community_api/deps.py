@@ -13,6 +13,7 @@ from argon2 import PasswordHasher
 from community_api.errors import ConnectionExpired, RateLimited, ServiceError
 from community_api.model import CONNECTION_EXPIRED, Connection
 from community_api.ports import Clock, KeyStore, PlatformGateway, PlatformPace, Throttle
+from community_api.refusal_audit import RefusalAudit
 from community_api.sign_in_guard import DeviceCookies
 from community_api.usage import UsageRecorder
 
@@ -29,6 +30,8 @@ class Deps:
     # Signs the device cookies of sign-in (``sign_in_guard``); the composition root derives its key from
     # the service secret, so every worker accepts the others' cookies.
     device_cookies: DeviceCookies = attrs.field(factory=lambda: DeviceCookies(secrets.token_bytes(32)))
+    # Refused key and token uses reach the audit at a bounded rate (``refusal_audit``): one per process.
+    refusals: RefusalAudit = attrs.field(factory=RefusalAudit)
 
 
 # What one use-case step costs against the read pace, in platform requests (PLATFORM.md, "Rates seen by

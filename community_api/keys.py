@@ -31,6 +31,7 @@ from community_api.ids import BASE62, new_id, random_base62
 from community_api.model import KEY_CONNECTOR, KEY_STANDARD, ApiKey, AuditEvent
 from community_api.ports import Clock, KeyStore
 from community_api.readable import READABLE_PATTERN, readable
+from community_api.refusal_audit import RefusalAudit
 from community_api.scopes import ALL_SCOPES, normalise_scopes
 from community_api.store_ports import KeyRecords, UnitOfWork
 
@@ -254,11 +255,12 @@ def _revoke(uow: UnitOfWork, clock: Clock, account_id: str, key_id: str) -> ApiK
     return revoked
 
 
-def authenticate_key(store: KeyStore, clock: Clock, presented: str) -> ApiKey:
+def authenticate_key(store: KeyStore, clock: Clock, presented: str, refusals: RefusalAudit) -> ApiKey:
     """The live key whose value is ``presented``, or ``Unauthorized`` with one message for every reason.
 
     A value with the wrong shape or checksum is refused before any store look-up. A well-formed key
-    that is unknown, revoked or past its grace window is written to the audit table as refused.
+    that is unknown, revoked or past its grace window is written to the audit table as refused, through
+    ``refusals`` (at most one line a minute per key, and per worker for all unknown values together).
     """
     if not has_valid_shape(presented):
         raise Unauthorized(UNAUTHORIZED_MESSAGE)
@@ -271,7 +273,8 @@ def authenticate_key(store: KeyStore, clock: Clock, presented: str) -> ApiKey:
     now = clock.now()
     if match is None or not match.is_live(now):
         reason = "unknown" if match is None else ("revoked" if match.revoked_at else "expired")
-        store.add_audit(
+        refusals.record(
+            store,
             AuditEvent(
                 at=now,
                 event="key.refused",
@@ -279,7 +282,7 @@ def authenticate_key(store: KeyStore, clock: Clock, presented: str) -> ApiKey:
                 key_id=match.id if match else None,
                 subject=prefix,
                 detail=reason,
-            )
+            ),
         )
         raise Unauthorized(UNAUTHORIZED_MESSAGE)
     return match

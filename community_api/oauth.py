@@ -46,6 +46,7 @@ from community_api.model import KEY_CONNECTOR, ApiKey, AuditEvent
 from community_api.oauth_clients import IGNORED_SCOPES, AuthorizationRequest, OAuthError, same_resource
 from community_api.oauth_model import TOKEN_ACCESS, TOKEN_REFRESH, AuthorizationCode, OAuthClient, OAuthToken
 from community_api.ports import Clock, KeyStore
+from community_api.refusal_audit import RefusalAudit
 from community_api.scopes import normalise_scopes
 
 ACCESS_PREFIX = "cdo_"
@@ -251,17 +252,19 @@ def _issue_pair(store: KeyStore, clock: Clock, key: ApiKey, client_id: str, reso
     return IssuedTokens(access, refresh_value, int(ACCESS_LIFETIME.total_seconds()), key)
 
 
-def authenticate_bearer(store: KeyStore, clock: Clock, presented: str, resource: str | None) -> ApiKey:
+def authenticate_bearer(
+    store: KeyStore, clock: Clock, presented: str, resource: str | None, refusals: RefusalAudit
+) -> ApiKey:
     """The key a Bearer credential stands for, or ``Unauthorized`` with one message for every reason.
 
     - An API key (``cda_``) is checked by ``keys.authenticate_key``, wherever Bearer keys are taken.
     - An access token (``cdo_``) is accepted only where ``resource`` is given (the MCP endpoint; None on
       REST routes) and equals the token's resource (RFC 8707 audience). It answers its connector key,
       which must be live: revoking the key ends the token for the very next request.
-    - A well-formed token refused is written to the audit table, like a refused key.
+    - A well-formed token refused is written to the audit table through ``refusals``, like a refused key.
     """
     if not presented.startswith(ACCESS_PREFIX):
-        return authenticate_key(store, clock, presented)
+        return authenticate_key(store, clock, presented, refusals)
     if resource is None or not has_secret_shape(presented, ACCESS_PREFIX):
         raise Unauthorized(UNAUTHORIZED_MESSAGE)
     now = clock.now()
@@ -277,7 +280,8 @@ def authenticate_bearer(store: KeyStore, clock: Clock, presented: str, resource:
     elif key.kind != KEY_CONNECTOR or not key.is_live(now):
         reason = "revoked"
     if reason is not None or key is None:
-        store.add_audit(
+        refusals.record(
+            store,
             AuditEvent(
                 at=now,
                 event="oauth.token_refused",
@@ -285,7 +289,7 @@ def authenticate_bearer(store: KeyStore, clock: Clock, presented: str, resource:
                 key_id=key.id if key else None,
                 subject=presented[: len(ACCESS_PREFIX) + 8],
                 detail=reason,
-            )
+            ),
         )
         raise Unauthorized(UNAUTHORIZED_MESSAGE)
     return key

@@ -94,7 +94,7 @@ def bearer_key(deps: Deps, req: falcon.Request, *, resource: str | None = None) 
     presented = bearer_credentials(req.get_header("Authorization"))
     if not presented:
         raise Unauthorized(UNAUTHORIZED_MESSAGE)
-    key = authenticate_bearer(deps.store, deps.clock, presented, resource)
+    key = authenticate_bearer(deps.store, deps.clock, presented, resource, deps.refusals)
     deps.usage.record(key.id)
     req.context.key = key
     return key

@@ -39,6 +39,7 @@ from adapters.throttle.mmap_limits_storage import MmapStorage
 from community_api import keys
 from community_api.clock import SystemClock
 from community_api.model import Account, Connection
+from community_api.refusal_audit import RefusalAudit
 
 SECRET = "store-scale-" + "s" * 40
 ALPHABET = string.ascii_letters + string.digits
@@ -178,7 +179,7 @@ def main() -> None:
             )
         today = datetime.now(UTC).strftime("%Y-%m-%d")
         operations: dict[str, Callable[[Setup], Callable[[], object]]] = {
-            "key check": lambda s: lambda: keys.authenticate_key(s.store, clock, s.secret),
+            "key check": lambda s: lambda: keys.authenticate_key(s.store, clock, s.secret, RefusalAudit()),
             "connection look-up": lambda s: lambda: s.store.load_connection(s.account, None),
             "usage accounting": lambda s: (
                 lambda: s.store.add_usage({(s.key_id, today): 1}, {s.key_id: datetime.now(UTC)})

@@ -29,6 +29,7 @@ from community_api.clock import SystemClock
 from community_api.errors import Conflict, Forbidden, ServiceError, Unauthorized
 from community_api.model import Account
 from community_api.ports import KeyStore
+from community_api.refusal_audit import RefusalAudit
 from fakes.key_store import FakeKeyStore
 
 SECRET = "race-secret-" + "r" * 40
@@ -142,7 +143,7 @@ class Arena:
 
     def works(self, secret: str) -> bool:
         try:
-            keys.authenticate_key(self.store, SystemClock(), secret)
+            keys.authenticate_key(self.store, SystemClock(), secret, RefusalAudit())
         except Unauthorized:
             return False
         return True

@@ -6,8 +6,10 @@ import json
 import multiprocessing
 import re
 import socket
+import sqlite3
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from community_api.keys import KEY_PREFIX, new_secret
 from fakes.platform_seed import platform_id
 from scripts.processes import free_port, gunicorn_args, serving
 
@@ -179,6 +182,24 @@ def test_the_secret_appears_neither_in_output_nor_in_the_database(service: Servi
         assert needle not in service.log.read_bytes()
         for path in service.db.parent.glob(service.db.name + "*"):
             assert needle not in path.read_bytes(), f"found in {path.name}"
+
+
+def _unknown_refusals(service: Service) -> int:
+    with closing(sqlite3.connect(service.db)) as db:
+        return int(
+            db.execute("SELECT count(*) FROM audit WHERE event = 'key.refused' AND key_id IS NULL").fetchone()[0]
+        )
+
+
+def test_a_flood_of_forged_keys_writes_at_most_a_line_a_minute_per_worker(service: Service) -> None:
+    """A key's checksum is a CRC-32 anyone can compute: forged well-formed keys cost a sender nothing.
+    Each was one audit row (3,164 a second from one client: about 3 GB an hour)."""
+    before = _unknown_refusals(service)
+    forged = [new_secret(KEY_PREFIX) for _ in range(300)]
+    with ThreadPoolExecutor(6) as pool:
+        statuses = list(pool.map(lambda value: whoami(service, value).status_code, forged))
+    assert set(statuses) == {401}
+    assert 1 <= _unknown_refusals(service) - before <= 3  # three workers
 
 
 def _racing(service: Service, calls: list[tuple[str, str]]) -> list[requests.Response]:

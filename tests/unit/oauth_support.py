@@ -134,7 +134,7 @@ def redirect_query(result: falcon.testing.Result) -> dict[str, str]:
 def accepted(world: World, token: str, resource: str = RESOURCE) -> bool:
     """Whether the service takes ``token`` as a Bearer credential for ``resource``."""
     try:
-        authenticate_bearer(world.store, world.clock, token, resource)
+        authenticate_bearer(world.store, world.clock, token, resource, world.deps.refusals)
     except Unauthorized:
         return False
     return True

@@ -58,9 +58,9 @@ def test_keys_with_trailing_whitespace_are_refused_by_the_core(ready: Ready, suf
 
     world = ready.world
     with pytest.raises(Unauthorized):
-        keys.authenticate_key(world.store, world.clock, ready.key + suffix)
+        keys.authenticate_key(world.store, world.clock, ready.key + suffix, world.deps.refusals)
     with pytest.raises(Unauthorized):
-        keys.authenticate_key(world.store, world.clock, suffix + ready.key)
+        keys.authenticate_key(world.store, world.clock, suffix + ready.key, world.deps.refusals)
 
 
 @pytest.mark.parametrize(
