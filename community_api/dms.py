@@ -9,8 +9,8 @@ Rules (spec §2, §4, §8; DESIGN §2):
   older than it; ``next_cursor`` is the id of the oldest message answered, None when nothing is older;
 - a send names exactly one of ``to`` (a platform user id; ``group`` picks the shared group) and
   ``conversationId``, plus ``content``; it passes the per-connection throttle first; a send the platform
-  refuses gives the reservation back; one whose outcome is unknown (no answer in time) keeps it, since
-  the message may have gone out.
+  refuses gives the reservation back; one whose outcome is unknown (no answer in time, or stopped by
+  anything but a refusal) keeps it, since the message may have gone out.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from community_api.errors import (
     InvalidRequest,
     NotFound,
     PlatformError,
-    PlatformUnavailable,
     RateLimited,
 )
 from community_api.model import Conversation, Message
@@ -148,8 +147,9 @@ def send(deps: Deps, actor: Actor, group: str | None, new: NewMessage) -> SentMe
         # is used.
         deps.throttle.cancel(reservation)
         raise
-    except PlatformUnavailable:
-        # No answer in time: the message may have gone out, so it counts as sent.
+    except BaseException:
+        # No answer in time (``PlatformUnavailable``), a fault of ours past the platform's answer, or the
+        # worker stopping mid-call: the message may have gone out, so it counts as sent.
         deps.throttle.commit(reservation)
         raise
     deps.throttle.commit(reservation)

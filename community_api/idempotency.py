@@ -6,9 +6,15 @@ Rules (DESIGN §2):
 - a retry that arrives while the first request is still in flight is a ``Conflict`` (try again later);
 - keys are scoped to the account, so two accounts never see each other's answers; an account's
   records go with it when it is deleted, and every record goes once past its 24 hours;
-- an answer is kept when it is a success, or when the outcome on the platform is unknown (it did not
-  answer in time: the post may exist), so a client that retries after a time-out never double-posts;
-  for any other refusal nothing happened, so the claim is released and a retry may act.
+- an answer is kept when it is a success, or when the outcome on the platform is unknown, so a client
+  that retries never double-posts. The outcome is unknown when the platform did not answer in time (the
+  post may exist), and when anything but a refusal stopped the request: a fault of ours after the
+  platform answered, or the worker stopping mid-call (gunicorn's time-out raises ``SystemExit`` in the
+  request's thread). For a refusal (the platform or our checks said no) nothing happened, so the claim
+  is released and a retry may act;
+- a claim still in flight after ``STALE_CLAIM`` belongs to a worker that was killed outright (nothing
+  could record its outcome): a retry is told so, and that it may have acted, instead of "retry later"
+  for the rest of the 24 hours.
 """
 
 from __future__ import annotations
@@ -16,15 +22,27 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
+from datetime import timedelta
 
 import attrs
 
 from community_api.errors import Conflict, InvalidRequest, PlatformUnavailable, ServiceError
-from community_api.model import IdempotencyRecord
+from community_api.model import IN_FLIGHT, IdempotencyRecord
 from community_api.ports import Clock, KeyStore
 
 _KEY = re.compile(r"[\x21-\x7e]{1,255}")
 CREATED = 201
+# Longer than any request can run: every gateway call ends within its deadline (twice the platform
+# time-out, 40 s by default), a create makes at most three, and gunicorn restarts a silent worker after
+# 120 s by default.
+STALE_CLAIM = timedelta(minutes=10)
+CHECK_FIRST = "what it asked for may have been done: look before sending it again under a new Idempotency-Key"
+
+
+class InterruptedRequest(ServiceError):
+    """The answer kept for a request stopped by something other than a refusal: its outcome is unknown."""
+
+    code = "internal_error"
 
 
 @attrs.frozen
@@ -72,13 +90,25 @@ def run_once(
     if existing is not None:
         if existing.fingerprint != fingerprint:
             raise Conflict("this Idempotency-Key was used with a different request")
-        if existing.status == 0:
-            raise Conflict("a request with this Idempotency-Key is still in progress; retry later")
+        if existing.status == IN_FLIGHT:
+            if clock.now() - existing.created_at < STALE_CLAIM:
+                raise Conflict("a request with this Idempotency-Key is still in progress; retry later")
+            raise Conflict(
+                f"a request with this Idempotency-Key started at {existing.created_at.isoformat(timespec='seconds')}"
+                f" and never finished (the service stopped during it); {CHECK_FIRST}"
+            )
         return Answer(existing.status, existing.body, replayed=True)
     try:
         answer = action()
-    except BaseException:
+    except ServiceError:
+        # A refusal: nothing was created, so a retry may act.
         store.release_idempotency(record_key)
+        raise
+    except BaseException:
+        # Not a refusal: the platform may have acted before this (a fault of ours past its answer, the
+        # worker stopping mid-call). Kept as unknown, so that a retry never acts twice.
+        status, body = render_error(InterruptedRequest(f"the service failed during this request; {CHECK_FIRST}"))
+        store.complete_idempotency(record_key, status, body)
         raise
     store.complete_idempotency(record_key, answer.status, answer.body)
     return answer

@@ -104,7 +104,7 @@ class FakePlatformGateway:
         self.calls: Counter[str] = Counter()
         self.feed_requests: list[tuple[int, ...]] = []  # the pages asked for, one tuple per feed_pages call
         self._sessions: dict[str, str] = {}  # token -> user id
-        self._faults: dict[str, list[tuple[Exception, int]]] = {}
+        self._faults: dict[str, list[tuple[BaseException, int]]] = {}
         self._created_posts: list[Post] = []
         self._created_comments: list[Comment] = []
         self._sent: list[Message] = []
@@ -114,7 +114,7 @@ class FakePlatformGateway:
         return self.not_ready
 
     # --- helpers for tests --------------------------------------------------------------------------
-    def fail_next(self, method_name: str, error: Exception, times: int = 1) -> None:
+    def fail_next(self, method_name: str, error: BaseException, times: int = 1) -> None:
         """Raise ``error`` on the next ``times`` calls of ``method_name`` (after any already queued)."""
         if method_name not in GATEWAY_METHODS:
             raise ValueError(f"not a PlatformGateway method: {method_name}")
