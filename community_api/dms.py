@@ -9,8 +9,8 @@ Rules (spec §2, §4, §8; DESIGN §2):
   older than it; ``next_cursor`` is the id of the oldest message answered, None when nothing is older;
 - a send names exactly one of ``to`` (a platform user id; ``group`` picks the shared group) and
   ``conversationId``, plus ``content``; it passes the per-connection throttle first; a send the platform
-  refuses gives the reservation back; one whose outcome is unknown (no answer in time, or stopped by
-  anything but a refusal) keeps it, since the message may have gone out.
+  refuses gives the reservation back; one whose outcome is unknown (``may_have_acted``: no answer in
+  time, a 5xx; or stopped by anything but a refusal) keeps it, since the message may have gone out.
 """
 
 from __future__ import annotations
@@ -20,14 +20,7 @@ import attrs
 from community_api.access import Actor
 from community_api.commands import Matches, at_most, blank_as_none, expects, filled, platform_id
 from community_api.deps import ONE_READ, THREAD_READS, Deps, on_platform
-from community_api.errors import (
-    ConnectionExpired,
-    Forbidden,
-    InvalidRequest,
-    NotFound,
-    PlatformError,
-    RateLimited,
-)
+from community_api.errors import InvalidRequest, ServiceError
 from community_api.model import Conversation, Message
 from community_api.platform_ids import field_group, field_id, path_id
 
@@ -142,14 +135,18 @@ def send(deps: Deps, actor: Actor, group: str | None, new: NewMessage) -> SentMe
             else:
                 conversation = deps.gateway.open_conversation(actor.session, to or "", group)
             message = deps.gateway.send_message(actor.session, conversation.id, new.content)
-    except (InvalidRequest, NotFound, Forbidden, ConnectionExpired, PlatformError, RateLimited):
-        # The platform said no (or was not asked: the connection is held): nothing went out, so no quota
-        # is used.
-        deps.throttle.cancel(reservation)
+    except ServiceError as error:
+        if error.may_have_acted:
+            # No answer in time, or an answer to the send that says nothing sure: it may have gone out.
+            deps.throttle.commit(reservation)
+        else:
+            # The platform said no (or was not asked: the connection is held): nothing went out, so no
+            # quota is used.
+            deps.throttle.cancel(reservation)
         raise
     except BaseException:
-        # No answer in time (``PlatformUnavailable``), a fault of ours past the platform's answer, or the
-        # worker stopping mid-call: the message may have gone out, so it counts as sent.
+        # A fault of ours past the platform's answer, or the worker stopping mid-call: the message may
+        # have gone out, so it counts as sent.
         deps.throttle.commit(reservation)
         raise
     deps.throttle.commit(reservation)

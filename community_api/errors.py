@@ -17,6 +17,10 @@ class ServiceError(Exception):
     # Set when the error came out of a platform call (``deps.on_platform``): the platform refused, failed
     # or could not be reached. Never shown to clients; the request log gives such errors a line of their own.
     via_platform: bool = False
+    # True when the platform may have done what was asked although this error is answered: it did not
+    # answer in time, or it answered a write with a 5xx or in a shape we cannot read. A creating request's
+    # Idempotency-Key then keeps this answer (a retry must not act twice), and a DM counts as sent.
+    may_have_acted: bool = False
 
     def __init__(self, message: str, **details: Any) -> None:
         super().__init__(message)
@@ -77,6 +81,7 @@ class PlatformUnavailable(ServiceError):
     """The platform (or the browser in front of it) did not answer in time."""
 
     code = "platform_unavailable"
+    may_have_acted = True  # by default: an instance raised before anything was sent says False
 
 
 class ConnectionExpired(ServiceError):

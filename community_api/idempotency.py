@@ -7,8 +7,9 @@ Rules (DESIGN §2):
 - keys are scoped to the account, so two accounts never see each other's answers; an account's
   records go with it when it is deleted, and every record goes once past its 24 hours;
 - an answer is kept when it is a success, or when the outcome on the platform is unknown, so a client
-  that retries never double-posts. The outcome is unknown when the platform did not answer in time (the
-  post may exist), and when anything but a refusal stopped the request: a fault of ours after the
+  that retries never double-posts. The outcome is unknown when the error says the platform may have
+  acted (``ServiceError.may_have_acted``: no answer in time, a write answered 5xx or in a shape we cannot
+  read: the post may exist), and when anything but a refusal stopped the request: a fault of ours after the
   platform answered, or the worker stopping mid-call (gunicorn's time-out raises ``SystemExit`` in the
   request's thread). For a refusal (the platform or our checks said no) nothing happened, so the claim
   is released and a retry may act;
@@ -26,7 +27,7 @@ from datetime import timedelta
 
 import attrs
 
-from community_api.errors import Conflict, InvalidRequest, PlatformUnavailable, ServiceError
+from community_api.errors import Conflict, InvalidRequest, ServiceError
 from community_api.model import IN_FLIGHT, IdempotencyRecord
 from community_api.ports import Clock, KeyStore
 
@@ -74,7 +75,9 @@ def run_once(
     def action() -> Answer:
         try:
             return Answer(CREATED, act())
-        except PlatformUnavailable as error:
+        except ServiceError as error:
+            if not error.may_have_acted:
+                raise
             # The platform may have acted: this answer is kept for retries of the same key.
             status, body = render_error(error)
             return Answer(status, body)

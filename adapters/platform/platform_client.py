@@ -18,7 +18,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 from selenium.webdriver.support import expected_conditions
@@ -49,6 +49,7 @@ from community_api.errors import (
 from community_api.model import LinkedAccount, PlatformSession, PlatformUser
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 GROUPS_PAGE = 30  # the platform's largest page for group lists
 # A crashed browser is replaced and the read run again only if this much of the call's time is left: a
@@ -109,7 +110,9 @@ class PlatformClient:
                             "the browser failed during a write: it may or may not have reached the platform"
                         ) from None
         except PoolBusy as error:
-            raise PlatformUnavailable(f"no browser is free: {error}") from None
+            busy = PlatformUnavailable(f"no browser is free: {error}")
+            busy.may_have_acted = False  # nothing was sent: a retry under the same Idempotency-Key may act
+            raise busy from None
         raise AssertionError("unreachable")
 
     def _retry_server_errors(self, browser: Browser, reqs: Sequence[Req], resps: list[Resp]) -> None:
@@ -122,6 +125,24 @@ class PlatformClient:
 
     def one(self, session: PlatformSession, req: Req, what: str, *, read: bool = True) -> Any:
         return checked_json(self.call(session, [req], read=read)[0], what)
+
+    def write(self, session: PlatformSession, req: Req, what: str, read_answer: Callable[[Any], T]) -> T:
+        """Send a write that creates something (never run twice: ``call``) and read its answer with
+        ``read_answer``. An error after the platform got the write says that it may have acted
+        (``may_have_acted``): a 5xx (a front end timing out in front of a platform that went on), or a
+        2xx answer we cannot read (the thing exists, we cannot describe it)."""
+        resp = self.call(session, [req], read=False)[0]
+        try:
+            raise_for_status(resp, what)
+        except PlatformError as error:
+            error.may_have_acted = resp.status >= 500
+            raise
+        try:
+            return read_answer(resp.json())
+        except PlatformError as error:
+            unreadable = PlatformError(f"the platform accepted the write but answered: {error.message}")
+            unreadable.may_have_acted = True
+            raise unreadable from error
 
     # -- who the session is --------------------------------------------------------------------------
     def me(self, session: PlatformSession, *, fresh: bool = False) -> PlatformUser:

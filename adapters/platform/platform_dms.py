@@ -155,8 +155,8 @@ class PlatformDms:
             self._client.api("channels", conversation_id, "messages", query={"ct": "wdm"}),
             body={"content": content, "attachments": []},
         )
-        message = m.message(
-            self._client.one(session, req, f"conversation {conversation_id}", read=False), conversation_id
+        message = self._client.write(
+            session, req, f"conversation {conversation_id}", lambda data: m.message(data, conversation_id)
         )
         seen = self._seen.get(conversation_id)
         if seen is not None:

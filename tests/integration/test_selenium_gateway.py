@@ -19,7 +19,7 @@ import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from adapters.platform.selenium_platform_gateway import SeleniumPlatformGateway
-from community_api.errors import ConnectionExpired, InvalidRequest, PlatformError, PlatformUnavailable
+from community_api.errors import ConnectionExpired, Forbidden, InvalidRequest, PlatformError, PlatformUnavailable
 from community_api.model import PlatformSession
 from scripts.processes import alive
 from scripts.sandbox.seed import build_world
@@ -124,11 +124,32 @@ def test_a_500_on_a_write_is_never_retried(
     gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
 ) -> None:
     sandbox.control("errors", {"route": "^/api2/posts$", "status": 500, "count": 1})
-    with pytest.raises(PlatformError):
+    with pytest.raises(PlatformError) as failed:
         gateway.create_post(alice, GROUP, "Refused once", "", None)
+    assert failed.value.may_have_acted  # a 5xx to a write says nothing sure
     assert sandbox.control("created")["created"] == []
     gateway.create_post(alice, GROUP, "Accepted", "", None)
     assert [r["title"] for r in sandbox.control("created")["created"]] == ["Accepted"]
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "may_have_acted"),
+    [(502, PlatformError, True), (504, PlatformError, True), (400, InvalidRequest, False), (403, Forbidden, False)],
+)
+def test_whether_a_failed_dm_send_may_have_gone_out(
+    gateway: SeleniumPlatformGateway,
+    alice: PlatformSession,
+    sandbox: SandboxProcess,
+    status: int,
+    error: type[Exception],
+    may_have_acted: bool,
+) -> None:
+    """What the DM quota and the Idempotency-Key go by: a refusal (4xx) sent nothing, a 5xx may have."""
+    conversation = gateway.list_conversations(alice, 0, 1)[0]
+    sandbox.control("errors", {"route": "^/api2/channels/[^/]+/messages$", "status": status, "count": 1})
+    with pytest.raises(error) as failed:
+        gateway.send_message(alice, conversation.id, "maybe")
+    assert failed.value.may_have_acted is may_have_acted
 
 
 def test_latency_beyond_the_timeout_is_platform_unavailable(

@@ -434,6 +434,23 @@ def test_the_platforms_429_is_passed_on_and_holds_the_connection(api: Api, sandb
     assert api.call("GET", "/v1/whoami").status_code == 200
 
 
+def test_a_5xx_to_a_post_is_kept_for_its_idempotency_key(api: Api, sandbox: SandboxProcess) -> None:
+    """A 5xx to a write says nothing sure (a front end may time out while the platform goes on): the
+    answer is kept for the key, so the client's retry never posts twice. Before, the claim was released
+    and the retry posted."""
+    sandbox.control("errors", {"route": "^/api2/posts$", "status": 502, "count": 1})
+    headers = {"Idempotency-Key": "post-after-502"}
+    body = {"title": "Posted at most once"}
+    first = api.call("POST", f"/v1/groups/{GROUP}/posts", json=body, headers=headers)
+    assert first.status_code == 502 and first.json()["error"]["code"] == "platform_error", first.text
+    again = api.call("POST", f"/v1/groups/{GROUP}/posts", json=body, headers=headers)
+    assert again.status_code == 502 and again.headers.get("Idempotent-Replayed") == "true"
+    assert [c for c in sandbox.control("created")["created"] if c.get("title") == body["title"]] == []
+    # The platform is well again: a new key posts (once).
+    fresh = api.call("POST", f"/v1/groups/{GROUP}/posts", json=body, headers={"Idempotency-Key": "post-fresh"})
+    assert fresh.status_code == 201, fresh.text
+
+
 def test_schemathesis_finds_no_server_error_through_the_real_stack(api: Api, tmp_path: Path) -> None:
     """Every phase schemathesis has (examples, coverage, fuzzing, stateful) over ``/v1/openapi.json``, as a
     client with every scope: whatever it sends, the service never answers 5xx. (This is how the odd-id

@@ -1,9 +1,12 @@
-"""A creating request stopped by anything but a refusal never acts twice under its Idempotency-Key.
+"""A creating request whose outcome is unknown never acts twice under its Idempotency-Key, and a DM whose
+outcome is unknown counts against the quota.
 
 gunicorn's time-out stops a worker by raising ``SystemExit`` in the request's thread (its SIGABRT
 handler), possibly after the platform sent the DM; a fault of ours after the platform's answer is the
 same. Both released the claim, so the client's retry with the same key sent again. A worker killed
-outright (SIGKILL) leaves its claim in flight, which answered "retry later" for 24 hours."""
+outright (SIGKILL) leaves its claim in flight, which answered "retry later" for 24 hours. And an error
+that says the platform may have acted (a 5xx to the write: ``may_have_acted``) is kept; one raised before
+anything was sent (no browser free) is not."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from typing import Any
 import falcon.testing
 import pytest
 
-from community_api.errors import Conflict
+from community_api.errors import Conflict, PlatformError, PlatformUnavailable
 from community_api.idempotency import STALE_CLAIM, Answer, account_prefix, run_once
 from community_api.model import IdempotencyRecord
 from fakes.clock import FakeClock
@@ -102,3 +105,36 @@ def test_a_claim_left_by_a_killed_worker_says_so_and_never_acts() -> None:
     assert acted == []
     clock.advance(hours=1, seconds=1)  # past the 24 hours every answer is kept for: the key is free again
     assert retry().status == 201 and acted == ["sent"]
+
+
+def _maybe_acted(message: str) -> PlatformError:
+    error = PlatformError(message)
+    error.may_have_acted = True
+    return error
+
+
+def test_a_write_answered_5xx_is_kept_and_counts_as_sent(ready: Ready) -> None:
+    world = ready.world
+    bob = world.gateway.user("bob")
+    world.gateway.fail_next("send_message", _maybe_acted("the platform failed to answer (502)"))
+    headers = {"Idempotency-Key": "dm-502"}
+    first = send(ready, {"to": bob.id, "content": "maybe"}, headers=headers)
+    assert first.status_code == 502
+    again = send(ready, {"to": bob.id, "content": "maybe"}, headers=headers)
+    assert again.status_code == 502 and again.headers.get("Idempotent-Replayed") == "true"
+    assert world.gateway.calls["send_message"] == 1
+    assert world.throttle.quota(ready.connection["platformUserId"]).sent_last_hour == 1
+
+
+def test_nothing_sent_leaves_the_key_and_the_quota_free(ready: Ready) -> None:
+    world = ready.world
+    bob = world.gateway.user("bob")
+    busy = PlatformUnavailable("no browser is free")
+    busy.may_have_acted = False
+    world.gateway.fail_next("send_message", busy)
+    headers = {"Idempotency-Key": "dm-busy"}
+    assert send(ready, {"to": bob.id, "content": "later"}, headers=headers).status_code == 503
+    assert world.throttle.quota(ready.connection["platformUserId"]).sent_last_hour == 0
+    retry = send(ready, {"to": bob.id, "content": "later"}, headers=headers)
+    assert retry.status_code == 201 and "Idempotent-Replayed" not in retry.headers
+    assert len(world.gateway.sent_messages()) == 1
