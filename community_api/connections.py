@@ -14,8 +14,11 @@ Rules (DESIGN §2):
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import attrs
 
+from community_api import sign_in_guard as guard
 from community_api.commands import at_most, blank_as_none, expects
 from community_api.deps import Deps
 from community_api.errors import InvalidRequest, NotFound
@@ -42,16 +45,50 @@ class LinkRequest:
     )
 
 
-def link_connection(deps: Deps, account_id: str, link: LinkRequest) -> Connection:
+# Linking logs in to the platform from this server. Unbounded, anyone with an account here could guess a
+# platform account's password through it (and get this server's address blocked for every user). Refused
+# attempts are bounded as failed sign-ins are (``sign_in_guard``: checked and counted in one step before
+# the platform is asked; an attempt that was not refused stops counting): per account, per client
+# address, and per platform email over every account and address. A stranger can thus hold back linking
+# one platform email with a password for 15 minutes, never with a session token.
+LINK_PER_ACCOUNT = (10, timedelta(minutes=15))
+LINK_PER_ADDRESS = (20, timedelta(minutes=15))
+LINK_PER_PLATFORM_EMAIL = (5, timedelta(minutes=15))
+LINK_EVENTS = ("link.attempt", "link.cleared")
+LINK_REFUSAL = "too many refused attempts to link a platform account; try again later"
+
+
+def _link_bounds(account_id: str, link: LinkRequest, client_address: str | None) -> tuple[guard.Bound, ...]:
+    bounds = [guard.Bound("link-account", account_id, *LINK_PER_ACCOUNT)]
+    if client_address is not None:
+        bounds.append(guard.Bound("link-addr", guard.client_key(client_address), *LINK_PER_ADDRESS))
+    if link.email is not None:
+        bounds.append(guard.Bound("link-email", link.email.strip().casefold(), *LINK_PER_PLATFORM_EMAIL))
+    return tuple(bounds)
+
+
+def link_connection(deps: Deps, account_id: str, link: LinkRequest, client_address: str | None = None) -> Connection:
+    """Link (or re-link) a platform account; ``client_address`` is the caller's, for the bounds above."""
     make_active = link.active
     if link.session_token is not None:
         if link.email is not None or link.password is not None:
             raise InvalidRequest("give either email and password, or sessionToken, not both")
-        linked = deps.gateway.adopt_session(link.session_token)
-    elif link.email is not None and link.password is not None:
-        linked = deps.gateway.login(link.email, link.password)
-    else:
+    elif link.email is None or link.password is None:
         raise InvalidRequest("give the platform account's email and password, or a sessionToken")
+    bounds = _link_bounds(account_id, link, client_address)
+    guard.admit(deps.store, deps.clock, bounds, events=LINK_EVENTS, refusal=LINK_REFUSAL)
+    try:
+        if link.session_token is not None:
+            linked = deps.gateway.adopt_session(link.session_token)
+        else:
+            linked = deps.gateway.login(link.email or "", link.password or "")
+    except InvalidRequest:
+        raise  # the platform refused the credentials (or asked for a second factor): the attempt counts
+    except BaseException:
+        # Not the credentials' fault (the platform was slow or failing): the attempt stops counting.
+        guard.succeeded(deps.store, deps.clock, bounds, account_id, event=LINK_EVENTS[1])
+        raise
+    guard.succeeded(deps.store, deps.clock, bounds, account_id, event=LINK_EVENTS[1])
     # The platform was asked above (slow, outside any step); what the account's connections are, and which
     # is active, is decided and written in one step.
     with deps.store.unit_of_work() as uow:

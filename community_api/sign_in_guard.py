@@ -119,28 +119,38 @@ def bounds_for(email: str, address: str, device_id: str | None) -> tuple[Bound, 
     )
 
 
-def admit(store: KeyStore, clock: Clock, bounds: Sequence[Bound]) -> None:
-    """Count one attempt against every bound, or raise ``RateLimited`` counting nothing: one step."""
+def admit(
+    store: KeyStore,
+    clock: Clock,
+    bounds: Sequence[Bound],
+    *,
+    events: tuple[str, str] = (ATTEMPT, SUCCEEDED),
+    refusal: str = "too many failed sign-ins; try again later",
+) -> None:
+    """Count one attempt against every bound, or raise ``RateLimited`` (``refusal``) counting nothing: one
+    step. ``events``: the audit events of an attempt and of one that no longer counts (``succeeded``)."""
+    attempt, cleared = events
     now = clock.now()
     with store.unit_of_work() as uow:
         for bound in bounds:
-            since = now - bound.window
-            used = uow.audit.count_audit(ATTEMPT, bound.subject, since) - uow.audit.count_audit(
-                SUCCEEDED, bound.subject, since
+            # An attempt exactly one window old no longer counts, so that ``Retry-After`` (the window) holds.
+            since = now - bound.window + timedelta(microseconds=1)
+            used = uow.audit.count_audit(attempt, bound.subject, since) - uow.audit.count_audit(
+                cleared, bound.subject, since
             )
             if used >= bound.limit:
-                raise RateLimited(
-                    "too many failed sign-ins; try again later", int(bound.window.total_seconds()), bound=bound.kind
-                )
+                raise RateLimited(refusal, int(bound.window.total_seconds()), bound=bound.kind)
         for bound in bounds:
-            uow.audit.add_audit(AuditEvent(at=now, event=ATTEMPT, subject=bound.subject))
+            uow.audit.add_audit(AuditEvent(at=now, event=attempt, subject=bound.subject))
         uow.commit()
 
 
-def succeeded(store: KeyStore, clock: Clock, bounds: Sequence[Bound], account_id: str) -> None:
-    """The attempt was right: it no longer counts against any bound."""
+def succeeded(
+    store: KeyStore, clock: Clock, bounds: Sequence[Bound], account_id: str, *, event: str = SUCCEEDED
+) -> None:
+    """The attempt was right (or failed for no fault of its credentials): it no longer counts."""
     now = clock.now()
     with store.unit_of_work() as uow:
         for bound in bounds:
-            uow.audit.add_audit(AuditEvent(at=now, event=SUCCEEDED, account_id=account_id, subject=bound.subject))
+            uow.audit.add_audit(AuditEvent(at=now, event=event, account_id=account_id, subject=bound.subject))
         uow.commit()

@@ -100,7 +100,7 @@ class ConnectionsResource(ManagementResource):
         account, _ = web_session(self.deps, req)
         body, _ = read_json(req)
         link = structure_body(body, connections.LinkRequest)
-        send_json(resp, connections.link_connection(self.deps, account.id, link), status=201)
+        send_json(resp, connections.link_connection(self.deps, account.id, link, self.client(req)), status=201)
 
 
 class ConnectionResource(ManagementResource):

@@ -79,7 +79,8 @@ class ConnectionsPage(WebResource):
         if form.get("active"):
             body["active"] = True
         try:
-            connections.link_connection(self.deps, account.id, structure_body(body, connections.LinkRequest))
+            link = structure_body(body, connections.LinkRequest)
+            connections.link_connection(self.deps, account.id, link, self.client(req))
         except ServiceError as error:
             self._show(req, resp, account, error=error.message, status=status_of(error))
             return

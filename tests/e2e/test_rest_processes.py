@@ -275,6 +275,23 @@ def test_guesses_sent_at_once_are_counted_and_never_lock_the_owner_out(service: 
     assert _sign_in_from(service, "127.0.0.1", email, PASSWORD) == 200  # the owner is not
 
 
+def test_password_guesses_to_link_a_platform_account_sent_at_once_reach_it_five_times(service: Service) -> None:
+    """Linking logs in to the platform from this server: refused attempts for one platform email are
+    bounded (5 in 15 minutes), counted in one step with the check, so guesses sent at once through
+    several workers cannot pass the bound. Before, every guess reached the platform."""
+
+    def guess(n: int) -> int:
+        body = {"email": "dave@sandbox.test", "password": f"guess {n}"}
+        headers = {"X-CSRF-Token": service.csrf, "Connection": "close"}
+        cookies = service.session.cookies  # one session per request: requests' sessions are not thread-safe
+        answer = requests.post(service.url + "/v1/connections", json=body, headers=headers, cookies=cookies, timeout=60)
+        return answer.status_code
+
+    with ThreadPoolExecutor(12) as pool:
+        statuses = sorted(pool.map(guess, range(12)))
+    assert statuses == [400] * 5 + [429] * 7
+
+
 def test_deleting_an_account_over_http_stops_its_keys_in_every_worker_rest_and_mcp(service: Service) -> None:
     from adapters.store.sqlite_key_store import SqliteKeyStore
     from community_api.accounts import create_account_unchecked

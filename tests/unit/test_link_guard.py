@@ -1,0 +1,99 @@
+"""Linking a platform account logs in to the platform from this server, so refused attempts are bounded:
+without it anyone with an account here could guess a platform account's password through us (and get
+this server's address blocked for every user). Per platform email (over every account and address) 5
+in 15 minutes, per account 10, per client address 20; an attempt that was not refused (linked, or the
+platform failed) stops counting."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import falcon.testing
+import pytest
+
+from community_api.accounts import create_account_unchecked
+from community_api.errors import PlatformUnavailable
+from tests.unit.world_support import PASSWORD, Browser, World
+
+ALICE = "alice@sandbox.test"
+
+
+def link(world: World, browser: Browser, address: str = "198.51.100.7", **body: Any) -> falcon.testing.Result:
+    return world.client.simulate_post("/v1/connections", json=body, headers=browser.headers(), remote_addr=address)
+
+
+def another_account(world: World, email: str) -> Browser:
+    create_account_unchecked(world.store, world.clock, email, PASSWORD)
+    return world.sign_in(email)
+
+
+def test_the_sixth_refused_password_for_one_platform_email_is_held_back(world: World) -> None:
+    owner = world.sign_up()
+    for _ in range(5):
+        assert link(world, owner, email=ALICE, password="a guess").status_code == 400
+    held = link(world, owner, email=ALICE, password="sandbox")
+    assert held.status_code == 429, held.text
+    assert held.headers["Retry-After"] == "900" and held.json["error"]["details"]["bound"] == "link-email"
+    assert world.gateway.calls["login"] == 5  # the held attempt never reached the platform
+    # Nor from another account and address: the platform account is what is guarded.
+    stranger = another_account(world, "stranger@example.com")
+    assert link(world, stranger, "203.0.113.9", email=ALICE, password="another guess").status_code == 429
+    # A session token still links it (it guesses nothing), and the window passes.
+    token = world.gateway.login(ALICE, "sandbox").session_token
+    assert link(world, owner, sessionToken=token).status_code == 201
+    world.clock.advance(minutes=15)
+    assert link(world, owner, email=ALICE, password="sandbox").status_code == 201
+
+
+def test_an_account_is_held_back_after_ten_refusals_over_any_emails(world: World) -> None:
+    owner = world.sign_up()
+    for n in range(10):
+        assert link(world, owner, email=f"guess{n}@sandbox.test", password="x").status_code == 400
+    held = link(world, owner, email="bob@sandbox.test", password="sandbox")
+    assert held.status_code == 429 and held.json["error"]["details"]["bound"] == "link-account"
+
+
+def test_an_address_is_held_back_after_twenty_refusals_over_any_accounts(world: World) -> None:
+    for n in range(20):
+        account = another_account(world, f"user{n // 9}-{n}@example.com")
+        assert link(world, account, "192.0.2.44", email=f"g{n}@sandbox.test", password="x").status_code == 400
+    late = another_account(world, "late@example.com")
+    held = link(world, late, "192.0.2.44", email="bob@sandbox.test", password="sandbox")
+    assert held.status_code == 429 and held.json["error"]["details"]["bound"] == "link-addr"
+    assert link(world, late, "192.0.2.45", email="bob@sandbox.test", password="sandbox").status_code == 201
+
+
+def test_links_that_succeed_or_meet_a_failing_platform_never_count(world: World) -> None:
+    owner = world.sign_up()
+    for _ in range(12):  # re-linking refreshes the connection in place
+        assert link(world, owner, email=ALICE, password="sandbox").status_code == 201
+    world.gateway.fail_next("login", PlatformUnavailable("the platform's login did not finish in time"), times=12)
+    for _ in range(12):
+        assert link(world, owner, email=ALICE, password="sandbox").status_code == 503
+    assert link(world, owner, email=ALICE, password="sandbox").status_code == 201
+
+
+@pytest.mark.parametrize("body", [{}, {"email": ALICE}, {"sessionToken": "t", "email": ALICE, "password": "p"}])
+def test_malformed_requests_never_count(world: World, body: dict[str, str]) -> None:
+    owner = world.sign_up()
+    for _ in range(12):
+        assert link(world, owner, **body).status_code == 400
+    assert world.gateway.calls["login"] == 0
+    assert link(world, owner, email=ALICE, password="sandbox").status_code == 201
+
+
+def test_the_dashboard_form_is_held_back_too(world: World) -> None:
+    from tests.unit.web_support import WebBrowser
+
+    browser = WebBrowser(world)
+    browser.sign_up()
+
+    def submit(password: str) -> falcon.testing.Result:
+        page = browser.get("/connections")
+        return browser.submit(page, "/connections", {"email": ALICE, "password": password})
+
+    for _ in range(5):
+        assert submit("a guess").status_code == 400
+    page = submit("sandbox")
+    assert page.status_code == 429
+    assert "too many refused attempts to link a platform account" in page.text
