@@ -14,6 +14,7 @@
   that the store has erased. A call in flight is never cut short.
 - Every wait is bounded by the pool's ``wait`` and by the current gateway call's deadline
   (``deadline.py``).
+- A ``temporary`` browser (signing in) counts against ``size`` too, and is closed when its call ends.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -116,6 +118,19 @@ class BrowserPool:
                 if slot.users == 0 and slot.browser is None and self._slots.get(key) is slot:
                     del self._slots[key]
                 self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def temporary(self) -> Iterator[Browser]:
+        """A browser of its own for one call (a clean cookie jar: signing in to the platform), counted
+        against ``size`` like the warm ones (an idle one is closed to make room, or the start waits its
+        bounded time, then ``PoolBusy``), and closed when the call ends. Before, each sign-in started a
+        browser outside the pool, so a burst of links ran more browsers than the memory planned for."""
+        with self.lease(f"temporary:{secrets.token_hex(8)}") as lease:
+            browser = lease.browser()
+            try:
+                yield browser
+            finally:
+                self._close(lease._slot)
 
     def pids(self, key: str) -> list[int]:
         with self._cond:
@@ -261,12 +276,17 @@ class BrowserPool:
         raise PoolBusy("the browser pool is closed")
 
     def _discard(self, slot: _Slot) -> None:
+        self._close(slot, crashed=True)
+
+    def _close(self, slot: _Slot, *, crashed: bool = False) -> None:
+        """Close the slot's browser: a crashed or hung one (``discard``) is ended at once, by PID."""
         with self._cond:
             browser, slot.browser = slot.browser, None
             if browser is not None and not self._closed:
                 self._live -= 1
                 BROWSERS_LIVE.dec()
-                BROWSER_CRASHES.inc()
+                if crashed:
+                    BROWSER_CRASHES.inc()
             self._cond.notify_all()
         if browser is not None:
-            browser.quit(polite=False)
+            browser.quit(polite=not crashed)

@@ -67,12 +67,9 @@ class GroupRef:
 
 
 class PlatformClient:
-    def __init__(
-        self, runner: PageRunner, pool: BrowserPool, new_browser: Callable[[], Browser], timeout: float
-    ) -> None:
+    def __init__(self, runner: PageRunner, pool: BrowserPool, timeout: float) -> None:
         self.page = runner
         self.pool = pool
-        self._new_browser = new_browser
         self.timeout = timeout
         self._selves: BoundedCache[str, PlatformUser] = BoundedCache(4096)  # sha256(token) -> self
         self._groups: BoundedCache[str, GroupRef] = BoundedCache(8192)  # id or slug -> ref
@@ -194,15 +191,23 @@ class PlatformClient:
     # -- signing in ----------------------------------------------------------------------------------
     @contextlib.contextmanager
     def fresh_browser(self) -> Iterator[Browser]:
-        """A browser of its own (clean cookie jar) for signing in, closed afterwards."""
+        """A browser of its own (clean cookie jar) for signing in, counted against the pool's size and
+        closed afterwards."""
+        started = False
         try:
-            browser = self._new_browser()
-        except Exception as error:  # any start failure means no browser
-            raise PlatformUnavailable(f"the browser could not start: {type(error).__name__}") from error
-        try:
-            yield browser
-        finally:
-            browser.quit()
+            with self.pool.temporary() as browser:
+                started = True
+                yield browser
+        except PoolBusy as error:
+            if started:
+                raise
+            busy = PlatformUnavailable(f"no browser is free: {error}")
+            busy.may_have_acted = False
+            raise busy from None
+        except BrowserFailure as error:
+            if started:
+                raise
+            raise PlatformUnavailable(f"the browser could not start: {error}") from error
 
     def login(self, email: str, password: str) -> LinkedAccount:
         with self.fresh_browser() as browser:

@@ -105,7 +105,7 @@ class SeleniumPlatformGateway:
         self._factory, self._remote_url, self._timeout = factory, remote_url, timeout
         self._ready_lock = threading.Lock()
         self._started_fine_at: float | None = None  # when ``ready`` last started a browser that worked
-        self._client = PlatformClient(PageRunner(platform_url, api_url, timeout), self._pool, factory, timeout)
+        self._client = PlatformClient(PageRunner(platform_url, api_url, timeout), self._pool, timeout)
         self._dms = PlatformDms(self._client)
 
     @classmethod

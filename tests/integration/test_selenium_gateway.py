@@ -166,6 +166,24 @@ def test_latency_beyond_the_timeout_is_platform_unavailable(
 
 
 # --- the browser itself ------------------------------------------------------------------------------
+def test_signing_in_takes_its_browser_from_the_pool(sandbox: SandboxProcess) -> None:
+    """A pool of one: linking a second account closes the idle warm browser first, so a worker never runs
+    more browsers than its pool size (before, the sign-in browser started beside it)."""
+    gw = SeleniumPlatformGateway(
+        sandbox.url, sandbox.api_url, pool_size=1, timeout=TIMEOUT, trusted_spki=sandbox.trusted_spki
+    )
+    try:
+        alice = PlatformSession("con-a", gw.login("alice@sandbox.test", "sandbox").session_token)
+        gw.list_conversations(alice, 0, 1)
+        warm = gw.browser_pids(alice.connection_id)
+        assert warm and gw.live_browsers() == 1
+        gw.login("bob@sandbox.test", "sandbox")
+        assert not any(alive(pid) for pid in warm)
+        assert gw.live_browsers() == 0
+    finally:
+        gw.close()
+
+
 def test_killed_chromium_is_replaced_and_the_read_succeeds(
     gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
 ) -> None:

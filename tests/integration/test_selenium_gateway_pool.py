@@ -247,3 +247,42 @@ def test_a_failing_link_check_closes_nothing() -> None:
         pool.close_unlinked()
     assert pool.live() == 1 and not driver.quit_called
     pool.close()
+
+
+# --- temporary browsers (signing in) ------------------------------------------------------------------
+def test_a_temporary_browser_counts_against_the_size_and_is_closed_after() -> None:
+    """Signing in takes a browser of its own. It used to start outside the pool: a burst of links ran
+    more browsers than ``workers x pool size``, the figure an operator plans memory by."""
+    factory = Factory()
+    pool = BrowserPool(factory, size=1, wait=1)
+    warm = use(pool, "a")
+    with pool.temporary() as browser:
+        assert warm.quit_called  # the idle warm browser made room
+        assert pool.live() == 1
+        temporary = driver_of(browser)
+    assert temporary.quit_called and pool.live() == 0
+    assert use(pool, "a") is not warm  # a's next call starts a new one
+
+
+def test_a_temporary_browser_waits_a_bounded_time_for_room_and_closes_on_failure() -> None:
+    pool = BrowserPool(Factory(), size=1, wait=0.3)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with pool.lease("a") as lease:
+            lease.browser()
+            holding.set()
+            release.wait(5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    holding.wait(5)
+    started = time.monotonic()
+    with pytest.raises(PoolBusy), pool.temporary():
+        pass
+    assert 0.25 <= time.monotonic() - started < 2 and pool.live() == 1
+    release.set()
+    holder.join()
+    with pytest.raises(RuntimeError), pool.temporary() as browser:
+        raise RuntimeError("the sign-in failed")
+    assert driver_of(browser).quit_called and pool.live() == 0
