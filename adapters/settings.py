@@ -33,6 +33,7 @@ SETTING_NAMES = (
     "BROWSER_TRUSTED_SPKI",
     "SIGNUP",
     "MCP_ALLOWED_HOSTS",
+    "MCP_ALLOWED_ORIGINS",
     "USAGE_FLUSH_SECONDS",
     "PUBLIC_URL",
     "PLATFORM_READS_PER_MINUTE",
@@ -61,6 +62,9 @@ class Settings:
     browser_idle_seconds: float = 900.0
     signup: bool = False
     mcp_allowed_hosts: tuple[str, ...] = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+    # Web pages of other origins (``scheme://host[:port]``, ``:*`` any port) whose scripts may call the MCP
+    # endpoint (CORS): a browser-based MCP client. The service's own hosts always may.
+    mcp_allowed_origins: tuple[str, ...] = ()
     usage_flush_seconds: float = 1.0
     public_url: str = ""
     # Platform requests a minute per platform account (PLATFORM.md: about 60 reads a minute before 429s).
@@ -158,6 +162,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         browser_idle_seconds=idle,
         signup=_bool("SIGNUP", get("SIGNUP", "false")),
         mcp_allowed_hosts=hosts or defaults.mcp_allowed_hosts,
+        mcp_allowed_origins=_origins(get("MCP_ALLOWED_ORIGINS")),
         usage_flush_seconds=flush,
         public_url=get("PUBLIC_URL").rstrip("/"),
         platform_reads_per_minute=reads_per_minute,
@@ -166,6 +171,26 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         browser_trusted_spki=_spki_list(get("BROWSER_TRUSTED_SPKI")),
         metrics_token=_metrics_token(get("METRICS_TOKEN")),
     )
+
+
+def _origins(value: str) -> tuple[str, ...]:
+    """Web origins as a browser sends them: ``http(s)://host`` with an optional port (``:*`` any port), no
+    path, no trailing slash."""
+    origins = tuple(part.strip() for part in value.split(",") if part.strip())
+    for origin in origins:
+        written = origin[:-2] + ":1" if origin.endswith(":*") else origin
+        parts = urllib.parse.urlsplit(written)
+        try:
+            port_ok = parts.port is None or parts.port > 0
+        except ValueError:
+            port_ok = False
+        plain = written == f"{parts.scheme}://{parts.netloc}" and "@" not in parts.netloc
+        if not (port_ok and plain and parts.scheme in ("http", "https") and parts.hostname):
+            raise SettingsError(
+                f"{PREFIX}MCP_ALLOWED_ORIGINS lists web origins such as https://app.example.com or "
+                f"http://localhost:*, not {origin!r}"
+            )
+    return origins
 
 
 def _metrics_token(value: str) -> str:

@@ -7,7 +7,8 @@ the session manager held open on this thread's own event loop, given a2wsgi's AS
 → a tool handler, which runs the core use case inline (``server.py``). The request never leaves its thread.
 
 GET and DELETE answer 405 at once (Falcon's default responder, our JSON body): in stateless mode there is
-no server-to-client stream to open and no session to end, and a GET would otherwise never end.
+no server-to-client stream to open and no session to end, and a GET would otherwise never end. OPTIONS is
+the CORS preflight of a browser-based client, answered for the origins the transport allows.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from adapters.mcp.bridge import SessionManagers
 from adapters.mcp.server import CALLER_ENVIRON_KEY, Caller, build_server
 from adapters.settings import Settings
 from community_api.deps import Deps
+from community_api.errors import Forbidden
 
 PATH = "/v1/mcp"
 # Larger than REST's 64 KiB: the JSON-RPC envelope and escaping wrap arguments up to 20,000 characters.
@@ -47,14 +49,32 @@ _HOP_BY_HOP = frozenset({"content-length", "connection", "transfer-encoding"})
 
 
 def security_settings(settings: Settings) -> TransportSecuritySettings:
-    """DNS-rebinding protection: the Host must be one we serve; a browser's Origin must be one of them."""
+    """DNS-rebinding protection: the Host must be one we serve; a browser's Origin must be one of them, or
+    one of ``COMMUNITY_API_MCP_ALLOWED_ORIGINS``."""
     hosts = list(settings.mcp_allowed_hosts)
     if settings.public_url:
         public_host = urlsplit(settings.public_url).netloc
         if public_host and public_host not in hosts:
             hosts.append(public_host)
     origins = [f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")]
+    origins += [origin for origin in settings.mcp_allowed_origins if origin not in origins]
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def origin_allowed(origin: str, allowed: list[str]) -> bool:
+    """The MCP transport's own rule for an ``Origin``: listed as it is, or under a ``:*`` entry with any
+    port."""
+    return origin in allowed or any(
+        entry.endswith(":*") and origin.startswith(entry[:-1]) and origin[len(entry) - 1 :].isdigit()
+        for entry in allowed
+    )
+
+
+# CORS for a browser-based MCP client on an allowed origin. Credentials are the Bearer header, never a
+# cookie, so no ``Allow-Credentials``; the headers a client must read (the 401's resource metadata, the
+# protocol version) are exposed.
+CORS_ALLOW_HEADERS = "Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Session-Id, X-Community-Connection"
+CORS_EXPOSE_HEADERS = "WWW-Authenticate, Mcp-Session-Id, Mcp-Protocol-Version, X-Request-Id"
 
 
 def _read_body(req: falcon.Request) -> bytes:
@@ -79,6 +99,7 @@ class McpResource:
         self.settings = settings
         server = build_server(deps)
         security = security_settings(settings)
+        self.origins = security.allowed_origins
         self.bridge = SessionManagers(
             lambda: StreamableHTTPSessionManager(
                 server,
@@ -89,7 +110,31 @@ class McpResource:
             )
         )
 
+    def _cors(self, req: falcon.Request, resp: falcon.Response) -> bool:
+        """CORS headers for an allowed ``Origin`` (every answer, errors too: a browser shows a script none
+        without them); whether the request came from one. Other origins are refused by the transport."""
+        origin = req.get_header("Origin")
+        resp.append_header("Vary", "Origin")
+        if origin is None or not origin_allowed(origin, self.origins):
+            return False
+        resp.set_header("Access-Control-Allow-Origin", origin)
+        resp.set_header("Access-Control-Expose-Headers", CORS_EXPOSE_HEADERS)
+        return True
+
+    def on_options(self, req: falcon.Request, resp: falcon.Response) -> None:
+        """The preflight of a browser-based client: its origin must be allowed."""
+        if not self._cors(req, resp):
+            raise Forbidden(
+                "this web origin may not call the MCP endpoint (the operator lists browser clients' origins in "
+                "COMMUNITY_API_MCP_ALLOWED_ORIGINS)"
+            )
+        resp.set_header("Access-Control-Allow-Methods", "POST")
+        resp.set_header("Access-Control-Allow-Headers", CORS_ALLOW_HEADERS)
+        resp.set_header("Access-Control-Max-Age", "600")
+        resp.status = falcon.HTTP_204
+
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        self._cors(req, resp)
         # API keys, and OAuth access tokens issued for this endpoint (connector keys).
         key = bearer_key(self.deps, req, resource=resource_url(self.settings, req))
         raw = _read_body(req)

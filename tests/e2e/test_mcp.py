@@ -7,7 +7,10 @@ in-memory fake (one copy per worker, accepting each other's signed sessions).
 
 from __future__ import annotations
 
+import http.server
+import json
 import re
+import threading
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,6 +36,7 @@ from fakes.platform import FakePlatformGateway
 from fakes.platform_pace import FakePlatformPace
 from fakes.platform_seed import platform_id
 from scripts.processes import free_port, gunicorn_args, serving
+from tests.e2e.dashboard_support import chromium
 
 pytestmark = pytest.mark.slow
 SECRET = "e2e-mcp-secret-" + "x" * 40
@@ -258,3 +262,48 @@ def test_get_and_delete_answer_405_at_once_and_unknown_hosts_are_refused(service
     answer = requests.post(service.mcp, json=listing, headers=rebound, timeout=5)
     # No public URL here: the service's host rule answers before the MCP endpoint's own (421) would.
     assert answer.status_code == 400 and answer.json()["error"]["code"] == "invalid_request"
+
+
+class _BlankPage(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        body = b"<!doctype html><title>a browser-based MCP client</title>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
+        return None
+
+
+FETCH_MCP = """
+const [url, key, done] = arguments;
+const headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                 "MCP-Protocol-Version": "2025-11-25"};
+if (key) headers["Authorization"] = "Bearer " + key;
+fetch(url, {method: "POST", headers, body: JSON.stringify({jsonrpc: "2.0", id: 1, method: "tools/list"})})
+  .then(async r => done({status: r.status, body: await r.text(),
+                         authenticate: r.headers.get("WWW-Authenticate")}))
+  .catch(e => done({error: String(e)}));
+"""
+
+
+@pytest.mark.browser
+def test_a_page_of_another_origin_calls_the_endpoint_in_chromium(service: Service) -> None:
+    """A browser-based MCP client: its page (another port: another origin, allowed) fetches the endpoint
+    with its key. Before, the preflight got no CORS headers and Chromium refused the call."""
+    page = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), _BlankPage)
+    threading.Thread(target=page.serve_forever, daemon=True).start()
+    try:
+        with chromium() as driver:
+            driver.get(f"http://127.0.0.1:{page.server_port}/")
+            listed = driver.execute_async_script(FETCH_MCP, service.mcp, service.keys["read"])
+            assert listed.get("status") == 200, listed
+            assert {t["name"] for t in json.loads(listed["body"])["result"]["tools"]} == READ_TOOLS
+            refused = driver.execute_async_script(FETCH_MCP, service.mcp, None)
+            assert refused.get("status") == 401, refused
+            assert "resource_metadata=" in refused["authenticate"]  # readable: exposed to the page
+    finally:
+        page.shutdown()
+        page.server_close()

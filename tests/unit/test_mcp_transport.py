@@ -159,3 +159,59 @@ def test_messages_and_answers_are_the_ones_the_openapi_document_describes(world:
     check(world.client.simulate_post("/v1/mcp", headers=headers, json={}), 400)
     check(world.client.simulate_post("/v1/mcp", headers={**headers, "Accept": "text/html"}, json=request), 406)
     check(world.client.simulate_post("/v1/mcp", headers=world.headers(None), json=request), 401)
+
+
+# --- browser-based clients (CORS) ----------------------------------------------------------------------
+INSPECTOR = "http://localhost:6274"  # the MCP Inspector's page: a loopback origin, allowed by default
+PREFLIGHT = {
+    "Host": HOST,
+    "Access-Control-Request-Method": "POST",
+    "Access-Control-Request-Headers": "authorization,content-type,mcp-protocol-version",
+}
+
+
+def test_a_browser_client_on_an_allowed_origin_gets_cors_answers(world: McpWorld) -> None:
+    """The transport let a loopback page's Origin through, yet the endpoint sent no CORS headers: the
+    browser blocked the preflight (a 200 without them), so the page could never call it, although the
+    OAuth endpoints it had just used allow any origin."""
+    preflight = world.client.simulate_options("/v1/mcp", headers={**PREFLIGHT, "Origin": INSPECTOR})
+    assert preflight.status_code == 204
+    assert preflight.headers["access-control-allow-origin"] == INSPECTOR
+    assert "POST" in preflight.headers["access-control-allow-methods"]
+    allowed = {h.strip().lower() for h in preflight.headers["access-control-allow-headers"].split(",")}
+    assert {"authorization", "content-type", "mcp-protocol-version", "x-community-connection"} <= allowed
+    assert "origin" in preflight.headers["vary"].lower()
+    answer = world.rpc("tools/list", headers={"Origin": INSPECTOR})
+    assert answer.status_code == 200 and answer.headers["access-control-allow-origin"] == INSPECTOR
+    # The 401 too, with the header that says where to get a token readable by the page.
+    unauthorized = world.client.simulate_post("/v1/mcp", headers=world.headers(None, {"Origin": INSPECTOR}), json=LIST)
+    assert_error(unauthorized, 401, "unauthorized")
+    assert unauthorized.headers["access-control-allow-origin"] == INSPECTOR
+    assert "www-authenticate" in unauthorized.headers["access-control-expose-headers"].lower()
+    assert requests_today(world) == 1  # the preflight is not a request of the key's
+
+
+@pytest.mark.parametrize("origin", ["http://evil.example", "http://localhost", "https://localhost.evil.example:6274"])
+def test_other_origins_get_no_cors_and_their_preflight_is_refused(world: McpWorld, origin: str) -> None:
+    preflight = world.client.simulate_options("/v1/mcp", headers={**PREFLIGHT, "Origin": origin})
+    assert_error(preflight, 403, "forbidden")
+    assert "access-control-allow-origin" not in preflight.headers
+    assert "COMMUNITY_API_MCP_ALLOWED_ORIGINS" in preflight.json["error"]["message"]
+    refused = world.rpc("tools/list", headers={"Origin": origin})
+    assert_error(refused, 403, "forbidden")
+    assert "access-control-allow-origin" not in refused.headers
+
+
+def test_browser_origins_come_from_settings() -> None:
+    settings = Settings(
+        mode="test", usage_flush_seconds=0, mcp_allowed_origins=("https://agent.example.com", "http://dev.local:*")
+    )
+    world = McpWorld.build(settings)
+    try:
+        for origin in ("https://agent.example.com", "http://dev.local:3000"):
+            assert world.client.simulate_options("/v1/mcp", headers={**PREFLIGHT, "Origin": origin}).status_code == 204
+            answer = world.rpc("tools/list", headers={"Origin": origin})
+            assert answer.status_code == 200 and answer.headers["access-control-allow-origin"] == origin
+        assert_error(world.rpc("tools/list", headers={"Origin": "http://agent.example.com"}), 403, "forbidden")
+    finally:
+        world.close()

@@ -50,6 +50,30 @@ def test_the_browser_trusts_only_the_certificate_keys_it_is_given() -> None:
     assert not any("spki" in flag for flag in chrome_options("/tmp/profile").arguments)
 
 
+def test_browser_origins_of_mcp_clients_are_web_origins() -> None:
+    assert load_settings(BASE).mcp_allowed_origins == ()
+    given = load_settings(
+        {
+            **BASE,
+            "COMMUNITY_API_MCP_ALLOWED_ORIGINS": " https://agent.example.com, http://localhost:*,http://[::1]:6274",
+        }
+    )
+    assert given.mcp_allowed_origins == ("https://agent.example.com", "http://localhost:*", "http://[::1]:6274")
+    for bad in (
+        "*",
+        "agent.example.com",
+        "https://agent.example.com/",
+        "https://a.example/mcp",
+        "ftp://a.example",
+        "https://a.example:port",
+        "https://user@a.example",
+        "https://a.example?x=1",
+        "https://:443",
+    ):
+        with pytest.raises(SettingsError, match="MCP_ALLOWED_ORIGINS"):
+            load_settings({**BASE, "COMMUNITY_API_MCP_ALLOWED_ORIGINS": bad})
+
+
 def test_an_idle_browser_is_closed_after_15_minutes_unless_the_setting_says_otherwise() -> None:
     assert load_settings(BASE).browser_idle_seconds == 900
     assert load_settings({**BASE, "COMMUNITY_API_BROWSER_IDLE_SECONDS": "0"}).browser_idle_seconds == 0
