@@ -38,6 +38,7 @@ CREATED = 201
 # 120 s by default.
 STALE_CLAIM = timedelta(minutes=10)
 CHECK_FIRST = "what it asked for may have been done: look before sending it again under a new Idempotency-Key"
+MAY_HAVE_ACTED = "it may have been done all the same: look before sending it again"
 
 
 class InterruptedRequest(ServiceError):
@@ -78,7 +79,10 @@ def run_once(
         except ServiceError as error:
             if not error.may_have_acted:
                 raise
-            # The platform may have acted: this answer is kept for retries of the same key.
+            # The platform may have acted: the answer says so (a client, or an agent, must not simply send
+            # it again), and is kept for retries of the same key.
+            error.message = f"{error.message}; {MAY_HAVE_ACTED}"
+            error.details.setdefault("outcomeUnknown", True)
             status, body = render_error(error)
             return Answer(status, body)
 
@@ -110,7 +114,8 @@ def run_once(
     except BaseException:
         # Not a refusal: the platform may have acted before this (a fault of ours past its answer, the
         # worker stopping mid-call). Kept as unknown, so that a retry never acts twice.
-        status, body = render_error(InterruptedRequest(f"the service failed during this request; {CHECK_FIRST}"))
+        interrupted = InterruptedRequest(f"the service failed during this request; {CHECK_FIRST}", outcomeUnknown=True)
+        status, body = render_error(interrupted)
         store.complete_idempotency(record_key, status, body)
         raise
     store.complete_idempotency(record_key, answer.status, answer.body)

@@ -55,7 +55,7 @@ def test_a_fault_after_the_platform_answered_is_kept_as_unknown(ready: Ready) ->
     assert first.status_code == 500
     again = world.post(FEED, ready.key, {"title": "Maybe"}, headers=headers)
     assert again.status_code == 500 and again.headers.get("Idempotent-Replayed") == "true"
-    assert again.json["error"]["code"] == "internal_error"
+    assert again.json["error"]["code"] == "internal_error" and again.json["error"]["details"]["outcomeUnknown"]
     assert world.gateway.calls["create_post"] == 1
 
 
@@ -119,7 +119,8 @@ def test_a_write_answered_5xx_is_kept_and_counts_as_sent(ready: Ready) -> None:
     world.gateway.fail_next("send_message", _maybe_acted("the platform failed to answer (502)"))
     headers = {"Idempotency-Key": "dm-502"}
     first = send(ready, {"to": bob.id, "content": "maybe"}, headers=headers)
-    assert first.status_code == 502
+    assert first.status_code == 502 and first.json["error"]["details"] == {"outcomeUnknown": True}
+    assert first.json["error"]["message"].endswith("it may have been done all the same: look before sending it again")
     again = send(ready, {"to": bob.id, "content": "maybe"}, headers=headers)
     assert again.status_code == 502 and again.headers.get("Idempotent-Replayed") == "true"
     assert world.gateway.calls["send_message"] == 1
