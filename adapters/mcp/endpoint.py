@@ -111,8 +111,8 @@ class McpResource:
         )
 
     def _cors(self, req: falcon.Request, resp: falcon.Response) -> bool:
-        """CORS headers for an allowed ``Origin`` (every answer, errors too: a browser shows a script none
-        without them); whether the request came from one. Other origins are refused by the transport."""
+        """CORS headers for an allowed ``Origin``, on every answer (errors too: without them the browser
+        hides the answer from the page); whether the request came from one. The transport refuses others."""
         origin = req.get_header("Origin")
         resp.append_header("Vary", "Origin")
         if origin is None or not origin_allowed(origin, self.origins):

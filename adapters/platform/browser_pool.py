@@ -66,7 +66,11 @@ class Lease:
 
     def discard(self) -> None:
         """Close the browser (it crashed or hung); the next ``browser()`` starts a fresh one."""
-        self._pool._discard(self._slot)
+        self._pool._close(self._slot, crashed=True)
+
+    def close(self) -> None:
+        """Close the browser, its work done (a temporary one)."""
+        self._pool._close(self._slot)
 
 
 class BrowserPool:
@@ -130,7 +134,7 @@ class BrowserPool:
             try:
                 yield browser
             finally:
-                self._close(lease._slot)
+                lease.close()
 
     def pids(self, key: str) -> list[int]:
         with self._cond:
@@ -274,9 +278,6 @@ class BrowserPool:
                 return
         browser.quit()
         raise PoolBusy("the browser pool is closed")
-
-    def _discard(self, slot: _Slot) -> None:
-        self._close(slot, crashed=True)
 
     def _close(self, slot: _Slot, *, crashed: bool = False) -> None:
         """Close the slot's browser: a crashed or hung one (``discard``) is ended at once, by PID."""
