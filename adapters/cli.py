@@ -219,6 +219,41 @@ def keys_mint(args: argparse.Namespace) -> int:
     return 0
 
 
+def keys_revoke(args: argparse.Namespace) -> int:
+    """Revoke leaked keys given by value: one per line on standard input (a scanner's report piped in), or
+    typed at a terminal without being shown. Never an argument: ``ps`` and the shell's history keep those."""
+    from community_api.clock import SystemClock
+    from community_api.errors import InvalidRequest
+    from community_api.keys import display_prefix, revoke_leaked_key
+
+    _apply_common(args)
+    store = open_store(load_settings())
+    if sys.stdin.isatty():
+        values = [getpass.getpass("The leaked key (not shown): ")]
+    else:
+        values = [line for line in sys.stdin.read().splitlines() if line.strip()]
+    if not values:
+        raise SettingsError("no key given: pipe the leaked keys in, one per line")
+    emails = {account.id: account.email for account in store.list_accounts()}
+    all_found = True
+    for value in values:
+        shown = f"cda_{display_prefix(value.strip())}…"
+        try:
+            leaked = revoke_leaked_key(store, SystemClock(), value)
+        except InvalidRequest as error:
+            print(f"{value.strip()[:12]}…: {error.message}")
+            all_found = False
+            continue
+        if leaked.key is None:
+            print(f"{shown}: no key has this value (never issued here, or its account was deleted)")
+            all_found = False
+            continue
+        owner = emails.get(leaked.key.account_id, leaked.key.account_id)
+        done = "revoked" if leaked.was_live else "was already ended (revoked, or rotated past its grace)"
+        print(f"{shown}: key {leaked.key.id} ({leaked.key.name!r}) of {owner} {done}")
+    return 0 if all_found else 1
+
+
 def backup(args: argparse.Namespace) -> int:
     from adapters.store.sqlite_backup import BackupError, backup_database
 
@@ -311,6 +346,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scope", action="append", help="a scope to grant; repeat; default: the read scopes")
     p.add_argument("--connection", help="bind the key to this connection id")
     p.set_defaults(func=keys_mint)
+    p = sub.add_parser(
+        "revoke",
+        help="revoke leaked keys by value, read from standard input one per line (or typed, not shown)",
+        description="Revoke keys whose values leaked (a secret scanner's report): each is ended at once with "
+        "its predecessors in grace, whoever owns it, and the owner's email is printed so that you can tell "
+        "them. Exit status 1 when a value is no key of this service.",
+    )
+    _add_common(p)
+    p.set_defaults(func=keys_revoke)
     return parser
 
 

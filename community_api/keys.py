@@ -225,17 +225,46 @@ def _rotate(uow: UnitOfWork, clock: Clock, account_id: str, key_id: str, grace: 
     return IssuedKey(key=new, secret=secret)
 
 
-def revoke_key(store: KeyStore, clock: Clock, *, account_id: str, key_id: str) -> ApiKey:
+def revoke_key(store: KeyStore, clock: Clock, *, account_id: str, key_id: str, reason: str | None = None) -> ApiKey:
     """End the key at once, and any predecessor of it still in its grace window (never its successor: a
     user revoking the old key after a rotation keeps the new one); a connector key's OAuth tokens are
-    forgotten. Idempotent. One unit of work: a rotation racing it cannot undo it."""
+    forgotten. Idempotent. One unit of work: a rotation racing it cannot undo it. ``reason`` goes to the
+    audit line."""
     with store.unit_of_work() as uow:
-        revoked = _revoke(uow, clock, account_id, key_id)
+        revoked = _revoke(uow, clock, account_id, key_id, reason)
         uow.commit()
     return revoked
 
 
-def _revoke(uow: UnitOfWork, clock: Clock, account_id: str, key_id: str) -> ApiKey:
+@attrs.frozen
+class LeakedKey:
+    """What ``revoke_leaked_key`` found: the key (None: no key has that value) and whether it was live."""
+
+    key: ApiKey | None
+    was_live: bool
+
+
+def revoke_leaked_key(store: KeyStore, clock: Clock, presented: str) -> LeakedKey:
+    """For an operator acting on a leaked value (a secret scanner's report, a key pasted in public): the
+    key whose value it is, revoked at once with its predecessors in grace, whoever owns it. The key shape
+    exists so that scanners find leaked keys; this is what answers them. A value that is not a key's
+    shape is ``InvalidRequest``."""
+    presented = presented.strip()
+    if not has_valid_shape(presented):
+        raise InvalidRequest("not an API key: cda_ followed by 49 letters and digits whose checksum holds")
+    wanted = hash_secret(presented)
+    match = None
+    for candidate, stored_hash in store.find_keys_by_prefix(display_prefix(presented)):
+        if hmac.compare_digest(stored_hash, wanted):
+            match = candidate
+    if match is None:
+        return LeakedKey(None, was_live=False)
+    was_live = match.is_live(clock.now())
+    revoked = revoke_key(store, clock, account_id=match.account_id, key_id=match.id, reason="leaked: by the operator")
+    return LeakedKey(revoked, was_live=was_live)
+
+
+def _revoke(uow: UnitOfWork, clock: Clock, account_id: str, key_id: str, reason: str | None = None) -> ApiKey:
     key = _own_key(uow.keys, account_id, key_id)
     now = clock.now()
     if key.revoked_at is not None:
@@ -251,7 +280,7 @@ def _revoke(uow: UnitOfWork, clock: Clock, account_id: str, key_id: str) -> ApiK
         # Its tokens already fail (they answer only for a live key); forgetting them keeps no dead
         # credentials around.
         uow.oauth.delete_oauth_tokens(key.id)
-    uow.audit.add_audit(AuditEvent(at=now, event="key.revoked", account_id=account_id, key_id=key.id))
+    uow.audit.add_audit(AuditEvent(at=now, event="key.revoked", account_id=account_id, key_id=key.id, detail=reason))
     return revoked
 
 

@@ -313,3 +313,42 @@ def test_the_worker_class_asked_for_is_the_one_that_runs(tmp_path: Path) -> None
     refused = run("serve", "--worker-class", "sync", "--threads", "4", env=env)
     assert refused.returncode == 2 and "--threads applies to gthread workers" in refused.stderr
     assert run("serve", "--threads", "0", env=env).returncode == 2
+
+
+def test_keys_revoke_ends_leaked_keys_given_by_value(tmp_path: Path) -> None:
+    """The key's shape is there so that secret scanners find leaked keys; the operator who gets such a
+    report had no way to act on it without the owner's dashboard password."""
+    from adapters.store.sqlite_key_store import SqliteKeyStore
+    from community_api.clock import SystemClock
+    from community_api.errors import Unauthorized
+    from community_api.keys import authenticate_key, new_secret
+    from community_api.refusal_audit import RefusalAudit
+
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
+    assert run("accounts", "create", "dev@example.com", stdin="a strong password\n", env=env).returncode == 0
+    leaked = run("keys", "mint", "--email", "dev@example.com", "--name", "ci token", env=env).stdout.strip()
+    kept = run("keys", "mint", "--email", "dev@example.com", env=env).stdout.strip()
+    unknown = new_secret("cda_")
+    done = run("keys", "revoke", stdin=f"{leaked}\n\n{unknown}\nnot-a-key\n", env=env)
+    assert done.returncode == 1, done.stderr  # one value was no key of ours
+    lines = done.stdout.strip().splitlines()
+    assert lines[0].startswith(leaked[:12]) and "'ci token'" in lines[0] and "dev@example.com revoked" in lines[0]
+    assert "no key has this value" in lines[1] and "not an API key" in lines[2]
+    assert leaked not in done.stdout and unknown not in done.stdout
+    store = SqliteKeyStore(str(tmp_path / "db.sqlite3"), SECRET)
+    with pytest.raises(Unauthorized):
+        authenticate_key(store, SystemClock(), leaked, RefusalAudit())
+    assert authenticate_key(store, SystemClock(), kept, RefusalAudit()).name != "ci token"
+    again = run("keys", "revoke", stdin=leaked + "\n", env=env)
+    assert again.returncode == 0 and "already ended" in again.stdout
+    nothing = run("keys", "revoke", stdin="", env=env)
+    assert nothing.returncode == 2 and "no key given" in nothing.stderr
+
+
+def test_a_leaked_key_typed_at_a_terminal_is_not_shown(tmp_path: Path) -> None:
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
+    assert run("accounts", "create", "dev@example.com", stdin="a strong password\n", env=env).returncode == 0
+    leaked = run("keys", "mint", "--email", "dev@example.com", env=env).stdout.strip()
+    status, shown = at_a_terminal(["keys", "revoke"], env, [leaked])
+    assert status == 0, shown
+    assert "The leaked key (not shown):" in shown and "revoked" in shown and leaked not in shown
