@@ -220,11 +220,13 @@ def keys_mint(args: argparse.Namespace) -> int:
 
 
 def keys_revoke(args: argparse.Namespace) -> int:
-    """Revoke leaked keys given by value: one per line on standard input (a scanner's report piped in), or
-    typed at a terminal without being shown. Never an argument: ``ps`` and the shell's history keep those."""
+    """Revoke leaked keys (or OAuth tokens: their grant) given by value: one per line on standard input (a
+    scanner's report piped in), or typed at a terminal without being shown. Never an argument: ``ps`` and
+    the shell's history keep those."""
     from community_api.clock import SystemClock
     from community_api.errors import InvalidRequest
-    from community_api.keys import display_prefix, revoke_leaked_key
+    from community_api.keys import revoke_leaked_key
+    from community_api.oauth import ACCESS_PREFIX, REFRESH_PREFIX, revoke_leaked_token
 
     _apply_common(args)
     store = open_store(load_settings())
@@ -237,11 +239,12 @@ def keys_revoke(args: argparse.Namespace) -> int:
     emails = {account.id: account.email for account in store.list_accounts()}
     all_found = True
     for value in values:
-        shown = f"cda_{display_prefix(value.strip())}…"
+        shown = f"{value.strip()[:12]}…"  # the prefix a key list shows; never the whole value
+        revoke = revoke_leaked_token if value.strip().startswith((ACCESS_PREFIX, REFRESH_PREFIX)) else revoke_leaked_key
         try:
-            leaked = revoke_leaked_key(store, SystemClock(), value)
+            leaked = revoke(store, SystemClock(), value)
         except InvalidRequest as error:
-            print(f"{value.strip()[:12]}…: {error.message}")
+            print(f"{shown}: {error.message}")
             all_found = False
             continue
         if leaked.key is None:
@@ -348,10 +351,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=keys_mint)
     p = sub.add_parser(
         "revoke",
-        help="revoke leaked keys by value, read from standard input one per line (or typed, not shown)",
+        help="revoke leaked keys (or OAuth tokens) by value, from standard input one per line (or typed, not shown)",
         description="Revoke keys whose values leaked (a secret scanner's report): each is ended at once with "
         "its predecessors in grace, whoever owns it, and the owner's email is printed so that you can tell "
-        "them. Exit status 1 when a value is no key of this service.",
+        "them. An OAuth access or refresh token (cdo_, cdr_) revokes its connector's grant. Exit status 1 "
+        "when a value is no key of this service.",
     )
     _add_common(p)
     p.set_defaults(func=keys_revoke)

@@ -32,9 +32,10 @@ from typing import NoReturn
 
 import attrs
 
-from community_api.errors import NotFound, Unauthorized
+from community_api.errors import InvalidRequest, NotFound, Unauthorized
 from community_api.keys import (
     UNAUTHORIZED_MESSAGE,
+    LeakedKey,
     authenticate_key,
     has_secret_shape,
     hash_secret,
@@ -293,3 +294,20 @@ def authenticate_bearer(
         )
         raise Unauthorized(UNAUTHORIZED_MESSAGE)
     return key
+
+
+def revoke_leaked_token(store: KeyStore, clock: Clock, presented: str) -> LeakedKey:
+    """``keys.revoke_leaked_key`` for an OAuth access (``cdo_``) or refresh (``cdr_``) token: the grant
+    (connector key) it belongs to is revoked, which ends all its tokens. A value of another shape is
+    ``InvalidRequest``."""
+    presented = presented.strip()
+    if not any(has_secret_shape(presented, prefix) for prefix in (ACCESS_PREFIX, REFRESH_PREFIX)):
+        raise InvalidRequest("not an OAuth token: cdo_ or cdr_ followed by 49 letters and digits whose checksum holds")
+    token = store.get_oauth_token(hash_secret(presented))
+    key = store.get_key(token.key_id) if token is not None else None
+    if key is None:
+        # Unknown, or its grant was revoked before (its tokens are forgotten then).
+        return LeakedKey(None, was_live=False)
+    was_live = key.is_live(clock.now())
+    revoked = revoke_key(store, clock, account_id=key.account_id, key_id=key.id, reason="leaked: by the operator")
+    return LeakedKey(revoked, was_live=was_live)
