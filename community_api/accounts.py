@@ -28,7 +28,7 @@ from community_api import sign_in_guard as guard
 from community_api.commands import BadField, at_least, at_most, expects, filled
 from community_api.errors import Conflict, Forbidden, RateLimited, Unauthorized
 from community_api.ids import new_id
-from community_api.model import Account, AuditEvent, WebSession
+from community_api.model import Account, WebSession
 from community_api.ports import Clock, KeyStore
 from community_api.readable import is_readable
 from community_api.sign_in_guard import DeviceCookies
@@ -119,7 +119,7 @@ def create_account(
             if _taken_count(uow.store, clock, taken_by) >= taken_by.limit:
                 raise _taken_refusal(taken_by)
             # Counted in the step (so refusals at once cannot pass the bound), and kept: the step commits.
-            uow.audit.add_audit(AuditEvent(at=clock.now(), event=SIGNUP_TAKEN, subject=taken_by.subject))
+            uow.attempts.add_attempt(SIGNUP_TAKEN, taken_by.subject, clock.now())
         if not taken:
             uow.accounts.add_account(account, password_hash)
         uow.commit()
@@ -133,7 +133,7 @@ TAKEN_PER_ADDRESS = (10, timedelta(hours=1))
 
 
 def _taken_count(store: KeyStore, clock: Clock, bound: guard.Bound) -> int:
-    return store.count_audit(SIGNUP_TAKEN, bound.subject, clock.now() - bound.window)
+    return store.count_attempts(SIGNUP_TAKEN, bound.subject, clock.now() - bound.window)
 
 
 def _taken_refusal(bound: guard.Bound) -> RateLimited:

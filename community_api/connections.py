@@ -86,9 +86,9 @@ def link_connection(deps: Deps, account_id: str, link: LinkRequest, client_addre
         raise  # the platform refused the credentials (or asked for a second factor): the attempt counts
     except BaseException:
         # Not the credentials' fault (the platform was slow or failing): the attempt stops counting.
-        guard.succeeded(deps.store, deps.clock, bounds, account_id, event=LINK_EVENTS[1])
+        guard.succeeded(deps.store, deps.clock, bounds, account_id, event=LINK_EVENTS[1], trail=False)
         raise
-    guard.succeeded(deps.store, deps.clock, bounds, account_id, event=LINK_EVENTS[1])
+    guard.succeeded(deps.store, deps.clock, bounds, account_id, event=LINK_EVENTS[1], trail=False)
     # The platform was asked above (slow, outside any step); what the account's connections are, and which
     # is active, is decided and written in one step.
     with deps.store.unit_of_work() as uow:

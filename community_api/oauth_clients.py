@@ -244,11 +244,12 @@ def register_client(store: KeyStore, clock: Clock, metadata: ClientMetadata, cli
         created_at=now,
     )
     with store.unit_of_work() as uow:
-        if uow.audit.count_audit("oauth.client_registered", subject, now - REGISTRATION_WINDOW) >= (
+        if uow.attempts.count_attempts("oauth.client_registered", subject, now - REGISTRATION_WINDOW) >= (
             MAX_REGISTRATIONS_PER_ADDRESS
         ):
             raise RegistrationThrottled(int(REGISTRATION_WINDOW.total_seconds()))
         uow.oauth.add_oauth_client(client)
+        uow.attempts.add_attempt("oauth.client_registered", subject, now)
         uow.audit.add_audit(AuditEvent(at=now, event="oauth.client_registered", subject=subject, detail=client.id))
         uow.commit()
     return client

@@ -14,7 +14,9 @@ checked (which is slow on purpose), and a success is written after, so an attemp
 counts. What counts against a bound is attempts less successes in its window: guesses sent at once can
 never pass it.
 
-The audit rows name their subject by a hash (``login-pair:…``), so the trail holds no email in clear.
+The counts (``AttemptCounts``, kept a day, not the audit trail: strangers write them) name their subject
+by a hash (``login-pair:…``), so they hold no email in clear; a successful sign-in also leaves one
+``login.succeeded`` line on the account's audit trail.
 """
 
 from __future__ import annotations
@@ -135,22 +137,31 @@ def admit(
         for bound in bounds:
             # An attempt exactly one window old no longer counts, so that ``Retry-After`` (the window) holds.
             since = now - bound.window + timedelta(microseconds=1)
-            used = uow.audit.count_audit(attempt, bound.subject, since) - uow.audit.count_audit(
+            used = uow.attempts.count_attempts(attempt, bound.subject, since) - uow.attempts.count_attempts(
                 cleared, bound.subject, since
             )
             if used >= bound.limit:
                 raise RateLimited(refusal, int(bound.window.total_seconds()), bound=bound.kind)
         for bound in bounds:
-            uow.audit.add_audit(AuditEvent(at=now, event=attempt, subject=bound.subject))
+            uow.attempts.add_attempt(attempt, bound.subject, now)
         uow.commit()
 
 
 def succeeded(
-    store: KeyStore, clock: Clock, bounds: Sequence[Bound], account_id: str, *, event: str = SUCCEEDED
+    store: KeyStore,
+    clock: Clock,
+    bounds: Sequence[Bound],
+    account_id: str,
+    *,
+    event: str = SUCCEEDED,
+    trail: bool = True,
 ) -> None:
-    """The attempt was right (or failed for no fault of its credentials): it no longer counts."""
+    """The attempt was right (or failed for no fault of its credentials): it no longer counts. ``trail``:
+    the account's audit trail gets one ``event`` line too (a sign-in)."""
     now = clock.now()
     with store.unit_of_work() as uow:
         for bound in bounds:
-            uow.audit.add_audit(AuditEvent(at=now, event=event, account_id=account_id, subject=bound.subject))
+            uow.attempts.add_attempt(event, bound.subject, now)
+        if trail:
+            uow.audit.add_audit(AuditEvent(at=now, event=event, account_id=account_id))
         uow.commit()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from community_api.model import (
@@ -154,12 +154,27 @@ class AuditLog(Protocol):
 
     def add_audit(self, event: AuditEvent) -> None: ...
 
-    def count_audit(self, event: str, subject: str, since: datetime) -> int:
-        """How many ``event`` rows with that ``subject`` were written at or after ``since``."""
-        ...
-
     def list_audit(self, account_id: str) -> list[AuditEvent]:
         """Oldest first."""
+        ...
+
+
+# How long attempt counts are kept: longer than any bound looks back (an hour at most).
+ATTEMPT_RETENTION = timedelta(days=1)
+
+
+class AttemptCounts(Protocol):
+    """Counts that bounds are checked against: sign-in and link attempts, sign-ups refused as taken, client
+    registrations. Unlike the audit trail they are kept only ``ATTEMPT_RETENTION``: strangers send them
+    (each failed sign-in counted three ways), so kept for good they would grow the database without end."""
+
+    def add_attempt(self, event: str, subject: str, at: datetime) -> None:
+        """Count one ``event`` for ``subject`` (a hashed name, never an email in clear) at ``at``; counts
+        older than ``ATTEMPT_RETENTION`` before ``at`` may be forgotten."""
+        ...
+
+    def count_attempts(self, event: str, subject: str, since: datetime) -> int:
+        """How many ``event`` counts for ``subject`` were added at or after ``since``."""
         ...
 
 
@@ -250,6 +265,9 @@ class UnitOfWork(Protocol):
     def audit(self) -> AuditLog: ...
 
     @property
+    def attempts(self) -> AttemptCounts: ...
+
+    @property
     def oauth(self) -> OAuthRecords: ...
 
     @property
@@ -264,6 +282,7 @@ class KeyStore(
     KeyRecords,
     UsageRecords,
     AuditLog,
+    AttemptCounts,
     IdempotencyRecords,
     OAuthRecords,
     Protocol,

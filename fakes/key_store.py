@@ -30,6 +30,7 @@ from community_api.model import (
     WebSession,
 )
 from community_api.oauth_model import AuthorizationCode, OAuthClient, OAuthToken
+from community_api.store_ports import ATTEMPT_RETENTION
 
 
 def _email_key(email: str) -> str:
@@ -39,7 +40,8 @@ def _email_key(email: str) -> str:
 
 class FakeUnitOfWork:
     def __init__(self, store: FakeKeyStore) -> None:
-        self.store = self.accounts = self.connections = self.keys = self.audit = self.oauth = self.idempotency = store
+        self.store = self.accounts = self.connections = self.keys = self.audit = self.attempts = store
+        self.oauth = self.idempotency = store
         self.committed = False
 
     def commit(self) -> None:
@@ -58,6 +60,7 @@ class FakeKeyStore:
         self._key_hashes: dict[str, str] = {}
         self._usage: dict[tuple[str, str], int] = {}
         self._audit: list[AuditEvent] = []
+        self._attempts: list[tuple[str, str, datetime]] = []
         self._idempotency: dict[str, IdempotencyRecord] = {}
         self._oauth_clients: dict[str, OAuthClient] = {}
         self._oauth_codes: dict[str, AuthorizationCode] = {}
@@ -318,14 +321,26 @@ class FakeKeyStore:
         with self._lock:
             self._audit.append(event)
 
-    def count_audit(self, event: str, subject: str, since: datetime) -> int:
-        with self._lock:
-            return sum(1 for e in self._audit if e.event == event and e.subject == subject and e.at >= since)
-
     def list_audit(self, account_id: str) -> list[AuditEvent]:
         with self._lock:
             mine = [e for e in self._audit if e.account_id == account_id]
         return sorted(mine, key=lambda e: e.at)
+
+    def audit_trail(self) -> list[AuditEvent]:
+        """For tests: every line, of any account or none, in the order written."""
+        with self._lock:
+            return list(self._audit)
+
+    # --- attempt counts (forgotten past ATTEMPT_RETENTION) -----------------------------------------
+
+    def add_attempt(self, event: str, subject: str, at: datetime) -> None:
+        with self._lock:
+            self._attempts = [a for a in self._attempts if a[2] >= at - ATTEMPT_RETENTION]
+            self._attempts.append((event, subject, at))
+
+    def count_attempts(self, event: str, subject: str, since: datetime) -> int:
+        with self._lock:
+            return sum(1 for e, s, at in self._attempts if e == event and s == subject and at >= since)
 
     # --- idempotency -----------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from sqlite_utils import Database
 from adapters.store.read_cache import ReadCache
 from adapters.store.session_cipher import SessionCipher
 from adapters.store.sqlite_accounts import SqliteAccountRecords
+from adapters.store.sqlite_attempts import SqliteAttemptCounts
 from adapters.store.sqlite_connections import ThreadConnections
 from adapters.store.sqlite_oauth import SqliteOAuthRecords
 from adapters.store.sqlite_schema import connect
@@ -68,7 +69,7 @@ _KEYS_OF = _KEY + " WHERE account_id = ? ORDER BY created_at, rowid"
 T = TypeVar("T")
 
 
-class SqliteKeyStore(SqliteAccountRecords, SqliteOAuthRecords):
+class SqliteKeyStore(SqliteAccountRecords, SqliteAttemptCounts, SqliteOAuthRecords):
     """``SqliteKeyStore(path, secret)``: ``path`` is the database file (its folder is created and the
     file opened lazily, per thread), ``secret`` the service secret from which the session encryption
     key is derived. ``SqliteKeyStore.open`` does the same eagerly."""
@@ -346,13 +347,6 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteOAuthRecords):
             "INSERT INTO audit (at, event, account_id, key_id, subject, detail) VALUES (?, ?, ?, ?, ?, ?)",
             (_ts(event.at), event.event, event.account_id, event.key_id, event.subject, event.detail),
         )
-
-    def count_audit(self, event: str, subject: str, since: datetime) -> int:
-        row = self._one(
-            "SELECT count(*) FROM audit WHERE event = ? AND subject = ? AND at >= ?",
-            (event, subject, _ts(since)),
-        )
-        return int(row[0]) if row else 0
 
     def list_audit(self, account_id: str) -> list[AuditEvent]:
         rows = self._db.execute(

@@ -150,7 +150,19 @@ _V4 = (
     "CREATE INDEX IF NOT EXISTS web_sessions_expiry ON web_sessions (expires_at)",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
+# Version 5: attempt counts that bounds are checked against, kept a day (``AttemptCounts``). Until then
+# they were audit rows, kept for good although strangers write them.
+_V5 = (
+    """CREATE TABLE IF NOT EXISTS attempts (
+        event TEXT NOT NULL,
+        subject TEXT NOT NULL,  -- a hashed name, never an email in clear
+        at TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS attempts_event_subject_at ON attempts (event, subject, at)",
+    "CREATE INDEX IF NOT EXISTS attempts_at ON attempts (at)",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

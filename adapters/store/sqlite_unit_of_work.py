@@ -55,7 +55,8 @@ class UnitDepth:
 class SqliteUnitOfWork:
     def __init__(self, store: KeyStore, transactional: _Transactional, depth: UnitDepth) -> None:
         # Every role is served by the store itself, on the thread's connection inside the transaction.
-        self.store = self.accounts = self.connections = self.keys = self.audit = self.oauth = self.idempotency = store
+        self.store = self.accounts = self.connections = self.keys = self.audit = self.attempts = store
+        self.oauth = self.idempotency = store
         self._transactional = transactional
         self._depth = depth
         self._committed = False

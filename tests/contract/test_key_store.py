@@ -27,6 +27,7 @@ from community_api.model import (
     WebSession,
 )
 from community_api.ports import KeyStore
+from community_api.store_ports import ATTEMPT_RETENTION
 from fakes.key_store import FakeKeyStore
 
 # Microseconds on purpose: they must survive the round trip.
@@ -408,16 +409,27 @@ def test_last_used_only_moves_forward(store: KeyStore) -> None:
 # --- audit ---------------------------------------------------------------------------------------
 
 
-def test_count_audit_counts_from_since_inclusive(store: KeyStore) -> None:
+def test_count_attempts_counts_from_since_inclusive(store: KeyStore) -> None:
     for minutes in (0, 5, 10):
-        store.add_audit(AuditEvent(at=T0 + timedelta(minutes=minutes), event="login.failed", subject="email:a"))
-    store.add_audit(AuditEvent(at=T0 + timedelta(minutes=6), event="login.failed", subject="email:b"))
-    store.add_audit(AuditEvent(at=T0 + timedelta(minutes=6), event="key.refused", subject="email:a"))
-    assert store.count_audit("login.failed", "email:a", T0) == 3
-    assert store.count_audit("login.failed", "email:a", T0 + timedelta(minutes=5)) == 2
-    assert store.count_audit("login.failed", "email:a", T0 + timedelta(minutes=5, microseconds=1)) == 1
-    assert store.count_audit("login.failed", "email:a", T0 + timedelta(minutes=11)) == 0
-    assert store.count_audit("login.failed", "email:zzz", T0) == 0
+        store.add_attempt("login.attempt", "login-email:a", T0 + timedelta(minutes=minutes))
+    store.add_attempt("login.attempt", "login-email:b", T0 + timedelta(minutes=6))
+    store.add_attempt("login.succeeded", "login-email:a", T0 + timedelta(minutes=6))
+    assert store.count_attempts("login.attempt", "login-email:a", T0) == 3
+    assert store.count_attempts("login.attempt", "login-email:a", T0 + timedelta(minutes=5)) == 2
+    assert store.count_attempts("login.attempt", "login-email:a", T0 + timedelta(minutes=5, microseconds=1)) == 1
+    assert store.count_attempts("login.attempt", "login-email:a", T0 + timedelta(minutes=11)) == 0
+    assert store.count_attempts("login.attempt", "login-email:zzz", T0) == 0
+    assert store.count_attempts("login.succeeded", "login-email:a", T0) == 1
+
+
+def test_attempt_counts_are_forgotten_past_their_retention(store: KeyStore) -> None:
+    """Strangers write them (each failed sign-in counted three ways): kept a day, not for good."""
+    for n in range(50):
+        store.add_attempt("login.attempt", f"login-addr:{n}", T0)
+    store.add_attempt("login.attempt", "login-addr:0", T0 + ATTEMPT_RETENTION)
+    assert store.count_attempts("login.attempt", "login-addr:0", T0) == 2  # exactly a day old: still kept
+    store.add_attempt("login.attempt", "login-addr:late", T0 + ATTEMPT_RETENTION + timedelta(microseconds=1))
+    assert sum(store.count_attempts("login.attempt", f"login-addr:{n}", T0) for n in range(50)) == 1
 
 
 def test_list_audit_of_an_account_oldest_first(store: KeyStore) -> None:
@@ -532,7 +544,7 @@ def test_unknown_ids_answer_none(store: KeyStore) -> None:
     assert store.find_keys_by_prefix("nope0000") == []
     assert store.list_keys("acc_404") == []
     assert store.list_audit("acc_404") == []
-    assert store.count_audit("login.failed", "x", T0) == 0
+    assert store.count_attempts("login.attempt", "x", T0) == 0
     assert store.key_usage("key_404", "2026-11-01") == KeyUsage(0, 0, 0)
     store.delete_web_session("nope")
     store.set_active_connection("acc_404", "con_404")

@@ -154,3 +154,21 @@ def test_sign_ups_refused_as_taken_are_counted_per_address() -> None:
     assert sign_up("203.0.113.51", "fresh@example.com") == 201
     world.clock.advance(minutes=61)
     assert sign_up("203.0.113.50", "another@example.com") == 201
+
+
+def test_failed_sign_ins_are_counted_for_a_day_and_never_kept_on_the_audit_trail(world: World) -> None:
+    """Strangers send them: written to the append-only audit, each failure stayed three rows for good
+    (a botnet or an IPv6 range could grow the database without end). Counted a day; the trail keeps
+    one line per successful sign-in, naming the account."""
+    world.sign_up(OWNER)
+    for n in range(40):
+        assert attempt(world, f"2001:db8:{n:x}::1", email=f"guess{n}@example.com").status_code == 401
+    assert [e.event for e in world.store.audit_trail() if e.event.startswith("login.")] == ["login.succeeded"]
+    for _ in range(5):
+        assert attempt(world, "198.51.100.1").status_code == 401
+    assert attempt(world, "198.51.100.1").status_code == 429  # still counted
+    world.clock.advance(days=1, seconds=1)
+    assert attempt(world, "198.51.100.1", password=PASSWORD).status_code == 200
+    trail = [e for e in world.store.audit_trail() if e.event.startswith("login.")]
+    assert [(e.event, e.subject) for e in trail] == [("login.succeeded", None)] * 2
+    assert all(e.account_id for e in trail)
