@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
@@ -69,6 +70,10 @@ _KEYS_OF = _KEY + " WHERE account_id = ? ORDER BY created_at, rowid"
 T = TypeVar("T")
 
 
+# How long a successful readiness write vouches for the database (``ready``).
+READY_VOUCH_SECONDS = 1.0
+
+
 class SqliteKeyStore(SqliteAccountRecords, SqliteAttemptCounts, SqliteOAuthRecords):
     """``SqliteKeyStore(path, secret)``: ``path`` is the database file (its folder is created and the
     file opened lazily, per thread), ``secret`` the service secret from which the session encryption
@@ -83,6 +88,7 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteAttemptCounts, SqliteOAuthRecor
         self._connections = ThreadConnections(self._path, busy_timeout_ms)
         self._reads = ReadCache(lambda: self._db.conn, self._path)
         self._units = UnitDepth()
+        self._ready_at = -READY_VOUCH_SECONDS  # when ``ready`` last saw a write commit (time.monotonic)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], secret: str, *, busy_timeout_ms: int = 5000) -> SqliteKeyStore:
@@ -117,7 +123,12 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteAttemptCounts, SqliteOAuthRecor
 
     def ready(self) -> str | None:
         """Commits one row (the time of the check): the file, its folder and the write lock all take a
-        write now. A held lock is waited for up to the busy timeout. SQLite's messages name no secret."""
+        write now. A held lock is waited for up to the busy timeout. SQLite's messages name no secret.
+
+        A success vouches for ``READY_VOUCH_SECONDS``: ``GET /readyz`` is open to anyone, and a write per
+        probe let a flood of them hold the write lock and make every worker's read cache read afresh."""
+        if time.monotonic() - self._ready_at < READY_VOUCH_SECONDS:
+            return None
         try:
             with self._immediate() as db:
                 db.conn.execute(
@@ -126,6 +137,7 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteAttemptCounts, SqliteOAuthRecor
                 )
         except sqlite3.Error as error:
             return f"the database does not take a write: {error}"
+        self._ready_at = time.monotonic()
         return None
 
     def _begin(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
@@ -21,7 +22,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from adapters.store.sqlite_key_store import SqliteKeyStore
+from adapters.store.sqlite_key_store import READY_VOUCH_SECONDS, SqliteKeyStore
 from adapters.store.sqlite_schema import SCHEMA_VERSION
 from community_api.keys import display_prefix, generate_secret, hash_secret
 from community_api.model import (
@@ -365,6 +366,7 @@ def test_ready_commits_a_write_and_names_why_it_cannot(tmp_path: Path) -> None:
     assert store.ready() is None
     with sqlite3.connect(path) as other:
         assert other.execute("SELECT count(*) FROM health_checks").fetchone() == (1,)
+    time.sleep(READY_VOUCH_SECONDS)  # past what the success vouches for
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
@@ -373,3 +375,22 @@ def test_ready_commits_a_write_and_names_why_it_cannot(tmp_path: Path) -> None:
         holder.execute("ROLLBACK")
         holder.close()
     assert store.ready() is None
+
+
+def test_a_flood_of_readiness_checks_writes_once_a_second(tmp_path: Path) -> None:
+    """``GET /readyz`` is open to anyone: a write per probe let a flood hold the write lock and make every
+    worker's read cache read afresh. A success vouches for a second."""
+    path = tmp_path / "ready.sqlite3"
+    store = SqliteKeyStore(path, "s" * 40)
+
+    def checked_at() -> str:
+        with closing(sqlite3.connect(path)) as other:
+            return str(other.execute("SELECT checked_at FROM health_checks").fetchone()[0])
+
+    assert store.ready() is None
+    first = checked_at()
+    for _ in range(200):
+        assert store.ready() is None
+    assert checked_at() == first
+    time.sleep(READY_VOUCH_SECONDS)
+    assert store.ready() is None and checked_at() > first
