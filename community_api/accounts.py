@@ -138,7 +138,8 @@ def _taken_count(store: KeyStore, clock: Clock, bound: guard.Bound) -> int:
 
 def _taken_refusal(bound: guard.Bound) -> RateLimited:
     return RateLimited(
-        "too many sign-ups refused from this address; try again later", int(bound.window.total_seconds())
+        f"too many sign-ups refused from this address: try again in {int(bound.window.total_seconds()) // 60} minutes",
+        int(bound.window.total_seconds()),
     )
 
 

@@ -55,7 +55,7 @@ LINK_PER_ACCOUNT = (10, timedelta(minutes=15))
 LINK_PER_ADDRESS = (20, timedelta(minutes=15))
 LINK_PER_PLATFORM_EMAIL = (5, timedelta(minutes=15))
 LINK_EVENTS = ("link.attempt", "link.cleared")
-LINK_REFUSAL = "too many refused attempts to link a platform account; try again later"
+LINK_REFUSAL = "too many refused attempts to link a platform account"
 
 
 def _link_bounds(account_id: str, link: LinkRequest, client_address: str | None) -> tuple[guard.Bound, ...]:

@@ -127,10 +127,11 @@ def admit(
     bounds: Sequence[Bound],
     *,
     events: tuple[str, str] = (ATTEMPT, SUCCEEDED),
-    refusal: str = "too many failed sign-ins; try again later",
+    refusal: str = "too many failed sign-ins",
 ) -> None:
-    """Count one attempt against every bound, or raise ``RateLimited`` (``refusal``) counting nothing: one
-    step. ``events``: the audit events of an attempt and of one that no longer counts (``succeeded``)."""
+    """Count one attempt against every bound, or raise ``RateLimited`` (``refusal``, and when to try again)
+    counting nothing: one step. ``events``: the counted events of an attempt and of one that no longer
+    counts (``succeeded``)."""
     attempt, cleared = events
     now = clock.now()
     with store.unit_of_work() as uow:
@@ -141,7 +142,8 @@ def admit(
                 cleared, bound.subject, since
             )
             if used >= bound.limit:
-                raise RateLimited(refusal, int(bound.window.total_seconds()), bound=bound.kind)
+                wait = int(bound.window.total_seconds())
+                raise RateLimited(f"{refusal}: try again in {wait // 60} minutes", wait, bound=bound.kind)
         for bound in bounds:
             uow.attempts.add_attempt(attempt, bound.subject, now)
         uow.commit()

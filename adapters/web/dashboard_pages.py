@@ -82,6 +82,8 @@ class ConnectionsPage(WebResource):
             link = structure_body(body, connections.LinkRequest)
             connections.link_connection(self.deps, account.id, link, self.client(req))
         except ServiceError as error:
+            if error.code == "rate_limited":
+                resp.set_header("Retry-After", str(error.details.get("retryAfter", 60)))
             self._show(req, resp, account, error=error.message, status=status_of(error))
             return
         self.redirect(req, resp, "/connections?notice=linked")

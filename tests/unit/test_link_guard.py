@@ -96,4 +96,5 @@ def test_the_dashboard_form_is_held_back_too(world: World) -> None:
         assert submit("a guess").status_code == 400
     page = submit("sandbox")
     assert page.status_code == 429
-    assert "too many refused attempts to link a platform account" in page.text
+    assert "too many refused attempts to link a platform account: try again in 15 minutes" in page.text
+    assert page.headers["retry-after"] == "900"
