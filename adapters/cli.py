@@ -229,14 +229,19 @@ def keys_revoke(args: argparse.Namespace) -> int:
     from community_api.oauth import ACCESS_PREFIX, REFRESH_PREFIX, revoke_leaked_token
 
     _apply_common(args)
-    store = open_store(load_settings())
+    settings = load_settings()
+    store = open_store(settings)
+    emails = {account.id: account.email for account in store.list_accounts()}
+    if not emails:  # every key belongs to an account: this is not the service's database
+        raise SettingsError(
+            f"the database {settings.db} has no accounts: set COMMUNITY_API_DB to the service's database"
+        )
     if sys.stdin.isatty():
         values = [getpass.getpass("The leaked key (not shown): ")]
     else:
         values = [line for line in sys.stdin.read().splitlines() if line.strip()]
     if not values:
         raise SettingsError("no key given: pipe the leaked keys in, one per line")
-    emails = {account.id: account.email for account in store.list_accounts()}
     all_found = True
     for value in values:
         shown = f"{value.strip()[:12]}…"  # the prefix a key list shows; never the whole value

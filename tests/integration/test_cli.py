@@ -343,6 +343,10 @@ def test_keys_revoke_ends_leaked_keys_given_by_value(tmp_path: Path) -> None:
     assert again.returncode == 0 and "already ended" in again.stdout
     nothing = run("keys", "revoke", stdin="", env=env)
     assert nothing.returncode == 2 and "no key given" in nothing.stderr
+    # COMMUNITY_API_DB forgotten: an empty database is said to be one, not "no key has this value".
+    elsewhere = {**env, "COMMUNITY_API_DB": str(tmp_path / "other.sqlite3")}
+    wrong = run("keys", "revoke", stdin=leaked + "\n", env=elsewhere)
+    assert wrong.returncode == 2 and "has no accounts" in wrong.stderr and "COMMUNITY_API_DB" in wrong.stderr
 
 
 def test_a_leaked_key_typed_at_a_terminal_is_not_shown(tmp_path: Path) -> None:
