@@ -94,32 +94,33 @@ def create_account(
     client_address: str | None = None,
     hasher: PasswordHasher = DEFAULT_HASHER,
 ) -> Account:
-    """Create an account. ``client_address`` (None from the command line) is counted when its sign-ups are
-    refused as taken: 10 an hour, then 429, so nobody can learn which emails have accounts in bulk."""
+    """Create an account. ``client_address`` (None from the command line) is counted, 10 an hour each,
+    then 429: sign-ups refused as taken (so nobody can learn which emails have accounts in bulk), and
+    accounts created (so that open sign-up cannot be used to make accounts by the thousand)."""
     closed = Forbidden("sign-up is closed on this service; ask its operator for an account")
     if not signup_enabled and store.count_accounts() > 0:
         raise closed  # before the slow hash; the step below checks again, atomically
     email, password = credentials.address, credentials.password
-    taken_by = (
-        None
-        if client_address is None
-        else guard.Bound("signup-taken", guard.client_key(client_address), *TAKEN_PER_ADDRESS)
-    )
-    if taken_by is not None and _taken_count(store, clock, taken_by) >= taken_by.limit:
-        raise _taken_refusal(taken_by)  # before the slow hash
+    where = None if client_address is None else guard.client_key(client_address)
+    taken_by = None if where is None else guard.Bound("signup-taken", where, *TAKEN_PER_ADDRESS)
+    created_by = None if where is None else guard.Bound("signup-created", where, *CREATED_PER_ADDRESS)
+    for event, bound in ((SIGNUP_TAKEN, taken_by), (SIGNUP_CREATED, created_by)):
+        if bound is not None and _count(store, clock, event, bound) >= bound.limit:
+            raise _refusal(event, bound)  # before the slow hash
     password_hash = hasher.hash(password)  # slow on purpose: before the step, not inside it
     # One step: "no account yet" and "this email is free" still hold when the account is written, so
-    # two first sign-ups at once cannot both find the service empty.
+    # two first sign-ups at once cannot both find the service empty; the counts are checked and added in
+    # it, so sign-ups sent at once cannot pass a bound.
     with store.unit_of_work() as uow:
         if not signup_enabled and uow.accounts.count_accounts() > 0:
             raise closed
         account = Account(id=new_id("acc"), email=email, created_at=clock.now())
         taken = uow.accounts.find_account_by_email(email) is not None
-        if taken and taken_by is not None:
-            if _taken_count(uow.store, clock, taken_by) >= taken_by.limit:
-                raise _taken_refusal(taken_by)
-            # Counted in the step (so refusals at once cannot pass the bound), and kept: the step commits.
-            uow.attempts.add_attempt(SIGNUP_TAKEN, taken_by.subject, clock.now())
+        event, bound = (SIGNUP_TAKEN, taken_by) if taken else (SIGNUP_CREATED, created_by)
+        if bound is not None:
+            if _count(uow.store, clock, event, bound) >= bound.limit:
+                raise _refusal(event, bound)
+            uow.attempts.add_attempt(event, bound.subject, clock.now())  # kept: the step commits
         if not taken:
             uow.accounts.add_account(account, password_hash)
         uow.commit()
@@ -129,18 +130,22 @@ def create_account(
 
 
 SIGNUP_TAKEN = "signup.taken"
+SIGNUP_CREATED = "signup.created"
 TAKEN_PER_ADDRESS = (10, timedelta(hours=1))
+CREATED_PER_ADDRESS = (10, timedelta(hours=1))
+_REFUSALS = {
+    SIGNUP_TAKEN: "too many sign-ups refused from this address",
+    SIGNUP_CREATED: "too many accounts created from this address",
+}
 
 
-def _taken_count(store: KeyStore, clock: Clock, bound: guard.Bound) -> int:
-    return store.count_attempts(SIGNUP_TAKEN, bound.subject, clock.now() - bound.window)
+def _count(store: KeyStore, clock: Clock, event: str, bound: guard.Bound) -> int:
+    return store.count_attempts(event, bound.subject, clock.now() - bound.window + timedelta(microseconds=1))
 
 
-def _taken_refusal(bound: guard.Bound) -> RateLimited:
-    return RateLimited(
-        f"too many sign-ups refused from this address: try again in {int(bound.window.total_seconds()) // 60} minutes",
-        int(bound.window.total_seconds()),
-    )
+def _refusal(event: str, bound: guard.Bound) -> RateLimited:
+    wait = int(bound.window.total_seconds())
+    return RateLimited(f"{_REFUSALS[event]}: try again in {wait // 60} minutes", wait, bound=bound.kind)
 
 
 def sign_in(

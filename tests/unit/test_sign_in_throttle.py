@@ -156,6 +156,27 @@ def test_sign_ups_refused_as_taken_are_counted_per_address() -> None:
     assert sign_up("203.0.113.50", "another@example.com") == 201
 
 
+def test_accounts_created_are_counted_per_address_when_sign_up_is_open() -> None:
+    """Open sign-up made accounts without limit from one address (a script could make thousands, each
+    then linking platform accounts): ten an hour per address (an IPv6 client by its /64), then 429."""
+    world = build_world(signup=True)
+
+    def sign_up(address: str, email: str) -> falcon.testing.Result:
+        return world.client.simulate_post(
+            "/v1/accounts", json={"email": email, "password": PASSWORD}, remote_addr=address
+        )
+
+    assert [sign_up("2001:db8:1:2::7", f"p{n}@example.com").status_code for n in range(10)] == [201] * 10
+    held = sign_up("2001:db8:1:2::8", "p10@example.com")  # the same /64
+    assert held.status_code == 429 and held.headers["Retry-After"] == "3600"
+    assert held.json["error"]["message"] == "too many accounts created from this address: try again in 60 minutes"
+    assert held.json["error"]["details"]["bound"] == "signup-created"
+    assert world.store.count_accounts() == 10
+    assert sign_up("2001:db8:1:3::1", "p10@example.com").status_code == 201  # another /64
+    world.clock.advance(hours=1)
+    assert sign_up("2001:db8:1:2::7", "p11@example.com").status_code == 201
+
+
 def test_failed_sign_ins_are_counted_for_a_day_and_never_kept_on_the_audit_trail(world: World) -> None:
     """Strangers send them: written to the append-only audit, each failure stayed three rows for good
     (a botnet or an IPv6 range could grow the database without end). Counted a day; the trail keeps
