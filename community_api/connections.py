@@ -21,7 +21,7 @@ import attrs
 from community_api import sign_in_guard as guard
 from community_api.commands import at_most, blank_as_none, expects
 from community_api.deps import Deps
-from community_api.errors import InvalidRequest, NotFound
+from community_api.errors import InvalidRequest, NotFound, RateLimited
 from community_api.ids import new_id
 from community_api.model import CONNECTION_ACTIVE, KEY_CONNECTOR, ApiKey, AuditEvent, Connection
 
@@ -76,7 +76,12 @@ def link_connection(deps: Deps, account_id: str, link: LinkRequest, client_addre
     elif link.email is None or link.password is None:
         raise InvalidRequest("give the platform account's email and password, or a sessionToken")
     bounds = _link_bounds(account_id, link, client_address)
-    guard.admit(deps.store, deps.clock, bounds, events=LINK_EVENTS, refusal=LINK_REFUSAL)
+    try:
+        guard.admit(deps.store, deps.clock, bounds, events=LINK_EVENTS, refusal=LINK_REFUSAL)
+    except RateLimited as held:
+        if held.details.get("bound") == "link-email":  # held for this platform email, by whoever guessed
+            held.message += ", or link it now with a session token (the platform's session cookie)"
+        raise
     try:
         if link.session_token is not None:
             linked = deps.gateway.adopt_session(link.session_token)

@@ -34,6 +34,9 @@ def test_the_sixth_refused_password_for_one_platform_email_is_held_back(world: W
     held = link(world, owner, email=ALICE, password="sandbox")
     assert held.status_code == 429, held.text
     assert held.headers["Retry-After"] == "900" and held.json["error"]["details"]["bound"] == "link-email"
+    assert held.json["error"]["message"].endswith(
+        "try again in 15 minutes, or link it now with a session token (the platform's session cookie)"
+    )
     assert world.gateway.calls["login"] == 5  # the held attempt never reached the platform
     # Nor from another account and address: the platform account is what is guarded.
     stranger = another_account(world, "stranger@example.com")
