@@ -140,7 +140,7 @@ _REFUSALS = {
 
 
 def _count(store: KeyStore, clock: Clock, event: str, bound: guard.Bound) -> int:
-    return store.count_attempts(event, bound.subject, clock.now() - bound.window + timedelta(microseconds=1))
+    return store.count_attempts(event, bound.subject, bound.since(clock.now()))
 
 
 def _refusal(event: str, bound: guard.Bound) -> RateLimited:

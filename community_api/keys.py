@@ -252,11 +252,7 @@ def revoke_leaked_key(store: KeyStore, clock: Clock, presented: str) -> LeakedKe
     presented = presented.strip()
     if not has_valid_shape(presented):
         raise InvalidRequest("not an API key: cda_ followed by 49 letters and digits whose checksum holds")
-    wanted = hash_secret(presented)
-    match = None
-    for candidate, stored_hash in store.find_keys_by_prefix(display_prefix(presented)):
-        if hmac.compare_digest(stored_hash, wanted):
-            match = candidate
+    match = _key_of_value(store, presented)
     if match is None:
         return LeakedKey(None, was_live=False)
     was_live = match.is_live(clock.now())
@@ -293,12 +289,8 @@ def authenticate_key(store: KeyStore, clock: Clock, presented: str, refusals: Re
     """
     if not has_valid_shape(presented):
         raise Unauthorized(UNAUTHORIZED_MESSAGE)
-    wanted = hash_secret(presented)
     prefix = display_prefix(presented)
-    match = None
-    for candidate, stored_hash in store.find_keys_by_prefix(prefix):
-        if hmac.compare_digest(stored_hash, wanted):
-            match = candidate
+    match = _key_of_value(store, presented)
     now = clock.now()
     if match is None or not match.is_live(now):
         reason = "unknown" if match is None else ("revoked" if match.revoked_at else "expired")
@@ -314,6 +306,17 @@ def authenticate_key(store: KeyStore, clock: Clock, presented: str, refusals: Re
             ),
         )
         raise Unauthorized(UNAUTHORIZED_MESSAGE)
+    return match
+
+
+def _key_of_value(store: KeyStore, presented: str) -> ApiKey | None:
+    """The key whose value is ``presented`` (well-formed), live or not: looked up by its display prefix,
+    then every candidate's stored hash compared in constant time (never a look-up by the hash itself)."""
+    wanted = hash_secret(presented)
+    match = None
+    for candidate, stored_hash in store.find_keys_by_prefix(display_prefix(presented)):
+        if hmac.compare_digest(stored_hash, wanted):
+            match = candidate
     return match
 
 

@@ -52,6 +52,11 @@ class Bound:
     def subject(self) -> str:
         return f"login-{self.kind}:{hashlib.sha256(self.value.encode()).hexdigest()[:32]}"
 
+    def since(self, now: datetime) -> datetime:
+        """Where the window starts: an attempt exactly one window old no longer counts, so that
+        ``Retry-After`` (the window) holds."""
+        return now - self.window + timedelta(microseconds=1)
+
 
 PER_PAIR = (5, timedelta(minutes=15))
 PER_ADDRESS = (20, timedelta(minutes=15))
@@ -136,8 +141,7 @@ def admit(
     now = clock.now()
     with store.unit_of_work() as uow:
         for bound in bounds:
-            # An attempt exactly one window old no longer counts, so that ``Retry-After`` (the window) holds.
-            since = now - bound.window + timedelta(microseconds=1)
+            since = bound.since(now)
             used = uow.attempts.count_attempts(attempt, bound.subject, since) - uow.attempts.count_attempts(
                 cleared, bound.subject, since
             )

@@ -107,9 +107,7 @@ class PlatformClient:
                             "the browser failed during a write: it may or may not have reached the platform"
                         ) from None
         except PoolBusy as error:
-            busy = PlatformUnavailable(f"no browser is free: {error}")
-            busy.may_have_acted = False  # nothing was sent: a retry under the same Idempotency-Key may act
-            raise busy from None
+            raise _no_browser(error) from None
         raise AssertionError("unreachable")
 
     def _retry_server_errors(self, browser: Browser, reqs: Sequence[Req], resps: list[Resp]) -> None:
@@ -201,9 +199,7 @@ class PlatformClient:
         except PoolBusy as error:
             if started:
                 raise
-            busy = PlatformUnavailable(f"no browser is free: {error}")
-            busy.may_have_acted = False
-            raise busy from None
+            raise _no_browser(error) from None
         except BrowserFailure as error:
             if started:
                 raise
@@ -278,6 +274,12 @@ class PlatformClient:
             except ConnectionExpired:
                 raise InvalidRequest("the platform session token is not valid (unknown or expired)") from None
         return LinkedAccount(user=user, session_token=token)
+
+
+def _no_browser(error: PoolBusy) -> PlatformUnavailable:
+    busy = PlatformUnavailable(f"no browser is free: {error}")
+    busy.may_have_acted = False  # nothing was sent: a retry under the same Idempotency-Key may act
+    return busy
 
 
 def _self_from(resp: Resp) -> PlatformUser:
