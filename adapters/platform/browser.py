@@ -76,6 +76,8 @@ class Browser:
 
     ``on_origin``: a page of the platform is loaded and its firewall script has run. ``token``: the
     ``auth_token`` cookie set in it. ``build_id``: the Next.js build id read from the last page loaded.
+    ``scripts`` and ``carried``: the scripts run in the page since it was loaded, and the characters of
+    their answers (the page keeps them: ``page_fetch.RELOAD_AFTER_BYTES``).
     """
 
     def __init__(self, driver: WebDriver, cleanup: Callable[[], None] | None = None) -> None:
@@ -84,6 +86,8 @@ class Browser:
         self.on_origin = False
         self.token: str | None = None
         self.build_id: str | None = None
+        self.scripts = 0
+        self.carried = 0
         # Chromium's own processes, known while its driver lives: ended by PID if the driver dies first.
         self._started = [(pid, procfs.start_time(pid)) for pid in self.pids()]
 
