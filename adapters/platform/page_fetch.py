@@ -259,6 +259,7 @@ class PageRunner:
         elif check_alive:
             try:
                 browser.driver.execute_script("return 1")
+                browser.scripts += 1  # its answer stays in the page too
             except DRIVER_ERRORS as error:
                 raise BrowserFailure(f"the browser does not answer: {type(error).__name__}") from error
         if browser.token != token:
