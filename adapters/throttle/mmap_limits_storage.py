@@ -37,6 +37,7 @@ machine crash may lose its last seconds of entries. Do not delete it while the s
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import mmap
@@ -91,6 +92,19 @@ def _first_slots(capacity: int) -> int:
 # operation than asking for the process id.)
 _forks = [0]
 os.register_at_fork(after_in_child=lambda: _forks.__setitem__(0, _forks[0] + 1))
+
+
+def _allocate(fd: int, size: int) -> None:
+    """Give the file's first ``size`` bytes their disk blocks (a no-op where they have them). A file
+    system that cannot (some network ones) keeps the file as it is."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as error:
+        if error.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+            raise
+
+
+_ZEROS = bytes(1 << 20)  # what a table is cleared with, a MiB at a time
 
 
 class _Mapping:
@@ -195,18 +209,32 @@ class MmapStorage(Storage, MovingWindowSupport):
             self._map(mapping, capacity, slots)
 
     def _make(self, mapping: _Mapping, capacity: int, slots: int) -> None:
-        """An empty table of ``slots`` slots (the file is cut to its header first, so every slot reads as
-        zeros: empty)."""
-        os.ftruncate(mapping.fd, 0)
-        os.ftruncate(mapping.fd, _HEADER_SIZE + slots * (_SLOT.size + _ENTRY.size * capacity))
-        os.pwrite(mapping.fd, _HEADER.pack(MAGIC, capacity, slots, 0), 0)
+        """An empty table of ``slots`` slots, every slot zeros (empty). The blocks are allocated first: on a
+        full disk this raises ``OSError`` and leaves the file, and the table in it, as they were."""
+        whole = _HEADER_SIZE + slots * (_SLOT.size + _ENTRY.size * capacity)
+        _allocate(mapping.fd, whole)
+        if os.fstat(mapping.fd).st_size > whole:
+            os.ftruncate(mapping.fd, whole)
         self._map(mapping, capacity, slots)
+        table = mapping.map
+        assert table is not None
+        for start in range(0, whole, len(_ZEROS)):
+            end = min(whole, start + len(_ZEROS))
+            table[start:end] = _ZEROS[: end - start]
+        _HEADER.pack_into(table, 0, MAGIC, capacity, slots, 0)
 
     @staticmethod
     def _map(mapping: _Mapping, capacity: int, slots: int) -> None:
+        size = os.fstat(mapping.fd).st_size
+        # Every block of the file is allocated before it is mapped. The file is made by extending it
+        # (sparse), and the first write to a page without a block, on a full disk, is not an error
+        # but SIGBUS: the worker died mid-request, and so did the next one that touched a new slot.
+        # Allocated now, a full disk is an OSError here, once, and the mapping is never used.
+        _allocate(mapping.fd, size)
         if mapping.map is not None:
             mapping.map.close()
-        mapping.map = mmap.mmap(mapping.fd, os.fstat(mapping.fd).st_size)
+            mapping.map = None
+        mapping.map = mmap.mmap(mapping.fd, size)
         mapping.capacity, mapping.slots = capacity, slots
         mapping.slot_size = _SLOT.size + _ENTRY.size * capacity
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -171,3 +173,75 @@ def test_the_read_pace_step_answers_as_its_three_separate_calls_would(
     frozen.tick(30)  # the hold expires with its counter
     assert storage.acquire_entry_unless_held("hold", "reads", 3, 60) == (0.0, True)
     assert storage.get_moving_window("reads", 3, 60)[1] == 3
+
+
+def holes(path: Path) -> int:
+    """Bytes of the file that have no disk block (a sparse file's holes)."""
+    stat = path.stat()
+    return max(0, stat.st_size - stat.st_blocks * 512)
+
+
+def test_every_block_of_the_file_is_allocated_made_grown_or_inherited(path: Path) -> None:
+    # A page without a block, written through the mapping on a full disk, is SIGBUS: the worker dies.
+    storage = open_storage(path)
+    storage.acquire_entry("first", 10, 60)
+    assert path.stat().st_size > 0 and holes(path) == 0
+    size = path.stat().st_size
+    for n in range(1500):  # past the first table: it is rebuilt twice as large
+        storage.acquire_entry(f"key {n}", 10, 60)
+    assert path.stat().st_size > size and holes(path) == 0
+    # A file an earlier version left sparse is given its blocks by the first process that maps it.
+    os.truncate(path, 0)
+    os.truncate(path, 1 << 20)
+    os.pwrite(os.open(path, os.O_RDWR), b"not a table", 0)
+    assert holes(path) > 0
+    open_storage(path).acquire_entry("first", 10, 60)
+    assert holes(path) == 0
+
+
+FULL_DISK = r"""
+import os, sys
+from adapters.throttle.mmap_limits_storage import MmapStorage
+folder = sys.argv[1]
+os.system(f"mount -t tmpfs -o size=3M none {folder}")
+storage = MmapStorage(f"mmap://{folder}/throttle.mmap")
+for _ in range(3):
+    storage.acquire_entry("kept", 10, 60)
+fd = os.open(f"{folder}/filler", os.O_WRONLY | os.O_CREAT)
+try:
+    while True:
+        os.write(fd, bytes(4096))
+except OSError:
+    pass
+refused = 0
+for n in range(2000):  # far more slots than the first table holds: it must grow, and cannot
+    try:
+        storage.acquire_entry(f"key {n}", 10, 60)
+    except OSError:
+        refused += 1
+os.close(fd)
+os.remove(f"{folder}/filler")
+storage.acquire_entry("after", 10, 60)
+print(refused, storage.get_moving_window("kept", 10, 60)[1], storage.get_moving_window("after", 10, 60)[1])
+"""
+
+
+def test_a_full_disk_is_an_error_of_the_storage_not_a_dead_process(tmp_path: Path) -> None:
+    """On a 3 MiB file system, filled once the first table (1 MiB) is made: the table cannot grow.
+    Before, the process died of SIGBUS."""
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("no mount namespace on this machine (unshare -m): a small file system cannot be made")
+    folder = tmp_path / "small"
+    folder.mkdir()
+    ran = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", sys.executable, "-c", FULL_DISK, str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert ran.returncode == 0, (ran.returncode, ran.stderr[-2000:])  # -7 before: SIGBUS
+    refused, kept, after = map(int, ran.stdout.split())
+    assert refused > 0  # an OSError for each key that needed a larger table
+    assert kept == 3  # the table in the file survived the failed growth
+    assert after == 1  # and with room again, the storage works
