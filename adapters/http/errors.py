@@ -14,6 +14,8 @@ import falcon
 
 from adapters.http.body import UnsupportedContentCoding
 from adapters.http.request_log import log_error
+from adapters.storage_failure import CODE as STORAGE_CODE
+from adapters.storage_failure import STORAGE_RETRY_AFTER, storage_failure, storage_message
 from community_api.errors import RateLimited, ServiceError, Unauthorized
 
 log = logging.getLogger(__name__)
@@ -33,7 +35,9 @@ STATUS_BY_CODE: dict[str, int] = {
     "internal_error": 500,
     "platform_error": 502,
     "platform_unavailable": 503,
+    STORAGE_CODE: 503,
 }
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 # Falcon's own errors, by status, as our codes.
 _CODE_BY_STATUS: dict[int, str] = {
@@ -106,6 +110,15 @@ def handle_http_error(
 
 
 def handle_unexpected(req: falcon.Request, resp: falcon.Response, error: Exception, params: dict[str, Any]) -> None:
+    cause = storage_failure(error)
+    if cause is not None:
+        # Not a bug: the box cannot write (a full disk, a read-only file system). One line says why,
+        # without a traceback per request while it lasts.
+        message = storage_message(cause, changes=req.method not in SAFE_METHODS)
+        log_error(req, 503, STORAGE_CODE, message, error)
+        resp.set_header("Retry-After", str(STORAGE_RETRY_AFTER))
+        _respond(resp, 503, STORAGE_CODE, message, {"retryAfter": STORAGE_RETRY_AFTER})
+        return
     # A bug: say so plainly without leaking internals; the traceback goes to the server log only.
     log.exception("unexpected error on %s %s", req.method, req.uri_template or "(no route)")
     log_error(req, 500, "internal_error", "unexpected error", error)

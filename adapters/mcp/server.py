@@ -27,6 +27,8 @@ from adapters.http.errors import error_answer, error_body
 from adapters.mcp.arguments import ArgumentChecker
 from adapters.metrics import MCP_TOOL_CALLS
 from adapters.operations import OPERATIONS, OPERATIONS_BY_NAME, Operation
+from adapters.storage_failure import CODE as STORAGE_CODE
+from adapters.storage_failure import STORAGE_RETRY_AFTER, storage_failure, storage_message
 from adapters.wire import data_and_text, dumps
 from community_api.access import Actor, actor_for
 from community_api.deps import Deps
@@ -45,7 +47,8 @@ INSTRUCTIONS = (
     "whoami and list_groups. A failed call is a tool error whose text is JSON "
     '{"error": {"code", "message", "details"}}: invalid_request (fix the arguments), forbidden (the key '
     "lacks details.requiredScope), not_found, rate_limited (wait details.retryAfter seconds), "
-    "connection_expired (the account must be re-linked by its owner), platform_unavailable (retry later)."
+    "connection_expired (the account must be re-linked by its owner), platform_unavailable and "
+    "service_unavailable (retry later; after a write, look first whether it was done)."
 )
 
 
@@ -125,7 +128,13 @@ class ToolRunner:
         except ServiceError as error:
             MCP_TOOL_CALLS.labels(tool, error.code).inc()
             return error_result(error.code, error.message, error.details)
-        except Exception:
+        except Exception as error:
+            cause = storage_failure(error)
+            if cause is not None:  # not a bug: the box cannot write (adapters/storage_failure.py)
+                message = storage_message(cause, changes=spec is not None and spec.http.method != "GET")
+                log.warning("MCP tool %s: %s (%s: %s)", tool, message, type(error).__name__, error)
+                MCP_TOOL_CALLS.labels(tool, STORAGE_CODE).inc()
+                return error_result(STORAGE_CODE, message, {"retryAfter": STORAGE_RETRY_AFTER})
             log.exception("MCP tool %s failed", tool)
             MCP_TOOL_CALLS.labels(tool, "internal_error").inc()
             return error_result("internal_error", "the service failed to handle this call")
