@@ -6,7 +6,9 @@ write them at most every ``flush_interval`` seconds (0 writes through). The rule
   worker, whether or not it serves another request (before, a worker's last counts waited for its next
   request, so another worker's ``GET /v1/me`` did not show them);
 - a write that fails (the database locked past its busy time-out, a full disk) keeps the counts for the
-  next one and is logged; the request being served is not failed for it;
+  next one; the request being served is not failed for it. The first failure is logged with its
+  traceback; while writes go on failing, one line a minute says so (before, a line with a traceback per
+  write, every second per worker, for as long as a disk stayed full), and one more when they work again;
 - ``close()`` writes what is left: the service calls it when a worker exits. Counts of a worker killed
   outright are lost; they are counts, not data, and the loss is bounded by the interval.
 """
@@ -19,12 +21,14 @@ import threading
 import time
 import weakref
 from collections import Counter
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 from community_api.model import KeyUsage
 from community_api.ports import Clock, KeyStore
 
 log = logging.getLogger(__name__)
+
+FAILURE_LOG_INTERVAL = timedelta(minutes=1)  # while writes keep failing, how often that is logged
 
 
 class UsageRecorder:
@@ -47,6 +51,8 @@ class UsageRecorder:
         self._last_flush = time.monotonic()
         self._writer: threading.Thread | None = None
         self._closed = threading.Event()
+        self._failures = 0  # writes failed in a row
+        self._failure_logged_at: datetime | None = None
 
     def record(self, key_id: str) -> None:
         now = self._clock.now()
@@ -68,12 +74,35 @@ class UsageRecorder:
             return
         try:
             self._store.add_usage({(key_id, day.isoformat()): n for (key_id, day), n in counts.items()}, last_used)
-        except Exception:
-            log.warning("usage counts could not be written; kept for the next write", exc_info=True)
+        except Exception as error:
             with self._lock:
                 self._counts.update(counts)
                 for key_id, at in last_used.items():
                     self._last_used[key_id] = max(at, self._last_used.get(key_id, at))
+                self._log_failure(error)
+            return
+        if self._failures:
+            with self._lock:
+                failures, self._failures, self._failure_logged_at = self._failures, 0, None
+            if failures:
+                log.warning("usage counts written again, after %d failed writes", failures)
+
+    def _log_failure(self, error: Exception) -> None:
+        """(Lock held.) The first failure of a run with its traceback; then a line a minute at most."""
+        self._failures += 1
+        now = self._clock.now()
+        if self._failures == 1:
+            log.warning("usage counts could not be written; kept for the next write", exc_info=error)
+        elif self._failure_logged_at is None or now - self._failure_logged_at >= FAILURE_LOG_INTERVAL:
+            log.warning(
+                "usage counts still cannot be written (%d failed writes in a row, the last: %s: %s); kept",
+                self._failures,
+                type(error).__name__,
+                error,
+            )
+        else:
+            return
+        self._failure_logged_at = now
 
     def close(self) -> None:
         """Stop the writer thread and write what is left (a worker's exit)."""

@@ -96,3 +96,33 @@ def test_a_forked_worker_does_not_write_its_parents_counts_again(clock: FakeCloc
     assert os.waitstatus_to_exitcode(status) == 0
     recorder.close()
     assert stored(store) == 1
+
+
+class FailingFor(FakeKeyStore):
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    def add_usage(self, counts: Mapping[tuple[str, str], int], last_used: Mapping[str, datetime]) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise OSError(28, "No space left on device")
+        super().add_usage(counts, last_used)
+
+
+def test_writes_that_keep_failing_are_logged_once_a_minute(clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
+    """A full disk for three minutes, a write a second: before, 180 lines, each with a traceback."""
+    store = FailingFor(180)
+    recorder = UsageRecorder(store, clock, flush_interval=0)
+    with caplog.at_level(logging.WARNING, logger="community_api.usage"):
+        for _ in range(180):
+            recorder.record("key_1")
+            clock.advance(seconds=1)
+        recorder.record("key_1")  # room again
+    lines = [r for r in caplog.records if r.name == "community_api.usage"]
+    # At 0 s with the traceback, at 60 s and 120 s a line each, and once when it works again.
+    assert [bool(r.exc_info) for r in lines] == [True, False, False, False]
+    assert "could not be written" in lines[0].getMessage()
+    assert "61 failed writes in a row" in lines[1].getMessage() and "No space left" in lines[1].getMessage()
+    assert "written again, after 180 failed writes" in lines[-1].getMessage()
+    assert stored(store) == 181  # no count lost
