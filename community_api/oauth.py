@@ -97,21 +97,26 @@ def approve(
             raise NotFound(f"no connection {connection_id}")
     now = clock.now()
     code = new_secret(CODE_PREFIX)
-    store.add_authorization_code(
-        AuthorizationCode(
-            code_hash=hash_secret(code),
-            client_id=request.client.id,
-            account_id=account_id,
-            redirect_uri=request.redirect_uri,
-            code_challenge=request.code_challenge,
-            resource=request.resource,
-            scopes=granted,
-            connection_id=connection_id,
-            created_at=now,
-            expires_at=now + CODE_LIFETIME,
+    with store.unit_of_work() as uow:
+        uow.oauth.add_authorization_code(
+            AuthorizationCode(
+                code_hash=hash_secret(code),
+                client_id=request.client.id,
+                account_id=account_id,
+                redirect_uri=request.redirect_uri,
+                code_challenge=request.code_challenge,
+                resource=request.resource,
+                scopes=granted,
+                connection_id=connection_id,
+                created_at=now,
+                expires_at=now + CODE_LIFETIME,
+            )
         )
-    )
-    store.add_audit(AuditEvent(at=now, event="oauth.consented", account_id=account_id, detail=request.client.id))
+        uow.oauth.approve_oauth_client(request.client.id, now)  # kept for good from now on
+        uow.audit.add_audit(
+            AuditEvent(at=now, event="oauth.consented", account_id=account_id, detail=request.client.id)
+        )
+        uow.commit()
     return code
 
 

@@ -3,7 +3,10 @@ request (OAuth 2.1 §4.1.1, PKCE RFC 7636, resource indicators RFC 8707). Tokens
 
 Rules:
 - registration is open (MCP clients register themselves) but throttled: 20 per client address per hour
-  (an IPv6 address counted by its /64, as sign-in counts it);
+  (an IPv6 address counted by its /64, as sign-in counts it). A client that no person approves within a
+  day (``UNAPPROVED_CLIENT_LIFETIME``) is forgotten, and at most ``MAX_UNAPPROVED_CLIENTS`` wait for an
+  approval at once: strangers from many addresses could otherwise fill the disk with registrations of up
+  to 20 kB each that nobody ever uses. An approved client is kept for good;
 - every client is public (``token_endpoint_auth_method: none``): it proves itself with PKCE, never with
   a secret; a request for a secret-based method is answered with ``none``, as RFC 7591 §3.2.1 allows;
 - metadata we do not understand is ignored (RFC 7591 §2), but redirect URIs are strict: 1 to 10, no
@@ -36,6 +39,8 @@ from community_api.sign_in_guard import client_key
 
 REGISTRATION_WINDOW = timedelta(hours=1)
 MAX_REGISTRATIONS_PER_ADDRESS = 20
+UNAPPROVED_CLIENT_LIFETIME = timedelta(days=1)
+MAX_UNAPPROVED_CLIENTS = 1000
 MAX_REDIRECT_URIS = 10
 MAX_URI_LENGTH = 2000
 MAX_CLIENT_NAME = 100
@@ -130,12 +135,14 @@ class OAuthError(ServiceError):
 
 
 class RegistrationThrottled(OAuthError):
-    """Too many registrations from one address; ``retry_after`` in seconds."""
+    """Too many registrations from one address, or waiting for an approval; ``retry_after`` in seconds."""
 
     code = "rate_limited"
 
-    def __init__(self, retry_after: int) -> None:
-        super().__init__("invalid_request", "too many client registrations from this address; try again later")
+    def __init__(
+        self, retry_after: int, description: str = "too many client registrations from this address; try again later"
+    ) -> None:
+        super().__init__("invalid_request", description)
         self.retry_after = retry_after
 
 
@@ -234,7 +241,9 @@ class ClientMetadata:
 
 def register_client(store: KeyStore, clock: Clock, metadata: ClientMetadata, client_address: str) -> OAuthClient:
     """Register a public client. Open, but at most ``MAX_REGISTRATIONS_PER_ADDRESS`` an hour from one
-    address: counted and written in one step, so registrations sent at once cannot pass the bound."""
+    address, and at most ``MAX_UNAPPROVED_CLIENTS`` waiting for a person's approval (those waiting longer
+    than ``UNAPPROVED_CLIENT_LIFETIME`` are forgotten first): counted and written in one step, so
+    registrations sent at once cannot pass either bound."""
     now = clock.now()
     subject = f"addr:{client_key(client_address)}"  # an IPv6 client by its /64, as sign-in counts it
     client = OAuthClient(
@@ -248,10 +257,18 @@ def register_client(store: KeyStore, clock: Clock, metadata: ClientMetadata, cli
             MAX_REGISTRATIONS_PER_ADDRESS
         ):
             raise RegistrationThrottled(int(REGISTRATION_WINDOW.total_seconds()))
-        uow.oauth.add_oauth_client(client)
-        uow.attempts.add_attempt("oauth.client_registered", subject, now)
-        uow.audit.add_audit(AuditEvent(at=now, event="oauth.client_registered", subject=subject, detail=client.id))
-        uow.commit()
+        uow.oauth.forget_unapproved_oauth_clients(now - UNAPPROVED_CLIENT_LIFETIME)
+        waiting = uow.oauth.count_unapproved_oauth_clients() >= MAX_UNAPPROVED_CLIENTS
+        if not waiting:
+            uow.oauth.add_oauth_client(client)
+            uow.attempts.add_attempt("oauth.client_registered", subject, now)
+            uow.audit.add_audit(AuditEvent(at=now, event="oauth.client_registered", subject=subject, detail=client.id))
+        uow.commit()  # the clients forgotten above stay forgotten either way
+    if waiting:
+        raise RegistrationThrottled(
+            int(REGISTRATION_WINDOW.total_seconds()),
+            f"{MAX_UNAPPROVED_CLIENTS} registered clients are waiting for a person's approval; try again later",
+        )
     return client
 
 

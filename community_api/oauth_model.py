@@ -17,12 +17,15 @@ TOKEN_REFRESH = "refresh"  # noqa: S105
 
 @attrs.frozen
 class OAuthClient:
-    """A client registered by dynamic client registration (RFC 7591). Public: it has no secret."""
+    """A client registered by dynamic client registration (RFC 7591). Public: it has no secret.
+    ``approved_at``: when a person first approved a request of it on the consent page (None: never; such
+    a client is forgotten a day after it registered, ``oauth_clients.UNAPPROVED_CLIENT_LIFETIME``)."""
 
     id: str
     name: str
     redirect_uris: tuple[str, ...]
     created_at: datetime
+    approved_at: datetime | None = None
 
 
 @attrs.frozen

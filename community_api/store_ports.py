@@ -209,6 +209,20 @@ class OAuthRecords(Protocol):
 
     def get_oauth_client(self, client_id: str) -> OAuthClient | None: ...
 
+    def approve_oauth_client(self, client_id: str, at: datetime) -> None:
+        """Record that a person approved a request of the client at ``at``; a later call keeps the first
+        time. No-op for an unknown client."""
+        ...
+
+    def count_unapproved_oauth_clients(self) -> int:
+        """How many clients no person has approved yet."""
+        ...
+
+    def forget_unapproved_oauth_clients(self, registered_before: datetime) -> int:
+        """Forget the clients no person approved that registered before ``registered_before``; how many.
+        An approved client is never forgotten here."""
+        ...
+
     def add_authorization_code(self, code: AuthorizationCode) -> None:
         """``code_hash`` is unique (``Conflict``)."""
         ...

@@ -383,6 +383,25 @@ class FakeKeyStore:
         with self._lock:
             return self._oauth_clients.get(client_id)
 
+    def approve_oauth_client(self, client_id: str, at: datetime) -> None:
+        with self._lock:
+            found = self._oauth_clients.get(client_id)
+            if found is not None and found.approved_at is None:
+                self._oauth_clients[client_id] = attrs.evolve(found, approved_at=at)
+
+    def count_unapproved_oauth_clients(self) -> int:
+        with self._lock:
+            return sum(1 for c in self._oauth_clients.values() if c.approved_at is None)
+
+    def forget_unapproved_oauth_clients(self, registered_before: datetime) -> int:
+        with self._lock:
+            gone = [
+                c.id for c in self._oauth_clients.values() if c.approved_at is None and c.created_at < registered_before
+            ]
+            for client_id in gone:
+                del self._oauth_clients[client_id]
+            return len(gone)
+
     def add_authorization_code(self, code: AuthorizationCode) -> None:
         with self._lock:
             if code.code_hash in self._oauth_codes:

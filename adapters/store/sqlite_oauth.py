@@ -70,10 +70,33 @@ class SqliteOAuthRecords:
             raise Conflict(f"client {client.id} exists") from None
 
     def get_oauth_client(self, client_id: str) -> OAuthClient | None:
-        row = self._one("SELECT id, name, redirect_uris, created_at FROM oauth_clients WHERE id = ?", (client_id,))
+        row = self._one(
+            "SELECT id, name, redirect_uris, created_at, approved_at FROM oauth_clients WHERE id = ?", (client_id,)
+        )
         if row is None:
             return None
-        return OAuthClient(id=row[0], name=row[1], redirect_uris=tuple(json.loads(row[2])), created_at=dt(row[3]))
+        return OAuthClient(
+            id=row[0],
+            name=row[1],
+            redirect_uris=tuple(json.loads(row[2])),
+            created_at=dt(row[3]),
+            approved_at=dt_or_none(row[4]),
+        )
+
+    def approve_oauth_client(self, client_id: str, at: datetime) -> None:
+        self._db.execute(
+            "UPDATE oauth_clients SET approved_at = ? WHERE id = ? AND approved_at IS NULL", (ts(at), client_id)
+        )
+
+    def count_unapproved_oauth_clients(self) -> int:
+        row = self._one("SELECT count(*) FROM oauth_clients WHERE approved_at IS NULL", ())
+        return int(row[0]) if row else 0
+
+    def forget_unapproved_oauth_clients(self, registered_before: datetime) -> int:
+        cursor = self._db.execute(
+            "DELETE FROM oauth_clients WHERE approved_at IS NULL AND created_at < ?", (ts(registered_before),)
+        )
+        return int(cursor.rowcount)
 
     def add_authorization_code(self, code: AuthorizationCode) -> None:
         c = code

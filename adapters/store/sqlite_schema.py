@@ -162,7 +162,16 @@ _V5 = (
     "CREATE INDEX IF NOT EXISTS attempts_at ON attempts (at)",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
+# Version 6: when a person first approved a client (``approved_at``). Registration is open, so clients no
+# one ever approved are forgotten after a day and their number is bounded (``oauth_clients.py``). Clients
+# registered before this version are taken as approved: none is forgotten on the upgrade.
+_V6 = (
+    "ALTER TABLE oauth_clients ADD COLUMN approved_at TEXT",
+    "UPDATE oauth_clients SET approved_at = created_at",
+    "CREATE INDEX IF NOT EXISTS oauth_clients_unapproved ON oauth_clients (created_at) WHERE approved_at IS NULL",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

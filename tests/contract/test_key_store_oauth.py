@@ -158,3 +158,47 @@ def test_a_version_1_file_is_migrated_with_its_records_kept(tmp_path: Path) -> N
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     conn.close()
+
+
+def test_clients_nobody_approved_are_counted_and_forgotten_approved_ones_kept(store: KeyStore) -> None:  # noqa: F811
+    day = timedelta(days=1)
+    for n, registered in enumerate((T0, T0 + timedelta(hours=1), T0 + day)):
+        store.add_oauth_client(attrs.evolve(CLIENT, id=f"ocl_{n}", created_at=registered))
+    assert store.count_unapproved_oauth_clients() == 3
+    store.approve_oauth_client("ocl_0", T0 + timedelta(minutes=5))
+    store.approve_oauth_client("ocl_0", T0 + timedelta(hours=5))  # the first approval stays
+    store.approve_oauth_client("ocl_unknown", T0)  # no-op
+    approved = store.get_oauth_client("ocl_0")
+    assert approved is not None and approved.approved_at == T0 + timedelta(minutes=5)
+    assert store.count_unapproved_oauth_clients() == 2
+    # Registered before T0 + 1 day and never approved: only ocl_1.
+    assert store.forget_unapproved_oauth_clients(T0 + day) == 1
+    assert store.get_oauth_client("ocl_1") is None
+    assert store.get_oauth_client("ocl_0") == approved  # approved: kept however old
+    assert store.get_oauth_client("ocl_2") is not None  # registered exactly at the bound: kept
+    assert store.count_unapproved_oauth_clients() == 1
+    assert store.forget_unapproved_oauth_clients(T0 + 10 * day) == 1
+    assert store.get_oauth_client("ocl_0") == approved
+
+
+def test_clients_registered_before_approvals_were_kept_count_as_approved(tmp_path: Path) -> None:
+    """Upgrading from version 5: no client in use is forgotten for want of an approval time."""
+    path = tmp_path / "v5.sqlite3"
+    with sqlite3.connect(path) as conn:
+        for step in MIGRATIONS[:5]:
+            for statement in step:
+                conn.execute(statement)
+        conn.execute(
+            "INSERT INTO oauth_clients (id, name, redirect_uris, created_at) VALUES (?, ?, ?, ?)",
+            ("ocl_old", "Old", '["https://b.example/cb"]', T0.isoformat(timespec="microseconds")),
+        )
+        conn.execute("PRAGMA user_version = 5")
+    conn.close()
+    migrated = SqliteKeyStore(str(path), secret="contract-test-secret")
+    try:
+        old = migrated.get_oauth_client("ocl_old")
+        assert old is not None and old.approved_at == T0
+        assert migrated.count_unapproved_oauth_clients() == 0
+        assert migrated.forget_unapproved_oauth_clients(T0 + timedelta(days=400)) == 0
+    finally:
+        migrated.close()

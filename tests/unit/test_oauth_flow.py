@@ -8,6 +8,7 @@ import pytest
 
 from adapters.settings import Settings
 from adapters.wiring import app_for
+from community_api import oauth_clients
 from community_api.keys import hash_secret
 from tests.unit.oauth_support import REDIRECT_URI, RESOURCE, Connector, Grant, accepted, pkce, redirect_query
 from tests.unit.web_support import HOST, ORIGIN, WebBrowser, account_id, form, query_of
@@ -334,3 +335,31 @@ def test_oauth_answers_match_their_documented_schemas(world: World, owner: WebBr
     replayed = connector.token([("grant_type", "password")])
     assert replayed.status_code == 400
     check("post", "/oauth/token", replayed)
+
+
+def test_registrations_nobody_approves_are_bounded_and_forgotten_after_a_day(
+    world: World, owner: WebBrowser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Strangers from many addresses, each under its own bound, registering clients nobody ever approves
+    (up to 20 kB each): before, kept for good and without limit."""
+    monkeypatch.setattr(oauth_clients, "MAX_UNAPPROVED_CLIENTS", 30)
+
+    def register(address: str) -> falcon.testing.Result:
+        body = {"client_name": "Flood", "redirect_uris": [REDIRECT_URI]}
+        return world.client.simulate_post("/oauth/register", json=body, headers={"Host": HOST}, remote_addr=address)
+
+    used = Connector(world)
+    assert used.register().status_code == 201
+    used.approve(owner)  # a person approved it: kept for good
+    flood = [register(f"198.51.100.{n // 10}").status_code for n in range(40)]
+    assert flood == [201] * 30 + [429] * 10
+    refused = register("203.0.113.9")  # a newcomer is refused too, and told why
+    assert refused.status_code == 429 and int(refused.headers["retry-after"]) > 0
+    assert "waiting for a person's approval" in refused.json["error_description"]
+    assert world.store.count_unapproved_oauth_clients() == 30
+
+    world.clock.advance(days=1, seconds=1)
+    assert register("203.0.113.9").status_code == 201  # the flood is forgotten
+    assert world.store.count_unapproved_oauth_clients() == 1
+    assert world.store.get_oauth_client(used.client_id) is not None  # the approved one is kept
+    used.approve(owner)  # and still works
