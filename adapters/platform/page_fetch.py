@@ -65,7 +65,7 @@ COMMAND_GRACE = 2.0
 # loop): the renderer grew from 94 to 268 MiB over 4,000 one-page reads, and the browser to 1.4 GiB
 # over 16,000 mixed reads, without end. Loading the page again drops them all, so a page is loaded
 # afresh (``renew``: about as long as one read) once this much has come out of it, or after this many
-# scripts, whichever comes first. See docs/performance.md, "The renderer's memory over a day".
+# scripts, whichever comes first. See docs/performance.md, "A warm browser's memory over a day".
 RELOAD_AFTER_BYTES = 32 * 1024 * 1024
 RELOAD_AFTER_SCRIPTS = 1000
 GZIP_WBITS = 16 + zlib.MAX_WBITS
