@@ -40,10 +40,13 @@ else:
 
 
 def on_starting(server: Any) -> None:
-    from adapters.platform.orphans import become_subreaper
+    from adapters.platform.orphans import become_subreaper, remove_abandoned_profiles
 
     if not become_subreaper():
         server.log.warning("could not adopt orphaned processes: browsers of a killed worker would outlive it")
+    removed = remove_abandoned_profiles()  # left by a service that was killed outright
+    if removed:
+        server.log.warning("removed %d browser profiles whose browsers had ended", removed)
 
 
 def post_worker_init(worker: Any) -> None:
@@ -55,18 +58,20 @@ def post_worker_init(worker: Any) -> None:
 def child_exit(server: Any, worker: Any) -> None:
     from prometheus_client import multiprocess
 
-    from adapters.platform.orphans import end_orphaned_browsers
+    from adapters.platform.orphans import end_orphaned_browsers, remove_abandoned_profiles
 
     multiprocess.mark_process_dead(worker.pid)
     ended = end_orphaned_browsers(os.getpid())
-    if ended.drivers:
+    # Profiles whose Chromium ended but were not removed (the worker was killed while closing them).
+    profiles = ended.profiles + remove_abandoned_profiles()
+    if ended.drivers or profiles:
         server.log.warning(
             "worker %s ended without closing its browsers: ended %d drivers and their %d processes, "
             "removed %d profiles",
             worker.pid,
             ended.drivers,
             ended.processes,
-            ended.profiles,
+            profiles,
         )
 
 

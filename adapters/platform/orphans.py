@@ -13,6 +13,14 @@ child of its own that is a browser — a live worker's browsers are that worker'
 master's, so only orphans match — with everything under it. The master reaps them as it reaps workers.
 The fresh profile each local browser has (``browser.py``: its cookies are the platform session) is removed
 too, once its processes are gone: the dead worker could not remove it.
+
+A worker can also die between ending its Chromium and removing the profile: gunicorn's time-out sends
+SIGABRT, the worker starts closing its browsers, and a second later the master kills it outright. Its
+Chromium is gone then, so nothing names the profile any more, and it stayed in the temporary folder for
+good, the platform session in its cookies (seen: one such folder per run of
+``tests/e2e/test_interrupted_send.py``). ``remove_abandoned_profiles`` finds such folders by Chromium's
+own lock (``SingletonLock``, a link to ``host-PID`` that a browser holds for its whole life) naming a
+process that is no longer a Chromium; the master runs it when a worker ends and when it starts.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import ctypes
 import os
 import shutil
 import signal
+import socket
 import tempfile
 import time
 
@@ -35,6 +44,9 @@ BROWSER_COMMANDS = frozenset({"chromedriver", "chromium", "chrome"})
 PROFILE_PREFIX = "cda-chromium-"  # the temporary profile of each local browser (``browser.py``)
 _PROFILE_FLAG = "--user-data-dir="
 _GONE_SECONDS = 3.0  # how long to wait for ended processes before removing their profile
+_LOCK = "SingletonLock"  # Chromium's lock in its profile: a link to "host-PID" while the browser lives
+# A profile without a lock is a browser starting (or one that never started); only an old one is removed.
+_UNLOCKED_ABANDONED_SECONDS = 3600.0
 
 
 def become_subreaper() -> bool:
@@ -95,3 +107,39 @@ def _own_profiles(arguments: list[str]) -> set[str]:
             ):
                 found.add(path)
     return found
+
+
+def remove_abandoned_profiles(now: float | None = None) -> int:
+    """Remove this service's profile folders (the temporary folder, ``PROFILE_PREFIX``) whose browser is
+    gone: the Chromium their lock names no longer runs (its PID ended, or now belongs to another
+    program), or, without a lock, untouched for an hour. A folder whose lock names another host, a live
+    Chromium, or anything that is not a folder of ours is left alone. Never raises; how many were removed."""
+    now = time.time() if now is None else now
+    folder = os.path.realpath(tempfile.gettempdir())
+    removed = 0
+    try:
+        entries = [e for e in os.scandir(folder) if e.name.startswith(PROFILE_PREFIX)]
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            if not entry.is_dir(follow_symlinks=False) or not _abandoned(entry.path, now):
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed += not os.path.exists(entry.path)
+    return removed
+
+
+def _abandoned(profile: str, now: float) -> bool:
+    try:
+        owner = os.readlink(os.path.join(profile, _LOCK))
+    except FileNotFoundError:
+        return now - os.stat(profile).st_mtime > _UNLOCKED_ABANDONED_SECONDS
+    except OSError:
+        return False  # a lock that is not a link: not Chromium's, leave it
+    host, _, pid = owner.rpartition("-")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    return not (procfs.running(int(pid)) and procfs.command_name(int(pid)) in BROWSER_COMMANDS)

@@ -5,16 +5,21 @@ gunicorn restarts a sync worker that is silent past ``--timeout`` with SIGABRT, 
 that Chromium posted. The platform then keeps the message. The client, answered 500, retries with the
 same key: before, the worker's exit had released the claim, so the retry acted again (here our own DM
 pace refused it with 429; a client that retries after the pace's gap sent the DM a second time).
+
+The worker, killed a second after the abort while it closed its browser, left that browser's profile
+(the platform session in its cookies) in the temporary folder: the master now removes it.
 """
 
 from __future__ import annotations
 
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 import requests
 
+from adapters.platform.orphans import PROFILE_PREFIX
 from scripts.processes import free_port, gunicorn_args, serving
 from tests.sandbox_support import SandboxProcess, running_sandbox
 
@@ -29,7 +34,12 @@ def messages(sandbox: SandboxProcess) -> int:
     return int(sandbox.control("state")["counts"]["sent"])
 
 
+def profiles() -> set[Path]:
+    return set(Path(tempfile.gettempdir()).glob(PROFILE_PREFIX + "*"))
+
+
 def test_a_dm_whose_worker_is_stopped_mid_send_is_not_sent_again(tmp_path: Path) -> None:
+    before_profiles = profiles()
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with running_sandbox() as sandbox:
@@ -81,3 +91,4 @@ def test_a_dm_whose_worker_is_stopped_mid_send_is_not_sent_again(tmp_path: Path)
             assert retry.headers.get("Idempotent-Replayed") == "true"
             assert "look before sending it again under a new Idempotency-Key" in retry.json()["error"]["message"]
             assert messages(sandbox) == before + 1  # a second send would have been made within the retry
+    assert profiles() - before_profiles == set()  # the killed worker's profile did not stay behind

@@ -1,0 +1,83 @@
+"""Browser profiles whose Chromium has ended are removed by the master's sweep
+(``orphans.remove_abandoned_profiles``); every other folder is left alone. Real processes stand for the
+browsers: a program started under the name ``chromium`` (its command name is what the sweep reads), and
+PIDs that have ended. The whole path, a worker killed while closing its browser: ``tests/e2e/test_interrupted_send.py``."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from adapters.platform.orphans import PROFILE_PREFIX, remove_abandoned_profiles
+
+HOST = socket.gethostname()
+
+
+@pytest.fixture
+def temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The temporary folder the service's profiles are made in, for this test alone."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+@pytest.fixture
+def live_chromium(tmp_path: Path) -> Iterator[int]:
+    """A running process whose command name is ``chromium`` (``sleep`` under that name)."""
+    named = tmp_path / "bin" / "chromium"
+    named.parent.mkdir()
+    named.symlink_to("/bin/sleep")
+    process = subprocess.Popen([str(named), "60"])
+    try:
+        yield process.pid
+    finally:
+        process.kill()
+        process.wait()
+
+
+def ended_pid() -> int:
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
+
+
+def profile(temp: Path, name: str, owner: str | None, age_seconds: float = 0.0) -> Path:
+    folder = temp / name
+    (folder / "Default").mkdir(parents=True)
+    (folder / "Default" / "Cookies").write_bytes(b"the platform session")
+    if owner is not None:
+        (folder / "SingletonLock").symlink_to(owner)
+    if age_seconds:
+        then = time.time() - age_seconds
+        os.utime(folder, (then, then))
+    return folder
+
+
+def test_only_profiles_whose_browser_is_gone_are_removed(temp: Path, live_chromium: int) -> None:
+    gone = ended_pid()
+    abandoned = [
+        profile(temp, PROFILE_PREFIX + "dead", f"{HOST}-{gone}"),  # its Chromium ended
+        profile(temp, PROFILE_PREFIX + "reused", f"{HOST}-{os.getpid()}"),  # the PID now runs something else
+        profile(temp, PROFILE_PREFIX + "unlocked-old", None, age_seconds=2 * 3600),  # never started
+    ]
+    kept = [
+        profile(temp, PROFILE_PREFIX + "live", f"{HOST}-{live_chromium}"),  # a browser in use
+        profile(temp, PROFILE_PREFIX + "starting", None),  # made a moment ago: its browser is starting
+        profile(temp, PROFILE_PREFIX + "elsewhere", f"another-host-{gone}"),  # not this machine's
+        profile(temp, "someone-else", f"{HOST}-{gone}"),  # not ours
+    ]
+    elsewhere = temp / "elsewhere"
+    elsewhere.mkdir()
+    (temp / (PROFILE_PREFIX + "link")).symlink_to(elsewhere)  # a link named like ours: never followed
+    assert remove_abandoned_profiles() == 3
+    assert [p for p in abandoned if p.exists()] == []
+    assert all(p.is_dir() for p in kept) and elsewhere.is_dir() and (temp / (PROFILE_PREFIX + "link")).is_symlink()
+    assert remove_abandoned_profiles() == 0
