@@ -1,7 +1,8 @@
 """Browser profiles whose Chromium has ended are removed by the master's sweep
 (``orphans.remove_abandoned_profiles``); every other folder is left alone. Real processes stand for the
 browsers: a program started under the name ``chromium`` (its command name is what the sweep reads), and
-PIDs that have ended. The whole path, a worker killed while closing its browser: ``tests/e2e/test_interrupted_send.py``."""
+PIDs that have ended. The whole path, a worker killed while closing its browser:
+``tests/e2e/test_interrupted_send.py``."""
 
 from __future__ import annotations
 
