@@ -5,7 +5,8 @@ values in files under ``PROMETHEUS_MULTIPROC_DIR``, and that variable must be se
 the library. This module is read by gunicorn's master before it loads the app or forks, so the variable set
 here is what every worker inherits.
 
-The folder is made fresh for each run (stale files from an earlier run would add old counts); a folder the
+The folder is made fresh for each run (stale files from an earlier run would add old counts), in shared
+memory when there is some (``/dev/shm``); a folder the
 operator names in ``PROMETHEUS_MULTIPROC_DIR`` is used instead, emptied of its ``*.db`` files first. When a
 worker ends, its live gauges are dropped (``mark_process_dead``); when the master ends, a folder made here
 is removed.
@@ -30,9 +31,22 @@ from typing import Any
 # Older gunicorn ignores the name.
 control_socket_disable = True
 
+# The folder made here is in shared memory where the system has it (Linux's /dev/shm, a tmpfs), not on
+# disk: prometheus_client makes its files sparse and writes them through a mapping, so on a full disk the
+# first write of a new label's value to a page without a block would be SIGBUS, the worker killed
+# mid-request (as the throttles' file was: docs/decisions.md, "A full disk is an outage, not a bug").
+# The files are small (a few pages per worker), and memory does not fill when the disk does.
+SHARED_MEMORY = "/dev/shm"  # noqa: S108 - only ever a parent for mkdtemp (a private folder, mode 0700)
+
+
+def _fresh_metrics_folder() -> str:
+    shared = os.path.isdir(SHARED_MEMORY) and os.access(SHARED_MEMORY, os.W_OK | os.X_OK)
+    return tempfile.mkdtemp(prefix="community-api-metrics-", dir=SHARED_MEMORY if shared else None)
+
+
 _MADE_HERE = not os.environ.get("PROMETHEUS_MULTIPROC_DIR")
 if _MADE_HERE:
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="community-api-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = _fresh_metrics_folder()
 else:
     Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).mkdir(parents=True, exist_ok=True)
     for stale in Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).glob("*.db"):

@@ -356,3 +356,27 @@ def test_a_leaked_key_typed_at_a_terminal_is_not_shown(tmp_path: Path) -> None:
     status, shown = at_a_terminal(["keys", "revoke"], env, [leaked])
     assert status == 0, shown
     assert "The leaked key (not shown):" in shown and "revoked" in shown and leaked not in shown
+
+
+def test_the_metrics_files_live_in_shared_memory_not_on_the_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """prometheus_client writes sparse files through a mapping: on a full disk a new value's first write
+    would kill the worker (SIGBUS). The folder `serve` makes for them is in /dev/shm, and goes with it."""
+    shm = Path("/dev/shm")  # gunicorn_conf.SHARED_MEMORY (importing that module here would set the variable)
+    if not shm.is_dir():
+        pytest.skip("this system has no /dev/shm")
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    before = set(shm.glob("community-api-metrics-*"))
+    port = free_port()
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
+    with serving(
+        ["-m", "adapters.cli", "serve", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
+        f"http://127.0.0.1:{port}/healthz",
+        env=env,
+        log_path=tmp_path / "serve.log",
+    ):
+        assert requests.get(f"http://127.0.0.1:{port}/v1/whoami", timeout=10).status_code == 401  # counted
+        [made] = set(shm.glob("community-api-metrics-*")) - before
+        assert list(made.glob("*.db"))
+    assert not made.exists()
