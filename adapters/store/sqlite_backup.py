@@ -20,6 +20,7 @@ from pathlib import Path
 
 import attrs
 
+from adapters.storage_failure import storage_failure
 from adapters.store.sqlite_schema import SCHEMA_VERSION
 
 
@@ -72,9 +73,13 @@ def backup_database(
         finally:
             src.close()
         os.replace(partial, target_path)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
             partial.unlink()
+        if isinstance(error, sqlite3.Error | OSError):
+            # A full disk under the target, most often: one line for the operator (or cron), no traceback.
+            cause = storage_failure(error) or f"{type(error).__name__}: {error}"
+            raise BackupError(f"the backup failed ({cause}); nothing was left at {target_path}") from None
         raise
     return BackupSummary(target_path, target_path.stat().st_size, *counts)
 

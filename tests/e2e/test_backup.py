@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 from contextlib import closing
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import pytest
 import requests
 
 from adapters.store.sqlite_key_store import SqliteKeyStore
+from community_api.model import Account
 from scripts.processes import ROOT, free_port, gunicorn_args, serving
 
 pytestmark = pytest.mark.slow
@@ -177,3 +179,33 @@ def test_backup_refusals_are_one_line(tmp_path: Path, case: str) -> None:
     if case == "target exists":
         assert target.read_text() == "an earlier backup"
     assert not list(tmp_path.glob(".*partial*"))
+
+
+def test_a_backup_onto_a_full_disk_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
+    """The folder of the backups on a file system too small for the copy (a 64 KiB tmpfs, in a mount
+    namespace of its own): before, a traceback and exit status 1."""
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("no mount namespace on this machine (unshare -m): a small file system cannot be made")
+    db = tmp_path / "service.sqlite3"
+    with closing(SqliteKeyStore.open(db, SECRET)) as store:
+        store.add_account(Account(id="acc_big", email="big@example.com", created_at=datetime.now(UTC)), "x" * 200_000)
+    small = tmp_path / "backups"
+    small.mkdir()
+    script = (
+        f'mount -t tmpfs -o size=64k none "{small}" && "$0" -m adapters.cli backup "{small}/copy.sqlite3"; '
+        f'status=$?; ls -A "{small}"; exit $status'
+    )
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("COMMUNITY_API_")}
+    result = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script, sys.executable],
+        cwd=ROOT,
+        env={**clean, **service_env(db)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"community-api: the backup failed (the disk is full); nothing was left at {small}/copy.sqlite3"
+    ]
+    assert result.stdout.strip() == ""  # `ls -A` of the small file system: no copy, no partial file
