@@ -24,7 +24,7 @@ from selenium.webdriver.remote.client_config import ClientConfig
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from adapters.platform import procfs
-from adapters.platform.orphans import PROFILE_PREFIX
+from adapters.platform.orphans import profile_prefix
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +184,7 @@ def chrome_options(user_data_dir: str | None, trusted_spki: tuple[str, ...] = ()
 
 def local_browser(timeout: float, trusted_spki: tuple[str, ...] = ()) -> Browser:
     """Debian's Chromium with a fresh profile directory (removed when the browser is closed)."""
-    profile = tempfile.mkdtemp(prefix=PROFILE_PREFIX)
+    profile = tempfile.mkdtemp(prefix=profile_prefix())
     options = chrome_options(profile, trusted_spki)
     options.binary_location = CHROMIUM
     try:

@@ -18,9 +18,11 @@ A worker can also die between ending its Chromium and removing the profile: guni
 SIGABRT, the worker starts closing its browsers, and a second later the master kills it outright. Its
 Chromium is gone then, so nothing names the profile any more, and it stayed in the temporary folder for
 good, the platform session in its cookies (seen: one such folder per run of
-``tests/e2e/test_interrupted_send.py``). ``remove_abandoned_profiles`` finds such folders by Chromium's
-own lock (``SingletonLock``, a link to ``host-PID`` that a browser holds for its whole life) naming a
-process that is no longer a Chromium; the master runs it when a worker ends and when it starts.
+``tests/e2e/test_interrupted_send.py``). ``remove_abandoned_profiles`` finds such folders: each is named
+after the worker that made it (``profile_prefix``), and is abandoned once that worker has ended and
+Chromium's own lock in it (``SingletonLock``, a link to ``host-PID`` that a browser holds for its whole
+life) names a process that is no longer a Chromium. A live worker's folders are never touched, even
+while it is closing one. The master runs it when a worker ends and when it starts.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import re
 import shutil
 import signal
 import socket
@@ -42,6 +45,7 @@ PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 # Command names (``comm``) of what a local browser runs: chromedriver, then Chromium under it.
 BROWSER_COMMANDS = frozenset({"chromedriver", "chromium", "chrome"})
 PROFILE_PREFIX = "cda-chromium-"  # the temporary profile of each local browser (``browser.py``)
+_WORKER = re.compile(r"w(\d+)-")  # after the prefix: the PID of the worker that made the folder
 _PROFILE_FLAG = "--user-data-dir="
 _GONE_SECONDS = 3.0  # how long to wait for ended processes before removing their profile
 _LOCK = "SingletonLock"  # Chromium's lock in its profile: a link to "host-PID" while the browser lives
@@ -109,11 +113,17 @@ def _own_profiles(arguments: list[str]) -> set[str]:
     return found
 
 
+def profile_prefix() -> str:
+    """The name a new profile folder starts with: ``PROFILE_PREFIX`` and this process's PID (the worker)."""
+    return f"{PROFILE_PREFIX}w{os.getpid()}-"
+
+
 def remove_abandoned_profiles(now: float | None = None) -> int:
     """Remove this service's profile folders (the temporary folder, ``PROFILE_PREFIX``) whose browser is
-    gone: the Chromium their lock names no longer runs (its PID ended, or now belongs to another
-    program), or, without a lock, untouched for an hour. A folder whose lock names another host, a live
-    Chromium, or anything that is not a folder of ours is left alone. Never raises; how many were removed."""
+    gone: the worker that made the folder has ended, and the Chromium the folder's lock names no longer
+    runs (its PID ended, or now belongs to another program) or, without a lock, the folder is untouched
+    for an hour. A folder of a live worker, one whose lock names another host or a live Chromium, and
+    anything that is not a folder of ours are left alone. Never raises; how many were removed."""
     now = time.time() if now is None else now
     folder = os.path.realpath(tempfile.gettempdir())
     removed = 0
@@ -133,6 +143,9 @@ def remove_abandoned_profiles(now: float | None = None) -> int:
 
 
 def _abandoned(profile: str, now: float) -> bool:
+    worker = _WORKER.match(os.path.basename(profile)[len(PROFILE_PREFIX) :])
+    if worker is not None and procfs.running(int(worker.group(1))):
+        return False  # its worker lives: it closes its own browsers (and may be doing so right now)
     try:
         owner = os.readlink(os.path.join(profile, _LOCK))
     except FileNotFoundError:

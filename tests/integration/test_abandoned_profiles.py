@@ -68,17 +68,20 @@ def test_only_profiles_whose_browser_is_gone_are_removed(temp: Path, live_chromi
         profile(temp, PROFILE_PREFIX + "dead", f"{HOST}-{gone}"),  # its Chromium ended
         profile(temp, PROFILE_PREFIX + "reused", f"{HOST}-{os.getpid()}"),  # the PID now runs something else
         profile(temp, PROFILE_PREFIX + "unlocked-old", None, age_seconds=2 * 3600),  # never started
+        profile(temp, f"{PROFILE_PREFIX}w{gone}-abc", f"{HOST}-{gone}"),  # its worker ended, and its Chromium
     ]
     kept = [
         profile(temp, PROFILE_PREFIX + "live", f"{HOST}-{live_chromium}"),  # a browser in use
         profile(temp, PROFILE_PREFIX + "starting", None),  # made a moment ago: its browser is starting
+        # Its worker lives and is closing it (Chromium just ended): the worker removes it itself.
+        profile(temp, f"{PROFILE_PREFIX}w{os.getpid()}-def", f"{HOST}-{gone}"),
         profile(temp, PROFILE_PREFIX + "elsewhere", f"another-host-{gone}"),  # not this machine's
         profile(temp, "someone-else", f"{HOST}-{gone}"),  # not ours
     ]
     elsewhere = temp / "elsewhere"
     elsewhere.mkdir()
     (temp / (PROFILE_PREFIX + "link")).symlink_to(elsewhere)  # a link named like ours: never followed
-    assert remove_abandoned_profiles() == 3
+    assert remove_abandoned_profiles() == 4
     assert [p for p in abandoned if p.exists()] == []
     assert all(p.is_dir() for p in kept) and elsewhere.is_dir() and (temp / (PROFILE_PREFIX + "link")).is_symlink()
     assert remove_abandoned_profiles() == 0
