@@ -203,7 +203,8 @@ FULL_DISK = r"""
 import os, sys
 from adapters.throttle.mmap_limits_storage import MmapStorage
 folder = sys.argv[1]
-os.system(f"mount -t tmpfs -o size=3M none {folder}")
+if os.system(f"mount -t tmpfs -o size=3M none {folder}") != 0:
+    sys.exit("no small file system could be mounted")  # never fill the real disk below
 storage = MmapStorage(f"mmap://{folder}/throttle.mmap")
 for _ in range(3):
     storage.acquire_entry("kept", 10, 60)
