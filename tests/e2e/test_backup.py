@@ -26,6 +26,7 @@ import requests
 from adapters.store.sqlite_key_store import SqliteKeyStore
 from community_api.model import Account
 from scripts.processes import ROOT, free_port, gunicorn_args, serving
+from tests.small_filesystem import UNSHARE, require_namespaces
 
 pytestmark = pytest.mark.slow
 SECRET = "backup-test-secret-" + "b" * 40
@@ -184,8 +185,7 @@ def test_backup_refusals_are_one_line(tmp_path: Path, case: str) -> None:
 def test_a_backup_onto_a_full_disk_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
     """The folder of the backups on a file system too small for the copy (a 64 KiB tmpfs, in a mount
     namespace of its own): before, a traceback and exit status 1."""
-    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
-        pytest.skip("no mount namespace on this machine (unshare -m): a small file system cannot be made")
+    require_namespaces()
     db = tmp_path / "service.sqlite3"
     with closing(SqliteKeyStore.open(db, SECRET)) as store:
         store.add_account(Account(id="acc_big", email="big@example.com", created_at=datetime.now(UTC)), "x" * 200_000)
@@ -197,7 +197,7 @@ def test_a_backup_onto_a_full_disk_is_one_line_and_leaves_nothing(tmp_path: Path
     )
     clean = {k: v for k, v in os.environ.items() if not k.startswith("COMMUNITY_API_")}
     result = subprocess.run(
-        ["unshare", "-m", "--propagation", "private", "sh", "-c", script, sys.executable],
+        [*UNSHARE, "sh", "-c", script, sys.executable],
         cwd=ROOT,
         env={**clean, **service_env(db)},
         capture_output=True,

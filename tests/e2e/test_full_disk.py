@@ -1,9 +1,9 @@
 """The disk under the database fills while the service serves (gunicorn, the SQLite store and the
-throttles' file on a small tmpfs of their own, made in a mount namespace with ``unshare -m``; the test
-fills it through ``/proc/PID/root``). What a client sees: reads go on; a write answers 503
-``service_unavailable`` with ``Retry-After`` and says why, where it answered 500 ``internal_error`` ("the
-service failed") before, with a traceback per request in the log; nothing is done twice; once there is
-room again, writes work."""
+throttles' file on a small tmpfs of their own, made in namespaces of the test's own:
+``tests/small_filesystem.py``; the test fills it through ``/proc/PID/root``). What a client sees: reads
+go on; a write answers 503 ``service_unavailable`` with ``Retry-After`` and says why, where it answered
+500 ``internal_error`` ("the service failed") before, with a traceback per request in the log; nothing
+is done twice; once there is room again, writes work."""
 
 from __future__ import annotations
 
@@ -19,16 +19,13 @@ import pytest
 import requests
 
 from scripts.processes import ROOT, free_port, gunicorn_args, stop, wait_for_http
+from tests.small_filesystem import UNSHARE, require_namespaces
 
 pytestmark = [pytest.mark.slow]
 
 PASSWORD = "a long enough password"
 SECRET = "e2e-full-disk-" + "d" * 40
 GROUP = "builders-club"
-
-
-def _namespaces() -> bool:
-    return subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0
 
 
 @attrs.define
@@ -63,8 +60,7 @@ class Service:
 
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[Service]:
-    if not _namespaces():
-        pytest.skip("no mount namespace on this machine (unshare -m): a small file system cannot be made")
+    require_namespaces()
     small = tmp_path / "small"
     small.mkdir()
     log = tmp_path / "gunicorn.log"
@@ -83,7 +79,14 @@ def service(tmp_path: Path) -> Iterator[Service]:
     with open(log, "wb") as out:
         # unshare and sh exec: the PID is gunicorn's master.
         process = subprocess.Popen(
-            ["unshare", "-m", "--propagation", "private", "sh", "-c", mount, sys.executable, *args],
+            [
+                *UNSHARE,
+                "sh",
+                "-c",
+                mount,
+                sys.executable,
+                *args,
+            ],
             cwd=ROOT,
             env=env,
             stdout=out,

@@ -22,6 +22,7 @@ from limits.storage import storage_from_string
 from adapters.throttle.limits_platform_pace import LimitsPlatformPace
 from adapters.throttle.limits_throttle import LimitsThrottle
 from adapters.throttle.mmap_limits_storage import DEFAULT_CAPACITY, MAGIC, MmapStorage, parse_uri
+from tests.small_filesystem import UNSHARE, require_namespaces
 
 FORK = multiprocessing.get_context("fork")
 START = datetime(2100, 1, 1, tzinfo=UTC)
@@ -230,12 +231,17 @@ print(refused, storage.get_moving_window("kept", 10, 60)[1], storage.get_moving_
 def test_a_full_disk_is_an_error_of_the_storage_not_a_dead_process(tmp_path: Path) -> None:
     """On a 3 MiB file system, filled once the first table (1 MiB) is made: the table cannot grow.
     Before, the process died of SIGBUS."""
-    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
-        pytest.skip("no mount namespace on this machine (unshare -m): a small file system cannot be made")
+    require_namespaces()
     folder = tmp_path / "small"
     folder.mkdir()
     ran = subprocess.run(
-        ["unshare", "-m", "--propagation", "private", sys.executable, "-c", FULL_DISK, str(folder)],
+        [
+            *UNSHARE,
+            sys.executable,
+            "-c",
+            FULL_DISK,
+            str(folder),
+        ],
         capture_output=True,
         text=True,
         timeout=120,
