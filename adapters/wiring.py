@@ -29,6 +29,7 @@ from adapters.mcp import add_mcp_route
 from adapters.metrics import MeteredGateway, MeteredPace, MeteredThrottle
 from adapters.settings import Settings, load_settings
 from adapters.web import add_web_routes
+from adapters.web.pages import failure_page
 from community_api.clock import SystemClock
 from community_api.deps import Deps
 from community_api.ports import Clock, KeyStore, PlatformGateway, PlatformPace, Throttle
@@ -93,7 +94,7 @@ def app_for(deps: Deps, settings: Settings) -> falcon.App:
     ]
     app = falcon.App(media_type=falcon.MEDIA_JSON, middleware=middleware, router=HeadAsGetRouter())
     app.req_options.strip_url_path_trailing_slash = True
-    errors.install(app)
+    errors.install(app, page=failure_page(settings))
     add_rest_routes(app, deps, settings)
     add_mcp_route(app, deps, settings)
     add_web_routes(app, deps, settings)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import falcon
@@ -109,7 +110,17 @@ def handle_http_error(
     _respond(resp, status, code, message, {})
 
 
-def handle_unexpected(req: falcon.Request, resp: falcon.Response, error: Exception, params: dict[str, Any]) -> None:
+# Renders a failure as a page, for a person's browser on the dashboard (``install``'s ``page``).
+PageRenderer = Callable[[falcon.Request, falcon.Response, int, str], None]
+
+
+def handle_unexpected(
+    req: falcon.Request,
+    resp: falcon.Response,
+    error: Exception,
+    params: dict[str, Any],
+    page: PageRenderer | None = None,
+) -> None:
     cause = storage_failure(error)
     if cause is not None:
         # Not a bug: the box cannot write (a full disk, a read-only file system). One line says why,
@@ -117,16 +128,43 @@ def handle_unexpected(req: falcon.Request, resp: falcon.Response, error: Excepti
         message = storage_message(cause, changes=req.method not in SAFE_METHODS)
         log_error(req, 503, STORAGE_CODE, message, error)
         resp.set_header("Retry-After", str(STORAGE_RETRY_AFTER))
-        _respond(resp, 503, STORAGE_CODE, message, {"retryAfter": STORAGE_RETRY_AFTER})
+        _answer(req, resp, page, 503, STORAGE_CODE, message, {"retryAfter": STORAGE_RETRY_AFTER})
         return
     # A bug: say so plainly without leaking internals; the traceback goes to the server log only.
     log.exception("unexpected error on %s %s", req.method, req.uri_template or "(no route)")
     log_error(req, 500, "internal_error", "unexpected error", error)
-    _respond(resp, 500, "internal_error", "the service failed to handle this request", {})
+    _answer(req, resp, page, 500, "internal_error", "the service failed to handle this request", {})
 
 
-def install(app: falcon.App) -> None:
+def _answer(
+    req: falcon.Request,
+    resp: falcon.Response,
+    page: PageRenderer | None,
+    status: int,
+    code: str,
+    message: str,
+    details: dict[str, Any],
+) -> None:
+    """The error body; a page instead for a person's browser on the dashboard (never on the API's
+    ``/v1/`` routes, whose answers are JSON whoever asks)."""
+    if page is not None and not req.path.startswith("/v1/") and _prefers_html(req):
+        page(req, resp, status, message)
+        return
+    _respond(resp, status, code, message, details)
+
+
+def _prefers_html(req: falcon.Request) -> bool:
+    # A browser navigating or posting a form lists text/html first; a script sends */* or JSON.
+    return req.client_prefers(("application/json", "text/html")) == "text/html"
+
+
+def install(app: falcon.App, page: PageRenderer | None = None) -> None:
+    """The error handlers; ``page`` renders a failure for a browser on the dashboard's pages."""
+
+    def unexpected(req: falcon.Request, resp: falcon.Response, error: Exception, params: dict[str, Any]) -> None:
+        handle_unexpected(req, resp, error, params, page)
+
     # Falcon picks the most specific handler for an exception's class.
-    app.add_error_handler(Exception, handle_unexpected)
+    app.add_error_handler(Exception, unexpected)
     app.add_error_handler(falcon.HTTPError, handle_http_error)
     app.add_error_handler(ServiceError, handle_service_error)

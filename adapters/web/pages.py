@@ -22,7 +22,7 @@ import base64
 import hashlib
 import hmac
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -290,6 +290,29 @@ class WebResource:
         if not self._made_here(cookie) or not hmac.compare_digest(cookie.encode(), sent.encode()):
             raise PageRefused(403, "This form has expired or did not come from this site: reload the page.")
         req.context.form_token = cookie
+
+
+def failure_page(settings: Settings) -> Callable[[falcon.Request, falcon.Response, int, str], None]:
+    """A failure of the service (a bug, or storage that cannot write) as a page, for a person's browser:
+    the dashboard's own look and message, not the API's JSON (``adapters/http/errors.install``)."""
+
+    def render_failure(req: falcon.Request, resp: falcon.Response, status: int, message: str) -> None:
+        resp.status = status
+        resp.content_type = HTML
+        resp.text = ENVIRONMENT.get_template("refused.html").render(
+            {
+                "title": "Service unavailable" if status == 503 else "Something went wrong",
+                "message": message[:1].upper() + message[1:] + ".",
+                "account": None,
+                "csrf_token": "",
+                "notice": None,
+                "error": None,
+                "section": "",
+            }
+        )
+        security_headers(resp, https=settings.public_url.startswith("https://") or req.scheme == "https")
+
+    return render_failure
 
 
 def refusal_handler(settings: Settings) -> Any:
