@@ -104,6 +104,11 @@ def _allocate(fd: int, size: int) -> None:
             raise
 
 
+def _table_bytes(capacity: int, slots: int) -> int:
+    """The size of a file holding a table of ``slots`` slots of ``capacity`` entries each."""
+    return _HEADER_SIZE + slots * (_SLOT.size + _ENTRY.size * capacity)
+
+
 _ZEROS = bytes(1 << 20)  # what a table is cleared with, a MiB at a time
 
 
@@ -201,7 +206,7 @@ class MmapStorage(Storage, MovingWindowSupport):
             return
         header = _HEADER.unpack_from(os.pread(mapping.fd, _HEADER.size, 0))
         magic, capacity, slots, _ = header
-        whole = _HEADER_SIZE + slots * (_SLOT.size + _ENTRY.size * capacity)
+        whole = _table_bytes(capacity, slots)
         if magic != MAGIC or capacity < self.capacity or not slots or size < whole:
             capacity = max(self.capacity, capacity if magic == MAGIC else 0)
             self._make(mapping, capacity, _first_slots(capacity))
@@ -209,10 +214,10 @@ class MmapStorage(Storage, MovingWindowSupport):
             self._map(mapping, capacity, slots)
 
     def _make(self, mapping: _Mapping, capacity: int, slots: int) -> None:
-        """An empty table of ``slots`` slots, every slot zeros (empty). The blocks are allocated first: on a
-        full disk this raises ``OSError`` and leaves the file, and the table in it, as they were."""
-        whole = _HEADER_SIZE + slots * (_SLOT.size + _ENTRY.size * capacity)
-        _allocate(mapping.fd, whole)
+        """An empty table of ``slots`` slots, every slot zeros (empty). The file grows by ``_map``'s
+        allocation, before anything is cleared: on a full disk this raises ``OSError`` and leaves the file,
+        and the table in it, as they were."""
+        whole = _table_bytes(capacity, slots)
         if os.fstat(mapping.fd).st_size > whole:
             os.ftruncate(mapping.fd, whole)
         self._map(mapping, capacity, slots)
@@ -225,7 +230,7 @@ class MmapStorage(Storage, MovingWindowSupport):
 
     @staticmethod
     def _map(mapping: _Mapping, capacity: int, slots: int) -> None:
-        size = os.fstat(mapping.fd).st_size
+        size = max(os.fstat(mapping.fd).st_size, _table_bytes(capacity, slots))
         # Every block of the file is allocated before it is mapped. The file is made by extending it
         # (sparse), and the first write to a page without a block, on a full disk, is not an error
         # but SIGBUS: the worker died mid-request, and so did the next one that touched a new slot.

@@ -292,25 +292,33 @@ class WebResource:
         req.context.form_token = cookie
 
 
+def _notice_page(
+    req: falcon.Request, resp: falcon.Response, settings: Settings, status: int, title: str, message: str
+) -> None:
+    """A small page of the dashboard with one message and the usual headers, outside any signed-in page."""
+    resp.status = status
+    resp.content_type = HTML
+    resp.text = ENVIRONMENT.get_template("refused.html").render(
+        {
+            "title": title,
+            "message": message,
+            "account": None,
+            "csrf_token": "",
+            "notice": None,
+            "error": None,
+            "section": "",
+        }
+    )
+    security_headers(resp, https=settings.public_url.startswith("https://") or req.scheme == "https")
+
+
 def failure_page(settings: Settings) -> Callable[[falcon.Request, falcon.Response, int, str], None]:
     """A failure of the service (a bug, or storage that cannot write) as a page, for a person's browser:
     the dashboard's own look and message, not the API's JSON (``adapters/http/errors.install``)."""
 
     def render_failure(req: falcon.Request, resp: falcon.Response, status: int, message: str) -> None:
-        resp.status = status
-        resp.content_type = HTML
-        resp.text = ENVIRONMENT.get_template("refused.html").render(
-            {
-                "title": "Service unavailable" if status == 503 else "Something went wrong",
-                "message": message[:1].upper() + message[1:] + ".",
-                "account": None,
-                "csrf_token": "",
-                "notice": None,
-                "error": None,
-                "section": "",
-            }
-        )
-        security_headers(resp, https=settings.public_url.startswith("https://") or req.scheme == "https")
+        title = "Service unavailable" if status == 503 else "Something went wrong"
+        _notice_page(req, resp, settings, status, title, message[:1].upper() + message[1:] + ".")
 
     return render_failure
 
@@ -319,20 +327,7 @@ def refusal_handler(settings: Settings) -> Any:
     """The app's handler of ``PageRefused``: a small HTML page with the reason, and the usual headers."""
 
     def render_refusal(req: falcon.Request, resp: falcon.Response, error: PageRefused, params: Any) -> None:
-        resp.status = error.status
-        resp.content_type = HTML
-        resp.text = ENVIRONMENT.get_template("refused.html").render(
-            {
-                "title": "Request refused",
-                "message": error.message,
-                "account": None,
-                "csrf_token": "",
-                "notice": None,
-                "error": None,
-                "section": "",
-            }
-        )
-        security_headers(resp, https=settings.public_url.startswith("https://") or req.scheme == "https")
+        _notice_page(req, resp, settings, error.status, "Request refused", error.message)
 
     return render_refusal
 
