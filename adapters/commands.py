@@ -34,7 +34,7 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 from cattrs.gen import make_dict_structure_fn, override
 
 from adapters.wire import camel_case
-from community_api.commands import PATTERNS, BadField, Matches, MaxLength, MinLength, filled
+from community_api.commands import FILLED_PATTERN, PATTERNS, BadField, Matches, MaxLength, MinLength, filled
 from community_api.errors import InvalidRequest, ServiceError
 
 C = TypeVar("C")
@@ -225,6 +225,7 @@ def command_schema(command: type) -> dict[str, Any]:
                 schema["minLength"] = max(check.length, schema.get("minLength", 0))
             elif check is filled:
                 schema["minLength"] = max(1, schema.get("minLength", 0))
+                schema.setdefault("pattern", FILLED_PATTERN)
             elif isinstance(check, Matches):
                 schema["pattern"] = check.pattern
             elif check in PATTERNS:

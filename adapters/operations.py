@@ -19,7 +19,7 @@ import attrs
 from mcp_types import ToolAnnotations
 
 from adapters.commands import command_fields, structure_body, structure_query
-from adapters.schemas import Deleted, ListOf, Result, Schema, arguments, result_schema, text
+from adapters.schemas import Deleted, ListOf, Result, Schema, arguments, filled_text, result_schema, text
 from community_api import dms, feed, groups, posts, scopes
 from community_api.access import Actor
 from community_api.deps import Deps
@@ -176,7 +176,7 @@ _SEND_ARGS = arguments(
             **_ID,
         ),
         "conversationId": text("Id of an existing conversation (from list_dms).", PLATFORM_ID_LENGTH, **_ID),
-        "content": text("The message text.", dms.MAX_MESSAGE),
+        "content": filled_text("The message text.", dms.MAX_MESSAGE),
         "group": text("With to: a group you share with the recipient (optional).", MAX_SLUG, **_GROUP_NAME),
         "idempotencyKey": _IDEMPOTENCY_KEY,
     },
@@ -331,7 +331,7 @@ OPERATIONS: tuple[Operation, ...] = (
         arguments(
             {
                 "group": _GROUP,
-                "title": text("Post title.", posts.MAX_TITLE),
+                "title": filled_text("Post title.", posts.MAX_TITLE),
                 "content": text("Post body (optional).", posts.MAX_CONTENT),
                 "label": text(
                     "Label (category) id or name, from get_group (optional).",
@@ -370,7 +370,7 @@ OPERATIONS: tuple[Operation, ...] = (
         arguments(
             {
                 "postId": _POST_ID,
-                "content": text("Comment text.", posts.MAX_CONTENT),
+                "content": filled_text("Comment text.", posts.MAX_CONTENT),
                 "parentId": text("Id of the comment to reply to (optional).", PLATFORM_ID_LENGTH, **_ID),
                 "group": _GROUP_HINT,
                 "idempotencyKey": _IDEMPOTENCY_KEY,

@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 
 from adapters.wire import HIDDEN, camel_case
+from community_api.commands import FILLED_PATTERN
 from community_api.me import KeyWithUsage
 
 Schema = dict[str, Any]
@@ -147,6 +148,12 @@ def result_schema(result: Result, refs: Refs | None = None) -> Schema:
 
 def text(description: str, max_length: int, **extra: Any) -> Schema:
     return {"type": "string", "minLength": 1, "maxLength": max_length, "description": description, **extra}
+
+
+def filled_text(description: str, max_length: int) -> Schema:
+    """A required text that must hold more than white space (the core's ``filled``), said by a pattern so
+    that a client checking against the schema refuses what the core refuses."""
+    return text(description, max_length, pattern=FILLED_PATTERN)
 
 
 def arguments(properties: dict[str, Schema], required: tuple[str, ...] = (), **extra: Any) -> Schema:

@@ -52,9 +52,17 @@ def blank_as_none(value: str | None) -> str | None:
     return None if value is None or not value.strip() else value
 
 
+# A character that is not white space as Python counts it (``str.isspace``, what ``strip`` removes), written
+# out rather than as ``\s`` so that it means the same in a published schema's ECMA-262 pattern: ECMA's
+# ``\s`` lacks U+001C-U+001F and U+0085 and has U+FEFF. A schema-checking client then refuses exactly
+# the texts the core refuses (a lone no-break space is "empty" to both).
+FILLED_PATTERN = "[^\\t\\n\\x0b\\x0c\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+_FILLED = re.compile(FILLED_PATTERN)
+
+
 def filled(instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
-    """A required text holds something other than white space."""
-    if not value.strip():
+    """A required text holds something other than white space (``FILLED_PATTERN``)."""
+    if _FILLED.search(value) is None:
         raise BadField(attribute.name, "must not be empty")
 
 

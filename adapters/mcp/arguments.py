@@ -15,6 +15,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from adapters.schemas import Schema
+from community_api.commands import FILLED_PATTERN
 from community_api.errors import InvalidRequest
 
 _TYPE_WORDS = {"string": "a string", "integer": "an integer", "boolean": "true or false", "object": "an object"}
@@ -59,7 +60,7 @@ class ArgumentChecker:
             return f"{field} must be an integer from {bounds.get('minimum')} to {bounds.get('maximum')}", details
         if rule == "enum":
             return f"{field} must be one of: {', '.join(map(str, limit))}", {**details, "allowed": list(limit)}
-        if rule == "minLength":
+        if rule == "minLength" or (rule == "pattern" and limit == FILLED_PATTERN):
             return f"{field} must not be empty", details
         if rule == "maxLength":
             return f"{field} is longer than {limit} characters", {**details, "maxLength": limit}

@@ -10,9 +10,10 @@ from typing import Any
 import attrs
 import pytest
 
-from adapters.commands import command_fields, structure_body, structure_query
+from adapters.commands import command_fields, command_schema, structure_body, structure_query
 from adapters.operations import OPERATIONS
 from community_api import dms, feed, posts
+from community_api.commands import FILLED_PATTERN
 from community_api.errors import InvalidRequest
 from community_api.platform_ids import PLATFORM_ID_PATTERN
 from fakes.platform_seed import platform_id
@@ -153,7 +154,7 @@ def mcp() -> Iterator[McpWorld]:
 @pytest.mark.parametrize(
     ("tool", "args", "message"),
     [
-        # Values the tools' JSON schemas let through, refused by the command's own rules, as on REST.
+        # Refused with the words REST uses (the schema's pattern and the command's own rule agree).
         ("create_post", {"group": "builders-club", "title": "   "}, "title must not be empty"),
         ("create_comment", {"postId": A_POST, "content": "\t"}, "content must not be empty"),
         (
@@ -166,6 +167,37 @@ def mcp() -> Iterator[McpWorld]:
 def test_mcp_arguments_become_the_same_command(mcp: McpWorld, tool: str, args: dict[str, Any], message: str) -> None:
     error = mcp.fail(tool, args)
     assert (error["code"], error["message"]) == ("invalid_request", message)
+
+
+# Texts around the edge of "empty": Python's white space (what the core strips), ECMA's (what a client's
+# JSON-schema validator knows as ``\s``), and characters that look blank but are neither.
+EDGE_TEXTS = ["\u00a0", "\u001d", "\u0085", "\u3000", " \u2028\t", "\ufeff", "\u200b", "\u180e", " x "]
+
+
+@pytest.mark.parametrize("text", EDGE_TEXTS, ids=lambda text: repr(text))
+def test_the_published_schema_refuses_exactly_the_texts_the_service_refuses(
+    ready: Ready, mcp: McpWorld, text: str
+) -> None:
+    """A client that checks a body against the OpenAPI document (or an agent against the tool's schema)
+    must not send what the service refuses, nor hold back what it accepts."""
+    import jsonschema
+
+    from adapters.http.openapi import document
+
+    body_schema = document()["paths"]["/v1/posts/{post_id}/comments"]["post"]["requestBody"]["content"]
+    schema = body_schema["application/json"]["schema"]["properties"]["content"]
+    tool = next(op for op in OPERATIONS if op.name == "create_comment").input_schema["properties"]["content"]
+    assert {k: v for k, v in schema.items() if k != "description"} == {
+        k: v for k, v in tool.items() if k != "description"
+    }
+    published = jsonschema.Draft202012Validator(schema).is_valid(text)
+    rest = ready.world.post(f"/v1/posts/{A_POST}/comments", ready.key, {"content": text})
+    assert (rest.status_code == 201) is published, (rest.status_code, rest.text)
+    answer = mcp.call("create_comment", {"postId": A_POST, "content": text})
+    assert (not answer.get("isError")) is published, answer
+    if not published:
+        assert rest.json["error"]["message"] == "content must not be empty"
+        assert mcp.fail("create_comment", {"postId": A_POST, "content": text})["message"] == "content must not be empty"
 
 
 def test_a_tool_and_its_rest_route_build_equal_commands() -> None:
@@ -189,6 +221,10 @@ def test_each_command_has_exactly_the_fields_its_schema_publishes(operation: Any
     assert operation.command is not None and attrs.has(operation.command)
     published = set(operation.body_fields()) or {arg for arg, _ in operation.query_args()} - {"group"}
     assert command_fields(operation.command) == published
+    # A text the command requires filled is published with the pattern that says so.
+    for name, schema in command_schema(operation.command)["properties"].items():
+        if schema.get("pattern") == FILLED_PATTERN:
+            assert operation.input_schema["properties"][name]["pattern"] == FILLED_PATTERN, name
 
 
 # --- the management routes: the same commands, and their published bodies read from them ---------
