@@ -19,7 +19,7 @@ from datetime import timedelta
 import attrs
 
 from community_api import sign_in_guard as guard
-from community_api.commands import at_most, blank_as_none, expects
+from community_api.commands import Matches, at_most, blank_as_none, expects
 from community_api.deps import Deps
 from community_api.errors import InvalidRequest, NotFound, RateLimited
 from community_api.ids import new_id
@@ -28,6 +28,15 @@ from community_api.model import CONNECTION_ACTIVE, KEY_CONNECTOR, ApiKey, AuditE
 MAX_PLATFORM_EMAIL = 320
 MAX_PLATFORM_PASSWORD = 1024
 MAX_SESSION_TOKEN = 8192
+# The token is the value of the platform's ``auth_token`` cookie, and a cookie's value is made of RFC 6265's
+# cookie-octets. Anything else (a pasted ``Cookie`` header with its spaces and semicolons, a quote, a
+# letter outside ASCII) could never be sent as that cookie: refused here, naming the field, before a
+# browser is started for it.
+COOKIE_VALUE_PATTERN = "^[\\x21\\x23-\\x2b\\x2d-\\x3a\\x3c-\\x5b\\x5d-\\x7e]+$"
+COOKIE_VALUE_PROBLEM = (
+    "must be the value of the platform's auth_token cookie alone: printable ASCII without spaces, "
+    "quotes, commas, semicolons or backslashes"
+)
 
 
 @attrs.frozen
@@ -41,7 +50,10 @@ class LinkRequest:
         default=None, converter=blank_as_none, validator=at_most(MAX_PLATFORM_PASSWORD), repr=False
     )
     session_token: str | None = attrs.field(
-        default=None, converter=blank_as_none, validator=at_most(MAX_SESSION_TOKEN), repr=False
+        default=None,
+        converter=blank_as_none,
+        validator=[at_most(MAX_SESSION_TOKEN), Matches(COOKIE_VALUE_PATTERN, COOKIE_VALUE_PROBLEM)],
+        repr=False,
     )
 
 

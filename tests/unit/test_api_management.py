@@ -125,6 +125,37 @@ def test_linking_refusals(world: World, body: dict) -> None:  # type: ignore[typ
     assert "sandbox" not in result.json["error"]["message"]
 
 
+@pytest.mark.parametrize(
+    "token",
+    [
+        "auth_token=eyJhbGciOi.eyJ1c2VyX2lkIjoi.c2ln; client_id=abc",  # a pasted Cookie header
+        "eyJhbGciOi eyJ1c2Vy",
+        '"eyJhbGciOi"',
+        "eyJhbGciOi,x",
+        "eyJhbGciOi\\x",
+        "eyJhbGciOié",
+        "eyJhbGciOi\n",
+        "eyJhbGciOi\x00",
+    ],
+)
+def test_a_session_token_that_cannot_be_a_cookie_value_is_refused_naming_the_field(world: World, token: str) -> None:
+    """Refused before the platform is asked (it could never be sent as the cookie), with the rule said,
+    and the same rule published in the request body's schema."""
+    from adapters.http.openapi import document
+    from community_api.connections import COOKIE_VALUE_PATTERN
+
+    browser = world.sign_up()
+    asked = world.gateway.calls.copy()
+    result = world.client.simulate_post("/v1/connections", json={"sessionToken": token}, headers=browser.headers())
+    assert result.status_code == 400, result.text
+    error = result.json["error"]
+    assert error["details"] == {"field": "sessionToken"}
+    assert error["message"].startswith("sessionToken must be the value of the platform's auth_token cookie")
+    assert world.gateway.calls == asked
+    body = document()["paths"]["/v1/connections"]["post"]["requestBody"]["content"]["application/json"]
+    assert body["schema"]["properties"]["sessionToken"]["pattern"] == COOKIE_VALUE_PATTERN
+
+
 def test_link_by_session_token(world: World) -> None:
     browser = world.sign_up()
     token = world.gateway.login("bob@sandbox.test", "sandbox").session_token
