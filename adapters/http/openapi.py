@@ -43,13 +43,14 @@ def _query(command: type) -> list[dict[str, Any]]:
     ]
 
 
-def _body(command: type, *, required: tuple[str, ...] = ()) -> dict[str, Any]:
+def _body(command: type, *, required: tuple[str, ...] = (), optional: bool = False) -> dict[str, Any]:
     """A request body: the core's command it is structured into (``adapters/commands.py``), read as a schema,
     so its types and limits are the ones the core checks. ``required``: fields the route needs although
-    the command lets them be missing (the core then answers with a refusal of its own, such as 403)."""
+    the command lets them be missing (the core then answers with a refusal of its own, such as 403).
+    ``optional``: the resource reads a missing body as ``{}`` (``read_json(..., allow_empty=True)``)."""
     schema = command_schema(command)
     schema["required"] = [*schema["required"], *required]
-    return {"required": True, "content": {"application/json": {"schema": schema}}}
+    return {"required": not optional, "content": {"application/json": {"schema": schema}}}
 
 
 # The MCP endpoint speaks JSON-RPC 2.0 (the Model Context Protocol), not the service's own bodies.
@@ -145,7 +146,7 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "Mint a key (the value is shown once)",
         "session",
         [],
-        _body(keys.NewKey),
+        _body(keys.NewKey, optional=True),
         201,
     ),
     (

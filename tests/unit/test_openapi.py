@@ -177,6 +177,26 @@ def test_management_bodies_carry_the_cores_limits(world: World) -> None:
     assert short.status_code == 400
 
 
+def test_a_body_the_document_calls_required_is_refused_when_missing_and_only_then(world: World) -> None:
+    """A generated client leaves out an optional body; the service must then act, and refuse a request
+    without a body that the document requires."""
+    document = world.client.simulate_get("/v1/openapi.json").json
+    browser = world.sign_up()
+    checked = []
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            body = operation.get("requestBody", {})
+            if "application/json" not in body.get("content", {}):
+                continue  # OAuth's form bodies
+            if any("apiKey" in rule for rule in operation.get("security", [])):
+                continue  # the data routes: their bodies are checked with the tools' (test_commands.py)
+            answer = world.client.simulate_request(method.upper(), path, headers=browser.headers())
+            refused = answer.status_code == 400
+            assert refused is body["required"], (method, path, answer.status_code, answer.text)
+            checked.append((method, path))
+    assert ("post", "/v1/keys") in checked and ("delete", "/v1/me") in checked and len(checked) >= 6
+
+
 def test_client_registration_is_described_by_the_fields_the_service_reads(world: World) -> None:
     """RFC 7591 metadata is described beside the registry: its fields are ``ClientMetadata``'s, by RFC names."""
     import attrs
