@@ -34,7 +34,17 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 from cattrs.gen import make_dict_structure_fn, override
 
 from adapters.wire import camel_case
-from community_api.commands import FILLED_PATTERN, PATTERNS, BadField, Matches, MaxLength, MinLength, filled
+from community_api.commands import (
+    FILLED_PATTERN,
+    PATTERNS,
+    BadField,
+    Matches,
+    MaxLength,
+    MinLength,
+    empty_as_none,
+    filled,
+    optional_pattern,
+)
 from community_api.errors import InvalidRequest, ServiceError
 
 C = TypeVar("C")
@@ -230,6 +240,8 @@ def command_schema(command: type) -> dict[str, Any]:
                 schema["pattern"] = check.pattern
             elif check in PATTERNS:
                 schema["pattern"] = PATTERNS[check]
+        if field.converter is empty_as_none and "pattern" in schema:
+            schema["pattern"] = optional_pattern(schema["pattern"])
         extra = field.metadata.get("schema", {})
         if "items" in extra:
             schema["items"] = {**schema.get("items", {}), **extra["items"]}

@@ -22,6 +22,7 @@ from adapters.commands import command_fields, structure_body, structure_query
 from adapters.schemas import Deleted, ListOf, Result, Schema, arguments, filled_text, result_schema, text
 from community_api import dms, feed, groups, posts, scopes
 from community_api.access import Actor
+from community_api.commands import optional_pattern
 from community_api.deps import Deps
 from community_api.model import Comment, Group, PlatformUser, Post, PostDetail
 from community_api.platform_ids import (
@@ -135,6 +136,19 @@ _GROUP_NAME = {"pattern": GROUP_PATTERN}
 _GROUP = text("Group id or slug (from list_groups).", MAX_SLUG, **_GROUP_NAME)
 _GROUP_HINT = text("Group id or slug of the post: optional, speeds up the look-up.", MAX_SLUG, **_GROUP_NAME)
 _POST_ID = text(f"Post id (from get_feed or get_post): {ID_HINT}.", PLATFORM_ID_LENGTH, **_ID)
+
+
+def _cursor(description: str, max_length: int, pattern: str) -> Schema:
+    """A paging cursor. Empty is the same as absent, the first page, on REST (``?cursor=``, which a
+    client templating the next request sends) as on MCP (an agent fills every argument it sees)."""
+    return {
+        "type": "string",
+        "maxLength": max_length,
+        "pattern": optional_pattern(pattern),
+        "description": f"{description} Empty or absent: the first page.",
+    }
+
+
 _IDEMPOTENCY_KEY = {
     "type": "string",
     "pattern": r"^[\x21-\x7e]{1,255}$",
@@ -405,7 +419,7 @@ OPERATIONS: tuple[Operation, ...] = (
         f"last message is not yours, scanning up to {dms.AWAITING_SCAN_PAGES} pages.",
         arguments(
             {
-                "cursor": text("nextCursor of the previous answer.", 7, pattern=dms.OFFSET_PATTERN),
+                "cursor": _cursor("nextCursor of the previous answer.", 7, dms.OFFSET_PATTERN),
                 "awaitingReply": {
                     "type": "boolean",
                     "default": False,
@@ -428,7 +442,11 @@ OPERATIONS: tuple[Operation, ...] = (
         arguments(
             {
                 "conversationId": text("Conversation id (from list_dms).", PLATFORM_ID_LENGTH, **_ID),
-                "cursor": text("nextCursor of the previous answer: returns older messages.", PLATFORM_ID_LENGTH, **_ID),
+                "cursor": _cursor(
+                    "nextCursor of the previous answer: returns older messages.",
+                    PLATFORM_ID_LENGTH,
+                    PLATFORM_ID_PATTERN,
+                ),
             },
             ("conversationId",),
         ),

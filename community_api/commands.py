@@ -52,6 +52,17 @@ def blank_as_none(value: str | None) -> str | None:
     return None if value is None or not value.strip() else value
 
 
+def empty_as_none(value: str | None) -> str | None:
+    """An empty cursor is no cursor, the first page (attrs converter; a published schema admits "")."""
+    return None if value == "" else value
+
+
+def optional_pattern(pattern: str) -> str:
+    """``pattern`` (anchored at both ends) or the empty text: for a field whose converter is
+    ``empty_as_none``."""
+    return f"^({pattern.removeprefix('^').removesuffix('$')})?$"
+
+
 # A character that is not white space as Python counts it (``str.isspace``, what ``strip`` removes), written
 # out rather than as ``\s`` so that it means the same in a published schema's ECMA-262 pattern: ECMA's
 # ``\s`` lacks U+001C-U+001F and U+0085 and has U+FEFF. A schema-checking client then refuses exactly

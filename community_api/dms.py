@@ -18,7 +18,7 @@ from __future__ import annotations
 import attrs
 
 from community_api.access import Actor
-from community_api.commands import Matches, at_most, blank_as_none, expects, filled, platform_id
+from community_api.commands import Matches, at_most, blank_as_none, empty_as_none, expects, filled, platform_id
 from community_api.deps import ONE_READ, THREAD_READS, Deps, on_platform
 from community_api.errors import InvalidRequest, ServiceError
 from community_api.model import Conversation, Message
@@ -42,10 +42,6 @@ class NewMessage:
     )
 
 
-def _empty_as_none(value: str | None) -> str | None:
-    return None if value == "" else value
-
-
 @attrs.frozen
 class InboxQuery:
     """Which inbox page: ``cursor`` an offset answered as ``next_cursor``; ``awaiting_reply`` only the
@@ -54,7 +50,7 @@ class InboxQuery:
     # Empty is the first page, as no cursor is (a query string's empty value, or an agent's "").
     cursor: str | None = attrs.field(
         default=None,
-        converter=_empty_as_none,
+        converter=empty_as_none,
         validator=Matches(OFFSET_PATTERN, "must be an offset returned as nextCursor"),
     )
     awaiting_reply: bool = attrs.field(default=False, metadata=expects("true or false"))

@@ -10,10 +10,9 @@ from typing import Any
 import attrs
 import pytest
 
-from adapters.commands import command_fields, command_schema, structure_body, structure_query
+from adapters.commands import command_fields, structure_body, structure_query
 from adapters.operations import OPERATIONS
 from community_api import dms, feed, posts
-from community_api.commands import FILLED_PATTERN
 from community_api.errors import InvalidRequest
 from community_api.platform_ids import PLATFORM_ID_PATTERN
 from fakes.platform_seed import platform_id
@@ -200,6 +199,34 @@ def test_the_published_schema_refuses_exactly_the_texts_the_service_refuses(
         assert mcp.fail("create_comment", {"postId": A_POST, "content": text})["message"] == "content must not be empty"
 
 
+def test_an_empty_cursor_is_the_first_page_on_rest_and_mcp_and_in_the_schemas(ready: Ready, mcp: McpWorld) -> None:
+    """``?cursor=`` (a client templating its next request) and an agent's ``"cursor": ""`` both read the
+    first page, and the published schemas (the tool's and the document's) let an empty cursor through."""
+    import jsonschema
+
+    from adapters.http.openapi import document
+
+    paths = document()["paths"]
+    first = mcp.ok("list_dms", {})
+    assert mcp.ok("list_dms", {"cursor": ""}) == first
+    conversation = first["conversations"][0]["id"]
+    thread = mcp.ok("get_dm_thread", {"conversationId": conversation})
+    assert mcp.ok("get_dm_thread", {"conversationId": conversation, "cursor": ""}) == thread
+    for name, path in (("list_dms", "/v1/dms"), ("get_dm_thread", "/v1/dms/{conversation_id}")):
+        tool = next(op for op in OPERATIONS if op.name == name).input_schema["properties"]["cursor"]
+        (published,) = [p["schema"] for p in paths[path]["get"]["parameters"] if p["name"] == "cursor"]
+        for schema in (tool, published):
+            assert jsonschema.Draft202012Validator(schema).is_valid("")
+            assert not jsonschema.Draft202012Validator(schema).is_valid("../self")
+    world, key = ready.world, ready.key
+    inbox = world.get("/v1/dms", key)
+    assert world.get("/v1/dms", key, query_string="cursor=").json == inbox.json
+    conversation = inbox.json["conversations"][0]["id"]
+    messages = world.get(f"/v1/dms/{conversation}", key)
+    again = world.get(f"/v1/dms/{conversation}", key, query_string="cursor=")
+    assert again.status_code == 200 and again.json == messages.json
+
+
 def test_a_tool_and_its_rest_route_build_equal_commands() -> None:
     body = {"content": "hello", "parentId": A_POST}
     assert structure_body(body, posts.NewComment) == posts.NewComment(content="hello", parent_id=A_POST)
@@ -221,10 +248,6 @@ def test_each_command_has_exactly_the_fields_its_schema_publishes(operation: Any
     assert operation.command is not None and attrs.has(operation.command)
     published = set(operation.body_fields()) or {arg for arg, _ in operation.query_args()} - {"group"}
     assert command_fields(operation.command) == published
-    # A text the command requires filled is published with the pattern that says so.
-    for name, schema in command_schema(operation.command)["properties"].items():
-        if schema.get("pattern") == FILLED_PATTERN:
-            assert operation.input_schema["properties"][name]["pattern"] == FILLED_PATTERN, name
 
 
 # --- the management routes: the same commands, and their published bodies read from them ---------
