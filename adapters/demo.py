@@ -8,6 +8,7 @@ configuration. Ctrl-C (or SIGTERM) ends both processes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -60,13 +61,28 @@ def _wait_for_sandbox(log_path: Path, process: subprocess.Popen[bytes], timeout:
     raise SystemExit(f"demo: the stand-in platform did not start within {timeout:.0f} s (log: {log_path})")
 
 
+def _start(args: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """A child in a process group of its own: a terminal's Ctrl-C reaches the demo alone, which then stops
+    the whole group (``_stop``), gunicorn's workers and their browsers included."""
+    return subprocess.Popen(
+        args,
+        env=env,
+        stdout=open(log, "wb"),  # noqa: SIM115 - lives as long as the process
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
 def _stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the child's group (gunicorn's graceful stop), then SIGKILL to whatever of the group is
+    left after 15 s: a worker that outlived its master would otherwise keep the port after the demo ended."""
     if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
+        os.killpg(process.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    with contextlib.suppress(ProcessLookupError):  # the group ended with its leader
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 def curl_lines(api: str, key: str, group: str, post_id: str, conversation_id: str, bob_id: str) -> list[str]:
@@ -114,17 +130,14 @@ def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) ->
     _refuse_if_taken(sandbox_bind, "--sandbox-bind")
     folder = Path(tempfile.mkdtemp(prefix="community-api-demo-"))
     print(f"demo: starting the stand-in platform on https://{sandbox_bind} and the service on {api} …", flush=True)
-    sandbox = subprocess.Popen(
-        [sys.executable, "-m", "scripts.sandbox", "--bind", sandbox_bind],
-        stdout=open(folder / "sandbox.log", "wb"),  # noqa: SIM115 - lives as long as the process
-        stderr=subprocess.STDOUT,
-    )
+    sandbox = _start([sys.executable, "-m", "scripts.sandbox", "--bind", sandbox_bind], folder / "sandbox.log")
     service: subprocess.Popen[bytes] | None = None
 
     def end(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, end)
+    signal.signal(signal.SIGHUP, end)  # its terminal closed: the children, in groups of their own, would stay
     try:
         # The stand-in speaks HTTPS with a certificate made at its start: the service's browser is told to
         # trust exactly that certificate's key.
@@ -138,12 +151,8 @@ def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) ->
             "COMMUNITY_API_BROWSER_TRUSTED_SPKI": spki,
         }
         env.setdefault("COMMUNITY_API_SECRET", "demo-secret-" + os.urandom(16).hex())
-        service = subprocess.Popen(
-            [sys.executable, "-m", "adapters.cli", "serve", "--bind", bind, "--workers", "2"],
-            env=env,
-            stdout=open(folder / "service.log", "wb"),  # noqa: SIM115 - lives as long as the process
-            stderr=subprocess.STDOUT,
-        )
+        serve = [sys.executable, "-m", "adapters.cli", "serve", "--bind", bind, "--workers", "2"]
+        service = _start(serve, folder / "service.log", env)
         _wait(api + "/v1/openapi.json", service, "service")
         web = requests.Session()
         web.post(f"{api}/v1/accounts", json={"email": DEMO_EMAIL, "password": DEMO_PASSWORD}, timeout=10)
@@ -189,6 +198,8 @@ def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) ->
     except KeyboardInterrupt:
         return 0
     finally:
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_IGN)  # a second Ctrl-C must not cut the stop short
         if service is not None:
             _stop(service)
         _stop(sandbox)

@@ -14,7 +14,8 @@ is removed.
 It also makes the master end the browsers of a worker killed outright (``adapters/platform/orphans.py``):
 the master adopts what a dead worker leaves, and ends its browsers when it learns the worker ended. And
 each worker answers the requests gunicorn cannot read in the service's JSON error shape
-(``adapters/http/server_errors.py``).
+(``adapters/http/server_errors.py``), and stops fast on SIGQUIT or SIGINT without the threaded worker's
+hang (``adapters/worker_quit.py``).
 """
 
 from __future__ import annotations
@@ -64,9 +65,11 @@ def on_starting(server: Any) -> None:
 
 
 def post_worker_init(worker: Any) -> None:
+    from adapters import worker_quit
     from adapters.http.server_errors import answer_in_json
 
     answer_in_json()  # requests gunicorn cannot read are answered in our JSON error shape, not HTML
+    worker_quit.install(worker)  # a Ctrl-C cannot hang a threaded worker (see the module)
 
 
 def child_exit(server: Any, worker: Any) -> None:

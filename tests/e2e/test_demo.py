@@ -15,12 +15,16 @@ import time
 
 import pytest
 
-from scripts.processes import ROOT, free_port
+from adapters.platform.procfs import descendants, process_table
+from scripts.processes import ROOT, alive, free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def test_demo_prints_curl_lines_that_work() -> None:
+@pytest.mark.parametrize("stop", ["Ctrl-C", "SIGTERM", "SIGHUP"])
+def test_demo_prints_curl_lines_that_work(stop: str) -> None:
+    """...and ends everything it started when stopped: by Ctrl-C in its terminal (SIGINT to its whole
+    process group), by SIGTERM, or by its terminal closing (SIGHUP)."""
     api_port, platform_port = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("COMMUNITY_API_")}
     demo = subprocess.Popen(
@@ -39,8 +43,10 @@ def test_demo_prints_curl_lines_that_work() -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        start_new_session=True,  # a group of its own, as a terminal gives a command it runs
     )
     lines: list[str] = []
+    started: list[int] = []
     try:
         deadline = time.monotonic() + 180
         assert demo.stdout is not None
@@ -84,10 +90,19 @@ def test_demo_prints_curl_lines_that_work() -> None:
         config_start = output.index("{", output.index("MCP client configuration"))
         config = json.loads(output[config_start : output.index("\nOpenAPI")])
         assert config["mcpServers"]["community"]["url"].endswith("/v1/mcp")
+        started = descendants(demo.pid, process_table())
+        assert len(started) >= 4  # the stand-in, gunicorn's master and workers, a browser
     finally:
-        demo.send_signal(signal.SIGTERM)
+        if stop == "Ctrl-C":
+            os.killpg(demo.pid, signal.SIGINT)
+        else:
+            demo.send_signal(getattr(signal, stop))
         demo.wait(30)
     assert demo.returncode == 0
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in started) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [pid for pid in started if alive(pid)] == []
     for port in (api_port, platform_port):
         probe = subprocess.run(["curl", "-s", "-o", "/dev/null", f"http://127.0.0.1:{port}/"], timeout=10)
         assert probe.returncode != 0, f"something still listens on {port}"

@@ -7,6 +7,7 @@ as the OOM killer or gunicorn past a time-out do) cannot close its browsers: the
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -87,16 +88,21 @@ class Service:
         table = process_table()
         return [pid for pid in descendants(self.process.pid, table) if table[pid][1] in BROWSER_PROCESSES]
 
-    def stop(self, how: str) -> None:
+    def stop(self, how: str) -> float:
+        """Signal the service as ``how`` says; how many seconds it took to end."""
+        started = time.monotonic()
         if how == "master":
             os.kill(self.process.pid, signal.SIGTERM)
+        elif how == "Ctrl-C":
+            os.killpg(self.process.pid, signal.SIGINT)  # what a terminal sends its foreground group
         else:
             os.killpg(self.process.pid, signal.SIGTERM)  # its PID is its group's: start_new_session
         self.process.wait(60)
+        return time.monotonic() - started
 
     def lines_after_the_signal(self) -> list[str]:
         lines = self.log.read_text(errors="replace").splitlines()
-        start = next(i for i, line in enumerate(lines) if "Handling signal: term" in line)
+        start = next(i for i, line in enumerate(lines) if re.search("Handling signal: (term|int)", line))
         return lines[start:]
 
 
@@ -126,16 +132,20 @@ def assert_quiet_exit(lines: list[str]) -> None:
     assert noisy == [], "\n".join(noisy)
 
 
-@pytest.mark.parametrize("how", ["master", "process group"])
-def test_sigterm_ends_every_local_browser_quietly(service_folder: Path, sandbox: SandboxProcess, how: str) -> None:
+@pytest.mark.parametrize("how", ["master", "process group", "Ctrl-C"])
+def test_a_stop_ends_every_local_browser_quietly(service_folder: Path, sandbox: SandboxProcess, how: str) -> None:
+    """SIGTERM to the master or its group, and SIGINT to the group (a terminal's Ctrl-C, which gunicorn's
+    master follows with SIGQUIT to each worker: adapters/worker_quit.py)."""
     service = Service(service_folder, sandbox, remote_url=None)
+    took = None
     try:
         service.use_browsers()
         started = service.browser_pids()
         table = process_table()
         assert [pid for pid in started if table[pid][1] == "chromedriver"], "browsers should be running"
     finally:
-        service.stop(how)
+        took = service.stop(how)
+    assert took < 15, f"the stop took {took:.1f} s (gunicorn's graceful timeout is 30 s: a worker hung)"
     deadline = time.monotonic() + 10
     while any(alive(pid) for pid in started) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -1,0 +1,69 @@
+"""A fast stop (SIGQUIT, or SIGINT from a terminal's Ctrl-C) ends a threaded gunicorn worker at once, even
+when the signal lands while the worker's main thread holds its thread pool's lock — as it does inside
+``submit`` for every request, and inside a first quit handler when a second signal follows. gunicorn's own
+handler waits for that lock there, for good (``adapters/worker_quit.py``).
+
+Each case runs a real ``gthread`` worker object in a child process, so that a hang fails the test by its
+time-out instead of hanging the suite."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from scripts.processes import ROOT
+
+CHILD = textwrap.dedent(
+    """
+    import os, signal, sys
+    from gunicorn.config import Config
+    from gunicorn.workers.gthread import ThreadWorker
+    from adapters import worker_quit
+
+    config = Config()
+    config.set("threads", 2)
+    worker = ThreadWorker(1, os.getppid(), [], None, 30, config, None)
+    worker.tpool = worker.get_thread_pool()
+    worker.PIPE = list(os.pipe())  # made by init_process, read by init_signals
+    for end in worker.PIPE:
+        os.set_blocking(end, False)
+    worker.init_signals()  # gunicorn's own handlers, as in a worker
+    if sys.argv[1] == "ours":
+        worker_quit.install(worker)  # what post_worker_init does
+    print("ready", flush=True)
+    with worker.tpool._shutdown_lock:  # the main thread inside submit()
+        signal.raise_signal(getattr(signal, sys.argv[2]))
+        signal.raise_signal(signal.SIGQUIT)  # the master's SIGQUIT after a Ctrl-C
+    print("the signals were not handled", flush=True)
+    """
+)
+
+
+def run_worker(handler: str, signal_name: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", CHILD, handler, signal_name], cwd=ROOT, capture_output=True, text=True, timeout=10
+    )
+
+
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGQUIT"])
+def test_a_fast_stop_ends_a_threaded_worker_holding_its_pool_lock(signal_name: str) -> None:
+    ended = run_worker("ours", signal_name)
+    assert ended.returncode == 0, ended.stderr
+    assert ended.stdout == "ready\n"
+
+
+def test_gunicorns_own_handler_hangs_there() -> None:
+    """Why the handler is replaced: with gunicorn's, the same child starts, gets the signal and never ends."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, "gunicorn", "SIGQUIT"], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        with pytest.raises(subprocess.TimeoutExpired):
+            child.wait(timeout=3)
+    finally:
+        child.kill()
+        child.wait()
