@@ -27,7 +27,10 @@ from community_api.model import CONNECTION_ACTIVE, KEY_CONNECTOR, ApiKey, AuditE
 
 MAX_PLATFORM_EMAIL = 320
 MAX_PLATFORM_PASSWORD = 1024
-MAX_SESSION_TOKEN = 8192
+# A browser keeps a cookie whose name and value come to at most 4,096 bytes (RFC 6265 asks for at least as
+# much; Chromium refuses one byte more), and the platform's cookie is named ``auth_token``: a longer token
+# could never be sent.
+MAX_SESSION_TOKEN = 4096 - len("auth_token")
 # The token is the value of the platform's ``auth_token`` cookie, and a cookie's value is made of RFC 6265's
 # cookie-octets. Anything else (a pasted ``Cookie`` header with its spaces and semicolons, a quote, a
 # letter outside ASCII) could never be sent as that cookie: refused here, naming the field, before a
