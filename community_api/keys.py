@@ -356,6 +356,6 @@ class NewKey:
         metadata=expects("a string", pattern=READABLE_PATTERN),
     )
     scopes: list[str] | None = attrs.field(
-        default=None, metadata=expects("a list of scope names", items={"enum": list(ALL_SCOPES)})
+        default=None, metadata=expects("a list of scope names", items={"enum": list(ALL_SCOPES)}, minItems=1)
     )
     connection_id: str | None = None

@@ -168,6 +168,7 @@ def test_management_bodies_carry_the_cores_limits(world: World) -> None:
     assert body("/v1/me/password")["newPassword"] == password
     assert body("/v1/keys")["name"]["maxLength"] == keys.MAX_NAME_LENGTH
     assert body("/v1/keys")["scopes"]["items"]["enum"] == list(ALL_SCOPES)
+    assert body("/v1/keys")["scopes"]["minItems"] == 1  # an empty list is refused
     assert body("/v1/keys")["name"]["pattern"] == READABLE_PATTERN  # no control characters, no bidi overrides
     assert body("/v1/accounts")["email"]["format"] == "email"
     # What the core refuses, the document refuses: one character too short is a 400.
