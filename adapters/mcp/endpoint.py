@@ -24,6 +24,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from adapters.http.auth import CONNECTION_HEADER, bearer_key, resource_url
 from adapters.http.body import UnsupportedMediaType, read_raw, refuse_content_coding
 from adapters.http.errors import error_body
+from adapters.mcp import envelope
 from adapters.mcp.bridge import SessionManagers
 from adapters.mcp.server import CALLER_ENVIRON_KEY, Caller, build_server
 from adapters.settings import Settings
@@ -138,6 +139,11 @@ class McpResource:
         # API keys, and OAuth access tokens issued for this endpoint (connector keys).
         key = bearer_key(self.deps, req, resource=resource_url(self.settings, req))
         raw = _read_body(req)
+        refused = envelope.refusal(raw)
+        if refused is not None:
+            resp.status = falcon.HTTP_400
+            resp.media = refused
+            return
         environ: dict[str, Any] = dict(req.env)
         # The body was read here (size limit, chunked uploads): the ASGI side gets it whole.
         environ["CONTENT_LENGTH"] = str(len(raw))
@@ -149,6 +155,8 @@ class McpResource:
             if name.lower() not in _HOP_BY_HOP:
                 resp.set_header(name, value)
         body = answer.body
+        if answer.status == 400:
+            body = envelope.tidy(body)
         if answer.status >= 400 and not _is_json(body):
             # Host, Origin or Accept refusals come back as plain text: give them our error body.
             message = body.decode("utf-8", "replace").strip() or falcon.code_to_http_status(answer.status)

@@ -113,6 +113,48 @@ def test_media_type_size_and_malformed_bodies(world: McpWorld) -> None:
         assert 400 <= result.status_code < 500 and "error" in result.json, result.text
 
 
+SEND = {"name": "send_dm", "arguments": {"to": "0" * 32, "content": "hello"}}
+
+# (message, what the answer's message says): each one answered with JSON-RPC's Invalid Request in one
+# sentence, where the transport answered 202 and dropped the call (a bad id) or quoted pydantic's report.
+BAD_MESSAGES = [
+    ({"jsonrpc": "2.0", "id": None, "method": "tools/call", "params": SEND}, "id must be a string or an integer"),
+    ({"jsonrpc": "2.0", "id": True, "method": "tools/call", "params": SEND}, "id must be a string or an integer"),
+    ({"jsonrpc": "2.0", "id": 1.5, "method": "tools/call", "params": SEND}, "id must be a string or an integer"),
+    ({"jsonrpc": "2.0", "id": {"n": 1}, "method": "tools/call", "params": SEND}, "id must be a string or an integer"),
+    ({"jsonrpc": "2.0", "id": [1], "method": "tools/call", "params": SEND}, "id must be a string or an integer"),
+    ([{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": SEND}], "batches are not supported"),
+    ([], "batches are not supported"),
+    (5, "a JSON-RPC message is a JSON object"),
+    ("tools/list", "a JSON-RPC message is a JSON object"),
+    ({"jsonrpc": "1.0", "id": 1, "method": "tools/list"}, '"jsonrpc": "2.0"'),
+    ({"id": 1, "method": "tools/list"}, '"jsonrpc": "2.0"'),
+    ({"jsonrpc": "2.0"}, "a method (a request or a notification), or a result or an error"),
+    ({"jsonrpc": "2.0", "id": 1, "method": 5}, "method must be a string"),
+    ({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": [SEND]}, "params must be an object"),
+    ({"jsonrpc": "2.0", "id": 1, "result": 5}, "not a valid JSON-RPC 2.0 message"),
+    ({"jsonrpc": "2.0", "id": 1, "error": {"code": 1}}, "not a valid JSON-RPC 2.0 message"),
+]
+
+
+@pytest.mark.parametrize(("message", "says"), BAD_MESSAGES, ids=lambda value: json.dumps(value)[:40])
+def test_a_malformed_message_is_an_invalid_request_in_one_sentence(world: McpWorld, message: object, says: str) -> None:
+    result = world.client.simulate_post("/v1/mcp", headers=world.headers(world.all_key), json=message)
+    assert result.status_code == 400, result.text
+    assert result.json["jsonrpc"] == "2.0" and result.json["id"] is None
+    error = result.json["error"]
+    assert error["code"] == -32600 and error["message"].startswith("Invalid Request: ")
+    assert says in error["message"] and len(error["message"]) < 120, error["message"]
+    assert world.gateway.sent_messages() == []  # the send in it did not go out
+
+
+@pytest.mark.parametrize("request_id", ["", "abc", 0, -1, 2**40])
+def test_every_string_or_integer_id_is_answered_with_it(world: McpWorld, request_id: object) -> None:
+    message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}
+    result = world.client.simulate_post("/v1/mcp", headers=world.headers(world.all_key), json=message)
+    assert result.status_code == 200 and result.json["id"] == request_id
+
+
 def test_notifications_are_accepted_without_a_body(world: McpWorld) -> None:
     message = {"jsonrpc": "2.0", "method": "notifications/initialized"}
     result = world.client.simulate_post("/v1/mcp", headers=world.headers(world.all_key), json=message)
