@@ -30,15 +30,8 @@ from adapters.platform.bounded_cache import BoundedCache
 from adapters.platform.browser import Browser, BrowserFailure
 from adapters.platform.browser_pool import BrowserPool, PoolBusy
 from adapters.platform.deadline import remaining
-from adapters.platform.page_fetch import (
-    DRIVER_ERRORS,
-    SESSION_COOKIE,
-    PageRunner,
-    Req,
-    Resp,
-    checked_json,
-    raise_for_status,
-)
+from adapters.platform.page_fetch import DRIVER_ERRORS, SESSION_COOKIE, PageRunner, Req
+from adapters.platform.platform_answers import Resp, checked_json, raise_for_status
 from community_api.errors import (
     ConnectionExpired,
     InvalidRequest,

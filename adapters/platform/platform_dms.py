@@ -21,7 +21,8 @@ import attrs
 
 from adapters.platform import platform_mapping as m
 from adapters.platform.bounded_cache import BoundedCache
-from adapters.platform.page_fetch import Req, Resp, checked_json
+from adapters.platform.page_fetch import Req
+from adapters.platform.platform_answers import Resp, checked_json
 from adapters.platform.platform_client import PlatformClient
 from community_api.errors import InvalidRequest, NotFound
 from community_api.model import Conversation, Message, MessagePage, PlatformSession

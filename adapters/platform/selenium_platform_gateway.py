@@ -39,7 +39,8 @@ from adapters.platform import platform_mapping as m
 from adapters.platform.browser import Browser, local_browser, ready_driver, remote_browser
 from adapters.platform.browser_pool import BrowserPool
 from adapters.platform.deadline import bounded, within
-from adapters.platform.page_fetch import PageRunner, Req, Resp, checked_json
+from adapters.platform.page_fetch import PageRunner, Req
+from adapters.platform.platform_answers import Resp, checked_json
 from adapters.platform.platform_client import PlatformClient
 from adapters.platform.platform_dms import PlatformDms
 from adapters.settings import Settings

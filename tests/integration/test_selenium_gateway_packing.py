@@ -11,6 +11,7 @@ import pytest
 
 from adapters.platform import page_fetch
 from adapters.platform.page_fetch import Req
+from adapters.platform.platform_answers import Resp
 from adapters.platform.selenium_platform_gateway import SeleniumPlatformGateway
 from community_api.model import PlatformSession
 from scripts.processes import free_port
@@ -71,7 +72,7 @@ def test_a_packed_batch_reads_exactly_as_a_plain_one(
         Req("GET", f"http://127.0.0.1:{free_port()}/nothing"),  # a fetch that fails: status 0
     ]
 
-    def run(pack_min: int) -> list[page_fetch.Resp]:
+    def run(pack_min: int) -> list[Resp]:
         monkeypatch.setattr(page_fetch, "PACK_MIN_BYTES", pack_min)
         return gateway._client.call(alice, reqs)
 

@@ -11,7 +11,8 @@ import json
 import pytest
 
 from adapters.platform.browser import BrowserFailure
-from adapters.platform.page_fetch import Resp, unpack
+from adapters.platform.page_fetch import unpack
+from adapters.platform.platform_answers import Resp
 from community_api.errors import PlatformError
 
 

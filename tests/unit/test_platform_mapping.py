@@ -11,7 +11,7 @@ import attrs
 import pytest
 
 from adapters.platform import platform_mapping as m
-from adapters.platform.page_fetch import Resp
+from adapters.platform.platform_answers import Resp
 from community_api.errors import PlatformError
 from community_api.model import Post
 

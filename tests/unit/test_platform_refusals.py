@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from adapters.platform.page_fetch import RequestRefused, Resp, platform_retry_after, raise_for_status
+from adapters.platform.platform_answers import RequestRefused, Resp, platform_retry_after, raise_for_status
 from community_api.errors import PlatformUnavailable, RateLimited
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from adapters.platform.page_fetch import Req, Resp, checked_json
+from adapters.platform.page_fetch import Req
+from adapters.platform.platform_answers import Resp, checked_json
 from adapters.platform.platform_dms import THREAD_PAGE, PlatformDms
 from community_api.model import PlatformSession
 
