@@ -33,6 +33,10 @@ What it keeps, and how:
 
 The file holds only rate-limit state; it stays valid across restarts (the kernel writes it back), but a
 machine crash may lose its last seconds of entries. Do not delete it while the service runs.
+
+It is one module, past the usual 400 lines, on purpose: the file's layout, the table's probing and
+rebuilding, and the storage methods all read and write the same slots under the same lock, and none of
+them is correct without the others.
 """
 
 from __future__ import annotations
