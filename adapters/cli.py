@@ -1,5 +1,5 @@
-"""The ``community-api`` command: serve, sandbox, demo, backup, accounts create, list, set-password and
-delete, keys mint.
+"""The community-api command: serve, sandbox, demo, backup, accounts create, list, set-password and
+delete, keys mint and revoke.
 
 Flags set the same ``COMMUNITY_API_*`` variables the service reads, so gunicorn workers see one source
 of settings. A wrong setting ends the command with a one-line reason, not a traceback.
@@ -286,7 +286,7 @@ def demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="community-api", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="community-api", description=" ".join(__doc__.split("\n\n")[0].split()))
     commands = parser.add_subparsers(dest="command", required=True)
 
     p = commands.add_parser("serve", help="run the service under gunicorn")
