@@ -99,6 +99,9 @@ def success_result(payload: Any, text: str | None = None) -> ToolResult:
     return {"content": content, "structuredContent": payload, "isError": False, "resultType": "complete"}
 
 
+MAX_TOOL_NAME = 64  # a name longer than this is no typo of one of ours (the longest has 13 characters)
+
+
 class ToolRunner:
     """Runs one tool call: scope and connection (core ``actor_for``), arguments, the use case, the answer.
 
@@ -115,7 +118,9 @@ class ToolRunner:
         tool = spec.name if spec else "unknown"  # a client picks the name: keep the metric's labels bounded
         try:
             if spec is None:
-                raise NotFound(f"no tool named {name}", allowed=sorted(OPERATIONS_BY_NAME))
+                # The name is the client's: repeated only when it could be one (a typo), never 200 KB of it.
+                said = f"no tool named {name}" if len(name) <= MAX_TOOL_NAME and name.isprintable() else "no such tool"
+                raise NotFound(said, allowed=sorted(OPERATIONS_BY_NAME))
             # The same order as a REST resource: who (scope, connection) before what (arguments).
             actor = actor_for(self.deps.store, caller.key, spec.scope, caller.connection)
             arguments = self._checkers[spec.name].check(arguments)

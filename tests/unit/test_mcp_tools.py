@@ -196,7 +196,10 @@ def test_arguments_of_the_wrong_shape_never_give_a_500(world: McpWorld) -> None:
     for params in ({"name": "whoami", "arguments": [1]}, {"name": 3}, {}):
         result = world.rpc("tools/call", params)
         assert result.status_code < 500 and "error" in result.json, result.text
-    assert world.fail("no_such_tool", {})["code"] == "not_found"
+    assert world.fail("no_such_tool", {})["message"] == "no tool named no_such_tool"
+    for name in ("x" * 100_000, "who\nami\u202e"):  # never repeated: a transcript would carry it
+        error = world.fail(name, {})
+        assert (error["code"], error["message"]) == ("not_found", "no such tool")
 
 
 def test_a_tool_outside_the_keys_scopes_is_refused_naming_the_scope(world: McpWorld) -> None:
