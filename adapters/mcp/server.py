@@ -99,7 +99,7 @@ def success_result(payload: Any, text: str | None = None) -> ToolResult:
     return {"content": content, "structuredContent": payload, "isError": False, "resultType": "complete"}
 
 
-MAX_TOOL_NAME = 64  # a name longer than this is no typo of one of ours (the longest has 13 characters)
+MAX_TOOL_NAME = 64  # a name longer than this is no typo of one of ours (the longest has 14 characters)
 
 
 class ToolRunner:
