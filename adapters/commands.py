@@ -25,7 +25,7 @@ import functools
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import attrs
@@ -176,14 +176,31 @@ def _structure(
         raise refusal from None
 
 
+MAX_NAMES_REPEATED = 5
+MAX_NAME_REPEATED = 64
+
+
+def unknown_names(names: Iterable[str]) -> tuple[str, list[str]]:
+    """Names a client sent that a route or tool does not take, as a refusal repeats them (its text and its
+    ``details``): at most five, each printable and at most 64 characters, the others counted. A client
+    picks these names; a 50 KB one, or three thousand of them, must not come back in the answer or land in
+    an agent's transcript."""
+    ordered = sorted(set(names))
+    shown = [name for name in ordered if len(name) <= MAX_NAME_REPEATED and name.isprintable()][:MAX_NAMES_REPEATED]
+    others = len(ordered) - len(shown)
+    if not shown:
+        return f"{others} not repeated here (too long or not printable)", shown
+    return ", ".join(shown) + (f" and {others} more" if others else ""), shown
+
+
 def _refusal(error: ClassValidationError, command: type, kind: str, named: Callable[[str], str]) -> ServiceError | None:
     """The first refusal of ``error``'s, as the caller's names say it (``named``: a field's wire name); None
     when none is the caller's. A validator that refuses in the core's own terms (a ``ServiceError`` such
     as OAuth's ``invalid_redirect_uri``) is answered as it stands."""
     for problem in error.exceptions:
         if isinstance(problem, ForbiddenExtraKeysError):
-            unknown = sorted(problem.extra_fields)
-            return InvalidRequest(f"unknown field: {', '.join(unknown)}", unknown=unknown)
+            said, unknown = unknown_names(problem.extra_fields)
+            return InvalidRequest(f"unknown field: {said}", unknown=unknown)
     fields = {field.name: field for field in attrs.fields(command)}
     for problem in error.exceptions:
         if isinstance(problem, BadField):

@@ -8,6 +8,7 @@ from typing import Any
 
 import falcon
 
+from adapters.commands import unknown_names
 from adapters.http.auth import api_actor
 from adapters.http.body import read_json
 from adapters.http.errors import error_answer
@@ -23,9 +24,10 @@ def query(req: falcon.Request, allowed: Iterable[str]) -> dict[str, str | None]:
     """The query parameters a route takes, each at most once; any other name is refused, so a typo such
     as ``page=3`` is not silently ignored."""
     allowed = tuple(allowed)
-    unknown = sorted(set(req.params) - set(allowed))
+    unknown = set(req.params) - set(allowed)
     if unknown:
-        raise InvalidRequest(f"unknown query parameter: {', '.join(unknown)}", allowed=list(allowed))
+        said, _ = unknown_names(unknown)
+        raise InvalidRequest(f"unknown query parameter: {said}", allowed=list(allowed))
     values: dict[str, str | None] = {}
     for name in allowed:
         value = req.params.get(name)

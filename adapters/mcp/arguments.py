@@ -14,6 +14,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
+from adapters.commands import unknown_names
 from adapters.schemas import Schema
 from community_api.commands import FILLED_PATTERN
 from community_api.errors import InvalidRequest
@@ -50,8 +51,8 @@ class ArgumentChecker:
             missing = next(name for name in limit if name not in arguments)
             return f"{missing} is required", {"field": missing}
         if rule == "additionalProperties":
-            unknown = sorted(set(arguments) - set(self.properties))
-            return f"unknown field: {', '.join(unknown)}", {"unknown": unknown, "allowed": sorted(self.properties)}
+            said, unknown = unknown_names(set(arguments) - set(self.properties))
+            return f"unknown field: {said}", {"unknown": unknown, "allowed": sorted(self.properties)}
         details: dict[str, Any] = {"field": field}
         if rule == "type":
             return f"{field} must be {_TYPE_WORDS.get(str(limit), str(limit))}", details

@@ -227,6 +227,40 @@ def test_an_empty_cursor_is_the_first_page_on_rest_and_mcp_and_in_the_schemas(re
     assert again.status_code == 200 and again.json == messages.json
 
 
+# (unknown names a client sends, what the refusal says of them): at most five repeated, each printable and
+# at most 64 characters, the rest counted; the answer stays small whatever the client sent.
+UNKNOWN_NAMES = [
+    (["titel"], "titel", ["titel"]),
+    (
+        [f"f{i:04d}" for i in range(3000)],
+        "f0000, f0001, f0002, f0003, f0004 and 2995 more",
+        [f"f000{i}" for i in range(5)],
+    ),
+    (["k" * 50_000], "1 not repeated here (too long or not printable)", []),
+    (["x" * 64, "y" * 65], "x" * 64 + " and 1 more", ["x" * 64]),
+    (["bad\nname", "ok"], "ok and 1 more", ["ok"]),
+]
+
+
+@pytest.mark.parametrize(("names", "said", "listed"), UNKNOWN_NAMES, ids=lambda value: str(value)[:30])
+def test_unknown_names_are_repeated_within_bounds(
+    ready: Ready, mcp: McpWorld, names: list[str], said: str, listed: list[str]
+) -> None:
+    extra = dict.fromkeys(names, 1)
+    body = ready.world.post(FEED, ready.key, {"title": "x", **extra})
+    assert body.status_code == 400 and len(body.content) < 1024
+    assert body.json["error"]["message"] == f"unknown field: {said}"
+    assert body.json["error"]["details"]["unknown"] == listed
+    tool = mcp.fail("create_post", {"group": "builders-club", "title": "x", **extra})
+    assert (tool["message"], tool["details"]["unknown"]) == (f"unknown field: {said}", listed)
+    from urllib.parse import urlencode
+
+    query = ready.world.get(FEED, ready.key, query_string=urlencode(extra))
+    assert query.status_code == 400 and len(query.content) < 1024
+    assert query.json["error"]["message"] == f"unknown query parameter: {said}"
+    assert ready.world.gateway.created_posts() == []
+
+
 def test_a_tool_and_its_rest_route_build_equal_commands() -> None:
     body = {"content": "hello", "parentId": A_POST}
     assert structure_body(body, posts.NewComment) == posts.NewComment(content="hello", parent_id=A_POST)
