@@ -22,6 +22,7 @@ from community_api.errors import (
     Forbidden,
     NotFound,
 )
+from community_api.ids import no_such
 from community_api.model import CONNECTION_EXPIRED, ApiKey, Connection, PlatformSession
 from community_api.ports import KeyStore
 
@@ -54,7 +55,7 @@ def select_connection(store: KeyStore, key: ApiKey, requested: str | None) -> tu
         return found
     found = store.load_connection(key.account_id, requested)
     if requested is not None and (found is None or found[0].account_id != key.account_id):
-        raise NotFound(f"no connection {requested}")
+        raise NotFound(no_such("connection", requested))
     if found is None:
         raise Conflict("this account has no linked platform account: link one with POST /v1/connections")
     return found

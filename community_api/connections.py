@@ -22,7 +22,7 @@ from community_api import sign_in_guard as guard
 from community_api.commands import Matches, at_most, blank_as_none, expects
 from community_api.deps import Deps
 from community_api.errors import InvalidRequest, NotFound, RateLimited
-from community_api.ids import new_id
+from community_api.ids import new_id, no_such
 from community_api.model import CONNECTION_ACTIVE, KEY_CONNECTOR, ApiKey, AuditEvent, Connection
 
 MAX_PLATFORM_EMAIL = 320
@@ -138,7 +138,7 @@ def activate_connection(deps: Deps, account_id: str, connection_id: str) -> Conn
     with deps.store.unit_of_work() as uow:
         connection = uow.connections.get_connection(connection_id)
         if connection is None or connection.account_id != account_id:
-            raise NotFound(f"no connection {connection_id}")
+            raise NotFound(no_such("connection", connection_id))
         uow.connections.set_active_connection(account_id, connection_id)
         uow.commit()
     return _reload(deps, connection_id)
@@ -148,7 +148,7 @@ def own_connection(deps: Deps, account_id: str, connection_id: str) -> Connectio
     """The account's connection; another account's answers ``NotFound`` as an unknown one."""
     connection = deps.store.get_connection(connection_id)
     if connection is None or connection.account_id != account_id:
-        raise NotFound(f"no connection {connection_id}")
+        raise NotFound(no_such("connection", connection_id))
     return connection
 
 
@@ -164,7 +164,7 @@ def remove_connection(deps: Deps, account_id: str, connection_id: str) -> Connec
     with deps.store.unit_of_work() as uow:
         connection = uow.connections.get_connection(connection_id)
         if connection is None or connection.account_id != account_id:
-            raise NotFound(f"no connection {connection_id}")
+            raise NotFound(no_such("connection", connection_id))
         for key in uow.keys.list_keys(account_id):
             if key.connection_id == connection_id:
                 uow.keys.end_key(key.id, revoked_at=now)  # a bound key would act through nothing

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 import string
 
@@ -15,3 +16,17 @@ def random_base62(length: int) -> str:
 def new_id(kind: str) -> str:
     """``acc_…``, ``con_…``, ``key_…``: 16 random base62 characters (about 95 bits)."""
     return f"{kind}_{random_base62(16)}"
+
+
+_OWN_ID = re.compile(r"[a-z]{3}_[0-9A-Za-z]{16}")
+
+
+def looks_like_own_id(value: str) -> bool:
+    """Could ``value`` be one of ours (``new_id``)? A refusal repeats a caller's value only then: a header
+    or a path may carry kilobytes, or characters that should not reach a log or an agent's transcript."""
+    return _OWN_ID.fullmatch(value) is not None
+
+
+def no_such(what: str, value: str) -> str:
+    """The message of a refusal for an id that names nothing: the id repeated when it could be one of ours."""
+    return f"no {what} {value}" if looks_like_own_id(value) else f"no such {what}"

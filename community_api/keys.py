@@ -27,7 +27,7 @@ import attrs
 
 from community_api.commands import BadField, at_most, expects
 from community_api.errors import Conflict, InvalidRequest, NotFound, Unauthorized
-from community_api.ids import BASE62, new_id, random_base62
+from community_api.ids import BASE62, new_id, no_such, random_base62
 from community_api.model import KEY_CONNECTOR, KEY_STANDARD, ApiKey, AuditEvent
 from community_api.ports import Clock, KeyStore
 from community_api.readable import READABLE_PATTERN, readable
@@ -143,7 +143,7 @@ def _mint(
     if connection_id is not None:
         connection = uow.connections.get_connection(connection_id)
         if connection is None or connection.account_id != account_id:
-            raise NotFound(f"no connection {connection_id}")
+            raise NotFound(no_such("connection", connection_id))
     now = clock.now()
     key_id = new_id("key")
     secret = generate_secret()
@@ -167,7 +167,7 @@ def _own_key(records: KeyRecords, account_id: str, key_id: str) -> ApiKey:
     key = records.get_key(key_id)
     # Another account's key answers exactly as a key that does not exist.
     if key is None or key.account_id != account_id:
-        raise NotFound(f"no key {key_id}")
+        raise NotFound(no_such("key", key_id))
     return key
 
 

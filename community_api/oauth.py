@@ -33,6 +33,7 @@ from typing import NoReturn
 import attrs
 
 from community_api.errors import InvalidRequest, NotFound, Unauthorized
+from community_api.ids import no_such
 from community_api.keys import (
     UNAUTHORIZED_MESSAGE,
     LeakedKey,
@@ -94,7 +95,7 @@ def approve(
     if connection_id is not None:
         connection = store.get_connection(connection_id)
         if connection is None or connection.account_id != account_id:
-            raise NotFound(f"no connection {connection_id}")
+            raise NotFound(no_such("connection", connection_id))
     now = clock.now()
     code = new_secret(CODE_PREFIX)
     with store.unit_of_work() as uow:

@@ -94,16 +94,22 @@ def handle_service_error(
     _respond(resp, status, error.code, error.message, error.details)
 
 
+MAX_PATH_REPEATED = 200
+
+
 def handle_http_error(
     req: falcon.Request, resp: falcon.Response, error: falcon.HTTPError, params: dict[str, Any]
 ) -> None:
     status = error.status_code
     code = _CODE_BY_STATUS.get(status, "invalid_request" if status < 500 else "internal_error")
     message = error.description or error.title or "request refused"
+    # The path is repeated when it could be a mistyped route, not kilobytes of it or characters that
+    # should not reach a log or an agent's transcript (a percent-encoded newline arrives decoded).
+    path = req.path if len(req.path) <= MAX_PATH_REPEATED and req.path.isprintable() else "this path"
     if status == 404:
-        message = f"no route {req.method} {req.path}"
+        message = f"no route {req.method} {path}"
     elif status == 405:
-        message = f"{req.method} is not allowed on {req.path}"
+        message = f"{req.method} is not allowed on {path}"
     resp.set_headers(error.headers or {})
     if status >= 500:
         log_error(req, status, code, message, error)

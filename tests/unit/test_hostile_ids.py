@@ -158,3 +158,44 @@ def test_mcp_tools_refuse_what_cannot_name_a_platform_thing(mcp: McpWorld, value
         assert error["code"] in ("invalid_request", "not_found"), (tool, error)
     after = (len(mcp.gateway.created_posts()), len(mcp.gateway.created_comments()), len(mcp.gateway.sent_messages()))
     assert after == before
+
+
+# --- the service's own ids (connections, keys): named back only when they could be one -------------------
+
+OWN_ID_HOSTILE = ["con_" + "A" * 5000, "key_x\nInjected: yes", "con_ABC\u202eDEF", "con_" + "é" * 16, "key_" + "x" * 17]
+
+
+@pytest.mark.parametrize("value", OWN_ID_HOSTILE, ids=lambda value: repr(value)[:24])
+def test_an_own_id_that_names_nothing_is_never_repeated_unless_it_could_be_one(ready: Ready, value: str) -> None:
+    """Through the connection header, a key's or a connection's path, and a new key's connectionId: 404
+    "no such …", with nothing of the value in the answer. A well-formed id that names nothing is repeated."""
+    world, browser = ready.world, ready.browser
+    answers = [
+        world.get("/v1/whoami", ready.key, headers={"X-Community-Connection": value.replace("\n", " ")}),
+        world.client.simulate_delete(f"/v1/keys/{quote(value, safe='')}", headers=browser.headers()),
+        world.client.simulate_post(f"/v1/keys/{quote(value, safe='')}/rotate", headers=browser.headers()),
+        world.client.simulate_delete(f"/v1/connections/{quote(value, safe='')}", headers=browser.headers()),
+        world.client.simulate_post("/v1/keys", json={"connectionId": value}, headers=browser.headers()),
+    ]
+    for answer in answers:
+        assert answer.status_code in (400, 404), answer.text
+        message = answer.json["error"]["message"]
+        assert value not in message and value.replace("\n", " ") not in message and len(answer.content) < 512
+        if answer.status_code == 404:
+            assert message.startswith("no such "), message
+    named = world.client.simulate_delete("/v1/keys/key_" + "Z" * 16, headers=browser.headers())
+    assert named.json["error"]["message"] == "no key key_" + "Z" * 16
+
+
+@pytest.mark.parametrize(
+    ("path", "said"),
+    [
+        ("/v1/key", "no route GET /v1/key"),
+        ("/v1/" + "a" * 3000, "no route GET this path"),
+        ("/v1/keys%0AInjected:%20yes", "no route GET this path"),
+        ("/v1/%E2%80%AEkeys", "no route GET this path"),
+    ],
+)
+def test_no_route_repeats_a_path_only_when_it_could_be_a_typo(ready: Ready, path: str, said: str) -> None:
+    answer = ready.world.get(path, ready.key)
+    assert answer.status_code == 404 and answer.json["error"]["message"] == said
