@@ -3,7 +3,7 @@
 It starts the stand-in platform and the service (gunicorn, two workers) as processes of their own,
 creates a demo account, links alice through the headless browser exactly as a user's account would be
 linked, mints a key with every scope, and prints curl lines for every route and an MCP client
-configuration. Ctrl-C (or SIGTERM) ends both processes.
+configuration. Ctrl-C, SIGTERM or its terminal closing (SIGHUP) ends both, and whatever they started.
 """
 
 from __future__ import annotations
