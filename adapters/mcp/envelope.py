@@ -40,6 +40,8 @@ def refusal(raw: bytes) -> dict[str, Any] | None:
     if "method" in message:
         if not isinstance(message["method"], str):
             return _invalid("method must be a string")
+        if "result" in message or "error" in message:
+            return _invalid("a request or a notification carries no result or error")
         if "id" in message and not _is_request_id(message["id"]):
             return _invalid(_ID_RULE)
         if "params" in message and not isinstance(message["params"], dict):

@@ -131,6 +131,7 @@ BAD_MESSAGES = [
     ({"id": 1, "method": "tools/list"}, '"jsonrpc": "2.0"'),
     ({"jsonrpc": "2.0"}, "a method (a request or a notification), or a result or an error"),
     ({"jsonrpc": "2.0", "id": 1, "method": 5}, "method must be a string"),
+    ({"jsonrpc": "2.0", "id": 1, "method": "ping", "error": {"code": 0, "message": {}}}, "carries no result or error"),
     ({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": [SEND]}, "params must be an object"),
     ({"jsonrpc": "2.0", "id": 1, "result": 5}, "not a valid JSON-RPC 2.0 message"),
     ({"jsonrpc": "2.0", "id": 1, "error": {"code": 1}}, "not a valid JSON-RPC 2.0 message"),
