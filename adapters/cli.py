@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import ipaddress
 import os
 import sqlite3
 import sys
@@ -36,11 +37,37 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=("production", "demo", "test"), help="COMMUNITY_API_MODE")
 
 
+def exposure_warning(bind: str, trusted_proxies: Sequence[str]) -> str | None:
+    """The warning ``serve`` prints when it listens where strangers can reach gunicorn itself, with no
+    reverse proxy named: gunicorn reads each request in a worker's thread, so as many clients as there are
+    threads (8 with two workers), sending their requests slowly or not at all, stop the service for as
+    long as they keep their connections open (measured: ``/healthz`` answered nothing within 15 s).
+    nginx reads whole requests before it passes them on (docs/deployment.md)."""
+    if bind.startswith(("unix:", "fd://")) or trusted_proxies:
+        return None
+    host = bind.rsplit(":", 1)[0] if ":" in bind else bind
+    host = host.strip("[]")
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False  # a host name: it may resolve to any address
+    if loopback:
+        return None
+    return (
+        f"community-api: warning: serving on {bind} with no reverse proxy named (COMMUNITY_API_TRUSTED_PROXIES):"
+        " a few clients that send requests slowly can hold every worker thread; put nginx in front"
+        " (deploy/nginx/, docs/deployment.md)"
+    )
+
+
 def serve(args: argparse.Namespace) -> int:
     _apply_common(args)
     threads = _threads(args)
     settings = load_settings()  # refuse to start on a bad setting before forking workers
     check_state(settings)
+    warning = exposure_warning(args.bind, settings.trusted_proxies)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     argv = [
         sys.executable,
         "-m",

@@ -1,10 +1,15 @@
-"""``community-api --help`` says what the command does, in full, naming every command it has."""
+"""The command as an operator first meets it: ``--help`` says what it does, in full, naming every command;
+``serve`` warns when strangers would reach gunicorn itself."""
 
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
-from adapters.cli import build_parser
+import pytest
+
+from adapters.cli import build_parser, exposure_warning, main
 
 
 def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -22,3 +27,46 @@ def test_the_description_names_every_command_and_is_whole() -> None:
         nested = [action for action in sub._actions if isinstance(action, argparse._SubParsersAction)]
         for verb in nested[0].choices if nested else ():
             assert verb in description, f"{name} {verb}"
+
+
+@pytest.mark.parametrize(
+    ("bind", "proxies", "warned"),
+    [
+        ("127.0.0.1:8000", (), False),
+        ("localhost:8000", (), False),
+        ("[::1]:8000", (), False),
+        ("unix:/run/community-api.sock", (), False),
+        ("0.0.0.0:8000", (), True),
+        ("[::]:8000", (), True),
+        ("203.0.113.7:8000", (), True),
+        ("api.example.com:8000", (), True),
+        ("0.0.0.0:8000", ("127.0.0.1",), False),  # a proxy named: it is what strangers reach
+    ],
+)
+def test_serving_where_strangers_reach_gunicorn_itself_is_warned_of(
+    bind: str, proxies: tuple[str, ...], warned: bool
+) -> None:
+    warning = exposure_warning(bind, proxies)
+    assert (warning is not None) is warned
+    if warning:
+        assert bind in warning and "nginx" in warning
+
+
+def test_serve_prints_the_warning_before_gunicorn_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in [name for name in os.environ if name.startswith("COMMUNITY_API_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("COMMUNITY_API_DB", str(tmp_path / "db.sqlite3"))
+    monkeypatch.setenv("COMMUNITY_API_SECRET", "w" * 64)
+    started: list[list[str]] = []
+
+    def execv(path: str, argv: list[str]) -> None:
+        started.append(argv)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(os, "execv", execv)
+    with pytest.raises(SystemExit):
+        main(["serve", "--bind", "0.0.0.0:8000"])
+    assert started and "0.0.0.0:8000" in started[0]
+    assert "put nginx in front" in capsys.readouterr().err
