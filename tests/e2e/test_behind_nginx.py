@@ -319,9 +319,39 @@ def test_the_sign_in_throttle_counts_the_clients_nginx_saw(deployment: Deploymen
 
 
 def test_the_mcp_endpoint_is_not_buffered(deployment: Deployment) -> None:
+    """Its answers go out as they come (an event stream would); its requests are read whole first, as
+    every other route's (next test)."""
     site = (deployment.folder / "site.conf").read_text()
     block = site.split("location = /v1/mcp", 1)[1].split("}", 1)[0]
-    assert "proxy_buffering off;" in block and "proxy_request_buffering off;" in block
+    assert "proxy_buffering off;" in block and "proxy_request_buffering" not in block
+
+
+def test_clients_that_send_slowly_hold_nginx_not_gunicorn(deployment: Deployment) -> None:
+    """Twelve connections start a POST to /v1/mcp with a good key and stop mid-body: gunicorn has eight
+    threads (two workers of four), and with the MCP location's request buffering off (as it was) they
+    held all of them: /healthz through nginx answered nothing within 10 s. nginx now reads a body whole
+    before it passes it on."""
+    key_file = deployment.folder / "key"
+    if not key_file.exists():
+        test_rest_through_nginx_with_https_urls(deployment)
+    port = int(deployment.public_url.rsplit(":", 1)[1])
+    context = ssl.create_default_context(cafile=str(deployment.cert.cert_path))
+    stalled = []
+    try:
+        for _ in range(12):
+            raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+            tls = context.wrap_socket(raw, server_hostname=NAME)
+            head = f"POST /v1/mcp HTTP/1.1\r\nHost: {NAME}:{port}\r\nContent-Type: application/json\r\n"
+            head += f"Authorization: Bearer {key_file.read_text()}\r\nAccept: application/json, text/event-stream\r\n"
+            tls.sendall(f"{head}Content-Length: 1000\r\n\r\n{{".encode())
+            stalled.append(tls)
+        time.sleep(1)
+        started = time.monotonic()
+        answer = requests.get(deployment.public_url + "/healthz", verify=str(deployment.cert.cert_path), timeout=10)
+        assert answer.status_code == 200 and time.monotonic() - started < 5
+    finally:
+        for tls in stalled:
+            tls.close()
 
 
 def test_an_http2_body_without_a_length_reaches_the_mcp_endpoint_whole(deployment: Deployment) -> None:
