@@ -26,12 +26,13 @@ from adapters.http.openapi import OpenApiResource
 from adapters.http.operation_resources import add_operation_routes
 from adapters.http.request_log import RequestLog, configure_logging
 from adapters.mcp import add_mcp_route
-from adapters.metrics import MeteredGateway, MeteredPace, MeteredThrottle
+from adapters.metrics import REFUSALS, MeteredGateway, MeteredPace, MeteredThrottle
 from adapters.settings import Settings, load_settings
 from adapters.web import add_web_routes
 from adapters.web.pages import failure_page
 from community_api.clock import SystemClock
 from community_api.deps import Deps
+from community_api.in_flight import InFlight
 from community_api.ports import Clock, KeyStore, PlatformGateway, PlatformPace, Throttle
 from community_api.sign_in_guard import DeviceCookies
 from community_api.usage import UsageRecorder
@@ -83,6 +84,7 @@ def bootstrap(
         # Tests sign in hundreds of times: argon2's cheap profile there, the default everywhere else.
         password_hasher=PasswordHasher.from_parameters(CHEAPEST) if settings.mode == "test" else PasswordHasher(),
         device_cookies=DeviceCookies(settings.secret.encode()),
+        in_flight=InFlight(on_refusal=REFUSALS.labels("busy").inc),
     )
 
 

@@ -11,6 +11,7 @@ import attrs
 from argon2 import PasswordHasher
 
 from community_api.errors import ConnectionExpired, RateLimited, ServiceError
+from community_api.in_flight import InFlight
 from community_api.model import CONNECTION_EXPIRED, Connection
 from community_api.ports import Clock, KeyStore, PlatformGateway, PlatformPace, Throttle
 from community_api.refusal_audit import RefusalAudit
@@ -32,6 +33,8 @@ class Deps:
     device_cookies: DeviceCookies = attrs.field(factory=lambda: DeviceCookies(secrets.token_bytes(32)))
     # Refused key and token uses reach the audit at a bounded rate (``refusal_audit``): one per process.
     refusals: RefusalAudit = attrs.field(factory=RefusalAudit)
+    # Platform calls in progress per connection in this process, and their bound (``in_flight``).
+    in_flight: InFlight = attrs.field(factory=InFlight)
 
 
 # What one use-case step costs against the read pace, in platform requests (PLATFORM.md, "Rates seen by
@@ -46,6 +49,9 @@ THREAD_READS = 2  # the thread, and the first inbox page beside it (the conversa
 def on_platform(deps: Deps, connection: Connection, *, reads: int = 0) -> Iterator[None]:
     """The one way the core calls the platform through a connection.
 
+    - first: a connection that already has ``in_flight.MAX_CALLS_IN_FLIGHT`` calls in progress in this
+      process is refused (429, reason ``busy``): they run one at a time, and a call waiting its turn holds
+      a thread that every other request of the service needs;
     - before: ``deps.pace.admit`` refuses (429) a platform account the platform told to slow down, or
       one whose reads would pass the pace, without touching the platform. The pace counts the platform
       account (its user id), not the connection: the platform counts by account, and one account may be
@@ -53,14 +59,15 @@ def on_platform(deps: Deps, connection: Connection, *, reads: int = 0) -> Iterat
     - a 429 of the platform holds that platform account for its ``Retry-After`` in every worker;
     - when the platform says the session expired, the connection (its own session) is marked so that the
       next request answers ``connection_expired`` at once and the dashboard shows it."""
-    deps.pace.admit(connection.platform_user_id, reads)
-    try:
-        yield
-    except ServiceError as error:
-        error.via_platform = True
-        if isinstance(error, RateLimited) and error.details.get("source") == "platform":
-            deps.pace.hold(connection.platform_user_id, error.retry_after)
-        elif isinstance(error, ConnectionExpired):
-            deps.store.set_connection_status(connection.id, CONNECTION_EXPIRED)
-            error.details.setdefault("connectionId", connection.id)
-        raise
+    with deps.in_flight.call(connection.id):
+        deps.pace.admit(connection.platform_user_id, reads)
+        try:
+            yield
+        except ServiceError as error:
+            error.via_platform = True
+            if isinstance(error, RateLimited) and error.details.get("source") == "platform":
+                deps.pace.hold(connection.platform_user_id, error.retry_after)
+            elif isinstance(error, ConnectionExpired):
+                deps.store.set_connection_status(connection.id, CONNECTION_EXPIRED)
+                error.details.setdefault("connectionId", connection.id)
+            raise

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -431,6 +432,32 @@ def test_the_platforms_429_is_passed_on_and_holds_the_connection(api: Api, sandb
     assert held.status_code == 429 and held.json()["error"]["details"]["reason"] == "platform_hold"
     assert platform_saw(sandbox, start) == []  # held calls never reach the platform
     time.sleep(3.1)
+    assert api.call("GET", "/v1/whoami").status_code == 200
+
+
+def test_a_burst_through_one_connection_is_refused_not_queued(api: Api, sandbox: SandboxProcess) -> None:
+    """Twelve reads at once through one connection, the platform taking 2 s each: two a worker are kept
+    (one running, one waiting its turn), the others are refused at once (429 ``busy``), and the service's
+    threads stay free for everyone else. Before, the calls queued for their connection's one browser,
+    holding every thread: /healthz took 5 s and the last read 33 s (16 reads, 3 s each)."""
+    sandbox.control("latency", {"route": "/api2/self", "ms": 2000})
+    try:
+        with ThreadPoolExecutor(12) as pool:
+            futures = [pool.submit(api.call, "GET", "/v1/whoami") for _ in range(12)]
+            time.sleep(0.5)
+            started = time.monotonic()
+            health = requests.get(api.url + "/healthz", timeout=30)
+            health_took = time.monotonic() - started
+            answers = [future.result() for future in futures]
+    finally:
+        sandbox.control("clear-faults", {})
+    kept = [answer for answer in answers if answer.status_code == 200]
+    busy = [answer for answer in answers if answer.status_code == 429]
+    assert len(kept) + len(busy) == 12, [answer.text for answer in answers]
+    assert 2 <= len(kept) <= 4  # two workers, two calls each
+    for answer in busy:
+        assert answer.headers["Retry-After"] == "1" and answer.json()["error"]["details"]["reason"] == "busy"
+    assert health.status_code == 200 and health_took < 1.5, health_took
     assert api.call("GET", "/v1/whoami").status_code == 200
 
 

@@ -1,0 +1,132 @@
+"""A connection has at most two platform calls in progress in a process (``community_api/in_flight.py``): one
+more is refused at once with 429 ``busy`` instead of holding a thread while it waits its turn, counts no
+read against the pace, uses no DM quota, and leaves other connections alone."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from community_api.in_flight import MAX_CALLS_IN_FLIGHT, InFlight
+from tests.unit.test_mcp_world import McpWorld
+from tests.unit.world_support import Ready, World
+
+
+class Gate:
+    """Holds every ``whoami`` the fake platform is asked until opened, counting the calls waiting."""
+
+    def __init__(self, world: World) -> None:
+        self.open = threading.Event()
+        self.waiting = threading.Semaphore(0)
+        original = world.gateway.whoami
+
+        def held(*args: Any, **kwargs: Any) -> Any:
+            self.waiting.release()
+            assert self.open.wait(10), "the gate was never opened"
+            return original(*args, **kwargs)
+
+        world.gateway.whoami = held  # type: ignore[method-assign]
+
+    def wait_for(self, calls: int) -> None:
+        for _ in range(calls):
+            assert self.waiting.acquire(timeout=10)
+
+
+@pytest.fixture
+def pool() -> Iterator[ThreadPoolExecutor]:
+    with ThreadPoolExecutor(MAX_CALLS_IN_FLIGHT) as executor:
+        yield executor
+
+
+def hold_calls(gate: Gate, pool: ThreadPoolExecutor, call: Callable[[], Any]) -> list[Future[Any]]:
+    """``MAX_CALLS_IN_FLIGHT`` calls in progress on one connection, each held at the platform."""
+    futures = [pool.submit(call) for _ in range(MAX_CALLS_IN_FLIGHT)]
+    gate.wait_for(MAX_CALLS_IN_FLIGHT)
+    return futures
+
+
+def platform_reads(world: World, ready: Ready) -> int:
+    me = world.client.simulate_get("/v1/me", headers=ready.browser.headers()).json
+    return int(me["usage"]["platformReads"]["readsLastMinute"])
+
+
+def test_one_call_more_is_refused_at_once_and_counts_no_read(ready: Ready, pool: ThreadPoolExecutor) -> None:
+    world = ready.world
+    gate = Gate(world)
+    held = hold_calls(gate, pool, lambda: world.get("/v1/whoami", ready.key))
+    reads = platform_reads(world, ready)
+    refused = world.get("/v1/whoami", ready.key)
+    assert refused.status_code == 429 and refused.headers["Retry-After"] == "1"
+    error = refused.json["error"]
+    assert (error["code"], error["details"]["reason"], error["details"]["retryAfter"]) == ("rate_limited", "busy", 1)
+    assert "2 calls in progress" in error["message"]
+    assert platform_reads(world, ready) == reads  # refused before the pace counted it
+    metrics = world.client.simulate_get("/metrics", remote_addr="127.0.0.1").text
+    (line,) = [
+        line
+        for line in metrics.splitlines()
+        if line.startswith('community_api_rate_limit_refusals_total{limit="busy"}')
+    ]
+    assert float(line.split()[-1]) >= 1
+    gate.open.set()
+    assert [future.result().status_code for future in held] == [200] * MAX_CALLS_IN_FLIGHT
+    assert world.get("/v1/whoami", ready.key).status_code == 200  # the count went back down
+    assert world.deps.in_flight.count(ready.connection["id"]) == 0
+
+
+def test_another_connection_is_not_held_back(ready: Ready, pool: ThreadPoolExecutor) -> None:
+    world = ready.world
+    bob = world.link(ready.browser, "bob")
+    gate = Gate(world)
+    held = hold_calls(gate, pool, lambda: world.get("/v1/whoami", ready.key))
+    groups = world.get("/v1/groups", ready.key, headers={"X-Community-Connection": bob["id"]})
+    assert groups.status_code == 200, groups.text
+    gate.open.set()
+    assert all(future.result().status_code == 200 for future in held)
+
+
+def test_a_dm_refused_as_busy_uses_no_quota(ready: Ready, pool: ThreadPoolExecutor) -> None:
+    world = ready.world
+    gate = Gate(world)
+    held = hold_calls(gate, pool, lambda: world.get("/v1/whoami", ready.key))
+    inbox = world.get("/v1/dms", ready.key)  # before the gate: one more call would be refused
+    assert inbox.status_code == 429
+    gate.open.set()
+    [future.result() for future in held]
+    conversation = world.get("/v1/dms", ready.key).json["conversations"][0]["id"]
+    gate.open.clear()
+    held = hold_calls(gate, pool, lambda: world.get("/v1/whoami", ready.key))
+    sent = world.post("/v1/dms", ready.key, {"conversationId": conversation, "content": "hello"})
+    assert sent.status_code == 429 and sent.json["error"]["details"]["reason"] == "busy"
+    gate.open.set()
+    [future.result() for future in held]
+    assert world.gateway.sent_messages() == []
+    again = world.post("/v1/dms", ready.key, {"conversationId": conversation, "content": "hello"})
+    assert again.status_code == 201, again.text  # the DM throttle's quota was given back
+
+
+def test_an_mcp_tool_is_refused_the_same_way(pool: ThreadPoolExecutor) -> None:
+    mcp = McpWorld.build()
+    try:
+        gate = Gate(mcp)  # type: ignore[arg-type]  # an McpWorld has the same gateway
+        held = hold_calls(gate, pool, lambda: mcp.call("whoami", {}))
+        error = mcp.fail("whoami", {})
+        assert error["code"] == "rate_limited"
+        assert (error["details"]["reason"], error["details"]["retryAfter"]) == ("busy", 1)
+        gate.open.set()
+        assert all(future.result()["isError"] is False for future in held)
+    finally:
+        mcp.close()
+
+
+def test_the_count_is_per_connection_and_given_back_on_failure() -> None:
+    in_flight = InFlight(limit=1)
+    with pytest.raises(RuntimeError), in_flight.call("con_a"):
+        raise RuntimeError("the call failed")
+    with in_flight.call("con_a"), in_flight.call("con_b"):
+        assert (in_flight.count("con_a"), in_flight.count("con_b")) == (1, 1)
+    assert in_flight.count("con_a") == 0
