@@ -8,11 +8,12 @@ of two workers), and meanwhile every other request to the service waited for a t
 ``/v1/openapi.json`` 18 s, whoever sent them. Waiting longer gains the caller nothing: the calls cannot run
 any sooner.
 
-So a connection may have ``MAX_CALLS_IN_FLIGHT`` calls in progress in a process, the one running and one
-waiting its turn; one more is refused at once, 429 ``rate_limited`` with ``details.reason`` ``busy`` and
+So a connection may have ``MAX_CALLS_IN_FLIGHT`` calls in progress in a process, the one running and two
+waiting their turn (an agent that calls a few tools at once is served; a worker's four threads are never
+all one connection's); one more is refused at once, 429 ``rate_limited`` with ``details.reason`` ``busy`` and
 ``Retry-After: 1``, before the read pace counts it and before anything reaches the platform (a DM's quota
 is given back, an Idempotency-Key released: a retry may act). The count is per worker process: with two
-workers a connection has up to four calls in progress, two of them running.
+workers a connection has up to six calls in progress, two of them running.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Callable, Iterator
 
 from community_api.errors import RateLimited
 
-MAX_CALLS_IN_FLIGHT = 2
+MAX_CALLS_IN_FLIGHT = 3
 BUSY_RETRY_AFTER = 1
 
 

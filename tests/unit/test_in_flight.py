@@ -1,4 +1,4 @@
-"""A connection has at most two platform calls in progress in a process (``community_api/in_flight.py``): one
+"""A connection has at most three platform calls in progress in a process (``community_api/in_flight.py``): one
 more is refused at once with 429 ``busy`` instead of holding a thread while it waits its turn, counts no
 read against the pace, uses no DM quota, and leaves other connections alone."""
 
@@ -63,7 +63,7 @@ def test_one_call_more_is_refused_at_once_and_counts_no_read(ready: Ready, pool:
     assert refused.status_code == 429 and refused.headers["Retry-After"] == "1"
     error = refused.json["error"]
     assert (error["code"], error["details"]["reason"], error["details"]["retryAfter"]) == ("rate_limited", "busy", 1)
-    assert "2 calls in progress" in error["message"]
+    assert f"{MAX_CALLS_IN_FLIGHT} calls in progress" in error["message"]
     assert platform_reads(world, ready) == reads  # refused before the pace counted it
     metrics = world.client.simulate_get("/metrics", remote_addr="127.0.0.1").text
     (line,) = [
