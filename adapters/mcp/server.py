@@ -44,7 +44,8 @@ CALLER_ENVIRON_KEY = "community_api.mcp.caller"
 INSTRUCTIONS = (
     "Tools of the Community Data API. Every tool acts as one connected account of a community platform: "
     "reads show what that account sees, writes publish, delete and message as that account. Start with "
-    "whoami and list_groups. A failed call is a tool error whose text is JSON "
+    "whoami and list_groups. Calls act one at a time on the platform: a few at once wait their turn, more "
+    "are refused as rate_limited (details.reason busy). A failed call is a tool error whose text is JSON "
     '{"error": {"code", "message", "details"}}: invalid_request (fix the arguments), forbidden (the key '
     "lacks details.requiredScope), not_found, rate_limited (wait details.retryAfter seconds), "
     "connection_expired (the account must be re-linked by its owner), platform_unavailable and "
