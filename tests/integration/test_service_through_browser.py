@@ -436,11 +436,12 @@ def test_the_platforms_429_is_passed_on_and_holds_the_connection(api: Api, sandb
 
 
 def test_a_burst_through_one_connection_is_refused_not_queued(api: Api, sandbox: SandboxProcess) -> None:
-    """Twelve reads at once through one connection, the platform taking 2 s each: three a worker are kept
-    (one running, two waiting their turn), the others are refused at once (429 ``busy``), and the service's
-    threads stay free for everyone else. Before, the calls queued for their connection's one browser,
-    holding every thread: /healthz took 5 s and the last read 33 s (16 reads, 3 s each)."""
-    sandbox.control("latency", {"route": "/api2/self", "ms": 2000})
+    """Twelve reads at once through one connection, the platform taking 4 s each: three a worker are kept
+    (one running, two waiting their turn), one more may wait a moment for a place, the others are refused
+    at once (429 ``busy``), and the service's threads stay free for everyone else. Before, the calls queued
+    for their connection's one browser holding every thread: /healthz waited until a call ended (5 s with
+    16 reads at 3 s each, and the last read 33 s)."""
+    sandbox.control("latency", {"route": "/api2/self", "ms": 4000})
     try:
         with ThreadPoolExecutor(12) as pool:
             futures = [pool.submit(api.call, "GET", "/v1/whoami") for _ in range(12)]
@@ -454,10 +455,11 @@ def test_a_burst_through_one_connection_is_refused_not_queued(api: Api, sandbox:
     kept = [answer for answer in answers if answer.status_code == 200]
     busy = [answer for answer in answers if answer.status_code == 429]
     assert len(kept) + len(busy) == 12, [answer.text for answer in answers]
-    assert 3 <= len(kept) <= 6  # two workers, three calls each
+    # Two workers, three calls each; a call that waited for a place may get one as the first calls end.
+    assert len(kept) >= 3 and len(busy) >= 4
     for answer in busy:
         assert answer.headers["Retry-After"] == "1" and answer.json()["error"]["details"]["reason"] == "busy"
-    assert health.status_code == 200 and health_took < 1.5, health_took
+    assert health.status_code == 200 and health_took < 2.5, health_took
     assert api.call("GET", "/v1/whoami").status_code == 200
 
 

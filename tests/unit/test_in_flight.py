@@ -1,17 +1,20 @@
 """A connection has at most three platform calls in progress in a process (``community_api/in_flight.py``): one
-more is refused at once with 429 ``busy`` instead of holding a thread while it waits its turn, counts no
-read against the pace, uses no DM quota, and leaves other connections alone."""
+more waits a moment for one of them to end, then is refused with 429 ``busy`` instead of holding a thread
+while it waits its turn; it counts no read against the pace, uses no DM quota, and leaves other
+connections alone."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
-from community_api.in_flight import MAX_CALLS_IN_FLIGHT, InFlight
+from community_api.errors import RateLimited
+from community_api.in_flight import BUSY_WAIT_SECONDS, MAX_CALLS_IN_FLIGHT, InFlight
 from tests.unit.test_mcp_world import McpWorld
 from tests.unit.world_support import Ready, World
 
@@ -54,12 +57,14 @@ def platform_reads(world: World, ready: Ready) -> int:
     return int(me["usage"]["platformReads"]["readsLastMinute"])
 
 
-def test_one_call_more_is_refused_at_once_and_counts_no_read(ready: Ready, pool: ThreadPoolExecutor) -> None:
+def test_one_call_more_is_refused_after_a_moment_and_counts_no_read(ready: Ready, pool: ThreadPoolExecutor) -> None:
     world = ready.world
     gate = Gate(world)
     held = hold_calls(gate, pool, lambda: world.get("/v1/whoami", ready.key))
     reads = platform_reads(world, ready)
+    started = time.monotonic()
     refused = world.get("/v1/whoami", ready.key)
+    assert BUSY_WAIT_SECONDS <= time.monotonic() - started < BUSY_WAIT_SECONDS + 1
     assert refused.status_code == 429 and refused.headers["Retry-After"] == "1"
     error = refused.json["error"]
     assert (error["code"], error["details"]["reason"], error["details"]["retryAfter"]) == ("rate_limited", "busy", 1)
@@ -76,6 +81,47 @@ def test_one_call_more_is_refused_at_once_and_counts_no_read(ready: Ready, pool:
     assert [future.result().status_code for future in held] == [200] * MAX_CALLS_IN_FLIGHT
     assert world.get("/v1/whoami", ready.key).status_code == 200  # the count went back down
     assert world.deps.in_flight.count(ready.connection["id"]) == 0
+
+
+def test_one_call_more_is_served_when_a_call_ends_within_the_wait(ready: Ready, pool: ThreadPoolExecutor) -> None:
+    """An agent that asks for several things at once, the platform answering quickly, gets every answer."""
+    world = ready.world
+    gate = Gate(world)
+    held = hold_calls(gate, pool, lambda: world.get("/v1/whoami", ready.key))
+    threading.Timer(BUSY_WAIT_SECONDS / 4, gate.open.set).start()
+    assert world.get("/v1/whoami", ready.key).status_code == 200
+    assert [future.result().status_code for future in held] == [200] * MAX_CALLS_IN_FLIGHT
+
+
+def test_while_one_call_waits_for_a_place_any_other_is_refused_at_once() -> None:
+    """One waiter holds one more thread for a moment; a crowd of them would hold every thread in turn."""
+    in_flight = InFlight(limit=1, wait=5)
+    entered, release = threading.Event(), threading.Event()
+
+    def running() -> None:
+        with in_flight.call("con_a"):
+            entered.set()
+            release.wait(10)
+
+    def waiting() -> None:
+        with in_flight.call("con_a"):
+            pass
+
+    first, second = threading.Thread(target=running), threading.Thread(target=waiting)
+    first.start()
+    assert entered.wait(5)
+    second.start()
+    deadline = time.monotonic() + 5
+    while "con_a" not in in_flight._waiting and time.monotonic() < deadline:
+        time.sleep(0.01)
+    started = time.monotonic()
+    with pytest.raises(RateLimited), in_flight.call("con_a"):
+        pass
+    assert time.monotonic() - started < 0.5
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert in_flight.count("con_a") == 0
 
 
 def test_another_connection_is_not_held_back(ready: Ready, pool: ThreadPoolExecutor) -> None:
@@ -124,7 +170,7 @@ def test_an_mcp_tool_is_refused_the_same_way(pool: ThreadPoolExecutor) -> None:
 
 
 def test_the_count_is_per_connection_and_given_back_on_failure() -> None:
-    in_flight = InFlight(limit=1)
+    in_flight = InFlight(limit=1, wait=0)
     with pytest.raises(RuntimeError), in_flight.call("con_a"):
         raise RuntimeError("the call failed")
     with in_flight.call("con_a"), in_flight.call("con_b"):
