@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import ipaddress
 import os
 import sqlite3
 import sys
@@ -43,15 +42,10 @@ def exposure_warning(bind: str, trusted_proxies: Sequence[str]) -> str | None:
     threads (8 with two workers), sending their requests slowly or not at all, stop the service for as
     long as they keep their connections open (measured: ``/healthz`` answered nothing within 15 s).
     nginx reads whole requests before it passes them on (docs/deployment.md)."""
-    if bind.startswith(("unix:", "fd://")) or trusted_proxies:
-        return None
-    host = bind.rsplit(":", 1)[0] if ":" in bind else bind
-    host = host.strip("[]")
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False  # a host name: it may resolve to any address
-    if loopback:
+    from adapters.http.host_check import host_name, is_loopback  # the Host check's own rule
+
+    # A host name other than localhost may resolve to any address: warned of.
+    if bind.startswith(("unix:", "fd://")) or trusted_proxies or is_loopback(host_name(bind.lower())):
         return None
     return (
         f"community-api: warning: serving on {bind} with no reverse proxy named (COMMUNITY_API_TRUSTED_PROXIES):"

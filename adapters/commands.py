@@ -180,13 +180,19 @@ MAX_NAMES_REPEATED = 5
 MAX_NAME_REPEATED = 64
 
 
+def repeatable(text: str, limit: int = MAX_NAME_REPEATED) -> bool:
+    """May a refusal repeat this text a client chose? Only when it could be a typo of something real:
+    printable and short. Refusals end up in agents' transcripts and clients' logs."""
+    return len(text) <= limit and text.isprintable()
+
+
 def unknown_names(names: Iterable[str]) -> tuple[str, list[str]]:
     """Names a client sent that a route or tool does not take, as a refusal repeats them (its text and its
     ``details``): at most five, each printable and at most 64 characters, the others counted. A client
     picks these names; a 50 KB one, or three thousand of them, must not come back in the answer or land in
     an agent's transcript."""
     ordered = sorted(set(names))
-    shown = [name for name in ordered if len(name) <= MAX_NAME_REPEATED and name.isprintable()][:MAX_NAMES_REPEATED]
+    shown = [name for name in ordered if repeatable(name)][:MAX_NAMES_REPEATED]
     others = len(ordered) - len(shown)
     if not shown:
         return f"{others} not repeated here (too long or not printable)", shown

@@ -13,6 +13,7 @@ from typing import Any
 
 import falcon
 
+from adapters.commands import repeatable
 from adapters.http.body import UnsupportedContentCoding
 from adapters.http.request_log import log_error
 from adapters.storage_failure import CODE as STORAGE_CODE
@@ -103,9 +104,8 @@ def handle_http_error(
     status = error.status_code
     code = _CODE_BY_STATUS.get(status, "invalid_request" if status < 500 else "internal_error")
     message = error.description or error.title or "request refused"
-    # The path is repeated when it could be a mistyped route, not kilobytes of it or characters that
-    # should not reach a log or an agent's transcript (a percent-encoded newline arrives decoded).
-    path = req.path if len(req.path) <= MAX_PATH_REPEATED and req.path.isprintable() else "this path"
+    # The path is repeated when it could be a mistyped route (a percent-encoded newline arrives decoded).
+    path = req.path if repeatable(req.path, MAX_PATH_REPEATED) else "this path"
     if status == 404:
         message = f"no route {req.method} {path}"
     elif status == 405:

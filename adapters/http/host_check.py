@@ -18,7 +18,7 @@ from adapters.http.errors import error_body
 from adapters.http.health import HEALTH_PATHS
 
 
-def _name(host: str) -> str:
+def host_name(host: str) -> str:
     """The host name of a Host header value, without its port (``[::1]:8000`` → ``[::1]``)."""
     if host.startswith("["):
         return host[: host.find("]") + 1] if "]" in host else host
@@ -26,7 +26,7 @@ def _name(host: str) -> str:
 
 
 @functools.lru_cache(maxsize=256)  # every request asks; parsing an address costs more than the rest of the check
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
@@ -47,8 +47,8 @@ class AllowedHosts:
         if not self._active or req.path in HEALTH_PATHS:
             return
         host = (req.get_header("Host") or "").strip().lower()
-        name = _name(host)
-        if _is_loopback(name) or name in self._allowed or host in self._allowed:
+        name = host_name(host)
+        if is_loopback(name) or name in self._allowed or host in self._allowed:
             return
         resp.status = falcon.HTTP_400
         resp.content_type = falcon.MEDIA_JSON

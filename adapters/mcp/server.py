@@ -23,6 +23,7 @@ from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
+from adapters.commands import repeatable
 from adapters.http.errors import error_answer, error_body
 from adapters.mcp.arguments import ArgumentChecker
 from adapters.metrics import MCP_TOOL_CALLS
@@ -100,9 +101,6 @@ def success_result(payload: Any, text: str | None = None) -> ToolResult:
     return {"content": content, "structuredContent": payload, "isError": False, "resultType": "complete"}
 
 
-MAX_TOOL_NAME = 64  # a name longer than this is no typo of one of ours (the longest has 14 characters)
-
-
 class ToolRunner:
     """Runs one tool call: scope and connection (core ``actor_for``), arguments, the use case, the answer.
 
@@ -119,8 +117,8 @@ class ToolRunner:
         tool = spec.name if spec else "unknown"  # a client picks the name: keep the metric's labels bounded
         try:
             if spec is None:
-                # The name is the client's: repeated only when it could be one (a typo), never 200 KB of it.
-                said = f"no tool named {name}" if len(name) <= MAX_TOOL_NAME and name.isprintable() else "no such tool"
+                # The name is the client's: repeated only when it could be a typo, never 200 KB of it.
+                said = f"no tool named {name}" if repeatable(name) else "no such tool"
                 raise NotFound(said, allowed=sorted(OPERATIONS_BY_NAME))
             # The same order as a REST resource: who (scope, connection) before what (arguments).
             actor = actor_for(self.deps.store, caller.key, spec.scope, caller.connection)
