@@ -67,3 +67,55 @@ def test_gunicorns_own_handler_hangs_there() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+LATE_QUIT = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    from types import SimpleNamespace
+    from adapters import worker_quit
+
+    class ClosedLate:
+        # Like a browser driver's __del__ at the interpreter's end: it runs after Python has handed the
+        # signals it handled back to the system, which is when the master's signal can land.
+        def __init__(self, signum):
+            self.signum, self.kill, self.sleep, self.pid = signum, os.kill, time.sleep, os.getpid()
+
+        def __del__(self):
+            self.kill(self.pid, self.signum)
+            self.sleep(0.2)
+
+    closed_late = ClosedLate(getattr(signal, sys.argv[2]))
+    worker = SimpleNamespace(alive=True, cfg=SimpleNamespace(worker_int=lambda worker: None))
+    signal.signal(signal.SIGTERM, lambda signum, frame: setattr(worker, "alive", False))  # gunicorn's, in short
+    worker_quit.install(worker)
+    first, second = getattr(signal, sys.argv[1]), getattr(signal, sys.argv[2])
+    if sys.argv[3] == "together":  # both pending when Python runs its handlers: one after the other
+        signal.pthread_sigmask(signal.SIG_BLOCK, {first, second})
+        os.kill(os.getpid(), first)
+        os.kill(os.getpid(), second)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {first, second})
+    else:
+        signal.raise_signal(first)
+    """
+)
+
+
+@pytest.mark.parametrize("timing", ["together", "at the end"])
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("SIGINT", "SIGQUIT"),  # a terminal's Ctrl-C to the group, then the master's fast stop
+        ("SIGTERM", "SIGTERM"),  # a SIGTERM to the group, then the master's graceful stop
+        ("SIGTERM", "SIGQUIT"),  # a graceful stop, then a Ctrl-C to the master: it turns fast
+    ],
+)
+def test_the_masters_signal_does_not_kill_a_worker_that_is_ending(first: str, second: str, timing: str) -> None:
+    """A stop sent to the process group reaches a worker twice: from the sender, then from the master. When
+    the second lands while the interpreter is ending, after it gave the signals back to the system's
+    default, it killed the worker, and the master logged "Worker (pid:…) was sent SIGQUIT!" (seen in CI).
+    Arriving together, neither may leave a traceback ("Signal 3 ignored due to race condition")."""
+    ended = subprocess.run(
+        [sys.executable, "-c", LATE_QUIT, first, second, timing], cwd=ROOT, capture_output=True, text=True, timeout=10
+    )
+    assert (ended.returncode, ended.stderr) == (0, "")
