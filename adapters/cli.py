@@ -33,7 +33,12 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--secret", help="service secret (COMMUNITY_API_SECRET); prefer the variable")
     parser.add_argument("--platform-url", help="platform www base URL (COMMUNITY_API_PLATFORM_URL)")
     parser.add_argument("--platform-api-url", help="platform API base URL (COMMUNITY_API_PLATFORM_API_URL)")
-    parser.add_argument("--mode", choices=("production", "demo", "test"), help="COMMUNITY_API_MODE")
+    parser.add_argument(
+        "--mode",
+        choices=("production", "demo", "test"),
+        help="COMMUNITY_API_MODE: production (the default) needs a secret of 32 characters or more; demo and "
+        "test accept any, or none (a fixed, public one: never for real accounts), and test hashes passwords cheaply",
+    )
 
 
 def exposure_warning(bind: str, trusted_proxies: Sequence[str]) -> str | None:
@@ -371,7 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("mint", help="mint a key and print it (shown once)")
     _add_common(p)
     p.add_argument("--email", required=True, help="the account's email")
-    p.add_argument("--name")
+    p.add_argument("--name", help="what the key is for, shown beside it in the dashboard and in `keys revoke`")
     p.add_argument("--scope", action="append", help="a scope to grant; repeat; default: the read scopes")
     p.add_argument("--connection", help="bind the key to this connection id")
     p.set_defaults(func=keys_mint)
