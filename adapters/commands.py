@@ -136,11 +136,15 @@ def structure_body(value: object, command: type[C]) -> C:
 
 def structure_query(values: Mapping[str, Any], command: type[C], *, text: bool) -> C:
     """Query parameters (``text``: as a query string gives them, where empty means not given) or the MCP
-    arguments that stand for them (typed JSON values), as ``command``."""
+    arguments that stand for them (typed JSON values), as ``command``. A refusal names a query's
+    ``parameter``, and an MCP argument's ``field``, as every other refusal of a tool argument does."""
     if text:
         values = {name: value for name, value in values.items() if value != ""}
     return _structure(
-        _QUERY if text else _JSON, {k: v for k, v in values.items() if v is not None}, command, "parameter"
+        _QUERY if text else _JSON,
+        {k: v for k, v in values.items() if v is not None},
+        command,
+        "parameter" if text else "field",
     )
 
 

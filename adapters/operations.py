@@ -20,10 +20,11 @@ from mcp_types import ToolAnnotations
 
 from adapters.commands import command_fields, structure_body, structure_query
 from adapters.schemas import Deleted, ListOf, Result, Schema, arguments, filled_text, result_schema, text
-from community_api import dms, feed, groups, posts, scopes
+from community_api import dms, feed, groups, idempotency, posts, scopes
 from community_api.access import Actor
 from community_api.commands import optional_pattern
 from community_api.deps import Deps
+from community_api.errors import InvalidRequest
 from community_api.model import Comment, Group, PlatformUser, Post, PostDetail
 from community_api.platform_ids import (
     GROUP_PATTERN,
@@ -73,14 +74,24 @@ class Operation:
     def execute(self, deps: Deps, actor: Actor, args: Mapping[str, Any], body: object, *, text: bool) -> object:
         """Structure the command (``body``: REST's JSON body or the MCP arguments REST takes in the body;
         ``text``: ``args`` are a query string's text) and run the operation."""
-        command: Any = None
-        if self.command is not None:
-            if self.http.method == "POST":
-                command = structure_body(body, self.command)
-            else:
-                names = command_fields(self.command)
-                command = structure_query({n: v for n, v in args.items() if n in names}, self.command, text=text)
-        return self.run(deps, actor, args, command)
+        return self.run(deps, actor, args, self.structure(args, body, text=text))
+
+    def structure(self, args: Mapping[str, Any], body: object, *, text: bool) -> Any:
+        """The operation's typed command (None when it takes none), or the core's ``InvalidRequest``."""
+        if self.command is None:
+            return None
+        if self.http.method == "POST":
+            return structure_body(body, self.command)
+        names = command_fields(self.command)
+        return structure_query({n: v for n, v in args.items() if n in names}, self.command, text=text)
+
+    def core_refusal(self, arguments: Mapping[str, Any]) -> InvalidRequest | None:
+        """The core's refusal of an MCP call's arguments, in its own words, if it refuses them."""
+        try:
+            self.structure(arguments, self.body_of(arguments), text=False)
+        except InvalidRequest as refusal:
+            return refusal
+        return None
 
     @property
     def output_schema(self) -> Schema:
@@ -151,7 +162,7 @@ def _cursor(description: str, max_length: int, pattern: str) -> Schema:
 
 _IDEMPOTENCY_KEY = {
     "type": "string",
-    "pattern": r"^[\x21-\x7e]{1,255}$",
+    "pattern": idempotency.KEY_PATTERN,
     "description": "Optional. Retrying with the same key and the same arguments within 24 hours returns the "
     "first result instead of acting again: use one when a call may be retried after a time-out.",
 }
@@ -252,8 +263,8 @@ def _list_dms(deps: Deps, actor: Actor, args: Mapping[str, Any], query: dms.Inbo
     return dms.inbox(deps, actor, query)
 
 
-def _get_dm_thread(deps: Deps, actor: Actor, args: Mapping[str, Any], command: None) -> object:
-    return dms.thread(deps, actor, args["conversationId"], args.get("cursor"))
+def _get_dm_thread(deps: Deps, actor: Actor, args: Mapping[str, Any], query: dms.ThreadQuery) -> object:
+    return dms.thread(deps, actor, args["conversationId"], query)
 
 
 def _send_dm(deps: Deps, actor: Actor, args: Mapping[str, Any], new: dms.NewMessage) -> object:
@@ -454,6 +465,7 @@ OPERATIONS: tuple[Operation, ...] = (
         _read("Read a DM thread"),
         _get_dm_thread,
         Http("GET", "/v1/dms/{conversation_id}", 200, {"conversationId": ("path", "conversation_id")}),
+        command=dms.ThreadQuery,
     ),
     Operation(
         "send_dm",

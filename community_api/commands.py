@@ -125,16 +125,20 @@ def at_least(length: int) -> Validator:
     return MinLength(length)
 
 
+ID_PROBLEM = f"must be an id of {ID_HINT}"
+GROUP_PROBLEM = f"must be {GROUP_HINT}"
+
+
 def platform_id(instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
     """A platform identifier, as the platform writes them (``platform_ids``); None passes."""
     if value is not None and not is_platform_id(value):
-        raise BadField(attribute.name, f"must be an id of {ID_HINT}", pattern=PLATFORM_ID_PATTERN)
+        raise BadField(attribute.name, ID_PROBLEM, pattern=PLATFORM_ID_PATTERN)
 
 
 def group_name(instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
     """A group's id or slug; None passes."""
     if value is not None and not is_group_name(value):
-        raise BadField(attribute.name, f"must be {GROUP_HINT}", pattern=GROUP_PATTERN)
+        raise BadField(attribute.name, GROUP_PROBLEM, pattern=GROUP_PATTERN)
 
 
 def label_name(instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:

@@ -22,7 +22,7 @@ from community_api.commands import Matches, at_most, blank_as_none, empty_as_non
 from community_api.deps import ONE_READ, THREAD_READS, Deps, on_platform
 from community_api.errors import InvalidRequest, ServiceError
 from community_api.model import Conversation, Message
-from community_api.platform_ids import field_group, field_id, path_id
+from community_api.platform_ids import field_group, path_id
 
 INBOX_PAGE = 30
 AWAITING_SCAN_PAGES = 5
@@ -54,6 +54,14 @@ class InboxQuery:
         validator=Matches(OFFSET_PATTERN, "must be an offset returned as nextCursor"),
     )
     awaiting_reply: bool = attrs.field(default=False, metadata=expects("true or false"))
+
+
+@attrs.frozen
+class ThreadQuery:
+    """Which part of a thread: ``cursor`` a message id answered as ``next_cursor`` (the messages older than
+    it); empty or absent, the newest."""
+
+    cursor: str | None = attrs.field(default=None, converter=empty_as_none, validator=platform_id)
 
 
 @attrs.frozen
@@ -102,11 +110,10 @@ def inbox(deps: Deps, actor: Actor, query: InboxQuery) -> Inbox:
     return Inbox(tuple(found), None if next_offset is None else str(next_offset))
 
 
-def thread(deps: Deps, actor: Actor, conversation_id: str, cursor: str | None) -> Thread:
+def thread(deps: Deps, actor: Actor, conversation_id: str, query: ThreadQuery) -> Thread:
     conversation_id = path_id(conversation_id, "conversation")
-    before = field_id(cursor or None, "cursor")
     with on_platform(deps, actor.connection, reads=THREAD_READS):
-        page = deps.gateway.get_messages(actor.session, conversation_id, before)
+        page = deps.gateway.get_messages(actor.session, conversation_id, query.cursor)
     conversation = _with_reply_state(page.conversation, actor.connection.platform_user_id)
     next_cursor = page.messages[0].id if page.has_older and page.messages else None
     return Thread(conversation, page.messages, next_cursor)

@@ -31,7 +31,9 @@ from community_api.errors import Conflict, InvalidRequest, ServiceError
 from community_api.model import IN_FLIGHT, IdempotencyRecord
 from community_api.ports import Clock, KeyStore
 
-_KEY = re.compile(r"[\x21-\x7e]{1,255}")
+KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"  # published as the MCP tools' idempotencyKey pattern
+KEY_PROBLEM = "must be 1 to 255 visible ASCII characters"
+_KEY = re.compile(KEY_PATTERN)
 CREATED = 201
 # Longer than any request can run: every gateway call ends within its deadline (twice the platform
 # time-out, 40 s by default), a create makes at most three, and gunicorn restarts a silent worker after
@@ -88,8 +90,8 @@ def run_once(
 
     if idempotency_key is None:
         return action()
-    if not _KEY.fullmatch(idempotency_key):
-        raise InvalidRequest("Idempotency-Key must be 1 to 255 visible ASCII characters")
+    if not _KEY.fullmatch(idempotency_key):  # not match: "$" also matches before a final newline
+        raise InvalidRequest(f"Idempotency-Key {KEY_PROBLEM}")
     record_key = account_prefix(account_id) + idempotency_key
     fingerprint = hashlib.sha256(request_fingerprint).hexdigest()
     claim = IdempotencyRecord(key=record_key, fingerprint=fingerprint, status=0, body="", created_at=clock.now())

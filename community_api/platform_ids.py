@@ -69,15 +69,6 @@ def path_group(value: str) -> str:
 # --- fields of a body or query: a bad one is a bad request naming the field (400) ----------------
 
 
-def field_id(value: str | None, field: str) -> str | None:
-    """An optional platform id given in a body or query field; None stays None."""
-    if value is None:
-        return None
-    if not is_platform_id(value):
-        raise InvalidRequest(f"{field} must be an id of {ID_HINT}", field=field, pattern=PLATFORM_ID_PATTERN)
-    return value
-
-
 def field_group(value: str | None, field: str = "group") -> str | None:
     if value is None:
         return None

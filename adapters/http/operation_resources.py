@@ -37,6 +37,16 @@ def query(req: falcon.Request, allowed: Iterable[str]) -> dict[str, str | None]:
     return values
 
 
+def name_the_parameter(refusal: InvalidRequest, in_query: Iterable[tuple[str, str]]) -> None:
+    """A refusal that names a value REST takes in the query names it as a ``parameter``, spelt as in the
+    query, as every refusal of a query value does (the core names what it checks a ``field``: it does not
+    know where REST puts it; an MCP call's arguments are all fields)."""
+    field = refusal.details.get("field")
+    for arg, name in in_query:
+        if arg == field:
+            refusal.details = {"parameter": name, **{k: v for k, v in refusal.details.items() if k != "field"}}
+
+
 def send_json(resp: falcon.Response, value: object, status: int = 200) -> None:
     resp.status = status
     resp.content_type = falcon.MEDIA_JSON
@@ -76,11 +86,17 @@ class OperationRoute:
         args: dict[str, Any] = {arg: path[name] for arg, name in in_path}
         values = query(req, query_names)
         args.update({arg: values[name] for arg, name in in_query if values[name] is not None})
-        if operation.http.method == "POST":
-            body, raw = read_json(req)
-            self._create_once(req, resp, actor, raw, lambda: operation.execute(self.deps, actor, args, body, text=True))
-            return
-        result = operation.execute(self.deps, actor, args, None, text=True)
+        try:
+            if operation.http.method == "POST":
+                body, raw = read_json(req)
+                self._create_once(
+                    req, resp, actor, raw, lambda: operation.execute(self.deps, actor, args, body, text=True)
+                )
+                return
+            result = operation.execute(self.deps, actor, args, None, text=True)
+        except InvalidRequest as refusal:
+            name_the_parameter(refusal, in_query)
+            raise
         if operation.http.status == 204:
             resp.status = falcon.HTTP_204
             return

@@ -1,6 +1,9 @@
 """Checking tool arguments against a tool's input schema. Messages use the same wording as the core's own
 checks ("title is required", "unknown field: …"), so an agent gets the same sentence that a REST client
-gets for the same mistake.
+gets for the same mistake. Where a value breaks a rule of the schema (a pattern, a length, a range, a list
+of values), the core is asked first: its refusal, when it has one, is the answer, in its own words ("since
+must be 24h, 7d or a date YYYY-MM-DD", not the pattern that says so). Values the core does not structure
+(path ids, the group, the idempotency key) are refused with the core's sentence for their pattern.
 
 Messages never repeat the value that was refused: it may be 20,000 characters of someone's post, and
 error texts end up in agent transcripts and logs.
@@ -8,7 +11,7 @@ error texts end up in agent transcripts and logs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -16,14 +19,24 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from adapters.commands import unknown_names
 from adapters.schemas import Schema
-from community_api.commands import FILLED_PATTERN
+from community_api.commands import FILLED_PATTERN, GROUP_PROBLEM, ID_PROBLEM
 from community_api.errors import InvalidRequest
+from community_api.idempotency import KEY_PATTERN, KEY_PROBLEM
+from community_api.platform_ids import GROUP_PATTERN, PLATFORM_ID_PATTERN
 
 _TYPE_WORDS = {"string": "a string", "integer": "an integer", "boolean": "true or false", "object": "an object"}
+# Rules on a value (not its type, nor which fields are given), which the core's checks also hold.
+VALUE_RULES = frozenset({"pattern", "maxLength", "minLength", "enum", "minimum", "maximum"})
+# The core's sentence for each pattern that a value the core does not structure itself is held to.
+PATTERN_PROBLEMS = {PLATFORM_ID_PATTERN: ID_PROBLEM, GROUP_PATTERN: GROUP_PROBLEM, KEY_PATTERN: KEY_PROBLEM}
 
 
 class ArgumentChecker:
-    def __init__(self, schema: Schema) -> None:
+    def __init__(
+        self, schema: Schema, core_refusal: Callable[[Mapping[str, Any]], InvalidRequest | None] | None = None
+    ) -> None:
+        """``core_refusal``: the core's own refusal of the arguments, if any (``Operation.core_refusal``)."""
+        self.core_refusal = core_refusal
         self.properties: Mapping[str, Any] = schema.get("properties", {})
         # ``oneOf`` (``to`` xor ``conversationId``) is left to the core, whose message names both fields.
         self._validator = Draft202012Validator({name: value for name, value in schema.items() if name != "oneOf"})
@@ -37,6 +50,10 @@ class ArgumentChecker:
         one: it is passed on as the integer it is, not refused later by the core."""
         error = best_match(self._validator.iter_errors(arguments))
         if error is not None:
+            if error.validator in VALUE_RULES and self.core_refusal is not None:
+                refusal = self.core_refusal(arguments)
+                if refusal is not None:
+                    raise refusal
             message, details = self._explain(error, arguments)
             raise InvalidRequest(message, **details)
         return {
@@ -66,5 +83,6 @@ class ArgumentChecker:
         if rule == "maxLength":
             return f"{field} is longer than {limit} characters", {**details, "maxLength": limit}
         if rule == "pattern":
-            return f"{field} must match {limit}", {**details, "pattern": limit}
+            problem = PATTERN_PROBLEMS.get(str(limit), f"must match {limit}")
+            return f"{field} {problem}", {**details, "pattern": limit}
         return f"{field or 'arguments'}: not valid ({rule})", details

@@ -110,7 +110,7 @@ class ToolRunner:
 
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
-        self._checkers = {spec.name: ArgumentChecker(spec.input_schema) for spec in OPERATIONS}
+        self._checkers = {spec.name: ArgumentChecker(spec.input_schema, spec.core_refusal) for spec in OPERATIONS}
 
     def call(self, caller: Caller, name: str, arguments: Mapping[str, Any]) -> ToolResult:
         spec = OPERATIONS_BY_NAME.get(name)

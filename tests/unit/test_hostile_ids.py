@@ -102,12 +102,15 @@ def test_body_and_query_fields_that_cannot_be_ids_answer_400_naming_the_field(re
         result = world.post(path, key, body)
         assert result.status_code == 400, (field, result.text)
         assert result.json["error"]["details"]["field"] == field
+    # A query's value is named as every refusal of a query value names it: details.parameter.
     for path in (f"/v1/posts/{post}", f"/v1/posts/{post}/comments"):
         result = world.get(path, key, params={"group": value})
-        assert result.status_code == 400 and result.json["error"]["details"]["field"] == "group", result.text
+        assert result.status_code == 400 and result.json["error"]["details"]["parameter"] == "group", result.text
+    result = world.post("/v1/dms", key, {"to": post, "content": "hi"}, params={"group": value})
+    assert result.status_code == 400 and result.json["error"]["details"]["parameter"] == "group", result.text
     convo = world.get("/v1/dms", key).json["conversations"][0]["id"]
     result = world.get(f"/v1/dms/{convo}", key, params={"cursor": value})
-    assert result.status_code == 400 and result.json["error"]["details"]["field"] == "cursor"
+    assert result.status_code == 400 and result.json["error"]["details"]["parameter"] == "cursor"
     assert world_state(ready) == before
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from adapters.commands import command_fields
 from community_api.errors import ConnectionExpired, PlatformUnavailable
 from fakes.platform_seed import platform_id
 from tests.unit.test_mcp_world import DM_GAP, McpWorld
@@ -190,6 +191,133 @@ def test_bad_arguments_are_invalid_request_tool_errors(
         assert error["message"] == "give exactly one of to and conversationId"
     assert len(error["message"]) < 150  # a refused value is never echoed back
     assert world.gateway.created_posts() == [] and world.gateway.sent_messages() == []
+
+
+# The same mistake through REST and through a tool: (tool, arguments, REST method, path, query, body).
+SAME_MISTAKES = [
+    (
+        "get_feed",
+        {"group": FEED, "since": "yesterday"},
+        "GET",
+        f"/v1/groups/{FEED}/posts",
+        {"since": "yesterday"},
+        None,
+    ),
+    (
+        "get_feed",
+        {"group": FEED, "since": "2026-02-30"},
+        "GET",
+        f"/v1/groups/{FEED}/posts",
+        {"since": "2026-02-30"},
+        None,
+    ),
+    ("get_feed", {"group": FEED, "pages": 31}, "GET", f"/v1/groups/{FEED}/posts", {"pages": "31"}, None),
+    ("get_feed", {"group": FEED, "sort": "top"}, "GET", f"/v1/groups/{FEED}/posts", {"sort": "top"}, None),
+    ("list_dms", {"cursor": "abc"}, "GET", "/v1/dms", {"cursor": "abc"}, None),
+    (
+        "get_dm_thread",
+        {"conversationId": "{convo}", "cursor": "../x"},
+        "GET",
+        "/v1/dms/{convo}",
+        {"cursor": "../x"},
+        None,
+    ),
+    (
+        "get_post",
+        {"postId": "{post}", "group": "Builders Club"},
+        "GET",
+        "/v1/posts/{post}",
+        {"group": "Builders Club"},
+        None,
+    ),
+    (
+        "create_comment",
+        {"postId": "{post}", "content": "hi", "parentId": "../x"},
+        "POST",
+        "/v1/posts/{post}/comments",
+        None,
+        {"content": "hi", "parentId": "../x"},
+    ),
+    (
+        "create_post",
+        {"group": FEED, "title": "t", "label": "a\u202eb"},
+        "POST",
+        f"/v1/groups/{FEED}/posts",
+        None,
+        {"title": "t", "label": "a\u202eb"},
+    ),
+    (
+        "create_post",
+        {"group": FEED, "title": "t", "label": "x" * 101},
+        "POST",
+        f"/v1/groups/{FEED}/posts",
+        None,
+        {"title": "t", "label": "x" * 101},
+    ),
+    ("send_dm", {"to": "../self", "content": "hi"}, "POST", "/v1/dms", None, {"to": "../self", "content": "hi"}),
+    (
+        "send_dm",
+        {"to": "{post}", "content": "hi", "group": "-x-"},
+        "POST",
+        "/v1/dms",
+        {"group": "-x-"},
+        {"to": "{post}", "content": "hi"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("tool", "args", "method", "path", "params", "body"), SAME_MISTAKES)
+def test_a_tool_refuses_a_value_in_the_words_rest_uses(
+    world: McpWorld,
+    tool: str,
+    args: dict[str, Any],
+    method: str,
+    path: str,
+    params: dict[str, str] | None,
+    body: dict[str, Any] | None,
+) -> None:
+    """An agent is told what a value must be as a REST client is ("since must be 24h, 7d or a date
+    YYYY-MM-DD"), not the pattern that says it; and a tool's argument is always named in details.field."""
+    ids = {"{post}": post_with_comments(world)["id"], "{convo}": other_member(world)["id"]}
+
+    def filled(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {name: filled(item) for name, item in value.items()}
+        return ids.get(value, value) if isinstance(value, str) else value
+
+    for placeholder, real in ids.items():
+        path = path.replace(placeholder, real)
+    headers = {"Authorization": f"Bearer {world.all_key.secret}"}
+    rest = world.client.simulate_request(method, path, headers=headers, params=params, json=filled(body))
+    assert rest.status_code == 400, rest.text
+    error = world.fail(tool, filled(args))
+    assert error["message"] == rest.json["error"]["message"]
+    assert "must match" not in error["message"]
+    named = rest.json["error"]["details"]
+    assert error["details"]["field"] == named.get("field", named.get("parameter"))
+    assert "parameter" not in error["details"]
+    assert world.gateway.created_posts() == [] and world.gateway.sent_messages() == []
+
+
+def test_every_pattern_a_tool_publishes_is_refused_in_the_cores_words() -> None:
+    """A pattern the core does not check itself (a path id, the group, the idempotency key) has the
+    core's sentence, so no refusal quotes a regular expression at an agent."""
+    from adapters.mcp.arguments import PATTERN_PROBLEMS
+    from adapters.operations import OPERATIONS
+    from community_api.commands import FILLED_PATTERN
+
+    for operation in OPERATIONS:
+        fields = command_fields(operation.command) if operation.command else frozenset()
+        for name, schema in operation.input_schema["properties"].items():
+            pattern = schema.get("pattern")
+            if pattern is not None and name not in fields:
+                assert pattern in PATTERN_PROBLEMS or pattern == FILLED_PATTERN, (operation.name, name)
+
+
+def test_an_idempotency_key_is_refused_in_the_words_of_the_header(world: McpWorld) -> None:
+    error = world.fail("send_dm", {"to": platform_id("usr-bob"), "content": "hi", "idempotencyKey": "has space"})
+    assert error["message"] == "idempotencyKey must be 1 to 255 visible ASCII characters"
+    assert error["details"]["field"] == "idempotencyKey"
 
 
 def test_arguments_of_the_wrong_shape_never_give_a_500(world: McpWorld) -> None:
