@@ -1,7 +1,7 @@
 """Checking tool arguments against a tool's input schema. Messages use the same wording as the core's own
 checks ("title is required", "unknown field: …"), so an agent gets the same sentence that a REST client
-gets for the same mistake. Where a value breaks a rule of the schema (a pattern, a length, a range, a list
-of values), the core is asked first: its refusal, when it has one, is the answer, in its own words ("since
+gets for the same mistake. Where a value breaks a rule of the schema (its type, a pattern, a length, a
+range, a list of values), the core is asked first: its refusal, when it has one, is the answer, in its own words ("since
 must be 24h, 7d or a date YYYY-MM-DD", not the pattern that says so). Values the core does not structure
 (path ids, the group, the idempotency key) are refused with the core's sentence for their pattern.
 
@@ -25,8 +25,8 @@ from community_api.idempotency import KEY_PATTERN, KEY_PROBLEM
 from community_api.platform_ids import GROUP_PATTERN, PLATFORM_ID_PATTERN
 
 _TYPE_WORDS = {"string": "a string", "integer": "an integer", "boolean": "true or false", "object": "an object"}
-# Rules on a value (not its type, nor which fields are given), which the core's checks also hold.
-VALUE_RULES = frozenset({"pattern", "maxLength", "minLength", "enum", "minimum", "maximum"})
+# Rules on a value (not which fields are given), which the core's checks of a command also hold.
+VALUE_RULES = frozenset({"type", "pattern", "maxLength", "minLength", "enum", "minimum", "maximum"})
 # The core's sentence for each pattern that a value the core does not structure itself is held to.
 PATTERN_PROBLEMS = {PLATFORM_ID_PATTERN: ID_PROBLEM, GROUP_PATTERN: GROUP_PROBLEM, KEY_PATTERN: KEY_PROBLEM}
 
@@ -48,18 +48,19 @@ class ArgumentChecker:
         JSON Schema counts a number with a zero fraction as an integer (``2.0`` is valid for
         ``"type": "integer"``), so a client that checks its arguments against the tool's schema may send
         one: it is passed on as the integer it is, not refused later by the core."""
+        read = {
+            name: int(value) if name in self._integers and isinstance(value, float) and value.is_integer() else value
+            for name, value in arguments.items()
+        }
         error = best_match(self._validator.iter_errors(arguments))
         if error is not None:
             if error.validator in VALUE_RULES and self.core_refusal is not None:
-                refusal = self.core_refusal(arguments)
+                refusal = self.core_refusal(read)  # 2.0 read as 2 there too: not the value refused
                 if refusal is not None:
                     raise refusal
             message, details = self._explain(error, arguments)
             raise InvalidRequest(message, **details)
-        return {
-            name: int(value) if name in self._integers and isinstance(value, float) else value
-            for name, value in arguments.items()
-        }
+        return read
 
     def _explain(self, error: ValidationError, arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         field = ".".join(str(part) for part in error.absolute_path)

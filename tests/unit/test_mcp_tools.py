@@ -65,7 +65,9 @@ def test_an_integer_written_with_a_zero_fraction_is_that_integer(world: McpWorld
     arguments against the tool's schema sends it: the tool must read it as 2, not refuse it."""
     answer = world.ok("get_feed", {"group": FEED, "pages": 2.0})
     assert answer == world.ok("get_feed", {"group": FEED, "pages": 2}) and answer["pagesRequested"] == 2
-    assert world.fail("get_feed", {"group": FEED, "pages": 2.5})["message"] == "pages must be an integer"
+    assert world.fail("get_feed", {"group": FEED, "pages": 2.5})["message"] == "pages must be an integer from 1 to 30"
+    # Another argument refused: the error is about it, not about the 2.0.
+    assert world.fail("get_feed", {"group": FEED, "pages": 2.0, "sort": "top"})["details"]["field"] == "sort"
 
 
 def test_post_and_comments_answer_as_rest(world: McpWorld) -> None:
@@ -213,7 +215,9 @@ SAME_MISTAKES = [
     ),
     ("get_feed", {"group": FEED, "pages": 31}, "GET", f"/v1/groups/{FEED}/posts", {"pages": "31"}, None),
     ("get_feed", {"group": FEED, "sort": "top"}, "GET", f"/v1/groups/{FEED}/posts", {"sort": "top"}, None),
+    ("get_feed", {"group": FEED, "pages": "2"}, "GET", f"/v1/groups/{FEED}/posts", {"pages": "abc"}, None),
     ("list_dms", {"cursor": "abc"}, "GET", "/v1/dms", {"cursor": "abc"}, None),
+    ("list_dms", {"awaitingReply": "yes"}, "GET", "/v1/dms", {"awaitingReply": "yes"}, None),
     (
         "get_dm_thread",
         {"conversationId": "{convo}", "cursor": "../x"},
