@@ -19,6 +19,7 @@ from adapters.http.request_log import log_error
 from adapters.storage_failure import CODE as STORAGE_CODE
 from adapters.storage_failure import STORAGE_RETRY_AFTER, storage_failure, storage_message
 from community_api.errors import RateLimited, ServiceError, Unauthorized
+from community_api.idempotency import InterruptedRequest
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,25 @@ def error_answer(error: ServiceError) -> tuple[int, str]:
     return STATUS_BY_CODE.get(error.code, 500), error_body(error.code, error.message, error.details)
 
 
+def log_service_error(req: falcon.Request, error: ServiceError, **extra: Any) -> None:
+    """The error line an operator needs for ``error`` (a 5xx, or anything the platform refused or failed),
+    whether it is answered as REST's error, as an MCP tool error, or kept as the answer of a create whose
+    outcome is unknown; ``extra``: more fields (the MCP tool)."""
+    status = STATUS_BY_CODE.get(error.code, 500)
+    if status >= 500 or error.via_platform:
+        cause = error.__cause__ or error.__context__
+        log_error(req, status, error.code, error.message, cause, viaPlatform=error.via_platform, **extra)
+
+
+def kept_error_answer(req: falcon.Request, error: ServiceError, **extra: Any) -> tuple[int, str]:
+    """``error_answer`` for ``run_once``, which keeps the answer of a create whose outcome is unknown
+    instead of raising it (so no error handler sees it), after that error's line. Not for the answer
+    kept when the request itself failed (``InterruptedRequest``): its own failure has its line."""
+    if not isinstance(error, InterruptedRequest):
+        log_service_error(req, error, **extra)
+    return error_answer(error)
+
+
 def _respond(resp: falcon.Response, status: int, code: str, message: str, details: dict[str, Any]) -> None:
     resp.status = status
     resp.content_type = falcon.MEDIA_JSON
@@ -88,10 +108,7 @@ def handle_service_error(
     required = error.details.get("requiredScope")
     if error.code == "forbidden" and required:
         resp.set_header("WWW-Authenticate", f'Bearer error="insufficient_scope", scope="{required}"')
-    if status >= 500 or error.via_platform:
-        log_error(
-            req, status, error.code, error.message, error.__cause__ or error.__context__, viaPlatform=error.via_platform
-        )
+    log_service_error(req, error)
     _respond(resp, status, error.code, error.message, error.details)
 
 

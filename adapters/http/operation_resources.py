@@ -11,7 +11,7 @@ import falcon
 from adapters.commands import unknown_names
 from adapters.http.auth import api_actor
 from adapters.http.body import read_json
-from adapters.http.errors import error_answer
+from adapters.http.errors import kept_error_answer
 from adapters.operations import OPERATIONS, Operation
 from adapters.wire import dumps, encode
 from community_api.access import Actor
@@ -114,7 +114,7 @@ class OperationRoute:
             idempotency_key=req.get_header("Idempotency-Key"),
             request_fingerprint=fingerprint,
             act=lambda: dumps(make()),
-            render_error=error_answer,
+            render_error=functools.partial(kept_error_answer, req),
         )
         resp.status = answer.status
         resp.content_type = falcon.MEDIA_JSON

@@ -5,9 +5,11 @@ characters, no space), else a new one; it is echoed in the answer and is in ever
 
 The request line (logger ``community_api.requests``): ``time``, ``requestId``, ``method``, ``route`` (the
 route template, ``/v1/posts/{post_id}``: never an id or a query, which may carry what a client should not
-have sent), ``status``, ``durationMs``, ``keyId`` and ``connectionId`` (never a secret). The error line
-(logger ``community_api.errors``): every 5xx and every refusal or failure of the platform, with its code,
-message and cause (``adapters/http/errors.py`` writes it).
+have sent), ``status``, ``durationMs``, ``keyId`` and ``connectionId`` (never a secret); on an MCP request,
+``tool`` too (``unknown`` for a name no tool has). The error line (logger ``community_api.errors``): every
+5xx and every refusal or failure of the platform, with its code, message and cause
+(``adapters/http/errors.py`` writes it) — for an MCP tool call too, whose HTTP answer is a 200 carrying a
+tool error: the line has the status REST would have answered and the ``tool``.
 
 Lines are written by ``logging`` through ``JsonLines`` (``configure_logging``), one JSON object per line.
 The request line, written for every request, skips ``logging``'s record when the only place it would go
@@ -109,6 +111,7 @@ class RequestLog:
                 "durationMs": round(elapsed * 1000, 2),
                 "keyId": key.id if key is not None else None,
                 "connectionId": context.get("connection_id"),
+                **({"tool": context.tool} if "tool" in context else {}),
             }
         )
         handler = _sole_handler(requests_log)

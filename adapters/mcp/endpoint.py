@@ -148,7 +148,7 @@ class McpResource:
         # The body was read here (size limit, chunked uploads): the ASGI side gets it whole.
         environ["CONTENT_LENGTH"] = str(len(raw))
         environ.pop("HTTP_TRANSFER_ENCODING", None)
-        environ[CALLER_ENVIRON_KEY] = Caller(key, req.get_header(CONNECTION_HEADER))
+        environ[CALLER_ENVIRON_KEY] = Caller(key, req.get_header(CONNECTION_HEADER), req)
         answer = self.bridge.handle(environ, raw)
         resp.status = answer.status
         for name, value in answer.headers:

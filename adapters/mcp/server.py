@@ -11,6 +11,7 @@ any MCP code runs and puts a ``Caller`` in the environ, which a2wsgi hands on as
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Mapping
@@ -18,13 +19,15 @@ from importlib import metadata
 from typing import Any, cast
 
 import attrs
+import falcon
 import mcp_types as types
 from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 from adapters.commands import repeatable
-from adapters.http.errors import error_answer, error_body
+from adapters.http.errors import error_body, kept_error_answer, log_service_error
+from adapters.http.request_log import log_error
 from adapters.mcp.arguments import ArgumentChecker
 from adapters.metrics import MCP_TOOL_CALLS
 from adapters.operations import OPERATIONS, OPERATIONS_BY_NAME, Operation
@@ -56,10 +59,12 @@ INSTRUCTIONS = (
 
 @attrs.frozen
 class Caller:
-    """The authenticated key of one MCP request and the connection it asked for."""
+    """The authenticated key of one MCP request, the connection it asked for, and the HTTP request that
+    carries it (for its log lines: ``adapters/http/request_log.py``)."""
 
     key: ApiKey
     connection: str | None  # the X-Community-Connection header, as on REST
+    request: falcon.Request
 
 
 def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller | None:
@@ -115,6 +120,8 @@ class ToolRunner:
     def call(self, caller: Caller, name: str, arguments: Mapping[str, Any]) -> ToolResult:
         spec = OPERATIONS_BY_NAME.get(name)
         tool = spec.name if spec else "unknown"  # a client picks the name: keep the metric's labels bounded
+        request = caller.request
+        request.context.tool = tool  # for the request's log line
         try:
             if spec is None:
                 # The name is the client's: repeated only when it could be a typo, never 200 KB of it.
@@ -122,30 +129,35 @@ class ToolRunner:
                 raise NotFound(said, allowed=sorted(OPERATIONS_BY_NAME))
             # The same order as a REST resource: who (scope, connection) before what (arguments).
             actor = actor_for(self.deps.store, caller.key, spec.scope, caller.connection)
+            request.context.connection_id = actor.connection.id  # for the request's log line
             arguments = self._checkers[spec.name].check(arguments)
             if not spec.creates:
                 result = success_result(
                     *data_and_text(spec.execute(self.deps, actor, arguments, spec.body_of(arguments), text=False))
                 )
             else:
-                result = self._create_once(spec, actor, arguments)
+                result = self._create_once(spec, actor, arguments, request)
         except ServiceError as error:
             MCP_TOOL_CALLS.labels(tool, error.code).inc()
+            log_service_error(request, error, tool=tool)
             return error_result(error.code, error.message, error.details)
         except Exception as error:
             cause = storage_failure(error)
             if cause is not None:  # not a bug: the box cannot write (adapters/storage_failure.py)
                 message = storage_message(cause, changes=spec is not None and spec.http.method != "GET")
-                log.warning("MCP tool %s: %s (%s: %s)", tool, message, type(error).__name__, error)
+                log_error(request, 503, STORAGE_CODE, message, error, tool=tool)
                 MCP_TOOL_CALLS.labels(tool, STORAGE_CODE).inc()
                 return error_result(STORAGE_CODE, message, {"retryAfter": STORAGE_RETRY_AFTER})
             log.exception("MCP tool %s failed", tool)
+            log_error(request, 500, "internal_error", "unexpected error", error, tool=tool)
             MCP_TOOL_CALLS.labels(tool, "internal_error").inc()
             return error_result("internal_error", "the service failed to handle this call")
         MCP_TOOL_CALLS.labels(tool, _outcome(result)).inc()
         return result
 
-    def _create_once(self, spec: Operation, actor: Actor, arguments: Mapping[str, Any]) -> ToolResult:
+    def _create_once(
+        self, spec: Operation, actor: Actor, arguments: Mapping[str, Any], request: falcon.Request
+    ) -> ToolResult:
         """Act at most once per ``idempotencyKey``, with the core's rules for REST's Idempotency-Key."""
         body = {name: value for name, value in arguments.items() if name != "idempotencyKey"}
 
@@ -157,7 +169,7 @@ class ToolRunner:
             idempotency_key=arguments.get("idempotencyKey"),
             request_fingerprint="\n".join(["mcp", spec.name, actor.connection.id, canonical]).encode(),
             act=lambda: dumps(spec.execute(self.deps, actor, body, spec.body_of(body), text=False)),
-            render_error=error_answer,
+            render_error=functools.partial(kept_error_answer, request, tool=spec.name),
         )
         payload = json.loads(answer.body)
         if not 200 <= answer.status < 300:

@@ -182,3 +182,19 @@ def test_any_other_logging_set_up_gets_the_record(
         for step in undo:
             step()
     assert [json.loads(record.getMessage())["route"] for record in seen] == ["/v1/whoami"]
+
+
+def test_a_create_whose_outcome_is_unknown_gets_the_error_line(ready: Ready, caplog: pytest.LogCaptureFixture) -> None:
+    """Its answer is kept for retries rather than raised (idempotency), and no error handler saw it: the
+    one failure an operator most needs to see left no line saying why."""
+    caplog.set_level(logging.INFO)
+    error = PlatformUnavailable("the platform did not answer in 20 s")
+    error.__cause__ = TimeoutError("script timeout after 20000 ms")
+    ready.world.gateway.fail_next("create_post", error)
+    answer = ready.world.post(
+        "/v1/groups/builders-club/posts", ready.key, {"title": "t"}, headers={"X-Request-Id": "req-kept"}
+    )
+    assert answer.status_code == 503 and answer.json["error"]["details"]["outcomeUnknown"] is True
+    [line] = lines(caplog, "community_api.errors")
+    assert line["requestId"] == "req-kept" and line["status"] == 503 and line["code"] == "platform_unavailable"
+    assert line["cause"] == "TimeoutError: script timeout after 20000 ms"
