@@ -191,8 +191,12 @@ def test_a_worker_killed_outright_leaves_no_browser_behind(service_folder: Path,
         # Its processes are ended, and its profiles (the platform's cookies) removed.
         assert left() == ([], [])
         assert requests.get(service.url + "/healthz", timeout=30).status_code == 200  # a new worker serves
-        log = service.log.read_text(errors="replace")
-        assert f"worker {worker} ended without closing its browsers" in log
+        # The master says so once it has cleaned up, which is just after the last profile went: wait for it
+        # (CI once read the log in between).
+        said = f"worker {worker} ended without closing its browsers"
+        while said not in service.log.read_text(errors="replace") and time.monotonic() < deadline + 5:
+            time.sleep(0.1)
+        assert said in service.log.read_text(errors="replace")
     finally:
         service.stop("master")
     assert service.process.returncode == 0
