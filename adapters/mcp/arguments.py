@@ -1,9 +1,10 @@
 """Checking tool arguments against a tool's input schema. Messages use the same wording as the core's own
 checks ("title is required", "unknown field: …"), so an agent gets the same sentence that a REST client
 gets for the same mistake. Where a value breaks a rule of the schema (its type, a pattern, a length, a
-range, a list of values), the core is asked first: its refusal, when it has one, is the answer, in its own words ("since
-must be 24h, 7d or a date YYYY-MM-DD", not the pattern that says so). Values the core does not structure
-(path ids, the group, the idempotency key) are refused with the core's sentence for their pattern.
+range, a list of values), the core is asked first: its refusal, when it has one, is the answer, in its own
+words ("since must be 24h, 7d or a date YYYY-MM-DD", not the pattern that says so). Values the core does
+not structure (path ids, the group, the idempotency key) are refused with the core's sentence for their
+pattern.
 
 Messages never repeat the value that was refused: it may be 20,000 characters of someone's post, and
 error texts end up in agent transcripts and logs.
