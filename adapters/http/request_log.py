@@ -101,19 +101,20 @@ class RequestLog:
             return
         key = context.get("key")
         # orjson straight: every value here is the service's own (ids, a template) or checked ASCII.
-        line = orjson.dumps(
-            {
-                "time": _clock_text(),
-                "requestId": context.get("request_id"),
-                "method": req.method,
-                "route": req.uri_template or None,
-                "status": resp.status_code,
-                "durationMs": round(elapsed * 1000, 2),
-                "keyId": key.id if key is not None else None,
-                "connectionId": context.get("connection_id"),
-                **({"tool": context.tool} if "tool" in context else {}),
-            }
-        )
+        fields = {
+            "time": _clock_text(),
+            "requestId": context.get("request_id"),
+            "method": req.method,
+            "route": req.uri_template or None,
+            "status": resp.status_code,
+            "durationMs": round(elapsed * 1000, 2),
+            "keyId": key.id if key is not None else None,
+            "connectionId": context.get("connection_id"),
+        }
+        tool = context.get("tool")
+        if tool is not None:  # an MCP request
+            fields["tool"] = tool
+        line = orjson.dumps(fields)
         handler = _sole_handler(requests_log)
         if handler is not None:
             handler.write_line(line)
