@@ -45,7 +45,8 @@ class AccountRecords(Protocol):
 
     def add_web_session(self, session: WebSession) -> None:
         """``Conflict`` if the token hash is taken. Sessions of any account that expired before
-        ``session.created_at`` are removed on the way (they would only accumulate)."""
+        ``session.created_at`` are removed on the way (they would only accumulate), and the account keeps
+        its ``MAX_WEB_SESSIONS`` newest sessions (by ``created_at``): the oldest beyond them end."""
         ...
 
     def get_web_session(self, token_hash: str) -> WebSession | None: ...
@@ -158,6 +159,11 @@ class AuditLog(Protocol):
         """Oldest first."""
         ...
 
+
+# Web sessions an account keeps at once: a sign-in past them ends the oldest. Sign-in takes the password,
+# so only the owner (or a script of theirs signing in on every run) makes them; unbounded, each lasted 14
+# days.
+MAX_WEB_SESSIONS = 50
 
 # How long attempt counts are kept: longer than any bound looks back (an hour at most).
 ATTEMPT_RETENTION = timedelta(days=1)

@@ -30,7 +30,7 @@ from community_api.model import (
     WebSession,
 )
 from community_api.oauth_model import AuthorizationCode, OAuthClient, OAuthToken
-from community_api.store_ports import ATTEMPT_RETENTION
+from community_api.store_ports import ATTEMPT_RETENTION, MAX_WEB_SESSIONS
 
 
 def _email_key(email: str) -> str:
@@ -146,6 +146,12 @@ class FakeKeyStore:
                 raise Conflict("web session exists")
             self._web_sessions = {h: s for h, s in self._web_sessions.items() if s.expires_at >= session.created_at}
             self._web_sessions[session.token_hash] = session
+            own = sorted(
+                (s for s in self._web_sessions.values() if s.account_id == session.account_id),
+                key=lambda s: (s.created_at, s.token_hash),
+            )
+            for ended in own[:-MAX_WEB_SESSIONS]:
+                del self._web_sessions[ended.token_hash]
 
     def get_web_session(self, token_hash: str) -> WebSession | None:
         with self._lock:

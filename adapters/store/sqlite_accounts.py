@@ -12,6 +12,7 @@ from adapters.store.sqlite_schema import dt as _dt
 from adapters.store.sqlite_schema import ts as _ts
 from community_api.errors import Conflict
 from community_api.model import Account, WebSession
+from community_api.store_ports import MAX_WEB_SESSIONS
 
 
 def _email_key(email: str) -> str:
@@ -84,6 +85,11 @@ class SqliteAccountRecords:
                 )
             except sqlite3.IntegrityError:
                 raise Conflict("web session exists") from None
+            db.execute(
+                "DELETE FROM web_sessions WHERE account_id = ? AND token_hash NOT IN (SELECT token_hash FROM"
+                " web_sessions WHERE account_id = ? ORDER BY created_at DESC, token_hash DESC LIMIT ?)",
+                (session.account_id, session.account_id, MAX_WEB_SESSIONS),
+            )
 
     def get_web_session(self, token_hash: str) -> WebSession | None:
         row = self._one(

@@ -171,7 +171,10 @@ _V6 = (
     "CREATE INDEX IF NOT EXISTS oauth_clients_unapproved ON oauth_clients (created_at) WHERE approved_at IS NULL",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
+# Version 7: an account keeps its newest web sessions only (``MAX_WEB_SESSIONS``), trimmed on each sign-in.
+_V7 = ("CREATE INDEX IF NOT EXISTS web_sessions_account ON web_sessions (account_id, created_at)",)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

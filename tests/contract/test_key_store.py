@@ -27,7 +27,7 @@ from community_api.model import (
     WebSession,
 )
 from community_api.ports import KeyStore
-from community_api.store_ports import ATTEMPT_RETENTION
+from community_api.store_ports import ATTEMPT_RETENTION, MAX_WEB_SESSIONS
 from fakes.key_store import FakeKeyStore
 
 # Microseconds on purpose: they must survive the round trip.
@@ -160,6 +160,18 @@ def test_expired_web_sessions_are_removed_when_one_is_added(store: KeyStore) -> 
     store.add_web_session(WebSession("new", "acc_3", "csrf", later, later + timedelta(days=14)))
     assert store.get_web_session("old") is None  # expired: removed
     assert store.get_web_session("other") is not None and store.get_web_session("new") is not None
+
+
+def test_an_account_keeps_its_newest_web_sessions_only(store: KeyStore) -> None:
+    """A script that signs in on every run would otherwise leave a session a run, each for 14 days."""
+    for n in range(MAX_WEB_SESSIONS + 2):
+        at = T0 + timedelta(minutes=n)
+        store.add_web_session(WebSession(f"th{n:03d}", "acc_1", "csrf", at, at + timedelta(days=14)))
+    store.add_web_session(WebSession("other", "acc_2", "csrf", T0, T0 + timedelta(days=14)))
+    assert store.get_web_session("th000") is None and store.get_web_session("th001") is None  # the oldest ended
+    kept = [n for n in range(MAX_WEB_SESSIONS + 2) if store.get_web_session(f"th{n:03d}") is not None]
+    assert kept == list(range(2, MAX_WEB_SESSIONS + 2))
+    assert store.get_web_session("other") is not None  # another account's are its own
 
 
 def test_a_password_hash_is_replaced(store: KeyStore) -> None:
