@@ -25,9 +25,9 @@ import attrs
 
 from community_api.errors import InvalidRequest
 from community_api.platform_ids import (
-    GROUP_HINT,
     GROUP_PATTERN,
-    ID_HINT,
+    GROUP_PROBLEM,
+    ID_PROBLEM,
     MAX_LABEL_NAME,
     PLATFORM_ID_PATTERN,
     is_group_name,
@@ -123,10 +123,6 @@ def at_most(limit: int) -> Validator:
 
 def at_least(length: int) -> Validator:
     return MinLength(length)
-
-
-ID_PROBLEM = f"must be an id of {ID_HINT}"
-GROUP_PROBLEM = f"must be {GROUP_HINT}"
 
 
 def platform_id(instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:

@@ -40,6 +40,9 @@ _GROUP = re.compile(GROUP_PATTERN.strip("^$"))
 
 ID_HINT = "32 lowercase hexadecimal characters"
 GROUP_HINT = "a group id or slug (lowercase letters, digits and dashes)"
+# What a refusal of a body or query field says of it, after its name.
+ID_PROBLEM = f"must be an id of {ID_HINT}"
+GROUP_PROBLEM = f"must be {GROUP_HINT}"
 
 
 def is_platform_id(value: object) -> bool:
@@ -73,7 +76,7 @@ def field_group(value: str | None, field: str = "group") -> str | None:
     if value is None:
         return None
     if not is_group_name(value):
-        raise InvalidRequest(f"{field} must be {GROUP_HINT}", field=field, pattern=GROUP_PATTERN)
+        raise InvalidRequest(f"{field} {GROUP_PROBLEM}", field=field, pattern=GROUP_PATTERN)
     return value
 
 

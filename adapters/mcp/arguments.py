@@ -20,10 +20,10 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from adapters.commands import unknown_names
 from adapters.schemas import Schema
-from community_api.commands import FILLED_PATTERN, GROUP_PROBLEM, ID_PROBLEM
+from community_api.commands import FILLED_PATTERN
 from community_api.errors import InvalidRequest
 from community_api.idempotency import KEY_PATTERN, KEY_PROBLEM
-from community_api.platform_ids import GROUP_PATTERN, PLATFORM_ID_PATTERN
+from community_api.platform_ids import GROUP_PATTERN, GROUP_PROBLEM, ID_PROBLEM, PLATFORM_ID_PATTERN
 
 _TYPE_WORDS = {"string": "a string", "integer": "an integer", "boolean": "true or false", "object": "an object"}
 # Rules on a value (not which fields are given), which the core's checks of a command also hold.
