@@ -26,7 +26,6 @@ from __future__ import annotations
 import re
 
 from community_api.errors import InvalidRequest, NotFound
-from community_api.readable import is_readable
 
 PLATFORM_ID_LENGTH = 32
 PLATFORM_ID_PATTERN = r"^[0-9a-f]{32}$"
@@ -77,17 +76,4 @@ def field_group(value: str | None, field: str = "group") -> str | None:
         return None
     if not is_group_name(value):
         raise InvalidRequest(f"{field} {GROUP_PROBLEM}", field=field, pattern=GROUP_PATTERN)
-    return value
-
-
-def field_label(value: str | None, field: str = "label") -> str | None:
-    """A label's id or name. The name is matched against the group's labels only, so it just has to be
-    short readable text (``readable``: it is echoed in the error that lists the labels)."""
-    if value is None:
-        return None
-    if len(value) > MAX_LABEL_NAME or not is_readable(value):
-        raise InvalidRequest(
-            f"{field} must be a label id or a label name of at most {MAX_LABEL_NAME} readable characters",
-            field=field,
-        )
     return value

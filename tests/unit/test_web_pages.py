@@ -233,3 +233,19 @@ def test_usage_shows_requests_per_key_and_the_dm_quota(world: World, owner: WebB
     alice = world.store.list_connections(account_id(world))[0]
     next_send = world.throttle.quota(alice.platform_user_id).next_allowed_at
     assert next_send is not None and next_send.strftime("%Y-%m-%d %H:%M UTC") in after.text
+
+
+def test_another_accounts_connection_cannot_be_made_active(world: World, owner: WebBrowser) -> None:
+    theirs = create_account_unchecked(world.store, world.clock, "other@example.com", PASSWORD)
+    stranger = WebBrowser(world)
+    stranger.sign_in("other@example.com")
+    alice = world.store.list_connections(account_id(world))[0]
+    csrf = dict(form(stranger.get("/connections").text, "/connections").defaults())["csrf_token"]
+    refused = stranger.post(f"/connections/{alice.id}/activate", [("csrf_token", csrf)])
+    unknown = stranger.post("/connections/con_0000000000000000/activate", [("csrf_token", csrf)])
+    # Never says it exists: the same page as for an id that names nothing.
+    assert refused.status_code == unknown.status_code == 404
+    assert refused.text.replace(alice.id, "con_0000000000000000") == unknown.text
+    assert world.store.list_connections(theirs.id) == []
+    still = world.store.get_connection(alice.id)
+    assert still is not None and still.account_id == account_id(world) and still.active
