@@ -102,3 +102,20 @@ def test_every_link_to_one_platform_account_shares_its_pace_and_dm_quota(paced: 
     assert world.get("/v1/whoami", other_key).status_code == 429
     held = world.get("/v1/whoami", key)  # the platform told alice, not one link of hers, to slow down
     assert held.status_code == 429 and held.json["error"]["details"]["reason"] == "platform_hold"
+
+
+def test_a_post_named_by_its_label_counts_the_read_that_finds_the_label(paced: Ready) -> None:
+    """Naming the label by its name reads the group's labels from the platform first: one read, counted
+    and paced like any other; a post without a label reads nothing."""
+    world, key = paced.world, paced.key
+    assert world.post(FEED, key, {"title": "no label"}).status_code == 201
+    assert reads_left(paced) == 60
+    assert world.post(FEED, key, {"title": "a win", "label": "Wins"}).status_code == 201
+    assert reads_left(paced) == 59
+    assert world.get(FEED, key, params={"pages": "30"}).status_code == 200
+    assert world.get(FEED, key, params={"pages": "29"}).status_code == 200
+    before = len(world.gateway.created_posts())
+    refused = world.post(FEED, key, {"title": "another win", "label": "Wins"})
+    assert refused.status_code == 429 and refused.json["error"]["details"]["reason"] == "read_pace"
+    assert len(world.gateway.created_posts()) == before
+    assert world.post(FEED, key, {"title": "still fine"}).status_code == 201  # a write reads nothing
