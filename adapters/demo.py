@@ -138,6 +138,9 @@ def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) ->
 
     signal.signal(signal.SIGTERM, end)
     signal.signal(signal.SIGHUP, end)  # its terminal closed: the children, in groups of their own, would stay
+    # "Press Ctrl-C to stop" holds even when started with SIGINT ignored (from a script's `&`, nohup, some CI
+    # runners): Python then leaves it ignored, and the demo and its children would outlive every Ctrl-C.
+    signal.signal(signal.SIGINT, end)
     try:
         # The stand-in speaks HTTPS with a certificate made at its start: the service's browser is told to
         # trust exactly that certificate's key.

@@ -130,3 +130,44 @@ def test_demo_refuses_an_address_another_program_listens_at(option: str) -> None
     assert f"demo: cannot listen at {address} (Address already in use)" in result.stderr
     assert f"make demo DEMO_ARGS='{option} 127.0.0.1:" in result.stderr
     assert result.stdout == ""  # nothing started, nothing announced
+
+
+def test_ctrl_c_stops_the_demo_even_when_it_started_with_sigint_ignored() -> None:
+    """A command started by a script's `&` (or nohup, or some CI runners) inherits SIGINT ignored, and
+    Python then leaves it so: before, the demo said "Press Ctrl-C to stop" and outlived every Ctrl-C, its
+    stand-in and service with it. Stopped here while it starts, which ends it the same way."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COMMUNITY_API_")}
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "adapters.cli", "demo", "--bind", f"127.0.0.1:{free_port()}"]
+        + ["--sandbox-bind", f"127.0.0.1:{free_port()}"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # noqa: PLW1509 - the inherited state
+    )
+    try:
+        assert demo.stdout is not None
+        assert "starting the stand-in platform" in demo.stdout.readline()
+        deadline = time.monotonic() + 30
+        started: list[int] = []
+        while not started and time.monotonic() < deadline:  # the stand-in, started first
+            started = descendants(demo.pid, process_table())
+            time.sleep(0.05)
+        assert started
+    finally:
+        os.killpg(demo.pid, signal.SIGINT)
+        try:
+            demo.wait(30)
+        except subprocess.TimeoutExpired:
+            left = descendants(demo.pid, process_table())
+            os.killpg(demo.pid, signal.SIGKILL)
+            for pid in left:  # the stand-in and the service, in groups of their own
+                os.kill(pid, signal.SIGTERM)
+            raise
+    deadline = time.monotonic() + 15
+    while any(alive(pid) for pid in started) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [pid for pid in started if alive(pid)] == []
