@@ -33,7 +33,7 @@ from prometheus_client import (
 )
 
 from community_api.errors import RateLimited, ServiceError
-from community_api.model import DmQuota, ReadPace
+from community_api.model import DmQuota, ReadPace, WritePace
 from community_api.ports import PlatformGateway, PlatformPace, Throttle
 
 T = TypeVar("T")
@@ -62,7 +62,7 @@ BROWSER_CRASHES = Counter("community_api_browser_crashes_total", "Browsers disca
 BROWSER_IDLE_CLOSES = Counter("community_api_browser_idle_closes_total", "Browsers closed after going unused a while")
 REFUSALS = Counter(
     "community_api_rate_limit_refusals_total",
-    "Calls refused by a limit: dm_throttle, read_pace, platform_hold",
+    "Calls refused by a limit: dm_throttle, read_pace, write_pace, platform_hold, busy",
     ["limit"],
 )
 MCP_TOOL_CALLS = Counter(
@@ -167,14 +167,14 @@ class MeteredThrottle:
 
 
 class MeteredPace:
-    """The read pace, its refusals counted by reason (``read_pace`` or ``platform_hold``)."""
+    """The platform pace, its refusals counted by reason (``read_pace``, ``write_pace`` or ``platform_hold``)."""
 
     def __init__(self, inner: PlatformPace) -> None:
         self._inner = inner
 
-    def admit(self, platform_user_id: str, reads: int) -> None:
+    def admit(self, platform_user_id: str, reads: int, writes: int = 0) -> None:
         try:
-            self._inner.admit(platform_user_id, reads)
+            self._inner.admit(platform_user_id, reads, writes)
         except RateLimited as refused:
             REFUSALS.labels(str(refused.details.get("reason", "read_pace"))).inc()
             raise
@@ -184,6 +184,9 @@ class MeteredPace:
 
     def status(self, platform_user_id: str) -> ReadPace:
         return self._inner.status(platform_user_id)
+
+    def write_status(self, platform_user_id: str) -> WritePace:
+        return self._inner.write_status(platform_user_id)
 
     def ready(self) -> str | None:
         return self._inner.ready()

@@ -37,6 +37,7 @@ SETTING_NAMES = (
     "USAGE_FLUSH_SECONDS",
     "PUBLIC_URL",
     "PLATFORM_READS_PER_MINUTE",
+    "PLATFORM_WRITES_PER_MINUTE",
     "TRUSTED_PROXIES",
     "ALLOWED_HOSTS",
     "METRICS_TOKEN",
@@ -69,6 +70,8 @@ class Settings:
     public_url: str = ""
     # Platform requests a minute per platform account (PLATFORM.md: about 60 reads a minute before 429s).
     platform_reads_per_minute: int = 60
+    # Platform writes a minute per platform account (PLATFORM.md: 25 to 30 before 429s; kept below).
+    platform_writes_per_minute: int = 20
     # Reverse proxies whose X-Forwarded-For is believed (addresses or networks); none by default.
     trusted_proxies: tuple[str, ...] = ()
     # Hosts served besides loopback when no PUBLIC_URL is set (``adapters/http/host_check.py``).
@@ -85,13 +88,14 @@ class Settings:
         file beside the database (``community-api.sqlite3`` → ``community-api.throttle.mmap``), shared by
         every worker of the host: the read pace writes on every data read, which costs a transaction on
         SQLite and a few microseconds there (``adapters/throttle/mmap_limits_storage.py``). Its windows
-        hold up to 128 entries, or the read pace when that is larger."""
+        hold up to 128 entries, or the read or write pace when that is larger."""
         if self.throttle_storage:
             return self.throttle_storage
         root, _ = os.path.splitext(os.path.abspath(self.db))
         uri = "mmap://" + urllib.parse.quote(root + ".throttle.mmap")
-        if self.platform_reads_per_minute > DEFAULT_CAPACITY:
-            uri += f"?capacity={self.platform_reads_per_minute}"
+        largest = max(self.platform_reads_per_minute, self.platform_writes_per_minute)
+        if largest > DEFAULT_CAPACITY:
+            uri += f"?capacity={largest}"
         return uri
 
 
@@ -135,6 +139,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         idle = float(get("BROWSER_IDLE_SECONDS", "900"))
         flush = float(get("USAGE_FLUSH_SECONDS", "1"))
         reads_per_minute = int(get("PLATFORM_READS_PER_MINUTE", "60"))
+        writes_per_minute = int(get("PLATFORM_WRITES_PER_MINUTE", "20"))
     except ValueError as error:
         raise SettingsError(f"a numeric setting is not a number: {error}") from None
     if pool < 1:
@@ -147,6 +152,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         )
     if not 1 <= reads_per_minute <= MAX_CAPACITY:
         raise SettingsError(f"{PREFIX}PLATFORM_READS_PER_MINUTE must be from 1 to {MAX_CAPACITY}")
+    if not 1 <= writes_per_minute <= MAX_CAPACITY:
+        raise SettingsError(f"{PREFIX}PLATFORM_WRITES_PER_MINUTE must be from 1 to {MAX_CAPACITY}")
     defaults = Settings()
     platform_url = get("PLATFORM_URL", defaults.platform_url).rstrip("/")
     hosts = tuple(h.strip() for h in get("MCP_ALLOWED_HOSTS").split(",") if h.strip())
@@ -166,6 +173,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         usage_flush_seconds=flush,
         public_url=get("PUBLIC_URL").rstrip("/"),
         platform_reads_per_minute=reads_per_minute,
+        platform_writes_per_minute=writes_per_minute,
         trusted_proxies=_proxies(get("TRUSTED_PROXIES")),
         allowed_hosts=tuple(h.strip() for h in get("ALLOWED_HOSTS").split(",") if h.strip()),
         browser_trusted_spki=_spki_list(get("BROWSER_TRUSTED_SPKI")),

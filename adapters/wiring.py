@@ -140,7 +140,9 @@ def get_app(settings: Settings | None = None) -> falcon.App:
         key_store=key_store,
         gateway=build_gateway(settings, key_store),
         throttle=LimitsThrottle(settings.throttle_uri, salt=settings.secret),
-        pace=LimitsPlatformPace(settings.throttle_uri, settings.platform_reads_per_minute),
+        pace=LimitsPlatformPace(
+            settings.throttle_uri, settings.platform_reads_per_minute, settings.platform_writes_per_minute
+        ),
         clock=SystemClock(),
         settings=settings,
     )

@@ -15,7 +15,7 @@ import attrs
 
 from community_api.deps import Deps
 from community_api.me import Me, me
-from community_api.model import Account, ApiKey, Connection, DmQuota, ReadPace
+from community_api.model import Account, ApiKey, Connection, DmQuota, ReadPace, WritePace
 from community_api.ports import KeyStore
 
 LIVE = "live"
@@ -54,6 +54,7 @@ class ConnectionQuota:
     connection: Connection
     quota: DmQuota
     reads: ReadPace
+    writes: WritePace
 
 
 @attrs.frozen
@@ -80,7 +81,12 @@ def usage_report(deps: Deps, account: Account) -> UsageReport:
             )
         )
     quotas = tuple(
-        ConnectionQuota(c, deps.throttle.quota(c.platform_user_id), deps.pace.status(c.platform_user_id))
+        ConnectionQuota(
+            c,
+            deps.throttle.quota(c.platform_user_id),
+            deps.pace.status(c.platform_user_id),
+            deps.pace.write_status(c.platform_user_id),
+        )
         for c in summary.connections
     )
     return UsageReport(summary, tuple(rows), quotas)

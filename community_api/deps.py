@@ -39,28 +39,31 @@ class Deps:
 
 # What one use-case step costs against the read pace, in platform requests (PLATFORM.md, "Rates seen by
 # others"): most steps are one request; a feed costs one per page, a post with its comments two (its
-# comments and its page, which marks it read), a DM thread two. Writes cost no reads: they only respect the hold.
+# comments and its page, which marks it read), a DM thread two. Writes count against the write pace: a
+# post, a comment, a deletion or a DM is one; a DM to a member opens the conversation first, a second.
 ONE_READ = 1
 POST_DETAIL_READS = 2
 THREAD_READS = 2  # the thread, and the first inbox page beside it (the conversation's details)
+ONE_WRITE = 1
+OPEN_AND_SEND_WRITES = 2  # the chat request that opens (or finds) the conversation, and the message
 
 
 @contextmanager
-def on_platform(deps: Deps, connection: Connection, *, reads: int = 0) -> Iterator[None]:
+def on_platform(deps: Deps, connection: Connection, *, reads: int = 0, writes: int = 0) -> Iterator[None]:
     """The one way the core calls the platform through a connection.
 
     - first: a connection that already has ``in_flight.MAX_CALLS_IN_FLIGHT`` calls in progress in this
       process is refused (429, reason ``busy``): they run one at a time, and a call waiting its turn holds
       a thread that every other request of the service needs;
     - before: ``deps.pace.admit`` refuses (429) a platform account the platform told to slow down, or
-      one whose reads would pass the pace, without touching the platform. The pace counts the platform
+      one whose reads (or writes) would pass the pace, without touching the platform. The pace counts the platform
       account (its user id), not the connection: the platform counts by account, and one account may be
       linked by several service accounts;
     - a 429 of the platform holds that platform account for its ``Retry-After`` in every worker;
     - when the platform says the session expired, the connection (its own session) is marked so that the
       next request answers ``connection_expired`` at once and the dashboard shows it."""
     with deps.in_flight.call(connection.id):
-        deps.pace.admit(connection.platform_user_id, reads)
+        deps.pace.admit(connection.platform_user_id, reads, writes)
         try:
             yield
         except ServiceError as error:

@@ -19,7 +19,7 @@ import attrs
 
 from community_api.access import Actor
 from community_api.commands import Matches, at_most, blank_as_none, empty_as_none, expects, filled, platform_id
-from community_api.deps import ONE_READ, THREAD_READS, Deps, on_platform
+from community_api.deps import ONE_READ, ONE_WRITE, OPEN_AND_SEND_WRITES, THREAD_READS, Deps, on_platform
 from community_api.errors import InvalidRequest, ServiceError
 from community_api.model import Conversation, Message
 from community_api.platform_ids import field_group, path_id
@@ -132,7 +132,7 @@ def send(deps: Deps, actor: Actor, group: str | None, new: NewMessage) -> SentMe
             known = deps.gateway.get_messages(actor.session, conversation_id, None).conversation
     reservation = deps.throttle.reserve(actor.connection.platform_user_id)
     try:
-        with on_platform(deps, actor.connection):
+        with on_platform(deps, actor.connection, writes=ONE_WRITE if known is not None else OPEN_AND_SEND_WRITES):
             if known is not None:
                 conversation = known
             else:

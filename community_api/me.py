@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 
 from community_api.deps import Deps
-from community_api.model import Account, ApiKey, Connection, DmQuota, PlatformUser, ReadPace
+from community_api.model import Account, ApiKey, Connection, DmQuota, PlatformUser, ReadPace, WritePace
 
 
 @attrs.frozen
@@ -21,6 +21,7 @@ class Usage:
     requests_this_month: int
     dms: DmQuota | None
     platform_reads: ReadPace | None  # the active connection's read pace and any hold the platform asked for
+    platform_writes: WritePace | None  # its write pace (posts, comments, deletions, DMs)
 
 
 @attrs.frozen
@@ -35,7 +36,8 @@ class Me:
 def me(deps: Deps, account: Account) -> Me:
     """``whoami`` is the active connection's platform account as recorded when it was linked (no
     platform call); ``usage.dms`` is the DM quota of that connection, ``usage.platformReads`` its read pace
-    (reads left this minute, and any hold the platform's 429 put on it)."""
+    (reads left this minute, and any hold the platform's 429 put on it), ``usage.platformWrites`` its
+    write pace."""
     connections = deps.store.list_connections(account.id)
     active = next((c for c in connections if c.active), None)
     keys: list[KeyWithUsage] = []
@@ -55,5 +57,6 @@ def me(deps: Deps, account: Account) -> Me:
             month,
             deps.throttle.quota(active.platform_user_id) if active else None,
             deps.pace.status(active.platform_user_id) if active else None,
+            deps.pace.write_status(active.platform_user_id) if active else None,
         ),
     )

@@ -226,6 +226,16 @@ class ReadPace:
     held_until: datetime | None
 
 
+@attrs.frozen
+class WritePace:
+    """A connection's write budget over the last minute (posts, comments, deletions, DMs)."""
+
+    writes_per_minute: int
+    writes_last_minute: int
+    writes_left: int
+    next_write_at: datetime | None  # when a write is allowed again (a hold included), None when one is now
+
+
 # An idempotency record answers retries for this long; status IN_FLIGHT marks a first request not done yet.
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
 IN_FLIGHT = 0

@@ -23,6 +23,7 @@ from community_api.model import (
     Post,
     PostDetail,
     ReadPace,
+    WritePace,
 )
 from community_api.store_ports import KeyStore, UnitOfWork
 
@@ -157,25 +158,29 @@ class Throttle(Protocol):
 
 class PlatformPace(Protocol):
     """How fast one connected account may call the platform, shared by every worker process. It keeps
-    the account safe: the platform answers 429 to accounts that read too fast, and restricts them.
+    the account safe: the platform answers 429 to accounts that read or write too fast, and restricts them.
     Keyed by the platform account (``platform_user_id``), as the platform counts, whatever connection
     (of whichever service account) the call goes through.
 
     - ``hold``: after the platform's own 429, no platform call of that account is made for the
       seconds it asked; the longer of two holds wins;
-    - reads: at most ``reads_per_minute`` platform requests in any 60 s (a moving window; a request
-      exactly 60 s old still counts);
-    - ``admit(platform_user_id, reads)`` raises ``RateLimited`` when the account is held, or when
-      ``reads`` more would pass the limit, and then counts nothing. Its ``retry_after`` is exact: after
-      that many whole seconds the same call is admitted (if nothing else was), one second less is not.
-      Otherwise it counts ``reads``; 0 (a write) only checks the hold. A call of more reads than the
-      whole limit counts as the whole limit, so that it can ever pass."""
+    - reads: at most ``reads_per_minute`` platform reads in any 60 s, and writes: at most
+      ``writes_per_minute`` in any 60 s, each its own moving window (a request exactly 60 s old still
+      counts);
+    - ``admit(platform_user_id, reads, writes=0)`` raises ``RateLimited`` when the account is held, or when
+      ``reads`` (or ``writes``) more would pass their limit, and then counts nothing. Its ``retry_after`` is
+      exact: after that many whole seconds the same call is admitted (if nothing else was), one second
+      less is not. Otherwise it counts them; both 0 only checks the hold. A call is reads or writes, never
+      both (``ValueError``). A call of more than the whole limit counts as the whole limit, so that it
+      can ever pass."""
 
-    def admit(self, platform_user_id: str, reads: int) -> None: ...
+    def admit(self, platform_user_id: str, reads: int, writes: int = 0) -> None: ...
 
     def hold(self, platform_user_id: str, seconds: int) -> None: ...
 
     def status(self, platform_user_id: str) -> ReadPace: ...
+
+    def write_status(self, platform_user_id: str) -> WritePace: ...
 
     def ready(self) -> str | None:
         """None when its shared storage answers; else a short reason (``GET /readyz``)."""

@@ -16,7 +16,7 @@ import attrs
 
 from community_api.access import Actor
 from community_api.commands import at_most, blank_as_none, filled, label_name, platform_id
-from community_api.deps import ONE_READ, POST_DETAIL_READS, Deps, on_platform
+from community_api.deps import ONE_READ, ONE_WRITE, POST_DETAIL_READS, Deps, on_platform
 from community_api.errors import InvalidRequest
 from community_api.model import Comment, Post, PostDetail
 from community_api.platform_ids import MAX_LABEL_NAME, field_group, path_group, path_id
@@ -63,7 +63,7 @@ def create_post(deps: Deps, actor: Actor, group: str, new: NewPost) -> Post:
         # The group's labels come from the platform: a read, paced like any other.
         with on_platform(deps, actor.connection, reads=ONE_READ):
             label_id = _label_id(deps, actor, group, new.label)
-    with on_platform(deps, actor.connection):
+    with on_platform(deps, actor.connection, writes=ONE_WRITE):
         return deps.gateway.create_post(actor.session, group, new.title, new.content or "", label_id)
 
 
@@ -84,17 +84,17 @@ def _label_id(deps: Deps, actor: Actor, group: str, wanted: str) -> str:
 
 def delete_post(deps: Deps, actor: Actor, post_id: str) -> None:
     post_id = path_id(post_id, "post")
-    with on_platform(deps, actor.connection):
+    with on_platform(deps, actor.connection, writes=ONE_WRITE):
         deps.gateway.delete_post(actor.session, post_id)
 
 
 def create_comment(deps: Deps, actor: Actor, post_id: str, group: str | None, new: NewComment) -> Comment:
     post_id, group = path_id(post_id, "post"), field_group(group)
-    with on_platform(deps, actor.connection):
+    with on_platform(deps, actor.connection, writes=ONE_WRITE):
         return deps.gateway.create_comment(actor.session, post_id, new.content, new.parent_id, group)
 
 
 def delete_comment(deps: Deps, actor: Actor, comment_id: str) -> None:
     comment_id = path_id(comment_id, "comment")
-    with on_platform(deps, actor.connection):
+    with on_platform(deps, actor.connection, writes=ONE_WRITE):
         deps.gateway.delete_comment(actor.session, comment_id)

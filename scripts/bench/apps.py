@@ -18,7 +18,7 @@ from community_api.clock import SystemClock
 from community_api.connections import LinkRequest, link_connection
 from community_api.deps import Deps
 from community_api.keys import mint_key
-from community_api.model import Account, ReadPace
+from community_api.model import Account, ReadPace, WritePace
 from community_api.usage import UsageRecorder
 from fakes.clock import FakeClock
 from fakes.platform import FakePlatformGateway
@@ -44,7 +44,7 @@ class Unpaced:
     a second (past any pace's limit) and the pace costs both transports the same. A control, not a product:
     ``make bench`` measures the real pace."""
 
-    def admit(self, connection_id: str, reads: int) -> None:
+    def admit(self, connection_id: str, reads: int, writes: int = 0) -> None:
         return None
 
     def hold(self, connection_id: str, seconds: int) -> None:
@@ -52,6 +52,9 @@ class Unpaced:
 
     def status(self, connection_id: str) -> ReadPace:
         return ReadPace(reads_per_minute=0, reads_last_minute=0, reads_left=0, next_read_at=None, held_until=None)
+
+    def write_status(self, connection_id: str) -> WritePace:
+        return WritePace(writes_per_minute=0, writes_last_minute=0, writes_left=0, next_write_at=None)
 
     def ready(self) -> str | None:
         return None
@@ -63,7 +66,13 @@ def service_app(paced: bool = True) -> falcon.App:
     overhead and not the platform's. ``paced`` False: the read pace out of the way (``Unpaced``)."""
     settings = load_settings()
     configure_logging()  # as get_app() does
-    pace = LimitsPlatformPace(settings.throttle_uri, settings.platform_reads_per_minute) if paced else Unpaced()
+    pace = (
+        LimitsPlatformPace(
+            settings.throttle_uri, settings.platform_reads_per_minute, settings.platform_writes_per_minute
+        )
+        if paced
+        else Unpaced()
+    )
     app = create_app(
         key_store=SqliteKeyStore(settings.db, settings.secret),
         gateway=FakePlatformGateway(signing_key=settings.secret.encode()),

@@ -29,6 +29,7 @@ from tests.contract.redis_support import flush_redis, running_redis_server
 
 START = datetime(2100, 1, 1, 12, 0, tzinfo=UTC)  # after the real clock: see test_throttle.py
 LIMIT = 60
+WRITES = 20
 
 
 class FrozenClock:
@@ -53,24 +54,24 @@ def make(request: pytest.FixtureRequest, tmp_path: Path, frozen: FrozenDateTimeF
     """Builds paces of the kind under test; two built by one test share their storage, as workers do."""
     kind: str = request.param
     if kind == "fake":
-        shared = FakePlatformPace(FrozenClock(), reads_per_minute=LIMIT)
+        shared = FakePlatformPace(FrozenClock(), reads_per_minute=LIMIT, writes_per_minute=WRITES)
         return lambda: shared
     if kind == "sqlite":
         uri = f"sqlite:///{tmp_path / 'pace.sqlite3'}"
     elif kind == "mmap":
         uri = f"mmap://{tmp_path / 'pace.mmap'}"
     elif kind == "memory":
-        memory = LimitsPlatformPace("memory://", LIMIT)  # one process: share the instance
+        memory = LimitsPlatformPace("memory://", LIMIT, WRITES)  # one process: share the instance
         return lambda: memory
     else:
         uri = request.getfixturevalue("redis_uri")
         flush_redis(uri)
-    return lambda: LimitsPlatformPace(uri, LIMIT)
+    return lambda: LimitsPlatformPace(uri, LIMIT, WRITES)
 
 
-def refused(pace: PlatformPace, reads: int = 1, connection_id: str = "c1") -> RateLimited:
+def refused(pace: PlatformPace, reads: int = 1, connection_id: str = "c1", writes: int = 0) -> RateLimited:
     with pytest.raises(RateLimited) as error:
-        pace.admit(connection_id, reads)
+        pace.admit(connection_id, reads, writes)
     assert error.value.details["retryAfter"] == error.value.retry_after
     return error.value
 
@@ -139,10 +140,11 @@ def test_the_platforms_429_holds_every_call_then_ends_exactly(
 ) -> None:
     worker_a, worker_b = make(), make()
     worker_a.hold("c1", 90)
-    for reads in (0, 1):  # writes (0 reads) are held too
-        error = refused(worker_b, reads=reads)
+    for reads, writes in ((0, 0), (1, 0), (0, 1)):  # writes are held too
+        error = refused(worker_b, reads=reads, writes=writes)
         assert (error.retry_after, error.details["reason"]) == (90, "platform_hold")
     assert worker_b.status("c1").held_until == START + timedelta(seconds=90)
+    assert worker_b.write_status("c1").next_write_at == START + timedelta(seconds=90)
     worker_b.hold("c1", 30)  # a shorter hold does not cut the longer one
     frozen.tick(89)
     assert refused(worker_a).retry_after == 1
@@ -151,6 +153,8 @@ def test_the_platforms_429_holds_every_call_then_ends_exactly(
     assert worker_b.status("c1").held_until is None
     assert worker_b.status("c1").reads_last_minute == 1  # held calls counted nothing
     worker_b.admit("c2", 0)  # other connections were never held
+    worker_b.admit("c1", 0, 1)
+    assert worker_b.write_status("c1").writes_last_minute == 1  # held writes counted nothing either
 
 
 def test_a_hold_on_redis_ends_on_time(redis_uri: str) -> None:
@@ -161,3 +165,48 @@ def test_a_hold_on_redis_ends_on_time(redis_uri: str) -> None:
     assert refused(worker_b).retry_after == 2
     time.sleep(2.05)
     worker_b.admit("c1", 1)
+
+
+def test_the_21st_write_in_a_minute_is_refused_with_the_exact_retry_after(
+    make: Callable[[], PlatformPace], frozen: FrozenDateTimeFactory
+) -> None:
+    worker_a, worker_b = make(), make()
+    for i in range(WRITES):
+        (worker_a if i % 2 else worker_b).admit("c1", 0, 1)
+        frozen.tick(1.5)  # 20 writes over 28.5 s: the first at 0 s, the last at 28.5 s
+    frozen.tick(0.25)  # 30.25 s
+    error = refused(worker_b, reads=0, writes=1)
+    assert (error.details["reason"], error.retry_after) == ("write_pace", 30)  # the write of 0 s leaves at 60 s
+    assert "20 platform writes a minute" in error.message
+    status = worker_a.write_status("c1")
+    assert (status.writes_per_minute, status.writes_last_minute, status.writes_left) == (WRITES, WRITES, 0)
+    assert status.next_write_at == START + timedelta(seconds=60.25)  # now + the whole seconds of the wait
+    frozen.tick(29)
+    assert refused(worker_a, reads=0, writes=1).retry_after == 1
+    frozen.tick(1)  # 60.25 s: the write of 0 s has left, the one of 1.5 s has not
+    worker_a.admit("c1", 0, 1)
+    assert refused(worker_b, reads=0, writes=1).retry_after == 2  # the window slides: 1.5 s leaves next
+    assert refused(worker_b, reads=0, writes=2).retry_after == 3  # two wait for the one of 3 s to leave too
+
+
+def test_reads_and_writes_have_budgets_of_their_own(
+    make: Callable[[], PlatformPace], frozen: FrozenDateTimeFactory
+) -> None:
+    pace = make()
+    pace.admit("c1", 0, WRITES)
+    refused(pace, reads=0, writes=1)
+    pace.admit("c1", LIMIT)  # every write spent, every read still there
+    assert refused(pace).details["reason"] == "read_pace"
+    assert pace.status("c1").reads_last_minute == LIMIT
+    assert pace.write_status("c1").writes_last_minute == WRITES
+    pace.admit("c2", 0, 1)  # another platform account writes on its own budget
+    frozen.tick(0.25)
+    assert refused(pace, reads=0, writes=WRITES + 5).retry_after == 60  # more than the budget: the whole of it
+    assert pace.write_status("c2").writes_left == WRITES - 1
+
+
+def test_a_call_is_reads_or_writes(make: Callable[[], PlatformPace]) -> None:
+    pace = make()
+    with pytest.raises(ValueError, match="reads or writes"):
+        pace.admit("c1", 1, 1)
+    assert pace.status("c1").reads_last_minute == 0 and pace.write_status("c1").writes_last_minute == 0

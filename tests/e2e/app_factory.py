@@ -23,7 +23,9 @@ def get_app() -> falcon.App:
         key_store=SqliteKeyStore(settings.db, settings.secret),
         gateway=FakePlatformGateway(signing_key=settings.secret.encode()),
         throttle=LimitsThrottle(settings.throttle_uri, salt=settings.secret),
-        pace=LimitsPlatformPace(settings.throttle_uri, settings.platform_reads_per_minute),
+        pace=LimitsPlatformPace(
+            settings.throttle_uri, settings.platform_reads_per_minute, settings.platform_writes_per_minute
+        ),
         clock=SystemClock(),
         settings=settings,
     )

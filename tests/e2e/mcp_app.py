@@ -53,7 +53,9 @@ def get_app() -> falcon.App:
         # Signed session tokens: every worker's copy of the platform accepts the test's linked session.
         gateway=FakePlatformGateway(clock=clock, seed=1, signing_key=settings.secret.encode()),
         throttle=LimitsThrottle(settings.throttle_uri, salt=settings.secret),
-        pace=LimitsPlatformPace(settings.throttle_uri, settings.platform_reads_per_minute),
+        pace=LimitsPlatformPace(
+            settings.throttle_uri, settings.platform_reads_per_minute, settings.platform_writes_per_minute
+        ),
         clock=clock,
         settings=settings,
     )

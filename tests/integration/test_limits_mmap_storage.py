@@ -81,8 +81,11 @@ def test_a_window_larger_than_the_capacity_is_refused_not_miscounted(path: Path)
     with pytest.raises(ConfigurationError, match=r"\?capacity=5"):
         storage.acquire_entry("k", 5, 60)
     # Each user checks at start-up that its largest window fits.
-    with pytest.raises(ConfigurationError, match="read pace"):
+    with pytest.raises(ConfigurationError, match="platform pace keeps windows of 60"):
         LimitsPlatformPace(f"mmap://{path}?capacity=59", 60)
+    with pytest.raises(ConfigurationError, match="platform pace keeps windows of 70"):
+        LimitsPlatformPace(f"mmap://{path}?capacity=69", 20, 70)  # writes too
+    LimitsPlatformPace(f"mmap://{path}?capacity=70", 20, 70)
     with pytest.raises(ConfigurationError, match="DM throttle"):
         LimitsThrottle(f"mmap://{path}?capacity=100", salt="s")
     LimitsThrottle(f"mmap://{path}?capacity=101", salt="s")

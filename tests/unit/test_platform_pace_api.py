@@ -119,3 +119,62 @@ def test_a_post_named_by_its_label_counts_the_read_that_finds_the_label(paced: R
     assert refused.status_code == 429 and refused.json["error"]["details"]["reason"] == "read_pace"
     assert len(world.gateway.created_posts()) == before
     assert world.post(FEED, key, {"title": "still fine"}).status_code == 201  # a write reads nothing
+
+
+def writes_left(ready: Ready) -> int:
+    me = ready.world.client.simulate_get("/v1/me", headers=ready.browser.headers())
+    return int(me.json["usage"]["platformWrites"]["writesLeft"])
+
+
+def test_the_21st_write_in_a_minute_is_refused_with_the_exact_retry_after(paced: Ready) -> None:
+    """Posts, comments and deletions share 20 platform writes a minute (others saw the platform answer 429
+    past 25 to 30); past them a write is 429 ``write_pace`` before the platform sees it, and reads go on."""
+    world, key = paced.world, paced.key
+    post_id = world.get(FEED, key).json["posts"][0]["id"]
+    mine = []
+    for i in range(8):
+        mine.append(world.post(FEED, key, {"title": f"post {i}"}).json["id"])  # writes at 0 to 7 s
+        world.clock.advance(seconds=1)
+    world.clock.advance(seconds=0.5)  # 8.5 s
+    comments = [world.post(f"/v1/posts/{post_id}/comments", key, {"content": f"c{i}"}) for i in range(8)]
+    assert [c.status_code for c in comments] == [201] * 8
+    assert world.delete(f"/v1/posts/{mine[0]}", key).status_code == 204
+    assert world.delete(f"/v1/comments/{comments[0].json['id']}", key).status_code == 204
+    assert writes_left(paced) == 2
+    assert world.post(FEED, key, {"title": "19"}).status_code == 201
+    assert world.post(f"/v1/posts/{post_id}/comments", key, {"content": "20"}).status_code == 201
+    assert writes_left(paced) == 0
+    posts, comments_made = len(world.gateway.created_posts()), len(world.gateway.created_comments())
+    for refused in (
+        world.post(FEED, key, {"title": "21"}),
+        world.post(f"/v1/posts/{post_id}/comments", key, {"content": "21"}),
+        world.delete(f"/v1/posts/{mine[1]}", key),
+    ):
+        assert refused.status_code == 429 and refused.json["error"]["code"] == "rate_limited"
+        assert refused.json["error"]["details"]["reason"] == "write_pace"
+        # The write of 0 s leaves the window when it is over 60 s old: 51.5 s from 8.5 s, rounded up.
+        assert refused.headers["retry-after"] == "52"
+    assert (len(world.gateway.created_posts()), len(world.gateway.created_comments())) == (posts, comments_made)
+    assert world.get(f"/v1/posts/{mine[1]}", key).status_code == 200  # not deleted; and reads go on
+    me = world.client.simulate_get("/v1/me", headers=paced.browser.headers()).json["usage"]["platformWrites"]
+    assert me == {"writesPerMinute": 20, "writesLastMinute": 20, "writesLeft": 0, "nextWriteAt": me["nextWriteAt"]}
+    assert me["nextWriteAt"] is not None
+    world.clock.advance(seconds=51)
+    assert world.post(FEED, key, {"title": "late"}).headers["retry-after"] == "1"
+    world.clock.advance(seconds=1)
+    assert world.post(FEED, key, {"title": "on time"}).status_code == 201
+
+
+def test_a_dm_to_a_member_writes_twice_and_a_refused_one_uses_no_dm_quota(paced: Ready) -> None:
+    world, key = paced.world, paced.key
+    conversation = world.get("/v1/dms", key).json["conversations"][0]["id"]
+    for i in range(19):
+        assert world.post(FEED, key, {"title": f"post {i}"}).status_code == 201
+    bob = world.gateway.user("bob")
+    refused = world.post("/v1/dms", key, {"to": bob.id, "content": "hi"})  # opens the chat, then sends: 2
+    assert refused.status_code == 429 and refused.json["error"]["details"]["reason"] == "write_pace"
+    assert world.gateway.sent_messages() == []
+    dms = world.client.simulate_get("/v1/me", headers=paced.browser.headers()).json["usage"]["dms"]
+    assert dms["sentLastHour"] == 0 and dms["nextAllowedAt"] is None
+    sent = world.post("/v1/dms", key, {"conversationId": conversation, "content": "hi"})  # a known one: 1
+    assert sent.status_code == 201 and writes_left(paced) == 0

@@ -24,6 +24,8 @@ def test_the_throttles_live_in_a_mapped_file_of_their_own_beside_the_database() 
     # Its windows must hold a whole minute of reads when the pace is larger than the default capacity.
     fast = load_settings({**BASE, "COMMUNITY_API_DB": "/srv/db", "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "600"})
     assert fast.throttle_uri == "mmap:///srv/db.throttle.mmap?capacity=600"
+    writes = {"COMMUNITY_API_DB": "/srv/db", "COMMUNITY_API_PLATFORM_WRITES_PER_MINUTE": "300"}
+    assert load_settings({**BASE, **writes}).throttle_uri == "mmap:///srv/db.throttle.mmap?capacity=300"
     redis = load_settings({**BASE, "COMMUNITY_API_THROTTLE_STORAGE": "redis://127.0.0.1:6379/0"})
     assert redis.throttle_uri == "redis://127.0.0.1:6379/0"
 
@@ -34,6 +36,14 @@ def test_the_read_pace_is_a_setting_of_at_least_one() -> None:
     for bad in ("0", "-3", "fast", "65537"):
         with pytest.raises(SettingsError):
             load_settings({**BASE, "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": bad})
+
+
+def test_the_write_pace_is_a_setting_of_at_least_one() -> None:
+    assert load_settings(BASE).platform_writes_per_minute == 20
+    assert load_settings({**BASE, "COMMUNITY_API_PLATFORM_WRITES_PER_MINUTE": "5"}).platform_writes_per_minute == 5
+    for bad in ("0", "-3", "1.5", "often", "65537"):
+        with pytest.raises(SettingsError, match="PLATFORM_WRITES_PER_MINUTE|not a number"):
+            load_settings({**BASE, "COMMUNITY_API_PLATFORM_WRITES_PER_MINUTE": bad})
 
 
 def test_the_browser_trusts_only_the_certificate_keys_it_is_given() -> None:

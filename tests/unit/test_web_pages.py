@@ -221,7 +221,8 @@ def test_usage_shows_requests_per_key_and_the_dm_quota(world: World, owner: WebB
     key_id = key_id_of(world, secret)
     before = owner.get("/usage")
     assert re.search(rf'id="usage-{key_id}".*?class="num today">0<', before.text, re.S)
-    assert "0 of 20" in before.text and "now" in before.text
+    assert 'class="num">0 of 20<' in before.text and "now" in before.text
+    assert 'id="writes-left-1">20 of 20<' in before.text and 'id="reads-left-1">10000 of 10000<' in before.text
     for _ in range(3):
         world.get("/v1/whoami", secret)
     bob = world.gateway.login("bob@sandbox.test", "sandbox").user.id
@@ -229,7 +230,8 @@ def test_usage_shows_requests_per_key_and_the_dm_quota(world: World, owner: WebB
     after = owner.get("/usage")
     assert re.search(rf'id="usage-{key_id}".*?class="num today">4<.*?class="num month">4<', after.text, re.S)
     assert 'id="total-today">4<' in after.text
-    assert "1 of 20" in after.text and "1 of 100" in after.text
+    assert 'class="num">1 of 20<' in after.text and 'class="num">1 of 100<' in after.text
+    assert 'id="writes-left-1">18 of 20<' in after.text  # the DM opened a chat with bob, then sent
     alice = world.store.list_connections(account_id(world))[0]
     next_send = world.throttle.quota(alice.platform_user_id).next_allowed_at
     assert next_send is not None and next_send.strftime("%Y-%m-%d %H:%M UTC") in after.text
