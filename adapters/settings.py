@@ -15,6 +15,7 @@ from collections.abc import Mapping
 import attrs
 
 from adapters.throttle.mmap_limits_storage import DEFAULT_CAPACITY, MAX_CAPACITY
+from community_api.pace import DEFAULT_READS_PER_MINUTE, DEFAULT_WRITES_PER_MINUTE
 
 PREFIX = "COMMUNITY_API_"
 MODES = ("production", "demo", "test")
@@ -69,9 +70,9 @@ class Settings:
     usage_flush_seconds: float = 1.0
     public_url: str = ""
     # Platform requests a minute per platform account (PLATFORM.md: about 60 reads a minute before 429s).
-    platform_reads_per_minute: int = 60
+    platform_reads_per_minute: int = DEFAULT_READS_PER_MINUTE
     # Platform writes a minute per platform account (PLATFORM.md: 25 to 30 before 429s; kept below).
-    platform_writes_per_minute: int = 20
+    platform_writes_per_minute: int = DEFAULT_WRITES_PER_MINUTE
     # Reverse proxies whose X-Forwarded-For is believed (addresses or networks); none by default.
     trusted_proxies: tuple[str, ...] = ()
     # Hosts served besides loopback when no PUBLIC_URL is set (``adapters/http/host_check.py``).
@@ -138,8 +139,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         pool = int(get("BROWSER_POOL_SIZE", "4"))
         idle = float(get("BROWSER_IDLE_SECONDS", "900"))
         flush = float(get("USAGE_FLUSH_SECONDS", "1"))
-        reads_per_minute = int(get("PLATFORM_READS_PER_MINUTE", "60"))
-        writes_per_minute = int(get("PLATFORM_WRITES_PER_MINUTE", "20"))
+        reads_per_minute = int(get("PLATFORM_READS_PER_MINUTE", str(DEFAULT_READS_PER_MINUTE)))
+        writes_per_minute = int(get("PLATFORM_WRITES_PER_MINUTE", str(DEFAULT_WRITES_PER_MINUTE)))
     except ValueError as error:
         raise SettingsError(f"a numeric setting is not a number: {error}") from None
     if pool < 1:

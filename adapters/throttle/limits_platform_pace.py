@@ -105,7 +105,7 @@ class LimitsPlatformPace:
         self._storage.incr(key, seconds)
 
     def ready(self) -> str | None:
-        return None if self._storage.check() else "the read pace's storage does not answer"
+        return None if self._storage.check() else "the platform pace's storage does not answer"
 
     def status(self, platform_user_id: str) -> ReadPace:
         limit = self.reads_per_minute
