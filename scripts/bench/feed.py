@@ -143,6 +143,7 @@ def service_for(
         "COMMUNITY_API_BROWSER_TRUSTED_SPKI": platform.spki,
         # The bench reads far more than an account should; the read pace has tests and a bench of its own.
         "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "20000",
+        "COMMUNITY_API_PLATFORM_WRITES_PER_MINUTE": "20000",  # and the write pace
     }
     if grid_url:
         env["COMMUNITY_API_SELENIUM_REMOTE_URL"] = grid_url

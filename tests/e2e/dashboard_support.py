@@ -30,6 +30,7 @@ def running_service(folder: Path, sandbox: SandboxProcess) -> Iterator[str]:
     env = {
         "COMMUNITY_API_MODE": "test",
         "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "20000",  # the read pace has tests of its own
+        "COMMUNITY_API_PLATFORM_WRITES_PER_MINUTE": "20000",  # and the write pace
         "COMMUNITY_API_DB": str(folder / "service.sqlite3"),
         "COMMUNITY_API_SECRET": SECRET,
         "COMMUNITY_API_PLATFORM_URL": sandbox.url,

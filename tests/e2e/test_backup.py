@@ -40,6 +40,7 @@ def service_env(db: Path, secret: str = SECRET) -> dict[str, str]:
         "COMMUNITY_API_SECRET": secret,
         "COMMUNITY_API_USAGE_FLUSH_SECONDS": "0",  # every request writes its usage at once
         "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "60000",
+        "COMMUNITY_API_PLATFORM_WRITES_PER_MINUTE": "20000",  # and the write pace
     }
 
 

@@ -71,6 +71,7 @@ def service(tmp_path: Path) -> Iterator[Service]:
         "COMMUNITY_API_MODE": "test",
         "COMMUNITY_API_DB": str(small / "service.sqlite3"),  # the throttles' file goes beside it
         "COMMUNITY_API_SECRET": SECRET,
+        "COMMUNITY_API_PLATFORM_WRITES_PER_MINUTE": "100",  # up to 30 posts: a full disk, not the pace, stops them
         "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
     }
     # One worker: the in-memory platform is one world, so the feed shows every post made.

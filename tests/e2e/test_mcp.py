@@ -126,6 +126,7 @@ def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     env = {
         "COMMUNITY_API_MODE": "test",
         "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "20000",  # the read pace has tests of its own
+        "COMMUNITY_API_PLATFORM_WRITES_PER_MINUTE": "20000",  # and the write pace
         "COMMUNITY_API_DB": str(db),
         "COMMUNITY_API_SECRET": SECRET,
         "COMMUNITY_API_USAGE_FLUSH_SECONDS": "0",

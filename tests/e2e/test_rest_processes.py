@@ -49,6 +49,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     env = {
         "COMMUNITY_API_MODE": "test",
         "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "20000",  # the read pace has tests of its own
+        "COMMUNITY_API_PLATFORM_WRITES_PER_MINUTE": "20000",  # and the write pace
         "COMMUNITY_API_DB": str(db),
         "COMMUNITY_API_SECRET": SECRET,
         "COMMUNITY_API_USAGE_FLUSH_SECONDS": "0",

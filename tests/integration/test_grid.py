@@ -74,6 +74,7 @@ def stack(
             "COMMUNITY_API_SELENIUM_REMOTE_URL": grid.url,
             "COMMUNITY_API_BROWSER_POOL_SIZE": "2",
             "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "20000",
+            "COMMUNITY_API_PLATFORM_WRITES_PER_MINUTE": "20000",  # and the write pace
         }
         args = gunicorn_args("adapters.wiring:get_app()", port, workers=1, worker_class="gthread")
         with serving(args, url + "/healthz", env=env, log_path=folder / "service.log"):

@@ -87,6 +87,7 @@ def api(sandbox: SandboxProcess, tmp_path_factory: pytest.TempPathFactory) -> It
         "COMMUNITY_API_BROWSER_POOL_SIZE": "2",
         # This module reads far more than a real account should in a minute; the pace has tests of its own.
         "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "20000",
+        "COMMUNITY_API_PLATFORM_WRITES_PER_MINUTE": "20000",  # and the write pace
     }
     args = gunicorn_args("adapters.wiring:get_app()", port, workers=2, worker_class="gthread")
     with serving(args, url + "/v1/openapi.json", env=env, log_path=folder / "service.log"):

@@ -43,6 +43,7 @@ class Service:
             "COMMUNITY_API_BROWSER_TRUSTED_SPKI": ",".join(sandbox.trusted_spki),
             "COMMUNITY_API_BROWSER_POOL_SIZE": "2",
             "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "20000",
+            "COMMUNITY_API_PLATFORM_WRITES_PER_MINUTE": "20000",  # and the write pace
         }
         if remote_url:
             env["COMMUNITY_API_SELENIUM_REMOTE_URL"] = remote_url
