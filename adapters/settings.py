@@ -135,14 +135,26 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             f"{PREFIX}SECRET must be set to at least 32 random characters "
             "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
         )
-    try:
-        pool = int(get("BROWSER_POOL_SIZE", "4"))
-        idle = float(get("BROWSER_IDLE_SECONDS", "900"))
-        flush = float(get("USAGE_FLUSH_SECONDS", "1"))
-        reads_per_minute = int(get("PLATFORM_READS_PER_MINUTE", str(DEFAULT_READS_PER_MINUTE)))
-        writes_per_minute = int(get("PLATFORM_WRITES_PER_MINUTE", str(DEFAULT_WRITES_PER_MINUTE)))
-    except ValueError as error:
-        raise SettingsError(f"a numeric setting is not a number: {error}") from None
+
+    def whole(name: str, default: str) -> int:
+        value = get(name, default)
+        try:
+            return int(value)
+        except ValueError:
+            raise SettingsError(f"{PREFIX}{name} must be a whole number, not {value!r}") from None
+
+    def real(name: str, default: str) -> float:
+        value = get(name, default)
+        try:
+            return float(value)
+        except ValueError:
+            raise SettingsError(f"{PREFIX}{name} must be a number, not {value!r}") from None
+
+    pool = whole("BROWSER_POOL_SIZE", "4")
+    idle = real("BROWSER_IDLE_SECONDS", "900")
+    flush = real("USAGE_FLUSH_SECONDS", "1")
+    reads_per_minute = whole("PLATFORM_READS_PER_MINUTE", str(DEFAULT_READS_PER_MINUTE))
+    writes_per_minute = whole("PLATFORM_WRITES_PER_MINUTE", str(DEFAULT_WRITES_PER_MINUTE))
     if pool < 1:
         raise SettingsError(f"{PREFIX}BROWSER_POOL_SIZE must be at least 1")
     if not idle >= 0:  # (not NaN either)

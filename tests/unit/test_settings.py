@@ -126,3 +126,21 @@ def test_the_usage_flush_interval_is_a_finite_number_of_seconds() -> None:
     for bad in ("-1", "nan", "inf", "soon", "86401"):
         with pytest.raises(SettingsError, match="USAGE_FLUSH_SECONDS|not a number"):
             load_settings({**BASE, "COMMUNITY_API_USAGE_FLUSH_SECONDS": bad})
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "said"),
+    [
+        ("BROWSER_POOL_SIZE", "four", "a whole number"),
+        ("BROWSER_POOL_SIZE", "2.5", "a whole number"),
+        ("BROWSER_IDLE_SECONDS", "15m", "a number"),
+        ("USAGE_FLUSH_SECONDS", "", "a number"),
+        ("PLATFORM_READS_PER_MINUTE", "1e3", "a whole number"),
+        ("PLATFORM_WRITES_PER_MINUTE", "lots", "a whole number"),
+    ],
+)
+def test_a_setting_that_is_not_a_number_is_named(name: str, value: str, said: str) -> None:
+    """Before, the refusal said "a numeric setting is not a number" and left the operator to find which."""
+    with pytest.raises(SettingsError) as refused:
+        load_settings({**BASE, f"COMMUNITY_API_{name}": value})
+    assert str(refused.value) == f"COMMUNITY_API_{name} must be {said}, not {value!r}"
