@@ -9,6 +9,7 @@ import difflib
 import ipaddress
 import math
 import os
+import re
 import urllib.parse
 from collections.abc import Mapping
 
@@ -168,30 +169,67 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     if not 1 <= writes_per_minute <= MAX_CAPACITY:
         raise SettingsError(f"{PREFIX}PLATFORM_WRITES_PER_MINUTE must be from 1 to {MAX_CAPACITY}")
     defaults = Settings()
-    platform_url = get("PLATFORM_URL", defaults.platform_url).rstrip("/")
-    hosts = tuple(h.strip() for h in get("MCP_ALLOWED_HOSTS").split(",") if h.strip())
+    platform_url = _url("PLATFORM_URL", get("PLATFORM_URL", defaults.platform_url))
+    hosts = _hosts("MCP_ALLOWED_HOSTS", get("MCP_ALLOWED_HOSTS"), any_port=True)
     return Settings(
         mode=mode,
         db=get("DB", defaults.db),
         secret=secret or "insecure-demo-secret-do-not-use-in-production",
         platform_url=platform_url,
-        platform_api_url=get("PLATFORM_API_URL", platform_url + "/api2").rstrip("/"),
+        platform_api_url=_url("PLATFORM_API_URL", get("PLATFORM_API_URL", platform_url + "/api2")),
         throttle_storage=get("THROTTLE_STORAGE"),
-        selenium_remote_url=get("SELENIUM_REMOTE_URL"),
+        selenium_remote_url=_url("SELENIUM_REMOTE_URL", get("SELENIUM_REMOTE_URL")),
         browser_pool_size=pool,
         browser_idle_seconds=idle,
         signup=_bool("SIGNUP", get("SIGNUP", "false")),
         mcp_allowed_hosts=hosts or defaults.mcp_allowed_hosts,
         mcp_allowed_origins=_origins(get("MCP_ALLOWED_ORIGINS")),
         usage_flush_seconds=flush,
-        public_url=get("PUBLIC_URL").rstrip("/"),
+        public_url=_url("PUBLIC_URL", get("PUBLIC_URL")),
         platform_reads_per_minute=reads_per_minute,
         platform_writes_per_minute=writes_per_minute,
         trusted_proxies=_proxies(get("TRUSTED_PROXIES")),
-        allowed_hosts=tuple(h.strip() for h in get("ALLOWED_HOSTS").split(",") if h.strip()),
+        allowed_hosts=_hosts("ALLOWED_HOSTS", get("ALLOWED_HOSTS")),
         browser_trusted_spki=_spki_list(get("BROWSER_TRUSTED_SPKI")),
         metrics_token=_metrics_token(get("METRICS_TOKEN")),
     )
+
+
+def _port_ok(parts: urllib.parse.SplitResult) -> bool:
+    try:
+        return parts.port is None or parts.port > 0
+    except ValueError:  # not a number, or past 65535
+        return False
+
+
+def _url(name: str, value: str) -> str:
+    """A base URL (empty: not set): ``http(s)://host[:port][/path]``, without a query, a fragment or a user;
+    its trailing slash dropped. Checked at start, so that a typo is not first met as a failing request."""
+    url = value.strip().rstrip("/")
+    if not url:
+        return ""
+    parts = urllib.parse.urlsplit(url)
+    plain = not (parts.query or parts.fragment or "@" in parts.netloc or "?" in url or "#" in url)
+    if not (parts.scheme in ("http", "https") and parts.hostname and plain and _port_ok(parts) and " " not in url):
+        raise SettingsError(f"{PREFIX}{name} must be a URL such as https://host.example.com, not {value!r}")
+    return url
+
+
+_HOST_NAME = re.compile(r"[a-z0-9._-]+|[0-9a-f:.]+")  # a DNS name or address; an IPv6 address (its brackets gone)
+
+
+def _hosts(name: str, value: str, *, any_port: bool = False) -> tuple[str, ...]:
+    """Host names as a Host header carries them: ``host`` or ``host:port`` (``host:*``: any port, where
+    ``any_port``); an IPv6 address in brackets."""
+    hosts = tuple(part.strip() for part in value.split(",") if part.strip())
+    for host in hosts:
+        written = host[:-2] + ":1" if any_port and host.endswith(":*") else host
+        parts = urllib.parse.urlsplit("//" + written)
+        name_ok = bool(parts.hostname and _HOST_NAME.fullmatch(parts.hostname))
+        if not (parts.netloc == written and name_ok and "@" not in written and _port_ok(parts)):
+            example = "api.example.com, api.example.com:8443" + (" or api.example.com:*" if any_port else "")
+            raise SettingsError(f"{PREFIX}{name} lists host names ({example}), not {host!r}")
+    return hosts
 
 
 def _origins(value: str) -> tuple[str, ...]:
@@ -201,12 +239,8 @@ def _origins(value: str) -> tuple[str, ...]:
     for origin in origins:
         written = origin[:-2] + ":1" if origin.endswith(":*") else origin
         parts = urllib.parse.urlsplit(written)
-        try:
-            port_ok = parts.port is None or parts.port > 0
-        except ValueError:
-            port_ok = False
         plain = written == f"{parts.scheme}://{parts.netloc}" and "@" not in parts.netloc
-        if not (port_ok and plain and parts.scheme in ("http", "https") and parts.hostname):
+        if not (_port_ok(parts) and plain and parts.scheme in ("http", "https") and parts.hostname):
             raise SettingsError(
                 f"{PREFIX}MCP_ALLOWED_ORIGINS lists web origins such as https://app.example.com or "
                 f"http://localhost:*, not {origin!r}"

@@ -144,3 +144,73 @@ def test_a_setting_that_is_not_a_number_is_named(name: str, value: str, said: st
     with pytest.raises(SettingsError) as refused:
         load_settings({**BASE, f"COMMUNITY_API_{name}": value})
     assert str(refused.value) == f"COMMUNITY_API_{name} must be {said}, not {value!r}"
+
+
+@pytest.mark.parametrize("name", ["PLATFORM_URL", "PLATFORM_API_URL", "PUBLIC_URL", "SELENIUM_REMOTE_URL"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "api.example.com",  # no scheme: OAuth metadata would name "api.example.com/oauth/token"
+        "ftp://api.example.com",
+        "https://",
+        "https://api.example.com?x=1",
+        "https://api.example.com/#top",
+        "https://user:pass@api.example.com",
+        "https://api.example.com:0",
+        "https://api.example.com:99999",
+        "https://api example.com",
+    ],
+)
+def test_a_url_setting_that_is_no_base_url_is_refused_at_start(name: str, value: str) -> None:
+    """Before, any text was taken: a PUBLIC_URL without its scheme made every OAuth URL wrong, a mistyped
+    PLATFORM_URL was first met as a failing sign-in."""
+    with pytest.raises(SettingsError, match=f"COMMUNITY_API_{name} must be a URL such as https://"):
+        load_settings({**BASE, f"COMMUNITY_API_{name}": value})
+
+
+def test_url_settings_keep_their_path_and_lose_a_trailing_slash() -> None:
+    settings = load_settings(
+        {
+            **BASE,
+            "COMMUNITY_API_PLATFORM_URL": "https://www.example-community.com/",
+            "COMMUNITY_API_PUBLIC_URL": " https://api.example.com/community/ ",
+            "COMMUNITY_API_SELENIUM_REMOTE_URL": "http://[::1]:4444/wd/hub",
+        }
+    )
+    assert settings.platform_url == "https://www.example-community.com"
+    assert settings.platform_api_url == "https://www.example-community.com/api2"
+    assert settings.public_url == "https://api.example.com/community"
+    assert settings.selenium_remote_url == "http://[::1]:4444/wd/hub"
+    assert load_settings(BASE).public_url == "" and load_settings(BASE).selenium_remote_url == ""
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("ALLOWED_HOSTS", "https://api.example.com"),
+        ("ALLOWED_HOSTS", "api.example.com/"),
+        ("ALLOWED_HOSTS", "api example.com"),
+        ("ALLOWED_HOSTS", "api.example.com:*"),  # any port is the MCP list's form only
+        ("ALLOWED_HOSTS", "api.example.com:http"),
+        ("ALLOWED_HOSTS", "::1"),  # an IPv6 address goes in brackets, as in a Host header
+        ("MCP_ALLOWED_HOSTS", "localhost:*, https://api.example.com"),
+        ("MCP_ALLOWED_HOSTS", "user@api.example.com"),
+    ],
+)
+def test_a_host_list_entry_that_is_no_host_is_refused_naming_it(name: str, value: str) -> None:
+    """Before, such an entry was kept and matched no Host header: every request answered 400 with advice
+    to set the very setting the operator had set."""
+    with pytest.raises(SettingsError, match=f"COMMUNITY_API_{name} lists host names .*, not '"):
+        load_settings({**BASE, f"COMMUNITY_API_{name}": value})
+
+
+def test_host_lists_take_names_ports_and_bracketed_addresses() -> None:
+    hosts = "api.example.com, api.example.com:8443,[::1]:8000,10.0.0.7"
+    assert load_settings({**BASE, "COMMUNITY_API_ALLOWED_HOSTS": hosts}).allowed_hosts == (
+        "api.example.com",
+        "api.example.com:8443",
+        "[::1]:8000",
+        "10.0.0.7",
+    )
+    mcp = load_settings({**BASE, "COMMUNITY_API_MCP_ALLOWED_HOSTS": "api.example.com:*,localhost:8000"})
+    assert mcp.mcp_allowed_hosts == ("api.example.com:*", "localhost:8000")
