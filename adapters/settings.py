@@ -185,7 +185,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         mcp_allowed_hosts=hosts or defaults.mcp_allowed_hosts,
         mcp_allowed_origins=_origins(get("MCP_ALLOWED_ORIGINS")),
         usage_flush_seconds=flush,
-        public_url=_url("PUBLIC_URL", get("PUBLIC_URL")),
+        public_url=_origin("PUBLIC_URL", get("PUBLIC_URL")),
         platform_reads_per_minute=reads_per_minute,
         platform_writes_per_minute=writes_per_minute,
         trusted_proxies=_proxies(get("TRUSTED_PROXIES")),
@@ -212,6 +212,18 @@ def _url(name: str, value: str) -> str:
     plain = not (parts.query or parts.fragment or "@" in parts.netloc or "?" in url or "#" in url)
     if not (parts.scheme in ("http", "https") and parts.hostname and plain and _port_ok(parts) and " " not in url):
         raise SettingsError(f"{PREFIX}{name} must be a URL such as https://host.example.com, not {value!r}")
+    return url
+
+
+def _origin(name: str, value: str) -> str:
+    """The service's public origin: a base URL without a path. The service answers at the root of its host
+    (its pages link to ``/keys``, OAuth's well-known paths are at the root), so a path could only be wrong."""
+    url = _url(name, value)
+    if urllib.parse.urlsplit(url).path:
+        raise SettingsError(
+            f"{PREFIX}{name} is the service's origin, https://host[:port], without a path (the service is "
+            f"served at the root of its host), not {value!r}"
+        )
     return url
 
 

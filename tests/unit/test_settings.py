@@ -169,17 +169,18 @@ def test_a_url_setting_that_is_no_base_url_is_refused_at_start(name: str, value:
 
 
 def test_url_settings_keep_their_path_and_lose_a_trailing_slash() -> None:
+    """The platform's and the Grid's URLs may have a path; the service's own public URL is an origin."""
     settings = load_settings(
         {
             **BASE,
             "COMMUNITY_API_PLATFORM_URL": "https://www.example-community.com/",
-            "COMMUNITY_API_PUBLIC_URL": " https://api.example.com/community/ ",
+            "COMMUNITY_API_PUBLIC_URL": " https://api.example.com:8443/ ",
             "COMMUNITY_API_SELENIUM_REMOTE_URL": "http://[::1]:4444/wd/hub",
         }
     )
     assert settings.platform_url == "https://www.example-community.com"
     assert settings.platform_api_url == "https://www.example-community.com/api2"
-    assert settings.public_url == "https://api.example.com/community"
+    assert settings.public_url == "https://api.example.com:8443"
     assert settings.selenium_remote_url == "http://[::1]:4444/wd/hub"
     assert load_settings(BASE).public_url == "" and load_settings(BASE).selenium_remote_url == ""
 
@@ -214,3 +215,10 @@ def test_host_lists_take_names_ports_and_bracketed_addresses() -> None:
     )
     mcp = load_settings({**BASE, "COMMUNITY_API_MCP_ALLOWED_HOSTS": "api.example.com:*,localhost:8000"})
     assert mcp.mcp_allowed_hosts == ("api.example.com:*", "localhost:8000")
+
+
+def test_the_public_url_is_an_origin_without_a_path() -> None:
+    """The dashboard links to /keys and OAuth's well-known documents sit at the host's root: served under
+    a path, they would all be wrong. Refused at start instead of half working."""
+    with pytest.raises(SettingsError, match="COMMUNITY_API_PUBLIC_URL is the service's origin"):
+        load_settings({**BASE, "COMMUNITY_API_PUBLIC_URL": "https://example.com/community"})
