@@ -45,7 +45,7 @@ PROTECTED_RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
 
 
 def public_base(settings: Settings, req: falcon.Request) -> str:
-    """The service's own origin (and root path): ``settings.public_url`` when set (behind a proxy the
+    """The service's own origin: ``settings.public_url`` when set (behind a proxy the
     request's host may be an internal one), else the request's scheme and host."""
     return settings.public_url or req.prefix
 
