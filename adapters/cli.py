@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from adapters.gunicorn_command import check_serve_args, exposure_warning, gunicorn_argv
 from adapters.settings import PREFIX, Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:
@@ -41,73 +42,16 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def exposure_warning(bind: str, trusted_proxies: Sequence[str]) -> str | None:
-    """The warning ``serve`` prints when it listens where strangers can reach gunicorn itself, with no
-    reverse proxy named: gunicorn reads each request in a worker's thread, so as many clients as there are
-    threads (8 with two workers), sending their requests slowly or not at all, stop the service for as
-    long as they keep their connections open (measured: ``/healthz`` answered nothing within 15 s).
-    nginx reads whole requests before it passes them on (docs/deployment.md)."""
-    from adapters.http.host_check import host_name, is_loopback  # the Host check's own rule
-
-    # A host name other than localhost may resolve to any address: warned of.
-    if bind.startswith(("unix:", "fd://")) or trusted_proxies or is_loopback(host_name(bind.lower())):
-        return None
-    return (
-        f"community-api: warning: serving on {bind} with no reverse proxy named (COMMUNITY_API_TRUSTED_PROXIES):"
-        " a few clients that send requests slowly can hold every worker thread; put nginx in front"
-        " (deploy/nginx/, docs/deployment.md)"
-    )
-
-
 def serve(args: argparse.Namespace) -> int:
     _apply_common(args)
-    threads = _threads(args)
+    check_serve_args(args)
     settings = load_settings()  # refuse to start on a bad setting before forking workers
     check_state(settings)
     warning = exposure_warning(args.bind, settings.trusted_proxies)
     if warning:
         print(warning, file=sys.stderr, flush=True)
-    argv = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        # Metrics summed over every worker (prometheus_client's multiprocess mode): see gunicorn_conf.py.
-        "--config",
-        "python:adapters.gunicorn_conf",
-        # X-Forwarded-Proto (the scheme of absolute URLs, Secure cookies) only from a trusted proxy; gunicorn
-        # would otherwise believe any loopback peer.
-        "--forwarded-allow-ips",
-        ",".join(settings.trusted_proxies),
-        "--bind",
-        args.bind,
-        "--workers",
-        str(args.workers),
-        "--worker-class",
-        args.worker_class,
-        "--threads",
-        str(threads),
-        "--timeout",
-        str(args.timeout),
-        # No gunicorn access log: the service writes one JSON line per request (request_log.py).
-        "adapters.wiring:get_app()",
-    ]
-    if args.preload:
-        argv.insert(3, "--preload")
-    os.execv(sys.executable, argv)  # noqa: S606 - replaces this process with gunicorn
+    os.execv(sys.executable, gunicorn_argv(args, settings))  # noqa: S606 - replaces this process with gunicorn
     return 0  # pragma: no cover
-
-
-def _threads(args: argparse.Namespace) -> int:
-    """Threads per worker: 4 by default for gthread workers; a sync worker has one (gunicorn would turn a
-    sync worker given more into a gthread one, silently)."""
-    if args.worker_class == "sync":
-        if args.threads not in (None, 1):
-            raise SettingsError("--threads applies to gthread workers; a sync worker serves one request at a time")
-        return 1
-    threads = 4 if args.threads is None else args.threads
-    if threads < 1:
-        raise SettingsError("--threads must be at least 1")
-    return threads
 
 
 def open_store(settings: Settings) -> SqliteKeyStore:

@@ -380,3 +380,30 @@ def test_the_metrics_files_live_in_shared_memory_not_on_the_disk(
         [made] = set(shm.glob("community-api-metrics-*")) - before
         assert list(made.glob("*.db"))
     assert not made.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("--workers", "0"), "--workers must be at least 1"),  # before: gunicorn listened, nothing answered
+        (("--timeout", "-5"), "--timeout must be 0"),
+        (("--bind", "127.0.0.1:99999"), "--bind takes HOST:PORT (a port from 1 to 65535)"),  # before: a traceback
+        (("--bind", "127.0.0.1:http"), "--bind takes HOST:PORT"),
+        (("--bind", ":8000"), "--bind takes HOST:PORT"),
+    ],
+)
+def test_serve_refuses_what_gunicorn_would_take_badly_in_one_line(
+    tmp_path: Path, args: tuple[str, ...], said: str
+) -> None:
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_MODE": "test"}
+    result = run("serve", *args, env=env)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()] and said in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "db.sqlite3").exists()  # nothing started
+
+
+@pytest.mark.parametrize("command", ["demo", "sandbox"])
+def test_a_port_out_of_range_is_one_line_for_demo_and_sandbox(command: str) -> None:
+    result = run(command, "--bind", "127.0.0.1:99999")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "--bind takes HOST:PORT" in result.stderr and "65535" in result.stderr

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cli import build_parser, exposure_warning, main
+from adapters.cli import build_parser, main
+from adapters.gunicorn_command import exposure_warning
 
 
 def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -1,0 +1,93 @@
+"""``community-api serve``: the gunicorn command line it runs, and what it checks of its flags first.
+
+A flag gunicorn would take badly is refused in one line before anything starts: no worker at all
+(gunicorn listens and nothing ever answers), a port out of range (a traceback), a negative time-out, more
+than one thread for a sync worker (gunicorn would silently make it a gthread worker).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from adapters.settings import Settings, SettingsError
+
+
+def exposure_warning(bind: str, trusted_proxies: Sequence[str]) -> str | None:
+    """The warning ``serve`` prints when it listens where strangers can reach gunicorn itself, with no
+    reverse proxy named: gunicorn reads each request in a worker's thread, so as many clients as there are
+    threads (8 with two workers), sending their requests slowly or not at all, stop the service for as
+    long as they keep their connections open (measured: ``/healthz`` answered nothing within 15 s).
+    nginx reads whole requests before it passes them on (docs/deployment.md)."""
+    from adapters.http.host_check import host_name, is_loopback  # the Host check's own rule
+
+    # A host name other than localhost may resolve to any address: warned of.
+    if bind.startswith(("unix:", "fd://")) or trusted_proxies or is_loopback(host_name(bind.lower())):
+        return None
+    return (
+        f"community-api: warning: serving on {bind} with no reverse proxy named (COMMUNITY_API_TRUSTED_PROXIES):"
+        " a few clients that send requests slowly can hold every worker thread; put nginx in front"
+        " (deploy/nginx/, docs/deployment.md)"
+    )
+
+
+def check_serve_args(args: argparse.Namespace) -> None:
+    """Refuse what gunicorn would take badly (the module's docstring), each in one line."""
+    if args.workers < 1:
+        raise SettingsError("--workers must be at least 1")
+    threads(args)
+    if args.timeout < 0:
+        raise SettingsError("--timeout must be 0 (never restart a silent worker) or more seconds")
+    bind: str = args.bind
+    if bind.startswith(("unix:", "fd://")):
+        return
+    host, colon, port = bind.rpartition(":") if not bind.endswith("]") else (bind, "", "")
+    if colon and (not port.isdigit() or not 1 <= int(port) <= 65535):
+        raise SettingsError(f"--bind takes HOST:PORT (a port from 1 to 65535) or unix:PATH, not {bind!r}")
+    if not (host if colon else bind):
+        raise SettingsError(f"--bind takes HOST:PORT or unix:PATH, not {bind!r}")
+
+
+def threads(args: argparse.Namespace) -> int:
+    """Threads per worker: 4 by default for gthread workers; a sync worker has one (gunicorn would turn a
+    sync worker given more into a gthread one, silently)."""
+    if args.worker_class == "sync":
+        if args.threads not in (None, 1):
+            raise SettingsError("--threads applies to gthread workers; a sync worker serves one request at a time")
+        return 1
+    count = 4 if args.threads is None else args.threads
+    if count < 1:
+        raise SettingsError("--threads must be at least 1")
+    return count
+
+
+def gunicorn_argv(args: argparse.Namespace, settings: Settings) -> list[str]:
+    """The command that replaces ``serve``'s process: gunicorn with the service's configuration."""
+    argv = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        # Metrics summed over every worker (prometheus_client's multiprocess mode): see gunicorn_conf.py.
+        "--config",
+        "python:adapters.gunicorn_conf",
+        # X-Forwarded-Proto (the scheme of absolute URLs, Secure cookies) only from a trusted proxy; gunicorn
+        # would otherwise believe any loopback peer.
+        "--forwarded-allow-ips",
+        ",".join(settings.trusted_proxies),
+        "--bind",
+        args.bind,
+        "--workers",
+        str(args.workers),
+        "--worker-class",
+        args.worker_class,
+        "--threads",
+        str(threads(args)),
+        "--timeout",
+        str(args.timeout),
+        # No gunicorn access log: the service writes one JSON line per request (request_log.py).
+        "adapters.wiring:get_app()",
+    ]
+    if args.preload:
+        argv.insert(3, "--preload")
+    return argv
