@@ -20,6 +20,7 @@ from community_api.pace import DEFAULT_READS_PER_MINUTE, DEFAULT_WRITES_PER_MINU
 
 PREFIX = "COMMUNITY_API_"
 MODES = ("production", "demo", "test")
+DEFAULT_DB = "./var/community-api.sqlite3"
 # Every setting, without its prefix. Any other ``COMMUNITY_API_*`` variable is refused: a misspelt name
 # (``TRUSTED_PROXY``) would otherwise be ignored without a word while the operator believes it set.
 SETTING_NAMES = (
@@ -54,7 +55,7 @@ class SettingsError(Exception):
 @attrs.frozen
 class Settings:
     mode: str = "production"
-    db: str = "./var/community-api.sqlite3"
+    db: str = DEFAULT_DB
     secret: str = ""
     platform_url: str = "http://127.0.0.1:8700"
     platform_api_url: str = "http://127.0.0.1:8700/api2"
@@ -173,7 +174,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     hosts = _hosts("MCP_ALLOWED_HOSTS", get("MCP_ALLOWED_HOSTS"), any_port=True)
     return Settings(
         mode=mode,
-        db=get("DB", defaults.db),
+        db=_db_path(get("DB", defaults.db)),
         secret=secret or "insecure-demo-secret-do-not-use-in-production",
         platform_url=platform_url,
         platform_api_url=_url("PLATFORM_API_URL", get("PLATFORM_API_URL", platform_url + "/api2")),
@@ -193,6 +194,13 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         browser_trusted_spki=_spki_list(get("BROWSER_TRUSTED_SPKI")),
         metrics_token=_metrics_token(get("METRICS_TOKEN")),
     )
+
+
+def _db_path(value: str) -> str:
+    """A file: each thread of each worker opens its own connection to it (no ``:memory:``, no URI)."""
+    if not value.strip() or value.strip() == ":memory:" or value.startswith("file:"):
+        raise SettingsError(f"{PREFIX}DB names the SQLite database file (unset: {DEFAULT_DB}), not {value!r}")
+    return value
 
 
 def _port_ok(parts: urllib.parse.SplitResult) -> bool:

@@ -222,3 +222,12 @@ def test_the_public_url_is_an_origin_without_a_path() -> None:
     a path, they would all be wrong. Refused at start instead of half working."""
     with pytest.raises(SettingsError, match="COMMUNITY_API_PUBLIC_URL is the service's origin"):
         load_settings({**BASE, "COMMUNITY_API_PUBLIC_URL": "https://example.com/community"})
+
+
+@pytest.mark.parametrize("value", ["", " ", ":memory:", "file:db.sqlite3?mode=memory"])
+def test_the_database_is_a_file(value: str) -> None:
+    """Before, an empty COMMUNITY_API_DB (a systemd environment file's ``COMMUNITY_API_DB=``) ended
+    ``serve`` in a traceback."""
+    with pytest.raises(SettingsError, match="COMMUNITY_API_DB names the SQLite database file"):
+        load_settings({**BASE, "COMMUNITY_API_DB": value})
+    assert load_settings(BASE).db == "./var/community-api.sqlite3"
