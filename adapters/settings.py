@@ -170,14 +170,14 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     if not 1 <= writes_per_minute <= MAX_CAPACITY:
         raise SettingsError(f"{PREFIX}PLATFORM_WRITES_PER_MINUTE must be from 1 to {MAX_CAPACITY}")
     defaults = Settings()
-    platform_url = _url("PLATFORM_URL", get("PLATFORM_URL", defaults.platform_url))
+    platform_url = _url("PLATFORM_URL", get("PLATFORM_URL", defaults.platform_url), required=True)
     hosts = _hosts("MCP_ALLOWED_HOSTS", get("MCP_ALLOWED_HOSTS"), any_port=True)
     return Settings(
         mode=mode,
         db=_db_path(get("DB", defaults.db)),
         secret=secret or "insecure-demo-secret-do-not-use-in-production",
         platform_url=platform_url,
-        platform_api_url=_url("PLATFORM_API_URL", get("PLATFORM_API_URL", platform_url + "/api2")),
+        platform_api_url=_url("PLATFORM_API_URL", get("PLATFORM_API_URL")) or platform_url + "/api2",
         throttle_storage=get("THROTTLE_STORAGE"),
         selenium_remote_url=_url("SELENIUM_REMOTE_URL", get("SELENIUM_REMOTE_URL")),
         browser_pool_size=pool,
@@ -210,11 +210,12 @@ def _port_ok(parts: urllib.parse.SplitResult) -> bool:
         return False
 
 
-def _url(name: str, value: str) -> str:
-    """A base URL (empty: not set): ``http(s)://host[:port][/path]``, without a query, a fragment or a user;
-    its trailing slash dropped. Checked at start, so that a typo is not first met as a failing request."""
+def _url(name: str, value: str, *, required: bool = False) -> str:
+    """A base URL (empty: not set, unless ``required``): ``http(s)://host[:port][/path]``, without a query, a
+    fragment or a user; its trailing slash dropped. Checked at start, so that a typo is not first met as a
+    failing request."""
     url = value.strip().rstrip("/")
-    if not url:
+    if not url and not required:
         return ""
     parts = urllib.parse.urlsplit(url)
     plain = not (parts.query or parts.fragment or "@" in parts.netloc or "?" in url or "#" in url)

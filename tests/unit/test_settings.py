@@ -231,3 +231,12 @@ def test_the_database_is_a_file(value: str) -> None:
     with pytest.raises(SettingsError, match="COMMUNITY_API_DB names the SQLite database file"):
         load_settings({**BASE, "COMMUNITY_API_DB": value})
     assert load_settings(BASE).db == "./var/community-api.sqlite3"
+
+
+def test_an_empty_platform_url_is_refused_and_an_empty_api_url_follows_it() -> None:
+    with pytest.raises(SettingsError, match="COMMUNITY_API_PLATFORM_URL must be a URL"):
+        load_settings({**BASE, "COMMUNITY_API_PLATFORM_URL": ""})  # before: named PLATFORM_API_URL's '/api2'
+    derived = load_settings(
+        {**BASE, "COMMUNITY_API_PLATFORM_URL": "https://www.example.com", "COMMUNITY_API_PLATFORM_API_URL": " "}
+    )
+    assert derived.platform_api_url == "https://www.example.com/api2"
