@@ -47,6 +47,13 @@ def serve(args: argparse.Namespace) -> int:
     check_serve_args(args)
     settings = load_settings()  # refuse to start on a bad setting before forking workers
     check_state(settings)
+    if settings.mode == "production" and PREFIX + "PLATFORM_URL" not in os.environ:
+        # Its default is the stand-in's loopback address, for demo and test: a real service left on it
+        # would start, and fail every link as "platform unavailable".
+        raise SettingsError(
+            f"{PREFIX}PLATFORM_URL must be set to the platform's web address (and {PREFIX}PLATFORM_API_URL to "
+            "its API's); the default, the stand-in's, serves demo and test modes only"
+        )
     warning = exposure_warning(args.bind, settings.trusted_proxies)
     if warning:
         print(warning, file=sys.stderr, flush=True)

@@ -45,7 +45,11 @@ def counted(db: Path, key_id: str) -> int:
 
 def test_requests_spread_over_workers_are_all_counted_while_serving_and_after_a_stop(tmp_path: Path) -> None:
     db = tmp_path / "db.sqlite3"
-    env = {"COMMUNITY_API_DB": str(db), "COMMUNITY_API_SECRET": SECRET}
+    env = {
+        "COMMUNITY_API_DB": str(db),
+        "COMMUNITY_API_SECRET": SECRET,
+        "COMMUNITY_API_PLATFORM_URL": "http://127.0.0.1:9",
+    }
     cli("accounts", "create", "ops@example.com", stdin="a strong password\n", env=env)
     minted = cli("keys", "mint", "--email", "ops@example.com", env=env)
     secret, key_id = minted.stdout.strip(), minted.stderr.split()[1]

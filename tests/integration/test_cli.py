@@ -18,6 +18,7 @@ import requests
 from scripts.processes import ROOT, free_port, serving
 
 SECRET = "cli-test-secret-" + "s" * 40
+PLATFORM = {"COMMUNITY_API_PLATFORM_URL": "http://127.0.0.1:9"}  # nothing there: these tests never link
 
 
 def run(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -51,7 +52,7 @@ def test_a_bad_setting_is_one_line(tmp_path: Path) -> None:
 
 
 def test_accounts_create_and_keys_mint_then_serve(tmp_path: Path) -> None:
-    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET, **PLATFORM}
     created = run("accounts", "create", "ops@example.com", stdin="a strong password\n", env=env)
     assert created.returncode == 0, created.stderr
     assert "a strong password" not in created.stdout + created.stderr
@@ -219,6 +220,7 @@ def test_two_services_on_one_host_leave_no_control_socket_behind(tmp_path: Path)
             env = {
                 "COMMUNITY_API_DB": str(tmp_path / f"{name}.sqlite3"),
                 "COMMUNITY_API_SECRET": SECRET,
+                **PLATFORM,
                 "HOME": str(home),
                 "XDG_RUNTIME_DIR": str(runtime),
             }
@@ -302,7 +304,7 @@ def test_serve_refuses_a_throttle_storage_that_does_not_answer(tmp_path: Path, s
 def test_the_worker_class_asked_for_is_the_one_that_runs(tmp_path: Path) -> None:
     """gunicorn turns a sync worker given several threads into a gthread one, without a word; serve gave
     every worker 4 threads, so --worker-class sync ran gthread workers."""
-    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET, **PLATFORM}
     for worker_class in ("sync", "gthread"):
         port = free_port()
         log = tmp_path / f"{worker_class}.log"
@@ -369,7 +371,7 @@ def test_the_metrics_files_live_in_shared_memory_not_on_the_disk(
     monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
     before = set(shm.glob("community-api-metrics-*"))
     port = free_port()
-    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET, **PLATFORM}
     with serving(
         ["-m", "adapters.cli", "serve", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
         f"http://127.0.0.1:{port}/healthz",
@@ -407,3 +409,13 @@ def test_a_port_out_of_range_is_one_line_for_demo_and_sandbox(command: str) -> N
     result = run(command, "--bind", "127.0.0.1:99999")
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert "--bind takes HOST:PORT" in result.stderr and "65535" in result.stderr
+
+
+def test_serve_in_production_needs_the_platforms_address(tmp_path: Path) -> None:
+    """Its default is the stand-in's loopback address: a real service left on it started, and failed every
+    link as "platform unavailable". The account commands never need it."""
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
+    refused = run("serve", "--bind", "127.0.0.1:1", env=env)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+    assert "COMMUNITY_API_PLATFORM_URL must be set to the platform's web address" in refused.stderr
+    assert run("accounts", "list", env=env).returncode == 0

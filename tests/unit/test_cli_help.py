@@ -60,6 +60,7 @@ def test_serve_prints_the_warning_before_gunicorn_starts(
         monkeypatch.delenv(name)
     monkeypatch.setenv("COMMUNITY_API_DB", str(tmp_path / "db.sqlite3"))
     monkeypatch.setenv("COMMUNITY_API_SECRET", "w" * 64)
+    monkeypatch.setenv("COMMUNITY_API_PLATFORM_URL", "https://www.example-community.com")
     started: list[list[str]] = []
 
     def execv(path: str, argv: list[str]) -> None:
