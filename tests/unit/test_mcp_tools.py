@@ -385,3 +385,20 @@ def test_the_official_client_calls_tools_and_validates_their_output(world: McpWo
         assert post.structured_content is not None and post.structured_content["title"] == f"via {mode}"
 
     world.with_client(world.all_key, mode, session)
+
+
+def test_past_the_write_pace_a_write_tool_is_a_tool_error_with_the_wait(world: McpWorld) -> None:
+    """An agent in a loop of writes meets the same pace as a script: 20 platform writes a minute, then a
+    tool error naming the reason and the seconds to wait, with nothing created."""
+    post = world.ok("get_feed", {"group": "builders-club"})["posts"][0]
+    for n in range(20):
+        world.ok("create_comment", {"postId": post["id"], "content": f"comment {n}"})
+    before = len(world.gateway.created_comments())
+    world.clock.advance(seconds=0.5)  # the 20 writes are half a second old: they leave the window in 59.5 s
+    error = world.fail("create_comment", {"postId": post["id"], "content": "one too many"})
+    assert error["code"] == "rate_limited" and error["details"]["reason"] == "write_pace"
+    assert error["details"]["retryAfter"] == 60 and "20 platform writes a minute" in error["message"]
+    assert len(world.gateway.created_comments()) == before
+    assert world.ok("get_post", {"postId": post["id"]})["post"]["id"] == post["id"]  # reads go on
+    world.clock.advance(seconds=60)
+    world.ok("create_comment", {"postId": post["id"], "content": "later"})
