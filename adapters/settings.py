@@ -218,7 +218,7 @@ def _url(name: str, value: str, *, required: bool = False) -> str:
     if not url and not required:
         return ""
     parts = urllib.parse.urlsplit(url)
-    plain = not (parts.query or parts.fragment or "@" in parts.netloc or "?" in url or "#" in url)
+    plain = not ("?" in url or "#" in url or "@" in parts.netloc)  # no query, fragment or user
     if not (parts.scheme in ("http", "https") and parts.hostname and plain and _port_ok(parts) and " " not in url):
         raise SettingsError(f"{PREFIX}{name} must be a URL such as https://host.example.com, not {value!r}")
     return url
