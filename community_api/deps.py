@@ -13,6 +13,7 @@ from argon2 import PasswordHasher
 from community_api.errors import ConnectionExpired, RateLimited, ServiceError
 from community_api.in_flight import InFlight
 from community_api.model import CONNECTION_EXPIRED, Connection
+from community_api.platform_meter import metered
 from community_api.ports import Clock, KeyStore, PlatformGateway, PlatformPace, Throttle
 from community_api.refusal_audit import RefusalAudit
 from community_api.sign_in_guard import DeviceCookies
@@ -37,15 +38,18 @@ class Deps:
     in_flight: InFlight = attrs.field(factory=InFlight)
 
 
-# What one use-case step costs against the read pace, in platform requests (PLATFORM.md, "Rates seen by
-# others"): most steps are one request; a feed costs one per page, a post with its comments two (its
+# What one use-case step is admitted for by the pace before it calls the platform, in platform requests
+# (PLATFORM.md, "Rates seen by others"); any request past these is counted as the gateway sends it
+# (``platform_meter``). Most steps are one request; a feed costs one per page, a post with its comments two (its
 # comments and its page, which marks it read), a DM thread two. Writes count against the write pace: a
 # post, a comment, a deletion or a DM is one; a DM to a member opens the conversation first, a second.
 ONE_READ = 1
+GROUP_READS = 2  # the group, and its labels (a list of groups: one, then one per group as it goes)
 POST_DETAIL_READS = 2
 THREAD_READS = 2  # the thread, and the first inbox page beside it (the conversation's details)
 ONE_WRITE = 1
 OPEN_AND_SEND_WRITES = 2  # the chat request that opens (or finds) the conversation, and the message
+OUR_PACE = ("read_pace", "write_pace")
 
 
 @contextmanager
@@ -59,15 +63,19 @@ def on_platform(deps: Deps, connection: Connection, *, reads: int = 0, writes: i
       one whose reads (or writes) would pass the pace, without touching the platform. The pace counts the platform
       account (its user id), not the connection: the platform counts by account, and one account may be
       linked by several service accounts;
+    - during: the call's meter (``platform_meter``) counts each request the gateway sends; those past the
+      ``reads`` and ``writes`` admitted before are admitted by the pace as they go, or refused (429) unsent;
     - a 429 of the platform holds that platform account for its ``Retry-After`` in every worker;
     - when the platform says the session expired, the connection (its own session) is marked so that the
       next request answers ``connection_expired`` at once and the dashboard shows it."""
     with deps.in_flight.call(connection.id):
         deps.pace.admit(connection.platform_user_id, reads, writes)
         try:
-            yield
+            with metered(deps.pace, connection.platform_user_id, reads=reads, writes=writes):
+                yield
         except ServiceError as error:
-            error.via_platform = True
+            # A request the pace refused mid-call was never sent: that refusal is ours, as one before it.
+            error.via_platform = not (isinstance(error, RateLimited) and error.details.get("reason") in OUR_PACE)
             if isinstance(error, RateLimited) and error.details.get("source") == "platform":
                 deps.pace.hold(connection.platform_user_id, error.retry_after)
             elif isinstance(error, ConnectionExpired):

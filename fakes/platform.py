@@ -26,6 +26,7 @@ from typing import Any, TypeVar, cast
 
 import attrs
 
+from community_api import platform_meter
 from community_api.clock import SystemClock
 from community_api.errors import ConnectionExpired, Forbidden, InvalidRequest, NotFound
 from community_api.feed import SORTS
@@ -81,12 +82,33 @@ GATEWAY_METHODS = frozenset(
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+# The requests each call sends the platform (reads, writes), spent on the call's meter before it runs
+# (``community_api.platform_meter``). A list of groups is one request, then one per group for its labels
+# (PLATFORM.md, "Groups"), and a feed one per page: those two spend what they send themselves.
+REQUESTS = {
+    "whoami": (1, 0),
+    "get_group": (2, 0),  # the group, and its labels
+    "post_detail": (2, 0),  # its comments, and its page (which marks it read)
+    "create_post": (0, 1),
+    "delete_post": (0, 1),
+    "create_comment": (0, 1),
+    "delete_comment": (0, 1),
+    "list_conversations": (1, 0),
+    "get_messages": (2, 0),  # the thread, and the inbox page beside it
+    "open_conversation": (0, 1),
+    "send_message": (0, 1),
+}
+
+
 def _platform_call(method: F) -> F:
-    """Count the call, then raise an error injected by ``fail_next`` for it, if one is due."""
+    """Count the call, spend its requests on the pace's meter, then raise an error injected by
+    ``fail_next`` for it, if one is due (the platform's answer to what was sent)."""
+    reads, writes = REQUESTS.get(method.__name__, (0, 0))
 
     @functools.wraps(method)
     def wrapper(self: FakePlatformGateway, *args: Any, **kwargs: Any) -> Any:
         self.calls[method.__name__] += 1
+        platform_meter.spend(reads=reads, writes=writes)
         self._raise_injected(method.__name__)
         return method(self, *args, **kwargs)
 
@@ -182,8 +204,11 @@ class FakePlatformGateway:
     # --- groups -------------------------------------------------------------------------------------
     @_platform_call
     def list_groups(self, session: PlatformSession) -> list[Group]:
+        platform_meter.spend(reads=1)  # the list
         me = self._me(session)
-        return [self._group_view(g) for g in self.world.groups.values() if me in g.members]
+        groups = [g for g in self.world.groups.values() if me in g.members]
+        platform_meter.spend(reads=len(groups))  # each group's labels
+        return [self._group_view(g) for g in groups]
 
     @_platform_call
     def get_group(self, session: PlatformSession, group: str) -> Group:
@@ -198,6 +223,7 @@ class FakePlatformGateway:
             raise InvalidRequest(f"unknown sort: {sort}")
         if any(page < 1 for page in pages):
             raise InvalidRequest("pages are numbered from 1")
+        platform_meter.spend(reads=len(pages))
         self.feed_requests.append(tuple(pages))
         pinned, ordered = self._ordered(me, grp, sort)
         answer: list[list[Post]] = []

@@ -29,6 +29,7 @@ from adapters.platform import page_scripts, platform_urls
 from adapters.platform.browser import Browser, BrowserFailure
 from adapters.platform.deadline import remaining
 from adapters.platform.platform_answers import Resp
+from community_api import platform_meter
 from community_api.errors import (
     InvalidRequest,
     PlatformError,
@@ -167,6 +168,9 @@ class PageRunner:
             if resp.blocked or (req.data_path is not None and resp.status == 404 and resp.is_html)
         ]
         if redo:
+            # A stale build's 404 reached the platform (a block page is the firewall's: the platform never
+            # saw that request), so asking again is one more read of the account's pace.
+            platform_meter.spend(reads=sum(1 for i in redo if not resps[i].blocked))
             self.renew(browser)
             again = self._run(browser, [reqs[i] for i in redo])
             for i, resp in zip(redo, again, strict=True):

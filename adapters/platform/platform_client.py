@@ -32,12 +32,14 @@ from adapters.platform.browser_pool import BrowserPool, PoolBusy
 from adapters.platform.deadline import remaining
 from adapters.platform.page_fetch import DRIVER_ERRORS, SESSION_COOKIE, PageRunner, Req
 from adapters.platform.platform_answers import Resp, checked_json, raise_for_status
+from community_api import platform_meter
 from community_api.errors import (
     ConnectionExpired,
     InvalidRequest,
     NotFound,
     PlatformError,
     PlatformUnavailable,
+    RateLimited,
 )
 from community_api.model import LinkedAccount, PlatformSession, PlatformUser
 
@@ -73,13 +75,17 @@ class PlatformClient:
 
     # -- calls in a connection's browser -------------------------------------------------------------
     def call(self, session: PlatformSession, reqs: Sequence[Req], *, read: bool = True) -> list[Resp]:
-        """Run ``reqs`` at once in the connection's browser and answer their raw answers."""
+        """Run ``reqs`` at once in the connection's browser and answer their raw answers. Each request is
+        counted against the account's pace before it is sent (``platform_meter``; a refusal sends none)."""
+        _spend(reqs)
         try:
             with self.pool.lease(session.connection_id) as lease:
                 for attempt in (1, 2):
                     sent = False
                     try:
                         browser = lease.browser()
+                        if attempt == 2 and read:
+                            _spend(reqs)  # the first attempt's requests may have reached the platform
                         self.page.prepare(browser, session.token, check_alive=not read)
                         sent = True
                         resps = self.page.fetch(browser, reqs)
@@ -106,6 +112,10 @@ class PlatformClient:
     def _retry_server_errors(self, browser: Browser, reqs: Sequence[Req], resps: list[Resp]) -> None:
         failed = [i for i, resp in enumerate(resps) if resp.status >= 500]
         if failed:
+            try:
+                _spend([reqs[i] for i in failed])
+            except RateLimited:
+                return  # no room left in the pace to ask again: the 5xx answers stand
             log.info("platform answered %d on a read: asking again once", resps[failed[0]].status)
             again = self.page.fetch(browser, [reqs[i] for i in failed])
             for i, resp in zip(failed, again, strict=True):
@@ -267,6 +277,11 @@ class PlatformClient:
             except ConnectionExpired:
                 raise InvalidRequest("the platform session token is not valid (unknown or expired)") from None
         return LinkedAccount(user=user, session_token=token)
+
+
+def _spend(reqs: Sequence[Req]) -> None:
+    reads = sum(1 for req in reqs if req.method == "GET")
+    platform_meter.spend(reads=reads, writes=len(reqs) - reads)
 
 
 def _no_browser(error: PoolBusy) -> PlatformUnavailable:

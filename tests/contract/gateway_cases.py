@@ -20,7 +20,10 @@ import pytest
 
 from community_api.errors import ConnectionExpired, Forbidden, InvalidRequest, NotFound
 from community_api.model import PlatformSession, PlatformUser, Post
+from community_api.platform_meter import metered
 from community_api.ports import PlatformGateway
+from fakes.clock import FakeClock
+from fakes.platform_pace import FakePlatformPace
 
 GROUP = "builders-club"
 ALICE_ONLY_GROUP = "quiet-garden"  # alice is a member, dave is not
@@ -130,6 +133,18 @@ class TestGroups:
         assert by_slug.labels and all(label.id and label.name for label in by_slug.labels)
         assert len({label.id for label in by_slug.labels}) == len(by_slug.labels)
         assert sum(label.post_count for label in by_slug.labels) > PAGE
+
+    def test_every_request_sent_is_on_the_meter(self, platform: PlatformHarness) -> None:
+        """The platform lists groups without their labels (one request, then one per group), and serves a
+        feed a page a request: each request is spent on the call's meter before it is sent."""
+        session = platform.login("alice")
+        pace = FakePlatformPace(FakeClock(), reads_per_minute=1000, writes_per_minute=1000)
+        with metered(pace, "alice", reads=0, writes=0) as meter:
+            groups = platform.gateway.list_groups(session)
+        assert meter.reads_sent >= 1 + len(groups) and meter.writes_sent == 0
+        with metered(pace, "alice", reads=0, writes=0) as meter:
+            platform.gateway.feed_pages(session, GROUP, "newest", [1, 2, 3])
+        assert (meter.reads_sent, meter.writes_sent) == (3, 0)
 
     def test_group_of_which_one_is_not_a_member_is_not_found(self, platform: PlatformHarness) -> None:
         session = platform.login("dave")

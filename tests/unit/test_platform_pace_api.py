@@ -105,15 +105,16 @@ def test_every_link_to_one_platform_account_shares_its_pace_and_dm_quota(paced: 
 
 
 def test_a_post_named_by_its_label_counts_the_read_that_finds_the_label(paced: Ready) -> None:
-    """Naming the label by its name reads the group's labels from the platform first: one read, counted
-    and paced like any other; a post without a label reads nothing."""
+    """Naming the label by its name reads the group and its labels from the platform first: two reads,
+    counted and paced like any other; a post without a label reads nothing."""
     world, key = paced.world, paced.key
     assert world.post(FEED, key, {"title": "no label"}).status_code == 201
     assert reads_left(paced) == 60
     assert world.post(FEED, key, {"title": "a win", "label": "Wins"}).status_code == 201
-    assert reads_left(paced) == 59
+    assert reads_left(paced) == 58
     assert world.get(FEED, key, params={"pages": "30"}).status_code == 200
-    assert world.get(FEED, key, params={"pages": "29"}).status_code == 200
+    assert world.get(FEED, key, params={"pages": "27"}).status_code == 200
+    assert reads_left(paced) == 1
     before = len(world.gateway.created_posts())
     refused = world.post(FEED, key, {"title": "another win", "label": "Wins"})
     assert refused.status_code == 429 and refused.json["error"]["details"]["reason"] == "read_pace"
@@ -178,3 +179,26 @@ def test_a_dm_to_a_member_writes_twice_and_a_refused_one_uses_no_dm_quota(paced:
     assert dms["sentLastHour"] == 0 and dms["nextAllowedAt"] is None
     sent = world.post("/v1/dms", key, {"conversationId": conversation, "content": "hi"})  # a known one: 1
     assert sent.status_code == 201 and writes_left(paced) == 0
+
+
+def test_a_list_of_groups_counts_every_request_it_sends(paced: Ready) -> None:
+    """The platform lists an account's groups without their labels: one request for the list, then one per
+    group. Each is counted; one past the pace is refused (429 ``read_pace``) before it is sent."""
+    world, key = paced.world, paced.key
+    groups = world.get("/v1/groups", key)
+    assert groups.status_code == 200
+    asked = 1 + len(groups.json["groups"])
+    assert len(groups.json["groups"]) >= 2 and reads_left(paced) == 60 - asked
+    world.clock.advance(seconds=1)
+    assert world.get(FEED, key, params={"pages": "30"}).status_code == 200
+    assert world.get(FEED, key, params={"pages": str(29 - asked)}).status_code == 200
+    assert reads_left(paced) == 1
+    world.clock.advance(seconds=1)
+    refused = world.get("/v1/groups", key)  # the list fits; its groups' labels do not
+    assert refused.status_code == 429
+    error = refused.json["error"]
+    assert error["details"]["reason"] == "read_pace" and error["details"]["retryAfter"] == 59
+    assert refused.headers["retry-after"] == "59"  # the first call's reads leave the window 60 s after it
+    assert reads_left(paced) == 0  # the list was sent, and counts
+    world.clock.advance(seconds=59)
+    assert world.get("/v1/groups", key).status_code == 200

@@ -1,0 +1,58 @@
+"""``platform_meter``: what a step paid for is used first; requests past it are admitted by the pace as
+they go, or refused with nothing counted; outside a platform call nothing is counted."""
+
+from __future__ import annotations
+
+import pytest
+
+from community_api import platform_meter
+from community_api.errors import RateLimited
+from community_api.platform_meter import metered
+from fakes.clock import FakeClock
+from fakes.platform_pace import FakePlatformPace
+
+ACCOUNT = "a" * 32
+
+
+@pytest.fixture
+def pace() -> FakePlatformPace:
+    return FakePlatformPace(FakeClock(), reads_per_minute=10, writes_per_minute=3)
+
+
+def test_what_the_step_paid_is_used_first_then_the_pace_is_asked(pace: FakePlatformPace) -> None:
+    pace.admit(ACCOUNT, 2)  # as on_platform does before the call
+    with metered(pace, ACCOUNT, reads=2, writes=0) as meter:
+        platform_meter.spend(reads=1)
+        assert pace.status(ACCOUNT).reads_left == 8
+        platform_meter.spend(reads=3)  # one paid, two more
+        assert pace.status(ACCOUNT).reads_left == 6
+    assert (meter.reads_sent, meter.writes_sent) == (4, 0)
+
+
+def test_a_refused_request_counts_nothing(pace: FakePlatformPace) -> None:
+    pace.admit(ACCOUNT, 0, 1)
+    with metered(pace, ACCOUNT, reads=0, writes=1) as meter:
+        platform_meter.spend(reads=9)  # a write's checks first
+        with pytest.raises(RateLimited) as refused:
+            platform_meter.spend(reads=2)
+        assert refused.value.details["reason"] == "read_pace"
+        platform_meter.spend(writes=1)  # the write it paid for
+        with pytest.raises(RateLimited) as refused:
+            platform_meter.spend(writes=3)
+        assert refused.value.details["reason"] == "write_pace"
+    assert (meter.reads_sent, meter.writes_sent) == (9, 1)
+    assert pace.status(ACCOUNT).reads_left == 1 and pace.write_status(ACCOUNT).writes_left == 2
+
+
+def test_outside_a_platform_call_nothing_is_counted(pace: FakePlatformPace) -> None:
+    platform_meter.spend(reads=5, writes=5)  # signing in, adopting a session
+    with metered(pace, ACCOUNT, reads=0, writes=0):
+        pass
+    platform_meter.spend(reads=5)
+    assert pace.status(ACCOUNT).reads_left == 10 and pace.write_status(ACCOUNT).writes_left == 3
+
+
+@pytest.mark.parametrize(("reads", "writes"), [(-1, 0), (0, -1)])
+def test_a_negative_count_is_a_fault(reads: int, writes: int) -> None:
+    with pytest.raises(ValueError):
+        platform_meter.spend(reads=reads, writes=writes)
