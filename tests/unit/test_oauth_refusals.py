@@ -42,6 +42,24 @@ def test_a_wrong_verifier_is_refused_and_spends_the_code(owner: WebBrowser, conn
     assert grants(world) == []
 
 
+def test_a_code_whose_connection_was_removed_since_the_consent_grants_nothing(
+    owner: WebBrowser, connector: Connector, world: World
+) -> None:
+    """The person approves for alice, then unlinks alice before the client redeems the code: the code
+    must not become a grant (on another connection, or on none)."""
+    alice = world.store.list_connections(account_id(world))[0]
+    grant = connector.approve(owner, {"connection_id": alice.id})  # "Always @alice"
+    removed = world.client.simulate_delete(
+        f"/v1/connections/{alice.id}", headers=owner.headers({"X-CSRF-Token": owner.csrf()})
+    )
+    assert removed.status_code == 204
+    refused = connector.redeem(grant)
+    oauth_error(refused, "invalid_grant")
+    assert "no longer exists" in refused.json["error_description"]
+    assert grants(world) == []
+    oauth_error(connector.redeem(grant), "invalid_grant")  # spent all the same
+
+
 def test_a_missing_verifier_is_an_invalid_request(owner: WebBrowser, connector: Connector) -> None:
     oauth_error(connector.redeem(connector.approve(owner), code_verifier=None), "invalid_request")
 
