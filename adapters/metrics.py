@@ -172,9 +172,9 @@ class MeteredPace:
     def __init__(self, inner: PlatformPace) -> None:
         self._inner = inner
 
-    def admit(self, platform_user_id: str, reads: int, writes: int = 0) -> None:
+    def admit(self, platform_user_id: str, reads: int, writes: int = 0, *, counted: int = 0) -> None:
         try:
-            self._inner.admit(platform_user_id, reads, writes)
+            self._inner.admit(platform_user_id, reads, writes, counted=counted)
         except RateLimited as refused:
             REFUSALS.labels(str(refused.details.get("reason", "read_pace"))).inc()
             raise

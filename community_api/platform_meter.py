@@ -42,11 +42,13 @@ class PlatformMeter:
     def spend(self, reads: int, writes: int) -> None:
         extra_reads = max(0, reads - self.reads_paid)
         extra_writes = max(0, writes - self.writes_paid)
-        # Admitted before anything is counted as sent: a refusal leaves the meter as it was.
+        # Admitted before anything is counted as sent: a refusal leaves the meter as it was. What the call
+        # counted so far goes along: the call as a whole counts at most the limit (so a call larger than
+        # the limit can pass), and a refusal's Retry-After is the wait for the whole call again.
         if extra_reads:
-            self.pace.admit(self.platform_user_id, extra_reads)
+            self.pace.admit(self.platform_user_id, extra_reads, counted=self.reads_sent + self.reads_paid)
         if extra_writes:
-            self.pace.admit(self.platform_user_id, 0, extra_writes)
+            self.pace.admit(self.platform_user_id, 0, extra_writes, counted=self.writes_sent + self.writes_paid)
         self.reads_paid -= reads - extra_reads
         self.writes_paid -= writes - extra_writes
         self.reads_sent += reads

@@ -172,9 +172,14 @@ class PlatformPace(Protocol):
       exact: after that many whole seconds the same call is admitted (if nothing else was), one second
       less is not. Otherwise it counts them; both 0 only checks the hold. A call is reads or writes, never
       both (``ValueError``). A call of more than the whole limit counts as the whole limit, so that it
-      can ever pass."""
+      can ever pass;
+    - ``counted``: the requests of the same kind this platform call has already counted (admitted before
+      the call, or sent since: ``platform_meter``). The call as a whole still counts at most the limit:
+      once it holds the whole budget, more of it is admitted without counting (the hold still checked).
+      A refusal's ``retry_after`` is the wait for the whole call, ``counted`` plus these, since a retry
+      sends them all again."""
 
-    def admit(self, platform_user_id: str, reads: int, writes: int = 0) -> None: ...
+    def admit(self, platform_user_id: str, reads: int, writes: int = 0, *, counted: int = 0) -> None: ...
 
     def hold(self, platform_user_id: str, seconds: int) -> None: ...
 

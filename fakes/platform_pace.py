@@ -4,8 +4,8 @@ with time from an injected clock; ``tests/contract/test_platform_pace.py`` runs 
 Rules, per platform account: a hold lasts the seconds asked (the longer of two wins) and ends exactly then; at
 most ``reads_per_minute`` reads and ``writes_per_minute`` writes in any 60 s, each in a window of its own, a
 request exactly 60 s old still counting; a refused ``admit`` counts nothing; a call of more than the limit
-counts as the whole limit; ``retry_after`` is the smallest whole number of seconds after which the refused
-call fits.
+counts as the whole limit (with what it has ``counted`` already); ``retry_after`` is the smallest whole
+number of seconds after which the refused call fits, the part it ``counted`` already included.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class FakePlatformPace:
     def ready(self) -> str | None:
         return self.not_ready
 
-    def admit(self, platform_user_id: str, reads: int, writes: int = 0) -> None:
+    def admit(self, platform_user_id: str, reads: int, writes: int = 0, *, counted: int = 0) -> None:
         if reads > 0 and writes > 0:
             raise ValueError("a platform call is reads or writes, not both")
         with self._lock:
@@ -55,9 +55,11 @@ class FakePlatformPace:
             if held > 0:
                 raise held_refusal(held)
             if reads > 0:
-                self._count(self._reads, self.reads_per_minute, platform_user_id, reads, now, pace_refusal)
+                self._count(self._reads, self.reads_per_minute, platform_user_id, reads, counted, now, pace_refusal)
             elif writes > 0:
-                self._count(self._writes, self.writes_per_minute, platform_user_id, writes, now, write_pace_refusal)
+                self._count(
+                    self._writes, self.writes_per_minute, platform_user_id, writes, counted, now, write_pace_refusal
+                )
 
     def hold(self, platform_user_id: str, seconds: int) -> None:
         with self._lock:
@@ -100,13 +102,14 @@ class FakePlatformPace:
         limit: int,
         platform_user_id: str,
         amount: int,
+        counted: int,
         now: float,
         refusal: Callable[[int, int], RateLimited],
     ) -> None:
-        cost = min(amount, limit)
+        cost = min(amount, max(0, limit - counted))
         inside = self._inside(windows, platform_user_id, now)
         if len(inside) + cost > limit:
-            raise refusal(self._wait(inside, limit, cost, now), limit)
+            raise refusal(self._wait(inside, limit, min(counted + amount, limit), now), limit)
         windows[platform_user_id] = inside + [now] * cost
 
     @staticmethod

@@ -62,23 +62,39 @@ class LimitsPlatformPace:
 
     # --- the port ------------------------------------------------------------------------------
 
-    def admit(self, platform_user_id: str, reads: int, writes: int = 0) -> None:
+    def admit(self, platform_user_id: str, reads: int, writes: int = 0, *, counted: int = 0) -> None:
         if reads > 0 and writes > 0:
             raise ValueError("a platform call is reads or writes, not both")
         if reads > 0:
-            self._acquire(platform_user_id, "platform-reads", self.reads_per_minute, reads, pace_refusal)
+            self._acquire(platform_user_id, "platform-reads", self.reads_per_minute, reads, counted, pace_refusal)
         elif writes > 0:
-            self._acquire(platform_user_id, "platform-writes", self.writes_per_minute, writes, write_pace_refusal)
+            self._acquire(
+                platform_user_id, "platform-writes", self.writes_per_minute, writes, counted, write_pace_refusal
+            )
         else:
-            held = self._held_for(platform_user_id)
-            if held > 0:
-                raise held_refusal(held)
+            self._check_hold(platform_user_id)
+
+    def _check_hold(self, platform_user_id: str) -> None:
+        held = self._held_for(platform_user_id)
+        if held > 0:
+            raise held_refusal(held)
 
     def _acquire(
-        self, platform_user_id: str, kind: str, limit: int, amount: int, refusal: Callable[[int, int], RateLimited]
+        self,
+        platform_user_id: str,
+        kind: str,
+        limit: int,
+        amount: int,
+        counted: int,
+        refusal: Callable[[int, int], RateLimited],
     ) -> None:
-        """Check the hold, then count ``amount`` in the window ``kind`` unless it would pass ``limit``."""
-        cost = min(amount, limit)
+        """Check the hold, then count ``amount`` in the window ``kind`` unless it would pass ``limit``; a call
+        that has ``counted`` already counts at most the rest of the limit (``PlatformPace``)."""
+        cost = min(amount, max(0, limit - counted))
+        if cost == 0:  # the call holds the whole budget already
+            self._check_hold(platform_user_id)
+            return
+        whole = min(counted + amount, limit)  # what a retry of the whole call needs
         window = _key(kind, platform_user_id)
         if self._mmap is not None:
             # The same rules in one step of the mmap storage (on every data read, so worth a path of its own).
@@ -88,13 +104,11 @@ class LimitsPlatformPace:
             if held_until:
                 raise held_refusal(held_until - time.time())
             if not admitted:
-                raise refusal(self._wait_for(window, limit, cost), limit)
+                raise refusal(self._wait_for(window, limit, whole), limit)
             return
-        held = self._held_for(platform_user_id)
-        if held > 0:
-            raise held_refusal(held)
+        self._check_hold(platform_user_id)
         if not self._windows.acquire_entry(window, limit, WINDOW, amount=cost):
-            raise refusal(self._wait_for(window, limit, cost), limit)
+            raise refusal(self._wait_for(window, limit, whole), limit)
 
     def hold(self, platform_user_id: str, seconds: int) -> None:
         key = _key("platform-hold", platform_user_id)

@@ -44,7 +44,7 @@ class Unpaced:
     a second (past any pace's limit) and the pace costs both transports the same. A control, not a product:
     ``make bench`` measures the real pace."""
 
-    def admit(self, connection_id: str, reads: int, writes: int = 0) -> None:
+    def admit(self, connection_id: str, reads: int, writes: int = 0, *, counted: int = 0) -> None:
         return None
 
     def hold(self, connection_id: str, seconds: int) -> None:

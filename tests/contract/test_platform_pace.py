@@ -133,6 +133,36 @@ def test_a_call_larger_than_the_budget_takes_the_whole_budget(
     refused(pace)
 
 
+def test_what_a_call_counted_already_counts_towards_its_wait_and_its_whole_budget(
+    make: Callable[[], PlatformPace], frozen: FrozenDateTimeFactory
+) -> None:
+    """``counted``: a call that sent some requests asks for more. Refused, it waits for the whole call, as a
+    retry sends it all again; once it holds the whole budget, the rest of it passes uncounted."""
+    pace = make()
+    pace.admit("c1", 5)  # another call at 0 s
+    frozen.tick(10.25)
+    pace.admit("c1", 45)  # another at 10.25 s
+    frozen.tick(10)
+    pace.admit("c1", 5)  # this call's first requests, at 20.25 s: 55 in the window
+    error = pace_refusal_of(pace, reads=6, counted=5)
+    # Six more alone would fit once the five of 0 s leave (39.75 s from now); the whole call, eleven,
+    # needs the 45 of 10.25 s gone too: 51 s (at 50 s they are exactly 60 s old, and still count).
+    assert error.retry_after == 51
+    pace.admit("c1", 5, counted=5)  # the refusal counted nothing: five still fit
+    assert pace.status("c1").reads_last_minute == LIMIT
+    pace.admit("c2", LIMIT)  # another account's call holding its whole budget
+    pace.admit("c2", 40, counted=LIMIT)  # goes on without counting
+    assert pace.status("c2").reads_last_minute == LIMIT
+    refused(pace, connection_id="c2")  # another call of that account is refused
+
+
+def pace_refusal_of(pace: PlatformPace, reads: int, counted: int) -> RateLimited:
+    with pytest.raises(RateLimited) as error:
+        pace.admit("c1", reads, counted=counted)
+    assert error.value.details["reason"] == "read_pace"
+    return error.value
+
+
 # Redis ends a hold on its own clock, which freezegun cannot move: it has the real-time test below.
 @pytest.mark.parametrize("make", ["fake", "sqlite", "memory"], indirect=True)
 def test_the_platforms_429_holds_every_call_then_ends_exactly(

@@ -30,18 +30,32 @@ def test_what_the_step_paid_is_used_first_then_the_pace_is_asked(pace: FakePlatf
 
 
 def test_a_refused_request_counts_nothing(pace: FakePlatformPace) -> None:
-    pace.admit(ACCOUNT, 0, 1)
+    pace.admit(ACCOUNT, 1)  # another call's read
+    pace.admit(ACCOUNT, 0, 1)  # another call's write
+    pace.admit(ACCOUNT, 0, 1)  # this call's write, as on_platform admits it
     with metered(pace, ACCOUNT, reads=0, writes=1) as meter:
-        platform_meter.spend(reads=9)  # a write's checks first
+        platform_meter.spend(reads=8)  # a write's checks first
         with pytest.raises(RateLimited) as refused:
             platform_meter.spend(reads=2)
         assert refused.value.details["reason"] == "read_pace"
         platform_meter.spend(writes=1)  # the write it paid for
         with pytest.raises(RateLimited) as refused:
-            platform_meter.spend(writes=3)
+            platform_meter.spend(writes=2)
         assert refused.value.details["reason"] == "write_pace"
-    assert (meter.reads_sent, meter.writes_sent) == (9, 1)
-    assert pace.status(ACCOUNT).reads_left == 1 and pace.write_status(ACCOUNT).writes_left == 2
+    assert (meter.reads_sent, meter.writes_sent) == (8, 1)
+    assert pace.status(ACCOUNT).reads_left == 1 and pace.write_status(ACCOUNT).writes_left == 1
+
+
+def test_a_call_holding_the_whole_pace_goes_on_uncounted(pace: FakePlatformPace) -> None:
+    """A call larger than the limit takes the whole budget and passes, as one admitted at once would."""
+    pace.admit(ACCOUNT, 4)
+    with metered(pace, ACCOUNT, reads=4, writes=0) as meter:
+        platform_meter.spend(reads=4)
+        platform_meter.spend(reads=30)  # six counted, the limit reached; the rest of the call passes
+        platform_meter.spend(reads=5)
+    assert meter.reads_sent == 39 and pace.status(ACCOUNT).reads_last_minute == 10
+    with metered(pace, ACCOUNT, reads=0, writes=0), pytest.raises(RateLimited):
+        platform_meter.spend(reads=1)  # another call: the budget is spent
 
 
 def test_outside_a_platform_call_nothing_is_counted(pace: FakePlatformPace) -> None:
