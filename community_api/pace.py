@@ -29,8 +29,9 @@ def held_refusal(seconds: float) -> RateLimited:
 
 def pace_refusal(retry_after: int, reads_per_minute: int) -> RateLimited:
     return RateLimited(
-        f"This connected account has used its {reads_per_minute} platform reads a minute (a feed page is one "
-        f"read, a post with its comments two); retry in {retry_after} s.",
+        f"This connected account has used its {reads_per_minute} platform reads a minute (each request to the "
+        f"platform is one: a feed page one, a post with its comments two, a list of groups one and one per "
+        f"group); retry in {retry_after} s.",
         retry_after=retry_after,
         reason="read_pace",
     )
