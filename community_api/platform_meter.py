@@ -55,18 +55,18 @@ class PlatformMeter:
         self.writes_sent += writes
 
 
-_current: ContextVar[PlatformMeter | None] = ContextVar("platform_meter", default=None)
+current: ContextVar[PlatformMeter | None] = ContextVar("platform_meter", default=None)
 
 
 @contextmanager
 def metered(pace: PlatformPace, platform_user_id: str, *, reads: int, writes: int) -> Iterator[PlatformMeter]:
     """Run a platform call with ``reads`` and ``writes`` already admitted by the pace."""
     meter = PlatformMeter(pace, platform_user_id, reads_paid=reads, writes_paid=writes)
-    token = _current.set(meter)
+    token = current.set(meter)
     try:
         yield meter
     finally:
-        _current.reset(token)
+        current.reset(token)
 
 
 def spend(*, reads: int = 0, writes: int = 0) -> None:
@@ -74,6 +74,6 @@ def spend(*, reads: int = 0, writes: int = 0) -> None:
     they must not be sent). Called by the gateway before each request (or batch of requests) it sends."""
     if reads < 0 or writes < 0:
         raise ValueError("requests are counted from 0")
-    meter = _current.get()
+    meter = current.get()
     if meter is not None and (reads or writes):
         meter.spend(reads, writes)
