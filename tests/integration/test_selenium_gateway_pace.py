@@ -137,3 +137,20 @@ def test_requests_past_the_pace_are_refused_unsent(
     assert refused.value.details["reason"] == "read_pace"
     assert platform_requests(sandbox)[0] - before[0] == 1  # the list; no group's labels
     assert pace.status(ACCOUNT).reads_left == 2  # the three labels refused were not counted
+
+
+def test_a_5xx_is_not_asked_again_past_the_pace(
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
+    """Asking again after a 5xx is our choice: with no room left in the pace, the 5xx stands (502)."""
+    from community_api.errors import PlatformError
+
+    gateway.list_conversations(alice, 0, 30)  # a warm browser on the platform's page
+    sandbox.control("errors", {"route": "/api2/self/chat-channels", "status": 500, "count": 1})
+    pace = FakePlatformPace(FakeClock(), reads_per_minute=2)
+    pace.admit(ACCOUNT, 1)  # another call's read
+    pace.admit(ACCOUNT, 1)  # the step's read: the budget is spent
+    before = platform_requests(sandbox)
+    with pytest.raises(PlatformError):
+        counted(pace, lambda: gateway.list_conversations(alice, 0, 30), reads=1)
+    assert platform_requests(sandbox)[0] - before[0] == 1
