@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from adapters.platform.selenium_platform_gateway import SeleniumPlatformGateway
-from community_api.errors import RateLimited
+from community_api.errors import PlatformError, RateLimited
 from community_api.model import PlatformSession
 from community_api.platform_meter import PlatformMeter, metered
 from fakes.clock import FakeClock
@@ -143,8 +143,6 @@ def test_a_5xx_is_not_asked_again_past_the_pace(
     gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
 ) -> None:
     """Asking again after a 5xx is our choice: with no room left in the pace, the 5xx stands (502)."""
-    from community_api.errors import PlatformError
-
     gateway.list_conversations(alice, 0, 30)  # a warm browser on the platform's page
     sandbox.control("errors", {"route": "/api2/self/chat-channels", "status": 500, "count": 1})
     pace = FakePlatformPace(FakeClock(), reads_per_minute=2)
