@@ -289,7 +289,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "List groups",
         scopes.GROUPS_READ,
         "The groups the connected account belongs to: {groups: [{id, slug, name, description, memberCount, "
-        "labels}]}. Labels are the group's post categories.",
+        "labels}]}. Labels are the group's post categories. Costs one platform read for the list and one per "
+        "group (its labels) against the account's reads a minute: to look at one group, get_group costs two.",
         arguments({}),
         ListOf("groups", Group),
         _read("List groups"),
