@@ -315,7 +315,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Posts of a group, read through the platform's web feed: about 30 posts per page, 1 to 30 pages per "
         "call (more pages take longer). Answers {posts, pagesRequested, pagesFetched, stoppedEarly, sort, "
         "since}. Posts hold title and content but not comments: use get_post for those. Pinned posts are "
-        "listed once.",
+        "listed once. Each page is one platform read against the account's reads a minute.",
         _FEED_ARGS,
         feed.FeedPage,
         _read("Read a group's feed"),
@@ -328,7 +328,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "Get a post with its comments",
         scopes.POSTS_READ,
         "A post and all its comments in one answer: {post, comments}. Comments are a flat list; postId is "
-        "the root post, parentId the comment replied to (null at top level).",
+        "the root post, parentId the comment replied to (null at top level). Two platform reads, and one more "
+        "for each further 25 top-level comments.",
         arguments({"postId": _POST_ID, "group": _GROUP_HINT}, ("postId",)),
         PostDetail,
         _read("Get a post with its comments"),
