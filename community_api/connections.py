@@ -23,7 +23,7 @@ from community_api.commands import Matches, at_most, blank_as_none, expects
 from community_api.deps import Deps
 from community_api.errors import InvalidRequest, NotFound, RateLimited
 from community_api.ids import new_id, no_such
-from community_api.model import CONNECTION_ACTIVE, KEY_CONNECTOR, ApiKey, AuditEvent, Connection
+from community_api.model import CONNECTION_ACTIVE, KEY_CONNECTOR, ApiKey, AuditEvent, Connection, LinkedAccount
 
 MAX_PLATFORM_EMAIL = 320
 MAX_PLATFORM_PASSWORD = 1024
@@ -91,24 +91,8 @@ def link_connection(deps: Deps, account_id: str, link: LinkRequest, client_addre
     elif link.email is None or link.password is None:
         raise InvalidRequest("give the platform account's email and password, or a sessionToken")
     bounds = _link_bounds(account_id, link, client_address)
-    try:
-        guard.admit(deps.store, deps.clock, bounds, events=LINK_EVENTS, refusal=LINK_REFUSAL)
-    except RateLimited as held:
-        if held.details.get("bound") == "link-email":  # held for this platform email, by whoever guessed
-            held.message += ", or link it now with a session token (the platform's session cookie)"
-        raise
-    try:
-        if link.session_token is not None:
-            linked = deps.gateway.adopt_session(link.session_token)
-        else:
-            linked = deps.gateway.login(link.email or "", link.password or "")
-    except InvalidRequest:
-        raise  # the platform refused the credentials (or asked for a second factor): the attempt counts
-    except BaseException:
-        # Not the credentials' fault (the platform was slow or failing): the attempt stops counting.
-        guard.succeeded(deps.store, deps.clock, bounds, account_id, event=LINK_EVENTS[1], trail=False)
-        raise
-    guard.succeeded(deps.store, deps.clock, bounds, account_id, event=LINK_EVENTS[1], trail=False)
+    with deps.linking.call(account_id):  # one at a time: each holds a browser (``in_flight.linking``)
+        linked = _sign_in(deps, account_id, link, bounds)
     # The platform was asked above (slow, outside any step); what the account's connections are, and which
     # is active, is decided and written in one step.
     with deps.store.unit_of_work() as uow:
@@ -128,6 +112,28 @@ def link_connection(deps: Deps, account_id: str, link: LinkRequest, client_addre
             uow.connections.set_active_connection(account_id, stored.id)
         uow.commit()
     return _reload(deps, stored.id)
+
+
+def _sign_in(deps: Deps, account_id: str, link: LinkRequest, bounds: tuple[guard.Bound, ...]) -> LinkedAccount:
+    try:
+        guard.admit(deps.store, deps.clock, bounds, events=LINK_EVENTS, refusal=LINK_REFUSAL)
+    except RateLimited as held:
+        if held.details.get("bound") == "link-email":  # held for this platform email, by whoever guessed
+            held.message += ", or link it now with a session token (the platform's session cookie)"
+        raise
+    try:
+        if link.session_token is not None:
+            linked = deps.gateway.adopt_session(link.session_token)
+        else:
+            linked = deps.gateway.login(link.email or "", link.password or "")
+    except InvalidRequest:
+        raise  # the platform refused the credentials (or asked for a second factor): the attempt counts
+    except BaseException:
+        # Not the credentials' fault (the platform was slow or failing): the attempt stops counting.
+        guard.succeeded(deps.store, deps.clock, bounds, account_id, event=LINK_EVENTS[1], trail=False)
+        raise
+    guard.succeeded(deps.store, deps.clock, bounds, account_id, event=LINK_EVENTS[1], trail=False)
+    return linked
 
 
 def list_connections(deps: Deps, account_id: str) -> list[Connection]:

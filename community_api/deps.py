@@ -13,6 +13,7 @@ from argon2 import PasswordHasher
 from community_api import platform_meter
 from community_api.errors import ConnectionExpired, RateLimited, ServiceError
 from community_api.in_flight import InFlight
+from community_api.in_flight import linking as in_flight_linking
 from community_api.model import CONNECTION_EXPIRED, Connection
 from community_api.platform_meter import PlatformMeter
 from community_api.ports import Clock, KeyStore, PlatformGateway, PlatformPace, Throttle
@@ -37,6 +38,8 @@ class Deps:
     refusals: RefusalAudit = attrs.field(factory=RefusalAudit)
     # Platform calls in progress per connection in this process, and their bound (``in_flight``).
     in_flight: InFlight = attrs.field(factory=InFlight)
+    # Link attempts (a sign-in on the platform, in a browser) in progress per service account in this process.
+    linking: InFlight = attrs.field(factory=in_flight_linking)
 
 
 # What one use-case step is admitted for by the pace before it calls the platform, in platform requests

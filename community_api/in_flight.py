@@ -43,13 +43,16 @@ class InFlight:
         limit: int = MAX_CALLS_IN_FLIGHT,
         wait: float = BUSY_WAIT_SECONDS,
         on_refusal: Callable[[], None] | None = None,
+        refusal: Callable[[int], RateLimited] | None = None,
     ) -> None:
-        """``on_refusal`` is told of each refusal (the composition root counts them for /metrics)."""
+        """``on_refusal`` is told of each refusal (the composition root counts them for /metrics);
+        ``refusal`` makes the error from the limit (by default the words for a connection's calls)."""
         if limit < 1:
             raise ValueError("a connection needs room for at least one call")
         self._limit = limit
         self._wait = wait
         self._on_refusal = on_refusal
+        self._refusal = refusal or _calls_refusal
         self._changed = threading.Condition()
         self._counts: dict[str, int] = {}
         self._waiting: set[str] = set()  # connections with a call waiting for a place (one at most)
@@ -62,12 +65,7 @@ class InFlight:
             if not self._has_room(connection_id) and not self._wait_for_room(connection_id):
                 if self._on_refusal is not None:
                     self._on_refusal()
-                raise RateLimited(
-                    f"this connected account already has {self._limit} calls in progress (they run one at a"
-                    " time): send the next when one has answered",
-                    retry_after=BUSY_RETRY_AFTER,
-                    reason="busy",
-                )
+                raise self._refusal(self._limit)
             self._counts[connection_id] = self._counts.get(connection_id, 0) + 1
         try:
             yield
@@ -97,3 +95,32 @@ class InFlight:
     def count(self, connection_id: str) -> int:
         with self._changed:
             return self._counts.get(connection_id, 0)
+
+
+def _calls_refusal(limit: int) -> RateLimited:
+    return RateLimited(
+        f"this connected account already has {limit} calls in progress (they run one at a time): send the next"
+        " when one has answered",
+        retry_after=BUSY_RETRY_AFTER,
+        reason="busy",
+    )
+
+
+# Linking a platform account signs in with a browser of the pool's own for up to twice the gateway's time-out:
+# one account's attempts sent at once would hold every browser of a worker, and every other account's
+# platform calls would wait or fail ("no browser is free") meanwhile. A person links one account at a time.
+LINKS_IN_FLIGHT = 1
+LINK_RETRY_AFTER = 5
+
+
+def link_refusal(limit: int) -> RateLimited:
+    return RateLimited(
+        "a link of a platform account is already in progress for this account: wait for it to finish",
+        retry_after=LINK_RETRY_AFTER,
+        reason="busy",
+    )
+
+
+def linking() -> InFlight:
+    """The bound on link attempts in progress per service account in this process."""
+    return InFlight(limit=LINKS_IN_FLIGHT, wait=0.0, refusal=link_refusal)

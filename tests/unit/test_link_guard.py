@@ -6,6 +6,8 @@ platform failed) stops counting."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import falcon.testing
@@ -101,3 +103,34 @@ def test_the_dashboard_form_is_held_back_too(world: World) -> None:
     assert page.status_code == 429
     assert "too many refused attempts to link a platform account: try again in 15 minutes" in page.text
     assert page.headers["retry-after"] == "900"
+
+
+def test_one_link_at_a_time_per_account(world: World) -> None:
+    """A link signs in with a browser of the pool for up to twice the time-out: an account sending several
+    at once would hold every browser of a worker while everyone else's platform calls wait. The second is
+    refused at once (429 ``busy``) without reaching the platform or counting as a refused attempt; another
+    account links meanwhile, and the account links again once the first is done."""
+    owner, other = world.sign_up(), another_account(world, "other@example.com")
+    entered, release = threading.Event(), threading.Event()
+    login = world.gateway.login
+
+    def slow_login(email: str, password: str) -> Any:
+        if email == ALICE:
+            entered.set()
+            assert release.wait(10)
+        return login(email, password)
+
+    world.gateway.login = slow_login  # type: ignore[method-assign]
+    with ThreadPoolExecutor(1) as pool:
+        first = pool.submit(link, world, owner, email=ALICE, password="sandbox")
+        assert entered.wait(10)
+        second = link(world, owner, email="bob@sandbox.test", password="sandbox")
+        assert second.status_code == 429, second.text
+        error = second.json["error"]
+        assert error["details"]["reason"] == "busy" and second.headers["Retry-After"] == "5"
+        assert "already in progress" in error["message"]
+        assert link(world, other, email="bob@sandbox.test", password="sandbox").status_code == 201
+        release.set()
+        assert first.result(10).status_code == 201
+    assert link(world, owner, email="bob@sandbox.test", password="sandbox").status_code == 201
+    assert world.gateway.calls["login"] == 3  # the refused one never reached the platform
