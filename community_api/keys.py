@@ -21,7 +21,7 @@ import hashlib
 import hmac
 import zlib
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import attrs
 
@@ -42,6 +42,12 @@ KEY_LENGTH = len(KEY_PREFIX) + RANDOM_LENGTH + CHECKSUM_LENGTH
 DISPLAY_PREFIX_LENGTH = 8
 ROTATION_GRACE = timedelta(hours=24)
 MAX_NAME_LENGTH = 100
+# Live keys an account may hold at once, connector grants included (as MAX_WEB_SESSIONS bounds its sessions):
+# far more than a person or a team uses, few enough that a script minting in a loop stops with a clear
+# answer instead of filling the database and the dashboard's keys page. Rotation replaces a key and is not
+# refused by it.
+MAX_LIVE_KEYS = 100
+TOO_MANY_KEYS = f"this account already holds {MAX_LIVE_KEYS} live keys, the most it may: revoke one it no longer uses"
 
 UNAUTHORIZED_MESSAGE = "a valid API key is required in the Authorization header (Bearer)"
 
@@ -145,6 +151,8 @@ def _mint(
         if connection is None or connection.account_id != account_id:
             raise NotFound(no_such("connection", connection_id))
     now = clock.now()
+    if live_keys(uow.keys, account_id, now) >= MAX_LIVE_KEYS:
+        raise Conflict(TOO_MANY_KEYS, maxLiveKeys=MAX_LIVE_KEYS)
     key_id = new_id("key")
     secret = generate_secret()
     key = ApiKey(
@@ -161,6 +169,11 @@ def _mint(
     uow.keys.add_key(key, hash_secret(secret))
     uow.audit.add_audit(AuditEvent(at=now, event="key.minted", account_id=account_id, key_id=key_id))
     return IssuedKey(key=key, secret=secret)
+
+
+def live_keys(records: KeyRecords, account_id: str, now: datetime) -> int:
+    """How many keys of the account work now (a rotated key in its grace period included)."""
+    return sum(1 for key in records.list_keys(account_id) if key.is_live(now))
 
 
 def _own_key(records: KeyRecords, account_id: str, key_id: str) -> ApiKey:

@@ -32,14 +32,17 @@ from typing import NoReturn
 
 import attrs
 
-from community_api.errors import InvalidRequest, NotFound, Unauthorized
+from community_api.errors import Conflict, InvalidRequest, NotFound, Unauthorized
 from community_api.ids import no_such
 from community_api.keys import (
+    MAX_LIVE_KEYS,
+    TOO_MANY_KEYS,
     UNAUTHORIZED_MESSAGE,
     LeakedKey,
     authenticate_key,
     has_secret_shape,
     hash_secret,
+    live_keys,
     mint_key,
     new_secret,
     revoke_key,
@@ -97,6 +100,8 @@ def approve(
         if connection is None or connection.account_id != account_id:
             raise NotFound(no_such("connection", connection_id))
     now = clock.now()
+    if live_keys(store, account_id, now) >= MAX_LIVE_KEYS:  # said on the consent page, not after it
+        raise Conflict(TOO_MANY_KEYS, maxLiveKeys=MAX_LIVE_KEYS)
     code = new_secret(CODE_PREFIX)
     with store.unit_of_work() as uow:
         uow.oauth.add_authorization_code(
@@ -181,6 +186,8 @@ def exchange_code(
             )
         except NotFound:
             raise OAuthError("invalid_grant", "the connection chosen on the consent page no longer exists") from None
+        except Conflict:  # keys minted since the consent reached the account's most
+            raise OAuthError("invalid_grant", TOO_MANY_KEYS) from None
         uow.oauth.set_authorization_code_key(record.code_hash, issued.key.id)
         tokens = _issue_pair(uow.store, clock, issued.key, client.id, record.resource)
         uow.commit()

@@ -332,3 +332,26 @@ def test_failed_authentication_does_not_count_as_usage(ready: Ready) -> None:
     record = next(k for k in me["keys"] if k["id"] == minted["id"])
     assert record["requestsToday"] == 1 and record["requestsTotal"] == 1
     assert record["lastUsedAt"] is not None
+
+
+def test_an_account_holds_at_most_a_hundred_live_keys(ready: Ready) -> None:
+    """A script minting in a loop stops with a clear 409 instead of filling the database; revoking a key
+    makes room, and rotating one at the limit still works (it replaces the key; the old one counts until
+    its grace ends)."""
+    world, browser = ready.world, ready.browser
+    account = browser.account["id"]
+    for _ in range(keys.MAX_LIVE_KEYS - 2):  # the fixture's key is the first
+        keys.mint_key(world.store, world.clock, account_id=account, name="loop", scopes=None, connection_id=None)
+    last = world.mint(browser)
+    refused = world.client.simulate_post("/v1/keys", json={"name": "one more"}, headers=browser.headers())
+    assert refused.status_code == 409
+    error = refused.json["error"]
+    assert error["code"] == "conflict" and error["details"]["maxLiveKeys"] == keys.MAX_LIVE_KEYS
+    assert "already holds 100 live keys" in error["message"] and "revoke one" in error["message"]
+    rotated = world.client.simulate_post(f"/v1/keys/{last['id']}/rotate", headers=browser.headers())
+    assert rotated.status_code == 201  # 101 live for the 24 hours of the old key's grace
+    assert world.client.simulate_post("/v1/keys", json={}, headers=browser.headers()).status_code == 409
+    world.clock.advance(hours=24)  # the old key's grace is over: 100 live again, still the most
+    assert world.client.simulate_post("/v1/keys", json={}, headers=browser.headers()).status_code == 409
+    assert world.client.simulate_delete(f"/v1/keys/{rotated.json['id']}", headers=browser.headers()).status_code == 204
+    assert world.mint(browser)["secret"]  # revoking one made room

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from community_api import keys
 from community_api.model import ApiKey
 from tests.unit.oauth_support import REDIRECT_URI, Connector, accepted, pkce, redirect_query
 from tests.unit.web_support import HOST, ORIGIN, WebBrowser, account_id
@@ -58,6 +59,34 @@ def test_a_code_whose_connection_was_removed_since_the_consent_grants_nothing(
     assert "no longer exists" in refused.json["error_description"]
     assert grants(world) == []
     oauth_error(connector.redeem(grant), "invalid_grant")  # spent all the same
+
+
+def fill_keys(world: World, up_to: int) -> None:
+    account = account_id(world)
+    while keys.live_keys(world.store, account, world.clock.now()) < up_to:
+        keys.mint_key(world.store, world.clock, account_id=account, name="loop", scopes=None, connection_id=None)
+
+
+def test_a_connector_is_refused_on_the_consent_page_when_the_account_holds_its_most_keys(
+    owner: WebBrowser, connector: Connector, world: World
+) -> None:
+    fill_keys(world, keys.MAX_LIVE_KEYS)
+    _, challenge = pkce()
+    page = owner.get(connector.authorize_path(challenge))
+    refused = owner.submit(page, "/oauth/authorize", button=("decision", "approve"))
+    assert refused.status_code == 409 and "already holds 100 live keys" in refused.text
+    assert "location" not in refused.headers and grants(world) == []
+
+
+def test_a_code_redeemed_once_the_account_holds_its_most_keys_grants_nothing(
+    owner: WebBrowser, connector: Connector, world: World
+) -> None:
+    grant = connector.approve(owner)
+    fill_keys(world, keys.MAX_LIVE_KEYS)  # minted between the consent and the exchange
+    refused = connector.redeem(grant)
+    oauth_error(refused, "invalid_grant")
+    assert "already holds 100 live keys" in refused.json["error_description"]
+    assert grants(world) == []
 
 
 def test_a_missing_verifier_is_an_invalid_request(owner: WebBrowser, connector: Connector) -> None:
