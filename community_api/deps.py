@@ -57,7 +57,9 @@ OUR_PACE = ("read_pace", "write_pace")
 
 
 @contextmanager
-def on_platform(deps: Deps, connection: Connection, *, reads: int = 0, writes: int = 0) -> Iterator[None]:
+def on_platform(
+    deps: Deps, connection: Connection, *, reads: int = 0, writes: int = 0, counted: int = 0
+) -> Iterator[PlatformMeter]:
     """The one way the core calls the platform through a connection.
 
     - first: a connection that already has ``in_flight.MAX_CALLS_IN_FLIGHT`` calls in progress in this
@@ -69,15 +71,20 @@ def on_platform(deps: Deps, connection: Connection, *, reads: int = 0, writes: i
       linked by several service accounts;
     - during: the call's meter (``platform_meter``) counts each request the gateway sends; those past the
       ``reads`` and ``writes`` admitted before are admitted by the pace as they go, or refused (429) unsent;
+    - ``counted``: requests of the same kind that earlier steps of the same client request sent (a feed
+      read in batches): a refusal then waits for the whole request, which a retry sends again, and the
+      whole request counts at most the limit (``PlatformPace.admit``);
     - a 429 of the platform holds that platform account for its ``Retry-After`` in every worker;
     - when the platform says the session expired, the connection (its own session) is marked so that the
       next request answers ``connection_expired`` at once and the dashboard shows it."""
     with deps.in_flight.call(connection.id):
-        deps.pace.admit(connection.platform_user_id, reads, writes)
+        deps.pace.admit(connection.platform_user_id, reads, writes, counted=counted)
         meter = PlatformMeter(deps.pace, connection.platform_user_id, reads, writes)
+        if counted:  # the meter's own refusals wait for the whole request too
+            meter.earlier_reads, meter.earlier_writes = (counted, 0) if reads else (0, counted)
         token = platform_meter.current.set(meter)  # (not ``metered``: one context manager less per call)
         try:
-            yield
+            yield meter
         except ServiceError as error:
             # A request the pace refused mid-call was never sent: that refusal is ours, as one before it.
             error.via_platform = not (isinstance(error, RateLimited) and error.details.get("reason") in OUR_PACE)

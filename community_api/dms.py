@@ -95,10 +95,12 @@ def inbox(deps: Deps, actor: Actor, query: InboxQuery) -> Inbox:
     found: list[Conversation] = []
     pages = AWAITING_SCAN_PAGES if only_awaiting else 1
     next_offset: int | None = offset
+    counted = 0  # platform reads of the pages so far: they count towards a refusal's wait (a retry reads them)
     for _ in range(pages):
         assert next_offset is not None
-        with on_platform(deps, actor.connection, reads=ONE_READ):  # each page is one platform request
+        with on_platform(deps, actor.connection, reads=ONE_READ, counted=counted) as meter:  # a page, a request
             page = deps.gateway.list_conversations(actor.session, next_offset, INBOX_PAGE)
+        counted += meter.reads_counted
         for conversation in page:
             conversation = _with_reply_state(conversation, own_id)
             if conversation.awaiting_reply or not only_awaiting:

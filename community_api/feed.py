@@ -100,13 +100,16 @@ def read_feed(deps: Deps, actor: Actor, group: str, query: FeedQuery) -> FeedPag
     posts: list[Post] = []
     seen: set[str] = set()
     fetched = 0
+    counted = 0  # platform reads of the batches so far
     next_page = 1
     batch_size = 1 if walk_by_date else query.pages
     done = False
     while not done and next_page <= query.pages:
         batch = list(range(next_page, min(next_page + batch_size, query.pages + 1)))
-        with on_platform(deps, actor.connection, reads=len(batch)):
+        # Earlier batches count towards a refusal's wait: a retry reads them again.
+        with on_platform(deps, actor.connection, reads=len(batch), counted=counted) as meter:
             results = deps.gateway.feed_pages(actor.session, group, query.sort, batch)
+        counted += meter.reads_counted
         for page in results:
             fetched += 1
             if not page:

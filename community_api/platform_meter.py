@@ -38,6 +38,15 @@ class PlatformMeter:
     writes_paid: int
     reads_sent: int = 0
     writes_sent: int = 0
+    # Counted by earlier steps of the same client request (``on_platform``'s ``counted``): a retry sends
+    # them again, so a refusal waits for them too.
+    earlier_reads: int = 0
+    earlier_writes: int = 0
+
+    @property
+    def reads_counted(self) -> int:
+        """The reads this call holds in the pace's window: admitted before it, or sent since."""
+        return self.reads_sent + self.reads_paid
 
     def spend(self, reads: int, writes: int) -> None:
         extra_reads = max(0, reads - self.reads_paid)
@@ -46,9 +55,11 @@ class PlatformMeter:
         # counted so far goes along: the call as a whole counts at most the limit (so a call larger than
         # the limit can pass), and a refusal's Retry-After is the wait for the whole call again.
         if extra_reads:
-            self.pace.admit(self.platform_user_id, extra_reads, counted=self.reads_sent + self.reads_paid)
+            counted = self.earlier_reads + self.reads_sent + self.reads_paid
+            self.pace.admit(self.platform_user_id, extra_reads, counted=counted)
         if extra_writes:
-            self.pace.admit(self.platform_user_id, 0, extra_writes, counted=self.writes_sent + self.writes_paid)
+            counted = self.earlier_writes + self.writes_sent + self.writes_paid
+            self.pace.admit(self.platform_user_id, 0, extra_writes, counted=counted)
         self.reads_paid -= reads - extra_reads
         self.writes_paid -= writes - extra_writes
         self.reads_sent += reads

@@ -224,3 +224,40 @@ def test_a_call_larger_than_the_whole_pace_can_pass() -> None:
     assert refused.status_code == 429 and refused.headers["retry-after"] == "61"
     world.clock.advance(seconds=61)
     assert world.get("/v1/groups", key).status_code == 200
+
+
+def test_a_feed_walked_by_date_refused_part_way_waits_for_the_whole_walk(paced: Ready) -> None:
+    """A feed with ``since`` reads its pages in growing batches (1, 2, 4, 8). Refused at the fourth, the
+    wait is for the whole walk, which a retry reads again (15 reads), not for the refused batch alone."""
+    world, key = paced.world, paced.key
+    for _ in range(3):
+        assert world.get("/v1/whoami", key).status_code == 200  # 3 reads at 0 s
+    world.clock.advance(seconds=5)
+    assert world.get(FEED, key, params={"pages": "30"}).status_code == 200  # 30 at 5 s
+    for _ in range(13):
+        assert world.get("/v1/whoami", key).status_code == 200  # 46 in all
+    world.clock.advance(seconds=5)
+    walk = {"since": "2026-01-01", "pages": "30"}
+    refused = world.get(FEED, key, params=walk)  # batches of 1, 2 and 4 pages fit, the 8 of the fourth not
+    assert refused.status_code == 429 and refused.json["error"]["details"]["reason"] == "read_pace"
+    assert reads_left(paced) == 60 - 46 - 7
+    # Eight more alone would fit once the reads of 0 s leave (51 s); the walk's fifteen need those of 5 s
+    # gone too: 56 s.
+    assert refused.headers["retry-after"] == "56"
+    world.clock.advance(seconds=56)
+    walked = world.get(FEED, key, params=walk)
+    assert walked.status_code == 200 and walked.json["pagesFetched"] == 8
+
+
+def test_an_inbox_scan_refused_part_way_waits_for_the_whole_scan(paced: Ready) -> None:
+    """``awaitingReply`` scans inbox pages one request each; refused at the second, the wait covers both."""
+    world, key = paced.world, paced.key
+    assert world.get("/v1/whoami", key).status_code == 200  # 1 read at 0 s
+    world.clock.advance(seconds=5)
+    assert world.get(FEED, key, params={"pages": "30"}).status_code == 200
+    assert world.get(FEED, key, params={"pages": "28"}).status_code == 200  # 59 in all, at 5 s
+    world.clock.advance(seconds=5)
+    refused = world.get("/v1/dms", key, params={"awaitingReply": "true"})
+    assert refused.status_code == 429 and refused.json["error"]["details"]["reason"] == "read_pace"
+    # One more read alone would fit once the read of 0 s leaves (51 s); the scan's two need 56 s.
+    assert refused.headers["retry-after"] == "56"
