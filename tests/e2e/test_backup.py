@@ -77,6 +77,10 @@ class Owner:
         assert answer.status_code == 201, answer.text
         return dict(answer.json())
 
+    def delete(self, path: str) -> None:
+        answer = self.session.delete(self.url + path, headers={"X-CSRF-Token": self.csrf}, timeout=10)
+        assert answer.status_code == 204, answer.text
+
 
 def whoami(url: str, key: str) -> requests.Response:
     return requests.get(url + "/v1/whoami", headers={"Authorization": f"Bearer {key}"}, timeout=10)
@@ -101,8 +105,10 @@ def test_backup_under_write_load_then_restore_into_a_fresh_service(tmp_path: Pat
         def write_load() -> None:
             while not stop.is_set():
                 try:
-                    minted.append(owner.post("/v1/keys", {"name": "load"})["id"])
+                    key_id = owner.post("/v1/keys", {"name": "load"})["id"]
+                    minted.append(key_id)
                     assert whoami(url, before["secret"]).status_code == 200  # usage counted: a write
+                    owner.delete(f"/v1/keys/{key_id}")  # revoked, kept: an account holds 100 live keys at most
                 except Exception as error:  # noqa: BLE001 - reported after the join
                     failures.append(repr(error))
 
