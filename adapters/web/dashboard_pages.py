@@ -158,6 +158,7 @@ class KeysPage(WebResource):
             scopes=SCOPE_CHOICES,
             defaults=DEFAULT_SCOPES,
             connector=KEY_CONNECTOR,
+            max_live_keys=keys.MAX_LIVE_KEYS,
             **context,
         )
 

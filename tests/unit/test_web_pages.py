@@ -8,7 +8,7 @@ import re
 import pytest
 
 from community_api.accounts import create_account_unchecked
-from community_api.keys import mint_key
+from community_api.keys import MAX_LIVE_KEYS, mint_key
 from community_api.scopes import DEFAULT_SCOPES
 from tests.unit.web_support import WebBrowser, account_id, form, key_id_of, secret_on
 from tests.unit.world_support import PASSWORD, World
@@ -141,6 +141,19 @@ def test_mint_with_the_default_scopes_shows_the_value_once_and_it_works(world: W
     assert world.get("/v1/whoami", secret).json["handle"] == "alice"
     assert secret not in owner.get("/keys").text  # never shown again
     assert world.post("/v1/groups/builders-club/posts", secret, {"title": "x"}).status_code == 403
+
+
+def test_the_keys_page_says_how_many_live_keys_the_account_holds_and_refuses_past_the_most(
+    world: World, owner: WebBrowser
+) -> None:
+    owner.mint()
+    assert "holds 1 of at most 100 live keys." in owner.get("/keys").text
+    for _ in range(MAX_LIVE_KEYS - 1):
+        mint_key(world.store, world.clock, account_id=account_id(world), name="loop", scopes=None, connection_id=None)
+    page = owner.get("/keys")
+    assert "holds 100 of at most 100 live keys: revoke one it no longer uses to create another." in page.text
+    refused = owner.submit(page, "/keys", {"name": "one more"})
+    assert refused.status_code == 409 and "already holds 100 live keys" in refused.text
 
 
 def test_mint_with_write_scopes_bound_to_a_connection(world: World, owner: WebBrowser) -> None:
