@@ -125,7 +125,7 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
     (
         "POST",
         "/v1/connections",
-        "Link a platform account",
+        "Link a platform account (one at a time per account: 429 busy while another is in progress)",
         "session",
         [],
         _body(connections.LinkRequest),
@@ -143,7 +143,7 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
     (
         "POST",
         "/v1/keys",
-        "Mint a key (the value is shown once)",
+        f"Mint a key (the value is shown once); 409 when the account holds {keys.MAX_LIVE_KEYS} live keys already",
         "session",
         [],
         _body(keys.NewKey, optional=True),
