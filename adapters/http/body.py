@@ -7,6 +7,7 @@ from typing import Any
 import falcon
 import orjson
 
+from adapters.json_names import duplicate_name, twice
 from community_api.errors import InvalidRequest, ServiceError
 
 MAX_BODY = 64 * 1024
@@ -66,6 +67,10 @@ def read_json(req: falcon.Request, *, allow_empty: bool = False) -> tuple[Any, b
     try:
         # orjson, unlike json, refuses NaN, integers past 64 bits and lone surrogates ("\\ud800"),
         # none of which any field of ours takes, and none of which could be sent on to the platform.
-        return orjson.loads(raw), raw
+        parsed = orjson.loads(raw)
     except ValueError as error:  # orjson.JSONDecodeError is a ValueError (invalid UTF-8 included)
         raise InvalidRequest(f"the request body is not valid JSON: {error}") from None
+    name = duplicate_name(raw)
+    if name is not None:
+        raise InvalidRequest(f"the request body {twice(name)}", field=name)
+    return parsed, raw

@@ -1,6 +1,6 @@
 """The JSON-RPC envelope of a message to the MCP endpoint, checked where the ``mcp`` transport would mishandle it.
 
-The transport validates a message against a union of request, notification and response models. Two
+The transport validates a message against a union of request, notification and response models. Some
 kinds of message fall through it badly:
 
 - A request whose ``id`` is not a string or an integer (``null``, ``true``, ``1.5``, an object) matches
@@ -12,7 +12,9 @@ kinds of message fall through it badly:
   ``method``, ``result`` or ``error``) is answered with pydantic's report of every model it failed, a few
   kilobytes that quote the input, under "Invalid params".
 
-Both are answered here with JSON-RPC's Invalid Request (-32600), ``id`` null, and one sentence. Valid
+- A message naming one member twice in an object (``json_names``): the transport keeps the last value.
+
+Each is answered here with JSON-RPC's Invalid Request (-32600), ``id`` null, and one sentence. Valid
 messages, and text that is not JSON (the transport's Parse error is already clear), go on unchanged.
 """
 
@@ -21,6 +23,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from adapters import json_names
+
 INVALID_REQUEST = -32600
 _ID_RULE = "id must be a string or an integer (MCP: never null)"
 
@@ -28,7 +32,9 @@ _ID_RULE = "id must be a string or an integer (MCP: never null)"
 def refusal(raw: bytes) -> dict[str, Any] | None:
     """The error document to answer instead of passing ``raw`` on, or None to pass it on."""
     try:
-        message = json.loads(raw)
+        message = json_names.loads(raw)
+    except json_names.DuplicateName as duplicate:  # which of the two would a tool call act on?
+        return _invalid(f"the message {json_names.twice(duplicate.name)}")
     except ValueError:
         return None  # not JSON: the transport's Parse error (-32700) says so
     if isinstance(message, list):

@@ -80,6 +80,27 @@ def test_bad_bodies(ready: Ready, body: bytes, content_type: str, status: int, c
     assert ready.world.gateway.created_posts() == []
 
 
+@pytest.mark.parametrize(
+    ("body", "name"),
+    [
+        (b'{"title": "draft", "title": "final"}', "title"),
+        (b'{"title": "x", "content": "a", "content": "b"}', "content"),
+        (b'{"title": "x", "title": "x"}', "title"),  # the same value twice too: the body is ambiguous
+    ],
+)
+def test_a_body_naming_a_field_twice_is_refused(ready: Ready, body: bytes, name: str) -> None:
+    """Parsers disagree on which of the two counts (ours kept the last): nothing is posted on a guess."""
+    result = ready.world.client.simulate_post(
+        "/v1/groups/builders-club/posts",
+        body=body,
+        headers={"Authorization": f"Bearer {ready.key}", "Content-Type": "application/json"},
+    )
+    assert_error(result, 400, "invalid_request")
+    error = result.json["error"]
+    assert error["details"]["field"] == name and f"names '{name}' twice" in error["message"]
+    assert ready.world.gateway.created_posts() == []
+
+
 @pytest.mark.parametrize("coding", ["gzip", "br", "deflate, gzip"])
 def test_a_compressed_body_is_415_saying_to_send_it_uncompressed(ready: Ready, coding: str) -> None:
     body = gzip.compress(b'{"title": "x"}')

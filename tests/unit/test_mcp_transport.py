@@ -149,6 +149,20 @@ def test_a_malformed_message_is_an_invalid_request_in_one_sentence(world: McpWor
     assert world.gateway.sent_messages() == []  # the send in it did not go out
 
 
+def test_a_message_naming_a_member_twice_is_an_invalid_request(world: McpWorld) -> None:
+    """Which ``content`` would the DM carry? The transport kept the last; another parser the first."""
+    raw = (
+        b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "send_dm", "arguments": '
+        b'{"to": "' + b"0" * 32 + b'", "content": "hello", "content": "something else"}}}'
+    )
+    headers = {**world.headers(world.all_key), "Content-Type": "application/json"}
+    result = world.client.simulate_post("/v1/mcp", headers=headers, body=raw)
+    assert result.status_code == 400, result.text
+    error = result.json["error"]
+    assert error["code"] == -32600 and "names 'content' twice" in error["message"]
+    assert world.gateway.sent_messages() == []
+
+
 @pytest.mark.parametrize("request_id", ["", "abc", 0, -1, 2**40])
 def test_every_string_or_integer_id_is_answered_with_it(world: McpWorld, request_id: object) -> None:
     message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}
