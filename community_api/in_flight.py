@@ -16,6 +16,8 @@ the connection at once while one is waiting: 429 ``rate_limited`` with ``details
 ``Retry-After: 1``, before the read pace counts it and before anything reaches the platform (a DM's quota
 is given back, an Idempotency-Key released: a retry may act). The count is per worker process: with two
 workers a connection has up to six calls in progress, two of them running.
+
+The same bound, one at a time and no wait, holds link attempts per service account (``linking``).
 """
 
 from __future__ import annotations
