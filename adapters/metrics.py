@@ -50,6 +50,11 @@ REQUEST_SECONDS = Histogram(
 PLATFORM_CALLS = Counter(
     "community_api_platform_calls_total", "Calls of the platform gateway, by kind and outcome", ["kind", "outcome"]
 )
+# Requests sent to the platform itself (a gateway call sends one or many: a list of groups one per group),
+# the figure the platform's own limits count; refused by the pace, a request is not sent and not counted.
+PLATFORM_REQUESTS = Counter(
+    "community_api_platform_requests_total", "Requests sent to the platform, reads (GET) and writes", ["kind"]
+)
 PLATFORM_SECONDS = Histogram(
     "community_api_platform_call_duration_seconds", "Time of a platform gateway call", ["kind"], buckets=_LATENCY
 )

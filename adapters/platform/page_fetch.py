@@ -25,6 +25,7 @@ import orjson
 from selenium.common.exceptions import WebDriverException
 from urllib3.exceptions import HTTPError as Urllib3Error
 
+from adapters.metrics import PLATFORM_REQUESTS
 from adapters.platform import page_scripts, platform_urls
 from adapters.platform.browser import Browser, BrowserFailure
 from adapters.platform.deadline import remaining
@@ -170,7 +171,9 @@ class PageRunner:
         if redo:
             # A stale build's 404 reached the platform (a block page is the firewall's: the platform never
             # saw that request), so asking again is one more read of the account's pace.
-            platform_meter.spend(reads=sum(1 for i in redo if not resps[i].blocked))
+            seen = sum(1 for i in redo if not resps[i].blocked)
+            platform_meter.spend(reads=seen)
+            PLATFORM_REQUESTS.labels("read").inc(seen)
             self.renew(browser)
             again = self._run(browser, [reqs[i] for i in redo])
             for i, resp in zip(redo, again, strict=True):

@@ -24,6 +24,7 @@ import attrs
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.wait import WebDriverWait
 
+from adapters.metrics import PLATFORM_REQUESTS
 from adapters.platform import page_scripts
 from adapters.platform import platform_mapping as m
 from adapters.platform.bounded_cache import BoundedCache
@@ -280,8 +281,13 @@ class PlatformClient:
 
 
 def _spend(reqs: Sequence[Req]) -> None:
+    """Count ``reqs`` on the call's meter (``RateLimited``: send none of them), then in the metrics."""
     reads = sum(1 for req in reqs if req.method == "GET")
     platform_meter.spend(reads=reads, writes=len(reqs) - reads)
+    if reads:
+        PLATFORM_REQUESTS.labels("read").inc(reads)
+    if len(reqs) > reads:
+        PLATFORM_REQUESTS.labels("write").inc(len(reqs) - reads)
 
 
 def _no_browser(error: PoolBusy) -> PlatformUnavailable:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from adapters.platform.selenium_platform_gateway import SeleniumPlatformGateway
 from community_api.errors import PlatformError, RateLimited
@@ -61,6 +62,12 @@ def platform_requests(sandbox: SandboxProcess) -> tuple[int, int]:
     return reads, len(seen) - reads
 
 
+def sent_metric() -> tuple[float, float]:
+    """``community_api_platform_requests_total`` for reads and writes, in this test process."""
+    name = "community_api_platform_requests_total"
+    return tuple(REGISTRY.get_sample_value(name, {"kind": kind}) or 0.0 for kind in ("read", "write"))  # type: ignore[return-value]
+
+
 def counted(pace: FakePlatformPace, call: Callable[[], Any], reads: int = 0, writes: int = 0) -> PlatformMeter:
     with metered(pace, ACCOUNT, reads=reads, writes=writes) as meter:
         call()
@@ -93,12 +100,20 @@ def test_every_request_of_every_call_is_on_the_meter(
         ("send_message", lambda: gw.send_message(alice, conversation.id, "counted")),
     ]
     made = []
+    metric_before = sent_metric()
+    log_before = platform_requests(sandbox)
     for name, call in cases:
         before = platform_requests(sandbox)
         meter = counted(pace, call)
         after = platform_requests(sandbox)
         made.append((name, meter.reads_sent, meter.writes_sent))
         assert (meter.reads_sent, meter.writes_sent) == (after[0] - before[0], after[1] - before[1]), name
+    log_after = platform_requests(sandbox)
+    metric_after = sent_metric()  # /metrics counts what the platform saw too
+    assert (metric_after[0] - metric_before[0], metric_after[1] - metric_before[1]) == (
+        log_after[0] - log_before[0],
+        log_after[1] - log_before[1],
+    )
     by_name = {name: (reads, writes) for name, reads, writes in made}
     assert by_name["list_groups"] == (4, 0) and by_name["feed_pages"] == (3, 0)  # alice is in three groups
     assert by_name["create_comment"][1] == 1 and by_name["send_message"] == (0, 1)
