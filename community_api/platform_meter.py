@@ -55,8 +55,7 @@ class PlatformMeter:
         # counted so far goes along: the call as a whole counts at most the limit (so a call larger than
         # the limit can pass), and a refusal's Retry-After is the wait for the whole call again.
         if extra_reads:
-            counted = self.earlier_reads + self.reads_sent + self.reads_paid
-            self.pace.admit(self.platform_user_id, extra_reads, counted=counted)
+            self.pace.admit(self.platform_user_id, extra_reads, counted=self.earlier_reads + self.reads_counted)
         if extra_writes:
             counted = self.earlier_writes + self.writes_sent + self.writes_paid
             self.pace.admit(self.platform_user_id, 0, extra_writes, counted=counted)

@@ -171,9 +171,7 @@ class PageRunner:
         if redo:
             # A stale build's 404 reached the platform (a block page is the firewall's: the platform never
             # saw that request), so asking again is one more read of the account's pace.
-            seen = sum(1 for i in redo if not resps[i].blocked)
-            platform_meter.spend(reads=seen)
-            PLATFORM_REQUESTS.labels("read").inc(seen)
+            spend([reqs[i] for i in redo if not resps[i].blocked])
             self.renew(browser)
             again = self._run(browser, [reqs[i] for i in redo])
             for i, resp in zip(redo, again, strict=True):
@@ -214,6 +212,18 @@ class PageRunner:
         if browser.build_id is None:
             raise PlatformError("the platform's page names no build id (__NEXT_DATA__ missing)")
         return f"{self.platform_url}/_next/data/{platform_urls.segment(browser.build_id)}{req.data_path}"
+
+
+def spend(reqs: Sequence[Req]) -> None:
+    """Count ``reqs``, about to be sent, on the call's meter (``RateLimited``: send none of them: a GET is a
+    read, anything else a write), then in the metrics."""
+    reads = sum(1 for req in reqs if req.method == "GET")
+    writes = len(reqs) - reads
+    platform_meter.spend(reads=reads, writes=writes)
+    if reads:
+        PLATFORM_REQUESTS.labels("read").inc(reads)
+    if writes:
+        PLATFORM_REQUESTS.labels("write").inc(writes)
 
 
 def worn(browser: Browser) -> bool:

@@ -24,16 +24,14 @@ import attrs
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.wait import WebDriverWait
 
-from adapters.metrics import PLATFORM_REQUESTS
 from adapters.platform import page_scripts
 from adapters.platform import platform_mapping as m
 from adapters.platform.bounded_cache import BoundedCache
 from adapters.platform.browser import Browser, BrowserFailure
 from adapters.platform.browser_pool import BrowserPool, PoolBusy
 from adapters.platform.deadline import remaining
-from adapters.platform.page_fetch import DRIVER_ERRORS, SESSION_COOKIE, PageRunner, Req
+from adapters.platform.page_fetch import DRIVER_ERRORS, SESSION_COOKIE, PageRunner, Req, spend
 from adapters.platform.platform_answers import Resp, checked_json, raise_for_status
-from community_api import platform_meter
 from community_api.errors import (
     ConnectionExpired,
     InvalidRequest,
@@ -78,7 +76,7 @@ class PlatformClient:
     def call(self, session: PlatformSession, reqs: Sequence[Req], *, read: bool = True) -> list[Resp]:
         """Run ``reqs`` at once in the connection's browser and answer their raw answers. Each request is
         counted against the account's pace before it is sent (``platform_meter``; a refusal sends none)."""
-        _spend(reqs)
+        spend(reqs)
         try:
             with self.pool.lease(session.connection_id) as lease:
                 for attempt in (1, 2):
@@ -86,7 +84,7 @@ class PlatformClient:
                     try:
                         browser = lease.browser()
                         if attempt == 2 and read:
-                            _spend(reqs)  # the first attempt's requests may have reached the platform
+                            spend(reqs)  # the first attempt's requests may have reached the platform
                         self.page.prepare(browser, session.token, check_alive=not read)
                         sent = True
                         resps = self.page.fetch(browser, reqs)
@@ -114,7 +112,7 @@ class PlatformClient:
         failed = [i for i, resp in enumerate(resps) if resp.status >= 500]
         if failed:
             try:
-                _spend([reqs[i] for i in failed])
+                spend([reqs[i] for i in failed])
             except RateLimited:
                 return  # no room left in the pace to ask again: the 5xx answers stand
             log.info("platform answered %d on a read: asking again once", resps[failed[0]].status)
@@ -278,16 +276,6 @@ class PlatformClient:
             except ConnectionExpired:
                 raise InvalidRequest("the platform session token is not valid (unknown or expired)") from None
         return LinkedAccount(user=user, session_token=token)
-
-
-def _spend(reqs: Sequence[Req]) -> None:
-    """Count ``reqs`` on the call's meter (``RateLimited``: send none of them), then in the metrics."""
-    reads = sum(1 for req in reqs if req.method == "GET")
-    platform_meter.spend(reads=reads, writes=len(reqs) - reads)
-    if reads:
-        PLATFORM_REQUESTS.labels("read").inc(reads)
-    if len(reqs) > reads:
-        PLATFORM_REQUESTS.labels("write").inc(len(reqs) - reads)
 
 
 def _no_browser(error: PoolBusy) -> PlatformUnavailable:
