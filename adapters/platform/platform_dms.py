@@ -5,9 +5,10 @@ Quirks handled here:
 - a thread answers about 30 messages a call and no total: after a full page the gateway asks for the
   page before it, so ``has_older`` is exact (a thread of exactly 30·k messages would otherwise end in an
   empty page);
-- there is no route that describes one channel: a thread's conversation (the member, unread count, last
-  message) is taken from the first inbox page, fetched in the same script as the messages; a quieter
-  conversation comes from what the gateway saw of it before, else from scanning the inbox;
+- a thread's conversation (the member, unread count, last message) is the answer's own ``channel``; an
+  answer without one takes it from the first inbox page, fetched in the same script as the messages, a
+  quieter conversation from what the same connection saw of it before (a record is one member's view),
+  else from scanning the inbox;
 - a channel opened by a chat request has no message yet and is not listed in the inbox;
 - opening a chat needs a group both members share (``g``); none given, the first group of the account's
   own list that the other member is in is used.
@@ -36,18 +37,18 @@ SCAN_MAX = 1_000  # conversations scanned at most
 class PlatformDms:
     def __init__(self, client: PlatformClient) -> None:
         self._client = client
-        # What we last saw of a conversation (channel ids are the platform's, unique across accounts;
-        # the messages route still checks that the channel is the caller's).
-        self._seen: BoundedCache[str, Conversation] = BoundedCache(20_000)
+        # What a connection last saw of a conversation, keyed by (connection id, channel id): a record is
+        # one member's view of it (the *other* member, their own unread count), and both members of a
+        # conversation may be linked here and read through one worker.
+        self._seen: BoundedCache[tuple[str, str], Conversation] = BoundedCache(20_000)
 
     def _inbox_req(self, offset: int, limit: int = INBOX_LIMIT) -> Req:
         query = {"offset": offset, "limit": limit, "last": "true", "unread-only": "false"}
         return Req("GET", self._client.api("self", "chat-channels", query=query))
 
-    def _channels(self, data: Any) -> list[Conversation]:
+    def _channels(self, session: PlatformSession, data: Any) -> list[Conversation]:
         found = [m.conversation(c) for c in m.items(m.obj(data, "inbox").get("channels"), "channels")]
-        for conversation in found:
-            self._seen.put(conversation.id, conversation)
+        self._seen.put_many(((session.connection_id, c.id), c) for c in found)
         return found
 
     def list_conversations(self, session: PlatformSession, offset: int, limit: int) -> list[Conversation]:
@@ -55,7 +56,7 @@ class PlatformDms:
             raise InvalidRequest(f"limit must be from 1 to {INBOX_LIMIT}")
         if offset < 0:
             raise InvalidRequest("offset must not be negative")
-        return self._channels(self._client.one(session, self._inbox_req(offset, limit), "inbox"))
+        return self._channels(session, self._client.one(session, self._inbox_req(offset, limit), "inbox"))
 
     def get_messages(self, session: PlatformSession, conversation_id: str, before: str | None) -> MessagePage:
         """PLATFORM.md, "Chat": ``before`` and ``after`` are counts. The newest page is ``?before=N``; older
@@ -90,11 +91,11 @@ class PlatformDms:
         found = None
         if isinstance(channel, dict) and channel.get("id") == conversation_id:
             found = m.conversation(channel)
-            self._seen.put(found.id, found)
+            self._seen.put((session.connection_id, found.id), found)
         if found is None and inbox_resp.status == 200:
-            found = next((c for c in self._channels(inbox_resp.json()) if c.id == conversation_id), None)
+            found = next((c for c in self._channels(session, inbox_resp.json()) if c.id == conversation_id), None)
         if found is None:
-            found = self._seen.get(conversation_id) or self._scan(session, conversation_id)
+            found = self._seen.get((session.connection_id, conversation_id)) or self._scan(session, conversation_id)
         return found or Conversation(id=conversation_id, with_=None, last_message=None)
 
     def _has_older(self, session: PlatformSession, conversation_id: str, messages: list[Message]) -> bool:
@@ -115,7 +116,7 @@ class PlatformDms:
             offsets = [offset + i * INBOX_LIMIT for i in range(SCAN_PAGES_AT_ONCE)]
             resps = self._client.call(session, [self._inbox_req(o) for o in offsets])
             for resp in resps:
-                page = self._channels(checked_json(resp, "inbox"))
+                page = self._channels(session, checked_json(resp, "inbox"))
                 found = next((c for c in page if c.id == conversation_id), None)
                 if found is not None:
                     return found
@@ -134,7 +135,7 @@ class PlatformDms:
             group_id = self._shared_group(session, user_id)
         req = Req("POST", self._client.api("users", user_id, "chat-request", query={"g": group_id}))
         conversation = m.conversation(self._client.one(session, req, f"user {user_id}", read=False))
-        self._seen.put(conversation.id, conversation)
+        self._seen.put((session.connection_id, conversation.id), conversation)
         return conversation
 
     def _shared_group(self, session: PlatformSession, user_id: str) -> str:
@@ -159,7 +160,10 @@ class PlatformDms:
         message = self._client.write(
             session, req, f"conversation {conversation_id}", lambda data: m.message(data, conversation_id)
         )
-        seen = self._seen.get(conversation_id)
+        seen = self._seen.get((session.connection_id, conversation_id))
         if seen is not None:
-            self._seen.put(conversation_id, attrs.evolve(seen, last_message=message, updated_at=message.created_at))
+            self._seen.put(
+                (session.connection_id, conversation_id),
+                attrs.evolve(seen, last_message=message, updated_at=message.created_at),
+            )
         return message

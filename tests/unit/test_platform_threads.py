@@ -110,3 +110,21 @@ def test_an_empty_thread_and_null_lists_are_empty() -> None:
     dms = PlatformDms(CannedClient(0))  # type: ignore[arg-type]
     page = dms.get_messages(SESSION, CHANNEL, None)
     assert page.messages == () and page.has_older is False and page.conversation.id == CHANNEL
+
+
+def test_what_one_account_saw_of_a_conversation_is_never_shown_to_another() -> None:
+    """The two members of a conversation may both be linked here, read through one worker. What the gateway
+    remembers of a conversation is one member's view of it (the *other* member, their own unread count), so
+    an answer without ``channel`` read by the second member must not come back with the first one's view:
+    bob would see himself as the member he talks with, and alice's unread count."""
+    client = CannedClient(3)
+    dms = PlatformDms(client)  # type: ignore[arg-type]
+    alices = dms.get_messages(SESSION, CHANNEL, None).conversation
+    assert alices.with_ is not None and alices.with_.id == BOB
+    client.flags = False  # the variant without ``channel``; the inbox's first page holds nothing
+    bobs_session = PlatformSession(connection_id="con_2", token="bob's token")
+    bobs = dms.get_messages(bobs_session, CHANNEL, None).conversation
+    assert bobs.id == CHANNEL
+    assert bobs.with_ is None or bobs.with_.id != BOB
+    # alice's own later read still finds what she saw
+    assert dms.get_messages(SESSION, CHANNEL, None).conversation.with_ == alices.with_
