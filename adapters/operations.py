@@ -314,8 +314,9 @@ OPERATIONS: tuple[Operation, ...] = (
         scopes.POSTS_READ,
         "Posts of a group, read through the platform's web feed: about 30 posts per page, 1 to 30 pages per "
         "call (more pages take longer). Answers {posts, pagesRequested, pagesFetched, stoppedEarly, sort, "
-        "since}. Posts hold title and content but not comments: use get_post for those. Pinned posts are "
-        "listed once. Each page is one platform read against the account's reads a minute.",
+        "since}. Posts hold title and content but not comments: use get_post for those (commentCount "
+        "counts top-level comments; replies are not counted). Pinned posts are listed once. Each page is "
+        "one platform read against the account's reads a minute.",
         _FEED_ARGS,
         feed.FeedPage,
         _read("Read a group's feed"),

@@ -490,7 +490,8 @@ class FakePlatformGateway:
             created_at=post.created_at,
             updated_at=post.created_at,
             upvotes=post.upvotes,
-            comment_count=len(self._live_comments(post.id)),
+            # Top-level comments, as the platform counts them (PLATFORM.md): replies are not counted.
+            comment_count=sum(c.parent_id is None for c in self._live_comments(post.id)),
             pinned=post.pinned,
             url=f"{BASE_URL}/{slug}/{post.id}",
         )

@@ -200,7 +200,8 @@ class World:
             return
         self.posts[post.parent_id].children.append(post.id)
         root = self.posts[post.root_id]
-        root.num_comments += 1
+        if post.parent_id == post.root_id:  # ``metadata.comments`` counts top-level comments (PLATFORM.md)
+            root.num_comments += 1
         root.last_comment_us = max(root.last_comment_us, post.created_us)
 
     def add_channel(self, channel: Channel) -> None:

@@ -162,9 +162,9 @@ def delete(sb: Sandbox, user: User, post_id: str) -> None:
 
 
 def _recount(sb: Sandbox, root: Post) -> None:
-    live = [sb.world.posts[c] for c in root.children if not sb.world.posts[c].deleted]
-    live += [sb.world.posts[r] for c in live for r in c.children if not sb.world.posts[r].deleted]
-    root.num_comments = len(live)
+    tops = [sb.world.posts[c] for c in root.children if not sb.world.posts[c].deleted]
+    live = tops + [sb.world.posts[r] for c in tops for r in c.children if not sb.world.posts[r].deleted]
+    root.num_comments = len(tops)  # top-level comments only, as the platform counts them (PLATFORM.md)
     root.last_comment_us = max((c.created_us for c in live), default=0)
 
 
