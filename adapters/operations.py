@@ -329,8 +329,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "Get a post with its comments",
         scopes.POSTS_READ,
         "A post and all its comments in one answer: {post, comments}. Comments are a flat list; postId is "
-        "the root post, parentId the comment replied to (null at top level). Two platform reads, and one more "
-        "for each further 25 top-level comments.",
+        "the root post, parentId the comment replied to (null at top level); a comment the group pinned says "
+        "pinned: true. Two platform reads, and one more for each further 25 top-level comments.",
         arguments({"postId": _POST_ID, "group": _GROUP_HINT}, ("postId",)),
         PostDetail,
         _read("Get a post with its comments"),
@@ -342,7 +342,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "List a post's comments",
         scopes.COMMENTS_READ,
         "All comments of a post as a flat list {comments: [{id, postId, parentId, authorId, author, content, "
-        "createdAt, upvotes}]}; parentId null means a top-level comment.",
+        "createdAt, upvotes, pinned}]}, oldest thread first; parentId null means a top-level comment, pinned "
+        "true one the group pinned.",
         arguments({"postId": _POST_ID, "group": _GROUP_HINT}, ("postId",)),
         ListOf("comments", Comment),
         _read("List a post's comments"),

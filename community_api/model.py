@@ -66,6 +66,7 @@ class Comment:
     content: str
     created_at: datetime
     upvotes: int = 0
+    pinned: bool = False
 
 
 @attrs.frozen

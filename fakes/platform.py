@@ -506,6 +506,7 @@ class FakePlatformGateway:
             content=comment.content,
             created_at=comment.created_at,
             upvotes=comment.upvotes,
+            pinned=comment.pinned,
         )
 
     def _conversation_view(self, conv: ConversationRec, me: str) -> Conversation:

@@ -10,7 +10,8 @@ a readable name, so tests can name them (``platform_id("usr-bob")``).
   password ``sandbox``), ``olive`` (shares no group with alice) and 44 more members of builders-club;
 - ``builders-club`` (id ``platform_id("grp-builders-club")``): every user but olive; 200 posts over 60 days (5 in the
   last 24 h, 20 more within 7 days), labels General, Wins, Questions, Resources (ids
-  ``platform_id("lbl-builders-club-general")`` …), 2 pinned posts (one within the week, one older), comments two deep;
+  ``platform_id("lbl-builders-club-general")`` …), 2 pinned posts (one within the week, one older), comments two deep
+  (in each group, the post with the most top-level comments has one of them pinned);
 - ``quiet-garden``: alice, bob, carol (not dave); 12 posts, 1 pinned. ``design-guild``: bob, carol, dave,
   olive (not alice); 8 posts;
 - alice's inbox: 45 conversations (bob: 70 messages, carol: 14, dave: 8, 42 members); bob-carol: 6.
@@ -187,6 +188,7 @@ class CommentRec:
     created_at: datetime
     upvotes: int = 0
     deleted: bool = False
+    pinned: bool = False
 
 
 @dataclass(slots=True)
@@ -307,6 +309,20 @@ def _seed_comments(world: World, rng: random.Random, post: PostRec, authors: lis
             world.add_comment(reply)
 
 
+def _pin_a_comment(world: World) -> None:
+    """Pin the middle top-level comment of the post with the most of them in each group (without the
+    generator: the rest of the seed stays as it was)."""
+    for group_id in {post.group_id for post in world.posts.values()}:
+        tops = {
+            post_id: [c for c in world.post_comments.get(post_id, []) if c.parent_id is None]
+            for post_id, post in world.posts.items()
+            if post.group_id == group_id
+        }
+        post_id = max(tops, key=lambda pid: (len(tops[pid]), pid))
+        if tops[post_id]:
+            tops[post_id][len(tops[post_id]) // 2].pinned = True
+
+
 def _seed_reads(world: World, seed: int) -> None:
     for user_id, user in world.users.items():
         share = READ_SHARE.get(user.handle)
@@ -362,6 +378,7 @@ def build_world(seed: int, now: datetime) -> World:
         )
         world.groups[group.id] = group
         _seed_group(world, rng, group, count, pinned, now)
+    _pin_a_comment(world)
     _seed_reads(world, seed)
     hour = timedelta(hours=1)
     _seed_chat(world, rng, platform_id("usr-alice"), platform_id("usr-bob"), 70, now - 2 * hour)

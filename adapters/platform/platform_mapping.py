@@ -16,6 +16,8 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+import attrs
+
 from community_api.errors import ConnectionExpired, NotFound, PlatformError
 from community_api.model import (
     Comment,
@@ -300,6 +302,7 @@ def comment(data: object, root_id: str) -> Comment:
         content=text(meta(record), "content", default=""),
         created_at=timestamp(record, "createdAt", "created_at"),
         upvotes=number(meta(record), "upvotes"),
+        pinned=bool(number(meta(record), "pinned")),
     )
 
 
@@ -308,6 +311,39 @@ def walk_tree(children: object, root_id: str) -> Iterator[Comment]:
     for node in items(children, "children"):
         yield comment(node.get("post"), root_id)
         yield from walk_tree(node.get("children") or [], root_id)
+
+
+def pinned_trees(answer: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The trees of the pinned comments in a comments answer (PLATFORM.md: ``pinned_post_tree?``, asked for
+    with ``pinned=true``). The name is read both ways it allows: the pinned comment's own tree
+    ``{post: comment, children: replies}``, or the post's tree holding it ``{post: root, children:
+    [comment trees]}``; a list of either; absent or ``null``, none."""
+    value = _pick(answer, "pinned_post_tree", "pinnedPostTree")
+    found: list[dict[str, Any]] = []
+    for node in items(value if isinstance(value, list) else [value] if value else [], "pinned_post_tree"):
+        post = node.get("post")
+        if isinstance(post, dict) and not is_comment(post):
+            found += items(node.get("children"), "children")
+        else:
+            found.append(node)
+    return found
+
+
+def flat_comments(tops: list[dict[str, Any]], pinned: list[dict[str, Any]], root_id: str) -> list[Comment]:
+    """Every comment once, flattened depth first, top-level threads oldest first. ``tops`` are the pages'
+    top-level trees; ``pinned`` the pinned ones (``pinned_trees``), which may come apart from the pages or
+    in them as well: each takes its place by time, marked ``pinned``."""
+    pinned_ids = {comment(node.get("post"), root_id).id for node in pinned}
+    threads = [list(walk_tree([node], root_id)) for node in [*tops, *pinned]]
+    threads.sort(key=lambda thread: thread[0].created_at)  # stable: the pages' own order otherwise
+    seen: set[str] = set()
+    flat: list[Comment] = []
+    for thread in threads:
+        for found in thread:
+            if found.id not in seen:
+                seen.add(found.id)
+                flat.append(attrs.evolve(found, pinned=True) if found.id in pinned_ids else found)
+    return flat
 
 
 def page_props(data: object, what: str) -> dict[str, Any]:

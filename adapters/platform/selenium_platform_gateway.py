@@ -219,10 +219,14 @@ class SeleniumPlatformGateway:
 
     # -- posts and comments ----------------------------------------------------------------------------
     def _comments_req(self, post_id: str, group_id: str | None, limit: int, after: int | None = None) -> Req:
+        """A page of a post's comments: the first asks for the pinned comment too (``pinned=true``, as
+        PLATFORM.md's clients do: it may come apart from the pages), later ones start after ``after``."""
         query: dict[str, object] = {"limit": limit}
         if group_id:
             query["group-id"] = group_id
-        if after is not None:
+        if after is None:
+            query["pinned"] = "true"
+        else:
             query["created-gt"] = after
         return Req("GET", self._client.api("posts", post_id, "comments", query=query))
 
@@ -257,7 +261,8 @@ class SeleniumPlatformGateway:
         root = tree["post"]
         slug = self._client.group_ref(session, m.text(root, "groupId", "group_id")).slug
         post = m.post(root, self.platform_url, slug)
-        comments = list(m.walk_tree(m.items(tree.get("children"), "children"), post_id))
+        tops = m.items(tree.get("children"), "children")
+        pinned = m.pinned_trees(data)
         # Opening the post's page is what marks it read on the site; sent along with the next call.
         name = m.text(root, "name", default="")
         pending = [Req.data([slug, name], {"group": slug, "post": name})] if name else []
@@ -269,14 +274,14 @@ class SeleniumPlatformGateway:
             pending = []
             data = m.obj(checked_json(resps[0], f"post {post_id}"), "comments")
             page = m.obj(data.get("post_tree", data.get("postTree")), "post_tree")
-            comments += m.walk_tree(m.items(page.get("children"), "children"), post_id)
+            tops += m.items(page.get("children"), "children")
             cursor = _next_page(data, page, post_id)
         if pending:
             try:
                 self._client.call(session, pending)
             except ServiceError as error:  # the post was read; failing to mark it so is not the client's
                 log.info("marking post read failed: %s", error.code)
-        return PostDetail(post=post, comments=tuple(comments))
+        return PostDetail(post=post, comments=tuple(m.flat_comments(tops, pinned, post_id)))
 
     @bounded
     def create_post(self, session: PlatformSession, group: str, title: str, content: str, label_id: str | None) -> Post:

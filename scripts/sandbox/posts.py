@@ -10,6 +10,11 @@
 - Only the author may delete; anyone else gets 403 ``must be admin or level 5 to do this``. Deleting a
   comment removes its replies too; deleting a post removes it from every feed.
 - The create answer is the snake_case post without the author (no ``user``, no ``user_id``).
+- A pinned comment (PLATFORM.md: ``pinned_post_tree?`` in the comments answer) comes apart from the pages
+  as ``pinned_post_tree`` when the first page is asked with ``pinned=true``. The two readings of that name
+  are both served: elsewhere the tree *is* the pinned comment's (``{post: comment, children: replies}``) and
+  the pages leave it out; in ``PINNED_UNDER_ROOT_GROUP`` it is the post's (``{post: root, children:
+  [comment's tree]}``) and the comment stays in its place in the pages too.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from scripts.sandbox import serialize
 from scripts.sandbox.model import Group, Post, User, iso
 from scripts.sandbox.seed import post_name
 from scripts.sandbox.state import ApiError, Sandbox
+
+PINNED_UNDER_ROOT_GROUP = "night-owls"
 
 
 def member_group(sb: Sandbox, user: User, group_id: str) -> Group:
@@ -169,25 +176,34 @@ def _recount(sb: Sandbox, root: Post) -> None:
 
 
 def comments(
-    sb: Sandbox, user: User, post_id: str, group_id: str | None, limit: int, created_gt: int
+    sb: Sandbox, user: User, post_id: str, group_id: str | None, limit: int, created_gt: int, pinned: bool = False
 ) -> dict[str, Any]:
     """``post_tree`` of the root post and its next ``limit`` top-level comments after ``created_gt``, with
-    ``last`` (the next page's ``created-gt``) and ``meta.has_more``."""
+    ``last`` (the next page's ``created-gt``) and ``meta.has_more``; the first page asked with ``pinned``
+    also answers the pinned comment's ``pinned_post_tree`` (the module's docstring)."""
     with sb.lock:
         root = live_post(sb, post_id)
         if not root.is_root or (group_id and group_id != root.group_id):
             raise ApiError(404, "not found")
-        member_group(sb, user, root.group_id)
+        group = member_group(sb, user, root.group_id)
         world = sb.world
         tops = sorted((world.posts[c] for c in root.children), key=lambda c: (c.created_us, c.id))
-        later = [c for c in tops if not c.deleted and c.created_us > created_gt]
+        pin = next((c for c in tops if c.pinned and not c.deleted), None)
+        under_root = group.slug == PINNED_UNDER_ROOT_GROUP
+        later = [c for c in tops if not c.deleted and c.created_us > created_gt and (under_root or c is not pin)]
         page = later[:limit]
         children = [serialize.tree(world, c, user) for c in page]
         tree = {"post": serialize.post(world, root, user), "children": children}
         # ``last``: the cursor of the next page (microseconds of the last comment answered), and whether
         # there is one (PLATFORM.md, "Posts and comments").
-        return {
+        answer: dict[str, Any] = {
             "post_tree": serialize.snake(tree),
             "last": page[-1].created_us if page else created_gt,
             "meta": {"has_more": len(later) > limit},
         }
+        if pinned and created_gt == 0 and pin is not None:
+            pinned_tree = serialize.tree(world, pin, user)
+            if under_root:
+                pinned_tree = {"post": serialize.post(world, root, user), "children": [pinned_tree]}
+            answer["pinned_post_tree"] = serialize.snake(pinned_tree)
+        return answer

@@ -360,6 +360,24 @@ def _seed_comments(world: World, rng: random.Random, post: Post, authors: list[s
             )
 
 
+# A pinned comment (PLATFORM.md: the first comments page is asked with ``pinned=true`` and may answer a
+# ``pinned_post_tree``): on the busy post (its 41st top-level comment, on the second page of 25), and on
+# the post of each other group with the most top-level comments (the middle one). Chosen without the
+# generator, so the rest of the seed stays as it was.
+BUSY_PINNED_AT = 40
+
+
+def _pin_comments(world: World) -> None:
+    for group in world.groups.values():
+        roots = [world.posts[pid] for pid in world.group_posts.get(group.id, [])]
+        busy = next((p for p in roots if p.title == BUSY_TITLE), None)
+        post = busy or max(roots, key=lambda p: (len(p.children), p.id), default=None)
+        if post is None or not post.children:
+            continue
+        tops = sorted((world.posts[c] for c in post.children), key=lambda c: (c.created_us, c.id))
+        tops[BUSY_PINNED_AT if busy else len(tops) // 2].pinned = True
+
+
 def _seed_reads(world: World, seed: int) -> None:
     for user in world.users.values():
         share = READ_SHARE.get(user.handle)
@@ -442,6 +460,7 @@ def build_world(seed: int, now_us: int) -> World:
         if handles is None:
             authors += [m.id for m in members[:60]]
         _seed_group(world, rng, group, count, authors, pinned=3 if handles is None else 1)
+    _pin_comments(world)
     _seed_reads(world, seed)
     _seed_chats(world, rng, ids, members)
     return world

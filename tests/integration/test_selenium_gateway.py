@@ -398,3 +398,26 @@ def test_a_post_with_three_pages_of_comments_is_read_whole_25_at_a_time(
     ]
     assert len(asked) == 3 and all("limit=25" in r["query"] for r in asked)
     assert "created-gt" not in asked[0]["query"] and all("created-gt=" in r["query"] for r in asked[1:])
+    # Its 41st top-level comment is pinned: the stand-in answers it apart from the pages
+    # (``pinned_post_tree``, asked for with ``pinned=true`` on the first page), and it takes its place.
+    assert "pinned=true" in asked[0]["query"]
+    tops = [c for c in detail.comments if c.parent_id is None]
+    assert [c.id for c in tops if c.pinned] == [tops[40].id]
+    assert [c.created_at for c in tops] == sorted(c.created_at for c in tops)
+
+
+def test_a_pinned_comment_in_the_pages_and_under_its_post_is_listed_once(
+    gateway: SeleniumPlatformGateway, alice: PlatformSession
+) -> None:
+    """The other reading of ``pinned_post_tree`` (the post's tree holding the pinned comment), with the
+    comment in its place in the pages too: night-owls on the stand-in."""
+    from scripts.sandbox.posts import PINNED_UNDER_ROOT_GROUP
+
+    world = build_world(1, int(time.time() * 1_000_000))
+    group = world.group_by_slug(PINNED_UNDER_ROOT_GROUP)
+    assert group is not None
+    pin = next(p for p in world.posts.values() if p.pinned and not p.is_root and p.group_id == group.id)
+    detail = gateway.post_detail(alice, pin.root_id, PINNED_UNDER_ROOT_GROUP)
+    ids = [c.id for c in detail.comments]
+    assert len(ids) == len(set(ids)) and pin.id in ids
+    assert [c.id for c in detail.comments if c.pinned] == [pin.id]

@@ -265,7 +265,50 @@ def test_the_busy_post_pages_its_comments_with_last_and_has_more(client, alice):
             break
         assert len(children) == 25 and answer["last"] > cursor
         cursor = answer["last"]
-    assert pages == 3 and len(seen) == len(set(seen)) >= 62
+    # One of its top-level comments is pinned: it comes apart (``pinned_post_tree``), not in the pages.
+    assert pages == 3 and len(seen) == len(set(seen)) == world_post["metadata"]["comments"] - 1 >= 61
+
+
+def _pinned_post(sb, slug: str):
+    group = sb.world.group_by_slug(slug)
+    roots = [sb.world.posts[pid] for pid in sb.world.group_posts[group.id]]
+    return next(p for p in roots if any(sb.world.posts[c].pinned for c in p.children)), group
+
+
+def test_a_pinned_comment_comes_apart_when_asked_with_pinned_true(client, sb, alice):
+    """PLATFORM.md: the first comments page is asked with ``pinned=true``, and the answer may hold a
+    ``pinned_post_tree``. In builders-club it is the pinned comment's own tree, left out of the pages."""
+    post, group = _pinned_post(sb, BIG)
+    pin = next(sb.world.posts[c] for c in post.children if sb.world.posts[c].pinned)
+    url = f"/api2/posts/{post.id}/comments"
+    first = alice.get(url, query_string=f"group-id={group.id}&limit=25&pinned=true").json
+    tree = first["pinned_post_tree"]
+    assert tree["post"]["id"] == pin.id and tree["post"]["post_type"] == "comment"
+    assert [r["post"]["parent_id"] for r in tree["children"]] == [pin.id] * len(pin.children)
+    seen, cursor = [], 0
+    while True:
+        answer = alice.get(url, query_string=f"group-id={group.id}&limit=25&pinned=true&created-gt={cursor}").json
+        assert cursor == 0 or "pinned_post_tree" not in answer  # the first page only
+        seen += [n["post"]["id"] for n in answer["post_tree"]["children"]]
+        if not answer["meta"]["has_more"]:
+            break
+        cursor = answer["last"]
+    assert pin.id not in seen and len(seen) + 1 == post.num_comments
+    without = alice.get(url, query_string=f"group-id={group.id}&limit=25").json
+    assert "pinned_post_tree" not in without
+
+
+def test_a_pinned_comment_under_its_post_and_in_its_place_in_another_group(client, sb, browser):
+    """The other reading of ``pinned_post_tree``: the post's tree holding the pinned comment's, and the
+    comment also in its place among the pages."""
+    from scripts.sandbox.posts import PINNED_UNDER_ROOT_GROUP
+
+    post, group = _pinned_post(sb, PINNED_UNDER_ROOT_GROUP)
+    pin = next(sb.world.posts[c] for c in post.children if sb.world.posts[c].pinned)
+    answer = browser("bob").get(f"/api2/posts/{post.id}/comments", query_string="limit=25&pinned=true").json
+    tree = answer["pinned_post_tree"]
+    assert tree["post"]["id"] == post.id and [n["post"]["id"] for n in tree["children"]] == [pin.id]
+    assert pin.id in [n["post"]["id"] for n in answer["post_tree"]["children"]]
 
 
 def test_top_level_comments_name_the_post_as_parent_or_nothing_by_group(client, alice):

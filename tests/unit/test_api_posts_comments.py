@@ -5,14 +5,26 @@ from __future__ import annotations
 import pytest
 
 from community_api.errors import PlatformUnavailable
+from fakes.platform_seed import platform_id
 from tests.unit.world_support import Ready
 
 FEED = "/v1/groups/builders-club/posts"
+GROUP_ID = platform_id("grp-builders-club")
 
 
 def some_post_with_comments(ready: Ready) -> dict:  # type: ignore[type-arg]
     posts = ready.world.get(FEED, ready.key, params={"pages": "3"}).json["posts"]
     return next(p for p in posts if p["commentCount"] >= 3)
+
+
+def test_a_pinned_comment_says_so_in_its_place(ready: Ready) -> None:
+    world = ready.world.gateway.world
+    pinned = next(c for c in world.comments.values() if c.pinned and world.posts[c.post_id].group_id == GROUP_ID)
+    detail = ready.world.get(f"/v1/posts/{pinned.post_id}", ready.key).json
+    flags = [(c["id"], c["pinned"]) for c in detail["comments"] if c["parentId"] is None]
+    assert (pinned.id, True) in flags and [f for _, f in flags].count(True) == 1
+    listed = ready.world.get(f"/v1/posts/{pinned.post_id}/comments", ready.key).json["comments"]
+    assert listed == detail["comments"]
 
 
 def test_post_detail_has_all_comments_flat(ready: Ready) -> None:
@@ -26,7 +38,17 @@ def test_post_detail_has_all_comments_flat(ready: Ready) -> None:
         assert comment["postId"] == post["id"]
         assert comment["parentId"] is None or comment["parentId"] in ids
         assert comment["authorId"] == comment["author"]["id"]
-        assert set(comment) == {"id", "postId", "parentId", "authorId", "author", "content", "createdAt", "upvotes"}
+        assert set(comment) == {
+            "id",
+            "postId",
+            "parentId",
+            "authorId",
+            "author",
+            "content",
+            "createdAt",
+            "upvotes",
+            "pinned",
+        }
     listed = ready.world.get(f"/v1/posts/{post['id']}/comments", ready.key).json["comments"]
     assert listed == comments
 

@@ -399,3 +399,57 @@ def test_last_comment_in_nanoseconds_beyond_two_to_the_53_is_read_without_loss()
         assert data["pageProps"]["postTrees"][0]["post"]["metadata"]["lastComment"] == 1731068076116300123
     assert float(1731068076116300123) != 1731068076116300123  # what a double would have made of it
     assert m.post(record, "https://x", "g").id == "p1"
+
+
+# --- pinned comments: PLATFORM.md, "Posts and comments" (``pinned_post_tree?``) ----------------------------
+ROOT = "f" * 32
+
+
+def _comment_node(n: int, replies: int = 0, parent: str = ROOT, **metadata: object) -> dict[str, Any]:
+    cid = f"{n:032x}"
+    post = {
+        "id": cid,
+        "post_type": "comment",
+        "root_id": ROOT,
+        "parent_id": parent,
+        "user_id": "a" * 32,
+        "created_at": f"2026-11-01T10:00:{n:02d}.5Z",
+        "metadata": {"content": f"comment {n}", **metadata},
+    }
+    return {"post": post, "children": [_comment_node(n * 10 + r + 1, parent=cid) for r in range(replies)]}
+
+
+def _root_node(children: list[dict[str, Any]]) -> dict[str, Any]:
+    root = {"id": ROOT, "post_type": "generic", "root_id": ROOT, "created_at": "2026-11-01T09:00:00Z"}
+    return {"post": root, "children": children}
+
+
+@pytest.mark.parametrize(
+    ("answer", "pinned"),
+    [
+        ({}, []),
+        ({"pinned_post_tree": None}, []),
+        ({"pinned_post_tree": _comment_node(3, replies=1)}, [3]),  # the pinned comment's own tree
+        ({"pinned_post_tree": _root_node([_comment_node(3, replies=1)])}, [3]),  # the post's tree holding it
+        ({"pinned_post_tree": [_comment_node(3), _comment_node(4)]}, [3, 4]),  # a list of them
+        ({"pinnedPostTree": _comment_node(3)}, [3]),
+        ({"pinned_post_tree": _root_node([])}, []),
+    ],
+)
+def test_a_pinned_comment_is_read_whichever_way_the_answer_holds_it(answer: dict[str, Any], pinned: list[int]) -> None:
+    assert [n["post"]["id"] for n in m.pinned_trees(answer)] == [f"{n:032x}" for n in pinned]
+
+
+def test_pinned_comments_take_their_place_once_whether_the_pages_hold_them_or_not() -> None:
+    pages = [_comment_node(1), _comment_node(2, replies=2), _comment_node(5)]
+    cases = [
+        ([_comment_node(3, replies=1)], [1, 2, 21, 22, 3, 31, 5]),  # apart from the pages: put in its place
+        ([_comment_node(2, replies=2)], [1, 2, 21, 22, 5]),  # in the pages as well: listed once
+    ]
+    for pinned, order in cases:
+        flat = m.flat_comments(pages, m.pinned_trees({"pinned_post_tree": pinned}), ROOT)
+        assert [c.id for c in flat] == [f"{n:032x}" for n in order]
+        assert [c.id for c in flat if c.pinned] == [pinned[0]["post"]["id"]]  # its replies are not pinned
+    # a comment the platform marks pinned itself (``metadata.pinned``) says so too
+    flat = m.flat_comments([_comment_node(1, pinned=1), _comment_node(2, pinned=0)], [], ROOT)
+    assert [c.pinned for c in flat] == [True, False]
