@@ -44,6 +44,9 @@ class Login(Resource):
         if user.requires_2fa:  # the real site asks for a code here; no cookie is set
             resp.media = {"requires2fa": True}
             return
+        if user.requires_captcha:  # a captcha to solve before the session is given; no cookie is set
+            resp.media = {"requiresCaptcha": True}
+            return
         token = self.sb.issue_session(user)
         resp.set_cookie(
             SESSION_COOKIE,

@@ -4,7 +4,8 @@ POST ``reset`` ``{"seed"?}``, ``latency`` ``{"route", "ms"}``, ``errors`` ``{"ro
 "seconds"?, "retryAfter"?}`` (``status`` 0 or ``"hang"``: hold the request ``seconds``, default 60, or
 until ``clear-faults``, then 504; ``retryAfter``: the failure's Retry-After header, e.g. with a 429),
 ``clear-faults``, ``expire-session`` ``{"user"}`` (handle or id), ``expire-firewall``, ``build-id``
-``{"buildId"?}`` (none: a new random one), ``antispam`` ``{"enabled"?, "minGapSeconds"?, "perHour"?,
+``{"buildId"?}`` (none: a new random one), ``captcha`` ``{"user", "enabled"?}`` (that user's sign-ins meet
+a captcha until a reset or ``enabled: false``), ``antispam`` ``{"enabled"?, "minGapSeconds"?, "perHour"?,
 "clearFlags"?}``, ``ttl`` ``{"firewallSeconds"?, "sessionSeconds"?}`` (for tokens issued from then on).
 
 GET ``created``, ``sent``, ``requests`` (every request served but the control API's, oldest first:
@@ -54,6 +55,7 @@ class Control:
             "expire-session": self.expire_session,
             "expire-firewall": self.expire_firewall,
             "build-id": self.build_id,
+            "captcha": self.captcha,
             "antispam": self.antispam,
             "ttl": self.ttl,
         }
@@ -117,6 +119,12 @@ class Control:
         if user is None:
             raise ApiError(404, "unknown user")
         self.sb.expire_sessions(user)
+
+    def captcha(self, data: dict[str, Any]) -> None:
+        user = self.sb.world.user_by_handle_or_id(str(data.get("user") or ""))
+        if user is None:
+            raise ApiError(404, "unknown user")
+        user.requires_captcha = bool(data.get("enabled", True))
 
     def expire_firewall(self, data: dict[str, Any]) -> None:
         self.sb.expire_firewall()

@@ -45,6 +45,7 @@ class User:
     level: int
     picture: str
     requires_2fa: bool = False
+    requires_captcha: bool = False  # set through the control API (``captcha``); a reset clears it
     private: dict[str, object] = field(default_factory=dict)  # paymentMethods, apiKeys, stripeCustomerId
 
 

@@ -323,6 +323,13 @@ LOGIN_SCRIPT = """<script>(function () {
       form.parentNode.insertBefore(box, form.nextSibling);
       return;
     }
+    if (r.ok && d.requiresCaptcha) {
+      var widget = document.createElement("div");
+      widget.className = "h-captcha";
+      widget.setAttribute("data-sitekey", "10000000-ffff-ffff-ffff-000000000001");
+      form.parentNode.insertBefore(widget, form.nextSibling);
+      return;
+    }
     if (r.ok) { window.location.assign(next); return; }
     err.textContent = d.message || ("Login failed (" + r.status + ")");
   });

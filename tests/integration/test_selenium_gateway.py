@@ -313,6 +313,22 @@ def test_sign_in_refusals_are_clear_and_bounded(gateway: SeleniumPlatformGateway
         gateway.adopt_session("eyJhbGciOiJIUzI1NiJ9.e30.forged")
 
 
+def test_a_sign_in_that_meets_a_captcha_fails_clearly(
+    gateway: SeleniumPlatformGateway, sandbox: SandboxProcess
+) -> None:
+    """PLATFORM.md: captchas exist on the real site, and a sign-in that meets one must fail with a clear
+    message, never hang. The stand-in shows an hCaptcha widget after the form (control API ``captcha``)."""
+    sandbox.control("captcha", {"user": "carol"})
+    try:
+        started = time.monotonic()
+        with pytest.raises(InvalidRequest, match="captcha"):
+            gateway.login("carol@sandbox.test", "sandbox")
+        assert time.monotonic() - started < TIMEOUT + 10
+    finally:
+        sandbox.control("captcha", {"user": "carol", "enabled": False})
+    assert gateway.login("carol@sandbox.test", "sandbox").user.handle == "carol"
+
+
 # --- comments beyond one page ------------------------------------------------------------------------
 def test_post_detail_walks_every_page_of_comments(gateway: SeleniumPlatformGateway, alice: PlatformSession) -> None:
     post = gateway.create_post(alice, GROUP, "Many comments", "", None)

@@ -47,6 +47,17 @@ def test_wrong_password_is_401_invalid_credentials(browser):
     assert "auth_token" not in r.cookies
 
 
+def test_a_user_made_to_meet_a_captcha_gets_one_and_no_cookie(client, browser):
+    assert client.simulate_post("/__sandbox/captcha", json={"user": "carol"}).status_code == 200
+    r = browser().login("carol")
+    assert r.status_code == 200 and r.json == {"requiresCaptcha": True}
+    assert "auth_token" not in r.cookies
+    assert 'widget.className = "h-captcha"' in browser().get("/login").text
+    assert client.simulate_post("/__sandbox/captcha", json={"user": "nobody"}).status_code == 404
+    client.simulate_post("/__sandbox/captcha", json={"user": "carol", "enabled": False})
+    assert "auth_token" in browser().login("carol").cookies
+
+
 def test_two_factor_user_gets_a_prompt_and_no_cookie(browser):
     r = browser().login("mallory")
     assert r.status_code == 200 and r.json == {"requires2fa": True}
