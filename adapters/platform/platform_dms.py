@@ -9,7 +9,8 @@ Quirks handled here:
   answer without one takes it from the first inbox page, fetched in the same script as the messages, a
   quieter conversation from what the same connection saw of it before (a record is one member's view),
   else from scanning the inbox;
-- a channel opened by a chat request has no message yet and is not listed in the inbox;
+- a channel opened by a chat request has no message yet and is not listed in the inbox; the request
+  answers ``{channel: {…}}`` (PLATFORM.md), read as the bare channel too;
 - opening a chat needs a group both members share (``g``); none given, the first group of the account's
   own list that the other member is in is used.
 """
@@ -134,7 +135,10 @@ class PlatformDms:
         else:
             group_id = self._shared_group(session, user_id)
         req = Req("POST", self._client.api("users", user_id, "chat-request", query={"g": group_id}))
-        conversation = m.conversation(self._client.one(session, req, f"user {user_id}", read=False))
+        answer = m.obj(self._client.one(session, req, f"user {user_id}", read=False), "chat request")
+        # PLATFORM.md: ``{channel: {id, …}}`` (one client's code); the bare channel is read too.
+        channel = answer.get("channel")
+        conversation = m.conversation(channel if isinstance(channel, dict) else answer)
         self._seen.put((session.connection_id, conversation.id), conversation)
         return conversation
 

@@ -12,8 +12,8 @@
   Reading does not mark anything read; ``POST channels/{id}/read`` does.
 - Another user's channel, or an unknown one: 404 ``not found``.
 - Sending passes the anti-spam check first (see ``Sandbox.check_dm_allowed``).
-- A chat request needs both users in the group ``g``, else 401 ``action not permitted``; it answers the
-  existing channel of the pair or a new, empty one.
+- A chat request needs both users in the group ``g``, else 401 ``action not permitted``; it answers
+  ``{channel}``: the existing channel of the pair or a new, empty one.
 """
 
 from __future__ import annotations
@@ -130,4 +130,4 @@ def chat_request(sb: Sandbox, user: User, target_id: str, group_id: str | None) 
             channel = Channel(id=uuid.uuid4().hex, user_ids=(user.id, target.id), created_us=sb.now_us())
             sb.world.add_channel(channel)
             sb.changed()
-        return serialize.channel(sb.world, channel, user)
+        return {"channel": serialize.channel(sb.world, channel, user)}  # PLATFORM.md: ``{channel: {id, …}}``

@@ -124,7 +124,7 @@ def test_send_and_sent_readout(client, alice, browser):
 def test_chat_request(client, alice, browser):
     gid = group_id(client)
     bob = user_id(client, "bob")
-    existing = alice.post(f"/api2/users/{bob}/chat-request", query_string=f"g={gid}").json
+    existing = alice.post(f"/api2/users/{bob}/chat-request", query_string=f"g={gid}").json["channel"]
     assert existing["id"] == channel_with(alice, "bob")["id"]
     carol = browser("carol")
     members = [
@@ -133,9 +133,11 @@ def test_chat_request(client, alice, browser):
         if u["email"] is None and "builders-club" in u["groups"]
     ]
     stranger = next(u for u in members if all(c["user"]["id"] != u["id"] for c in all_channels(carol)))
-    new = carol.post(f"/api2/users/{stranger['id']}/chat-request", query_string=f"g={gid}").json
+    answer = carol.post(f"/api2/users/{stranger['id']}/chat-request", query_string=f"g={gid}").json
+    assert list(answer) == ["channel"]  # PLATFORM.md: ``{channel: {id, …}}``
+    new = answer["channel"]
     assert new["user"]["id"] == stranger["id"] and new["last_message"] is None
-    again = carol.post(f"/api2/users/{stranger['id']}/chat-request", query_string=f"g={gid}").json
+    again = carol.post(f"/api2/users/{stranger['id']}/chat-request", query_string=f"g={gid}").json["channel"]
     assert again["id"] == new["id"]
     quiet = group_id(client, "quiet-garden")  # dave is not a member there
     r = alice.post(f"/api2/users/{user_id(client, 'dave')}/chat-request", query_string=f"g={quiet}")

@@ -9,10 +9,13 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+import pytest
+
 from adapters.platform.page_fetch import Req
 from adapters.platform.platform_answers import Resp, checked_json
+from adapters.platform.platform_client import GroupRef
 from adapters.platform.platform_dms import THREAD_PAGE, PlatformDms
-from community_api.model import PlatformSession
+from community_api.model import PlatformSession, PlatformUser
 
 CHANNEL = "c" * 32
 ME, BOB = "a" * 32, "b" * 32
@@ -128,3 +131,28 @@ def test_what_one_account_saw_of_a_conversation_is_never_shown_to_another() -> N
     assert bobs.with_ is None or bobs.with_.id != BOB
     # alice's own later read still finds what she saw
     assert dms.get_messages(SESSION, CHANNEL, None).conversation.with_ == alices.with_
+
+
+@pytest.mark.parametrize("wrapped", [True, False])
+def test_a_chat_request_answer_is_read_wrapped_as_reported_or_bare(wrapped: bool) -> None:
+    """PLATFORM.md: ``POST users/{id}/chat-request?g=`` answers ``{channel: {id, …}}`` (one client's
+    code); the bare channel is read as well."""
+    bob = {"id": BOB, "name": "bob", "first_name": "Bob", "last_name": "B"}
+    channel = {"id": CHANNEL, "user": bob, "user_ids": [ME, BOB], "last_message": None}
+
+    class ChatRequestClient:
+        def me(self, session: PlatformSession) -> PlatformUser:
+            return PlatformUser(id=ME, handle="alice", name="Alice A")
+
+        def group_ref(self, session: PlatformSession, group: str) -> GroupRef:
+            return GroupRef(id="d" * 32, slug=group)
+
+        def api(self, *segments: str, query: dict[str, object] | None = None) -> str:
+            return CannedClient(0).api(*segments, query=query)
+
+        def one(self, session: PlatformSession, req: Req, what: str, *, read: bool = True) -> Any:
+            assert req.method == "POST" and "/chat-request?g=" in req.url and not read
+            return {"channel": channel} if wrapped else channel
+
+    conversation = PlatformDms(ChatRequestClient()).open_conversation(SESSION, BOB, "club")  # type: ignore[arg-type]
+    assert conversation.id == CHANNEL and conversation.with_ is not None and conversation.with_.id == BOB
