@@ -374,7 +374,9 @@ def message(data: object, conversation_id: str | None = None) -> Message:
     return Message(
         id=text(record, "id"),
         conversation_id=optional_text(record, "channelId", "channel_id") or conversation_id or "",
-        sender_id=text(info, "src"),
+        # PLATFORM.md: a message's sender is ``metadata.src``; an inbox's ``last_message`` is described
+        # "with metadata.content, src", which may also mean ``src`` beside ``metadata``: both are read.
+        sender_id=text(info if info.get("src") is not None else record, "src"),
         content=text(info, "content", default=""),
         created_at=timestamp(record, "createdAt", "created_at"),
     )
