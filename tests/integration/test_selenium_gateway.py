@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import parse_qs
 
 import attrs
 import pytest
@@ -437,3 +438,28 @@ def test_a_pinned_comment_in_the_pages_and_under_its_post_is_listed_once(
     ids = [c.id for c in detail.comments]
     assert len(ids) == len(set(ids)) and pin.id in ids
     assert [c.id for c in detail.comments if c.pinned] == [pin.id]
+
+
+def test_a_post_whose_group_is_unknown_is_looked_for_in_each_group(
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
+    """Every client names the post's group (``group-id``; PLATFORM.md). A post read with no group given and
+    none remembered is asked without it; should the platform refuse that (400), the post is looked for in
+    each of the account's groups, every request within its own route, and each counted."""
+    world = build_world(1, int(time.time() * 1_000_000))
+    group = world.group_by_slug("quiet-garden")
+    assert group is not None
+    post = next(p for p in world.posts.values() if p.is_root and p.group_id == group.id and p.children)
+    gateway._client.post_groups.pop(post.id)  # as a fresh worker would be
+    route = f"/api2/posts/{post.id}/comments"
+    sandbox.control("errors", {"route": "^" + route + "$", "status": 400, "count": 1})
+    before = len(sandbox.control("requests")["requests"])
+    detail = gateway.post_detail(alice, post.id, None)
+    assert detail.post.id == post.id and detail.comments
+    asked = [r for r in sandbox.control("requests")["requests"][before:] if r["path"] == route]
+    assert "group-id" not in asked[0]["query"]  # the refused ask
+    me = world.user_by_handle_or_id("alice")
+    assert me is not None
+    groups = {g.id for g in world.groups.values() if me.id in g.members}
+    named = [parse_qs(r["query"]).get("group-id") for r in asked[1:]]
+    assert len(named) == len(groups) and {g[0] for g in named if g} == groups  # each group once
