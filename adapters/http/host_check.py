@@ -48,6 +48,10 @@ class AllowedHosts:
             return
         host = (req.get_header("Host") or "").strip().lower()
         name = host_name(host)
+        if name.endswith(".") and len(name) > 1:
+            # An absolute name (``localhost.``, RFC 1034 §3.1) is the same host; Django reads it so too.
+            host = name[:-1] + host[len(name) :]
+            name = name[:-1]
         if is_loopback(name) or name in self._allowed or host in self._allowed:
             return
         resp.status = falcon.HTTP_400

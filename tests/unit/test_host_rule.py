@@ -40,6 +40,10 @@ def client(**settings: object) -> falcon.testing.TestClient:
         "10.0.0.1",
         "",
         "[2001:db8::1]:80",
+        "attacker.example.",
+        "attacker.example.:8000",
+        ".",
+        "localhost..",
     ],
 )
 def test_a_host_the_service_does_not_serve_is_400(host: str) -> None:
@@ -48,7 +52,10 @@ def test_a_host_the_service_does_not_serve_is_400(host: str) -> None:
     assert "attacker" not in answer.text
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1:8000", "localhost", "localhost:5000", "[::1]:8000", "127.0.0.2"])
+@pytest.mark.parametrize(
+    "host",
+    ["127.0.0.1:8000", "localhost", "localhost:5000", "[::1]:8000", "127.0.0.2", "localhost.", "localhost.:8000"],
+)
 def test_loopback_hosts_are_served_with_their_own_urls(host: str) -> None:
     answer = client().simulate_get(METADATA, headers={"Host": host})
     assert answer.status_code == 200 and answer.json["issuer"] == f"http://{host}"
@@ -61,6 +68,8 @@ def test_allowed_hosts_are_served() -> None:
     )
     assert api.simulate_get(METADATA, headers={"Host": "proxy.internal:8443"}).status_code == 200
     assert api.simulate_get(METADATA, headers={"Host": "proxy.internal:9999"}).status_code == 400
+    assert api.simulate_get(METADATA, headers={"Host": "api.internal."}).status_code == 200  # the absolute name
+    assert api.simulate_get(METADATA, headers={"Host": "proxy.internal.:8443"}).status_code == 200
 
 
 def test_with_a_public_url_every_absolute_url_comes_from_it() -> None:
