@@ -63,6 +63,9 @@ def feed_result(sb: Sandbox, slug: str, params: dict[str, str], user: User | Non
         q = feed.FeedQuery.parse(params)
         pinned, ordered = feed.ordered(world, group.id, q, user, sb.now_us())  # one walk: the page and total
         page = feed.page_of(pinned, ordered, q)
+        if group.slug == PINNED_ON_EVERY_PAGE and q.page > 1 and page:
+            page = pinned + page  # a third client: pinned posts resurface at the top of later pages too
+        leading = len(pinned) if q.page == 1 or group.slug == PINNED_ON_EVERY_PAGE else 0
         current = serialize.group(world, group, with_labels=True)
         if group.slug == EMPTY_LABELS_GROUP:
             current["labels"] = []  # one client saw its group's labels empty here: read them from api2
@@ -71,7 +74,7 @@ def feed_result(sb: Sandbox, slug: str, params: dict[str, str], user: User | Non
                 "postTrees": _with_repeats_as_reported(
                     group.slug,
                     [serialize.post(world, p, user) for p in page],
-                    leading=len(pinned) if q.page == 1 else 0,
+                    leading=leading,
                 ),
                 "currentGroup": current,
                 "total": len(ordered),  # the group's post count for the query (one client reads it)
@@ -82,8 +85,10 @@ def feed_result(sb: Sandbox, slug: str, params: dict[str, str], user: User | Non
 
 
 # Where the sources disagree (PLATFORM.md), each variant is served somewhere: the group whose pinned
-# repeats come under another id, and the one whose page data lists no labels in ``currentGroup``.
+# repeats come under another id, the one whose pinned posts lead every page (not page 1 alone), and the one
+# whose page data lists no labels in ``currentGroup``.
 REPEAT_UNDER_ANOTHER_ID = "quiet-garden"
+PINNED_ON_EVERY_PAGE = "night-owls"
 EMPTY_LABELS_GROUP = "design-guild"
 
 

@@ -137,6 +137,15 @@ def test_each_sort_returns_the_stand_ins_ordering(api: Api, sandbox: SandboxProc
     assert body["sort"] == sort and body["pagesFetched"] == 2
 
 
+def test_pinned_posts_leading_every_page_are_listed_once(api: Api, sandbox: SandboxProcess) -> None:
+    """night-owls serves the third reported variant: pinned posts at the top of every page, not page 1
+    alone. The feed still lists each post once, pinned first, in the stand-in's own order."""
+    body = api.call("GET", "/v1/groups/night-owls/posts", params={"sort": "newest", "pages": "3"}).json()
+    expected = sandbox.control("ordering?group=night-owls&user=alice&pages=3&s=newest")
+    assert [p["id"] for p in body["posts"]] == expected["ids"] and body["pagesFetched"] == 3
+    assert [p["id"] for p in body["posts"][: len(expected["pinned"])]] == expected["pinned"]
+
+
 @pytest.mark.parametrize("since", ["24h", "7d", "date"])
 def test_since_windows_stop_early(api: Api, since: str) -> None:
     now = datetime.now(UTC)
