@@ -25,7 +25,7 @@ from adapters.platform import platform_mapping as m
 from adapters.platform.bounded_cache import BoundedCache
 from adapters.platform.page_fetch import Req
 from adapters.platform.platform_answers import Resp, checked_json
-from adapters.platform.platform_client import PlatformClient
+from adapters.platform.platform_client import GROUPS_PAGE, PlatformClient
 from community_api.errors import InvalidRequest, NotFound
 from community_api.model import Conversation, Message, MessagePage, PlatformSession
 
@@ -33,6 +33,7 @@ INBOX_LIMIT = 30
 THREAD_PAGE = 30
 SCAN_PAGES_AT_ONCE = 10  # inbox pages fetched in one script while looking for a quiet conversation
 SCAN_MAX = 1_000  # conversations scanned at most
+SHARED_GROUP_PAGES = 10  # pages of the other member's groups read while looking for one both are in
 
 
 class PlatformDms:
@@ -143,16 +144,22 @@ class PlatformDms:
         return conversation
 
     def _shared_group(self, session: PlatformSession, user_id: str) -> str:
-        mine = self._client.my_groups(session)
-        query = {"offset": 0, "limit": INBOX_LIMIT}
-        data = self._client.one(
-            session, Req("GET", self._client.api("users", user_id, "groups", query=query)), f"user {user_id}"
-        )
-        theirs = {m.text(g, "id") for g in m.items(m.obj(data, "groups").get("groups"), "groups")}
-        shared = [m.text(g, "id") for g in mine if m.text(g, "id") in theirs]
-        if not shared:
-            raise NotFound(f"user {user_id} not found in a group you share")
-        return shared[0]
+        """A group both members are in: the first of the account's own list among the other member's groups
+        read so far. Their list is read a page at a time until one turns up (it may hold every group of
+        theirs, not only the shared ones), at most ``SHARED_GROUP_PAGES`` pages."""
+        mine = [m.text(g, "id") for g in self._client.my_groups(session)]
+        theirs: set[str] = set()
+        for page_number in range(SHARED_GROUP_PAGES):
+            query = {"offset": page_number * GROUPS_PAGE, "limit": GROUPS_PAGE}
+            req = Req("GET", self._client.api("users", user_id, "groups", query=query))
+            page = m.items(m.obj(self._client.one(session, req, f"user {user_id}"), "groups").get("groups"), "groups")
+            theirs |= {m.text(g, "id") for g in page}
+            shared = [group_id for group_id in mine if group_id in theirs]
+            if shared:
+                return shared[0]
+            if len(page) < GROUPS_PAGE:
+                break
+        raise NotFound(f"user {user_id} not found in a group you share")
 
     def send_message(self, session: PlatformSession, conversation_id: str, content: str) -> Message:
         # Never retried (``read=False``): a second attempt could deliver the message twice.

@@ -15,6 +15,7 @@ from adapters.platform.page_fetch import Req
 from adapters.platform.platform_answers import Resp, checked_json
 from adapters.platform.platform_client import GroupRef
 from adapters.platform.platform_dms import THREAD_PAGE, PlatformDms
+from community_api.errors import NotFound
 from community_api.model import PlatformSession, PlatformUser
 
 CHANNEL = "c" * 32
@@ -156,3 +157,46 @@ def test_a_chat_request_answer_is_read_wrapped_as_reported_or_bare(wrapped: bool
 
     conversation = PlatformDms(ChatRequestClient()).open_conversation(SESSION, BOB, "club")  # type: ignore[arg-type]
     assert conversation.id == CHANNEL and conversation.with_ is not None and conversation.with_.id == BOB
+
+
+class GroupListsClient:
+    """The account's own groups, and the other member's list served 30 a page as the platform does."""
+
+    def __init__(self, mine: list[str], theirs: list[str]) -> None:
+        self.mine, self.theirs = mine, theirs
+        self.pages_read = 0
+
+    def me(self, session: PlatformSession) -> PlatformUser:
+        return PlatformUser(id=ME, handle="alice", name="Alice A")
+
+    def my_groups(self, session: PlatformSession) -> list[dict[str, Any]]:
+        return [{"id": g} for g in self.mine]
+
+    def api(self, *segments: str, query: dict[str, object] | None = None) -> str:
+        return CannedClient(0).api(*segments, query=query)
+
+    def one(self, session: PlatformSession, req: Req, what: str, *, read: bool = True) -> Any:
+        if "/chat-request" in req.url:
+            return {"channel": {"id": CHANNEL, "user": {"id": BOB, "name": "bob"}, "last_message": None}}
+        query = parse_qs(urlsplit(req.url).query)
+        offset, limit = int(query["offset"][0]), int(query["limit"][0])
+        self.pages_read += 1
+        return {"groups": [{"id": g} for g in self.theirs[offset : offset + limit]]}
+
+
+def test_a_group_both_members_share_is_looked_for_past_the_first_page_of_theirs() -> None:
+    """The other member's group list may hold all of their groups, 30 a page: a shared one on a later page
+    is found; none at all is a clear not-found after their last page, and the search is bounded."""
+    mine = [f"{n:032x}" for n in range(3)]
+    theirs = [f"{n + 100:032x}" for n in range(45)] + [mine[2]]
+    client = GroupListsClient(mine, theirs)
+    conversation = PlatformDms(client).open_conversation(SESSION, BOB, None)  # type: ignore[arg-type]
+    assert conversation.id == CHANNEL and client.pages_read == 2
+    stranger = GroupListsClient(mine, [f"{n + 100:032x}" for n in range(40)])
+    with pytest.raises(NotFound, match="group you share"):
+        PlatformDms(stranger).open_conversation(SESSION, BOB, None)  # type: ignore[arg-type]
+    assert stranger.pages_read == 2
+    busy = GroupListsClient(mine, [f"{n + 100:032x}" for n in range(1000)])
+    with pytest.raises(NotFound):
+        PlatformDms(busy).open_conversation(SESSION, BOB, None)  # type: ignore[arg-type]
+    assert busy.pages_read == 10
