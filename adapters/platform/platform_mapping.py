@@ -333,8 +333,9 @@ def flat_comments(tops: list[dict[str, Any]], pinned: list[dict[str, Any]], root
     """Every comment once, flattened depth first, top-level threads oldest first. ``tops`` are the pages'
     top-level trees; ``pinned`` the pinned ones (``pinned_trees``), which may come apart from the pages or
     in them as well: each takes its place by time, marked ``pinned``."""
-    pinned_ids = {comment(node.get("post"), root_id).id for node in pinned}
-    threads = [list(walk_tree([node], root_id)) for node in [*tops, *pinned]]
+    pinned_threads = [list(walk_tree([node], root_id)) for node in pinned]
+    pinned_ids = {thread[0].id for thread in pinned_threads}
+    threads = [list(walk_tree([node], root_id)) for node in tops] + pinned_threads
     threads.sort(key=lambda thread: thread[0].created_at)  # stable: the pages' own order otherwise
     seen: set[str] = set()
     flat: list[Comment] = []
