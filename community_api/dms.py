@@ -155,7 +155,7 @@ def send(deps: Deps, actor: Actor, group: str | None, new: NewMessage) -> SentMe
         deps.throttle.commit(reservation)
         raise
     deps.throttle.commit(reservation)
-    conversation = attrs.evolve(
-        _with_reply_state(conversation, actor.connection.platform_user_id), last_message=message
-    )
-    return SentMessage(message=message, conversation=attrs.evolve(conversation, awaiting_reply=False))
+    # The conversation as it stands after the send: its last message is the one sent, it was updated then
+    # (what it was read with is older), and the account spoke last, so it awaits no reply.
+    conversation = attrs.evolve(conversation, last_message=message, updated_at=message.created_at, awaiting_reply=False)
+    return SentMessage(message=message, conversation=conversation)

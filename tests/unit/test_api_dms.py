@@ -87,6 +87,22 @@ def test_send_to_a_member_and_to_a_conversation(ready: Ready) -> None:
     assert [m.content for m in world.gateway.sent_messages()] == ["hi bob", "again"]
 
 
+def test_a_sent_message_brings_its_conversation_up_to_date(ready: Ready) -> None:
+    # The answer's conversation is the one the message went to, as it stands after the send: its last
+    # message is the one sent and it was updated then (not when it was last read), as the inbox shows it.
+    world = ready.world
+    bob = world.gateway.user("bob")
+    world.clock.advance(seconds=3600)
+    sent = send(ready, {"to": bob.id, "content": "hi bob"}, params={"group": "builders-club"}).json
+    conversation, message = sent["conversation"], sent["message"]
+    assert conversation["lastMessage"] == message
+    assert conversation["updatedAt"] == message["createdAt"]
+    inbox = world.get("/v1/dms", ready.key).json["conversations"]
+    listed = next(c for c in inbox if c["id"] == conversation["id"])
+    assert listed["updatedAt"] == conversation["updatedAt"]
+    assert listed["lastMessage"] == conversation["lastMessage"]
+
+
 @pytest.mark.parametrize(
     "body",
     [
