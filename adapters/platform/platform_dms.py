@@ -17,6 +17,7 @@ Quirks handled here:
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import attrs
@@ -26,6 +27,7 @@ from adapters.platform.bounded_cache import BoundedCache
 from adapters.platform.page_fetch import Req
 from adapters.platform.platform_answers import Resp, checked_json
 from adapters.platform.platform_client import GROUPS_PAGE, PlatformClient
+from adapters.platform.platform_created import sent_message
 from community_api.errors import InvalidRequest, NotFound
 from community_api.model import Conversation, Message, MessagePage, PlatformSession
 
@@ -168,8 +170,16 @@ class PlatformDms:
             self._client.api("channels", conversation_id, "messages", query={"ct": "wdm"}),
             body={"content": content, "attachments": []},
         )
+        # The sender is the signed-in user: asked before the send (cached per session), so that an answer
+        # that does not name it is still read, and no platform call follows the send.
+        me = self._client.me(session)
         message = self._client.write(
-            session, req, f"conversation {conversation_id}", lambda data: m.message(data, conversation_id)
+            session,
+            req,
+            f"conversation {conversation_id}",
+            lambda data: sent_message(
+                data, conversation_id=conversation_id, content=content, sender_id=me.id, now=datetime.now(UTC)
+            ),
         )
         seen = self._seen.get((session.connection_id, conversation_id))
         if seen is not None:

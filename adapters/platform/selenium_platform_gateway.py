@@ -29,9 +29,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
-import attrs
 import requests
 from selenium.webdriver.remote.webdriver import WebDriver
 
@@ -42,6 +42,7 @@ from adapters.platform.deadline import bounded, within
 from adapters.platform.page_fetch import PageRunner, Req
 from adapters.platform.platform_answers import Resp, checked_json
 from adapters.platform.platform_client import PlatformClient
+from adapters.platform.platform_created import created_comment, created_post
 from adapters.platform.platform_dms import PlatformDms
 from adapters.settings import Settings
 from community_api.errors import InvalidRequest, NotFound, PlatformError, ServiceError
@@ -299,10 +300,20 @@ class SeleniumPlatformGateway:
             },
         }
         req = Req("POST", self._client.api("posts", query={"follow": "true"}), body=body)
-        # The answer has no author.
-        post = self._client.write(
-            session, req, f"group {group}", lambda data: m.post(data, self.platform_url, ref.slug, with_author=False)
-        )
+
+        def read_answer(data: object) -> Post:  # ``{id, name, …}``, no author
+            return created_post(
+                data,
+                platform_url=self.platform_url,
+                slug=ref.slug,
+                group_id=ref.id,
+                title=title,
+                content=content,
+                label_id=label_id,
+                now=datetime.now(UTC),
+            )
+
+        post = self._client.write(session, req, f"group {group}", read_answer)
         self._client.post_groups.put(post.id, post.group_id)
         return post
 
@@ -333,9 +344,15 @@ class SeleniumPlatformGateway:
             "metadata": {"content": content, "attachments": "", "action": 0, "video_ids": ""},
         }
         req = Req("POST", self._client.api("posts", query={"follow": "true"}), body=body)
-        comment = self._client.write(session, req, f"post {post_id}", lambda data: m.comment(data, post_id))
         # The answer carries no author; it is the signed-in user.
-        return attrs.evolve(comment, author_id=me.id, author=me)
+        return self._client.write(
+            session,
+            req,
+            f"post {post_id}",
+            lambda data: created_comment(
+                data, post_id=post_id, parent_id=parent_id, content=content, author=me, now=datetime.now(UTC)
+            ),
+        )
 
     @bounded
     def delete_comment(self, session: PlatformSession, comment_id: str) -> None:

@@ -221,9 +221,43 @@ class TestFeed:
 class TestReportedVariants:
     """Where PLATFORM.md's sources disagree, the stand-in serves each variant somewhere in its seed and the
     gateway reads them all (the fake holds the same seed facts, so these hold for both): design-guild's
-    page data lists no labels, quiet-garden's pinned repeat comes under another id and its top-level
-    comments say ``parent_id: ""``, a feed asked by a non-member is the group's about page, and the inbox
+    page data lists no labels, quiet-garden's pinned repeat comes under another id, its top-level
+    comments say ``parent_id: ""`` and a new post or comment there is answered with no more than PLATFORM.md
+    promises (``{id, name}``), a feed asked by a non-member is the group's about page, and the inbox
     answers ``channels: null`` past its end (``TestDms``)."""
+
+    @pytest.mark.parametrize("group", [GROUP, ALICE_ONLY_GROUP])
+    def test_what_was_created_is_described_however_little_the_answer_says(
+        self, platform: PlatformHarness, group: str
+    ) -> None:
+        # The answers to creates say ``{id, name, …}``: whatever they leave out, the gateway's answer
+        # describes the post, the comment and the reply as a fresh read of the platform shows them.
+        session = platform.login("alice")
+        label = platform.gateway.get_group(session, group).labels[-1]
+        before = platform.now()
+        post = platform.gateway.create_post(session, group, unique("Described"), "Its body.", label.id)
+        top = platform.gateway.create_comment(session, post.id, "Top level.", None, group)
+        reply = platform.gateway.create_comment(session, post.id, "A reply.", top.id, group)
+        detail = platform.gateway.post_detail(session, post.id, group)
+        read = detail.post
+        assert (post.id, post.group_id, post.title, post.content, post.label_id, post.url) == (
+            read.id,
+            read.group_id,
+            read.title,
+            read.content,
+            read.label_id,
+            read.url,
+        )
+        assert post.author is None and post.author_id is None  # as the platform answers (spec §2)
+        me = platform.gateway.whoami(session)
+        assert (
+            [(c.id, c.post_id, c.parent_id, c.content, c.author) for c in (top, reply)]
+            == [(c.id, c.post_id, c.parent_id, c.content, c.author) for c in detail.comments]
+            == [(top.id, post.id, None, "Top level.", me), (reply.id, post.id, top.id, "A reply.", me)]
+        )
+        for made, shown in ((post, read), *zip((top, reply), detail.comments, strict=True)):
+            assert before - SLACK <= made.created_at <= platform.now() + SLACK
+            assert abs(made.created_at - shown.created_at) <= SLACK
 
     def test_a_group_whose_page_data_lists_no_labels_still_has_them(self, platform: PlatformHarness) -> None:
         session = platform.login("bob")

@@ -155,6 +155,26 @@ def test_create_post_then_comment_reply_and_readouts(client, alice):
     assert out[2]["rootId"] == created["id"] and out[2]["parentId"] == comment["id"]
 
 
+def test_in_one_group_creates_are_answered_with_no_more_than_id_and_name(client, alice):
+    # PLATFORM.md promises ``{id, name, …}``: quiet-garden answers exactly that, elsewhere the whole post.
+    from scripts.sandbox.posts import BARE_CREATE_ANSWER_GROUP
+
+    gid = group_id(client, BARE_CREATE_ANSWER_GROUP)
+    body = {"post_type": "generic", "group_id": gid, "metadata": {"title": "Bare", "content": "", "labels": ""}}
+    post = alice.post("/api2/posts", query_string="follow=true", json=body).json
+    assert set(post) == {"id", "name"} and post["name"].startswith("bare-")
+    comment = alice.post(
+        "/api2/posts",
+        json={"post_type": "comment", "root_id": post["id"], "parent_id": post["id"], "metadata": {"content": "c"}},
+    ).json
+    assert set(comment) == {"id", "name"}
+    out = client.simulate_get("/__sandbox/created").json["created"]
+    assert [(c["id"], c["group"]) for c in out] == [
+        (post["id"], BARE_CREATE_ANSWER_GROUP),
+        (comment["id"], BARE_CREATE_ANSWER_GROUP),
+    ]
+
+
 def test_create_refusals(client, alice, browser):
     gid = group_id(client)
     r = alice.post(
