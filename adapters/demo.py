@@ -110,7 +110,7 @@ def _refuse_if_taken(bind: str, option: str) -> None:
     """Stop with a clear line when another program already listens at ``bind`` (HOST:PORT). Without this,
     the service could not bind, and the demo would talk to whatever answers there."""
     host, _, port = bind.rpartition(":")
-    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+    if not host or not (port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
         raise SystemExit(
             f"demo: {option} takes HOST:PORT (a port from 1 to 65535), such as 127.0.0.1:8000, not {bind!r}"
         )

@@ -44,7 +44,7 @@ def check_serve_args(args: argparse.Namespace) -> None:
         return
     port_given = ":" in bind and not bind.endswith("]")  # ``[::1]`` is an address without a port
     host, _, port = bind.rpartition(":") if port_given else (bind, "", "")
-    if port_given and not (port.isdigit() and 1 <= int(port) <= 65535):
+    if port_given and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
         raise SettingsError(f"--bind takes HOST:PORT (a port from 1 to 65535) or unix:PATH, not {bind!r}")
     if not host:
         raise SettingsError(f"--bind takes HOST:PORT or unix:PATH, not {bind!r}")

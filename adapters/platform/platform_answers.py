@@ -107,7 +107,7 @@ def platform_retry_after(header: str | None, now: datetime | None = None) -> int
     to a day, so a broken header cannot hold an account for ever."""
     value = (header or "").strip()
     seconds: float | None = None
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # str.isdigit() alone takes "²", which int() refuses
         seconds = int(value)
     elif value:
         try:

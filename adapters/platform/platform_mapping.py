@@ -89,7 +89,7 @@ def number(data: Mapping[str, Any], *names: str) -> int:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.isascii() and value.strip().isdigit():  # not "²": int() refuses it
         return int(value)
     raise PlatformError(f"unexpected answer from the platform ({names[0]} is not a number)")
 

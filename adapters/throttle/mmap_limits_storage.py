@@ -81,7 +81,7 @@ def parse_uri(uri: str) -> tuple[str, int]:
     capacity = DEFAULT_CAPACITY
     if "capacity" in options:
         text = options["capacity"][-1]
-        if not text.isdigit() or not 1 <= int(text) <= MAX_CAPACITY:
+        if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_CAPACITY:
             raise ConfigurationError(f"capacity must be a whole number from 1 to {MAX_CAPACITY}: {uri}")
         capacity = int(text)
     return path, capacity

@@ -48,7 +48,7 @@ def app_from_environment() -> falcon.App:
 
 def _host_port(bind: str) -> tuple[str, int]:
     host, _, port = bind.rpartition(":")
-    if not host or not port.isdigit() or int(port) > 65535:
+    if not host or not (port.isascii() and port.isdigit()) or int(port) > 65535:
         raise SystemExit(f"--bind takes HOST:PORT (a port from 0, any free one, to 65535), not {bind!r}")
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -391,6 +391,7 @@ def test_the_metrics_files_live_in_shared_memory_not_on_the_disk(
         (("--timeout", "-5"), "--timeout must be 0"),
         (("--bind", "127.0.0.1:99999"), "--bind takes HOST:PORT (a port from 1 to 65535)"),  # before: a traceback
         (("--bind", "127.0.0.1:http"), "--bind takes HOST:PORT"),
+        (("--bind", "127.0.0.1:\u00b2"), "--bind takes HOST:PORT"),  # a digit to str.isdigit(), not to int()
         (("--bind", ":8000"), "--bind takes HOST:PORT"),
     ],
 )
@@ -405,8 +406,9 @@ def test_serve_refuses_what_gunicorn_would_take_badly_in_one_line(
 
 
 @pytest.mark.parametrize("command", ["demo", "sandbox"])
-def test_a_port_out_of_range_is_one_line_for_demo_and_sandbox(command: str) -> None:
-    result = run(command, "--bind", "127.0.0.1:99999")
+@pytest.mark.parametrize("port", ["99999", "\u00b2"])
+def test_a_port_out_of_range_is_one_line_for_demo_and_sandbox(command: str, port: str) -> None:
+    result = run(command, "--bind", f"127.0.0.1:{port}")
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert "--bind takes HOST:PORT" in result.stderr and "65535" in result.stderr
 

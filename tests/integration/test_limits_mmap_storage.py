@@ -66,6 +66,7 @@ def test_the_uri_names_the_file_and_the_capacity(uri: str, expected: tuple[str, 
         "mmap:///t.mmap?capacity=0",
         "mmap:///t.mmap?capacity=65537",
         "mmap:///t.mmap?capacity=ten",
+        "mmap:///t.mmap?capacity=%C2%B2",  # "²": a digit to str.isdigit(), not to int()
         "mmap:///t.mmap?capacity=",
         "mmap:///t.mmap?size=4",
     ],

@@ -29,9 +29,23 @@ def test_text_readers_keep_their_rules() -> None:
 
 
 def test_number_keeps_its_rules() -> None:
-    record = {"i": 3, "b": True, "f": 2.0, "s": " 12 ", "none": None, "bad": "x", "half": 1.5}
+    record = {
+        "i": 3,
+        "b": True,
+        "f": 2.0,
+        "s": " 12 ",
+        "none": None,
+        "bad": "x",
+        "half": 1.5,
+        # Digits to str.isdigit() that int() refuses, or reads as numbers no platform writes.
+        "superscript": "²",
+        "circled": "①",
+        "arabic": "٣",
+        "inf": float("inf"),
+        "nan": float("nan"),
+    }
     assert [m.number(record, k) for k in ("i", "b", "f", "s", "none", "missing")] == [3, 1, 2, 12, 0, 0]
-    for name in ("bad", "half"):
+    for name in ("bad", "half", "superscript", "circled", "arabic", "inf", "nan"):
         with pytest.raises(PlatformError):
             m.number(record, name)
 

@@ -26,6 +26,8 @@ NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
         ("Tue, 24 Nov 2026 12:01:30 GMT", 90),
         ("Tue, 24 Nov 2026 11:00:00 GMT", 1),
         ("999999999", 86400),
+        ("²", 60),  # a digit to str.isdigit(), not to int(): a header read as Latin-1 may hold it
+        ("\u0663", 60),  # an Arabic-Indic three: the header's digits are ASCII
     ],
 )
 def test_the_platforms_retry_after_is_used_else_60_seconds(header: str | None, seconds: int) -> None:
