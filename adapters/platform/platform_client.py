@@ -123,6 +123,12 @@ class PlatformClient:
     def one(self, session: PlatformSession, req: Req, what: str, *, read: bool = True) -> Any:
         return checked_json(self.call(session, [req], read=read)[0], what)
 
+    def act(self, session: PlatformSession, req: Req, what: str) -> None:
+        """Send a write whose answer we need nothing from (a deletion; never run twice): any 2xx means
+        done, whatever its body — PLATFORM.md does not say what a DELETE answers, and a 204 with no body is
+        as likely as ``{}``."""
+        raise_for_status(self.call(session, [req], read=False)[0], what)
+
     def write(self, session: PlatformSession, req: Req, what: str, read_answer: Callable[[Any], T]) -> T:
         """Send a write that creates something (never run twice: ``call``) and read its answer with
         ``read_answer``. An error after the platform got the write says that it may have acted

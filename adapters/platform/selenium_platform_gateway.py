@@ -320,7 +320,7 @@ class SeleniumPlatformGateway:
     @bounded
     def delete_post(self, session: PlatformSession, post_id: str) -> None:
         self._post_tree(session, post_id, None, limit=1)  # NotFound for a comment id
-        self._client.one(session, Req("DELETE", self._client.api("posts", post_id)), f"post {post_id}", read=False)
+        self._client.act(session, Req("DELETE", self._client.api("posts", post_id)), f"post {post_id}")
         self._client.post_groups.pop(post_id)
 
     @bounded
@@ -362,9 +362,7 @@ class SeleniumPlatformGateway:
             pass  # not a post: a comment, or nothing (the DELETE says which)
         else:
             raise NotFound(f"comment {comment_id} not found")
-        self._client.one(
-            session, Req("DELETE", self._client.api("posts", comment_id)), f"comment {comment_id}", read=False
-        )
+        self._client.act(session, Req("DELETE", self._client.api("posts", comment_id)), f"comment {comment_id}")
 
     # -- direct messages -------------------------------------------------------------------------------
     @bounded

@@ -140,8 +140,11 @@ class Posts(Resource):
 class PostItem(Resource):
     def on_delete(self, req: falcon.Request, resp: falcon.Response, post_id: str) -> None:
         me = require_user(self.sb, req)
-        posts.delete(self.sb, me, post_id)
-        resp.media = {}
+        group = posts.delete(self.sb, me, post_id)
+        if group.slug == posts.NO_CONTENT_DELETE_GROUP:
+            resp.status = falcon.HTTP_204
+        else:
+            resp.media = {}
 
 
 class ChatChannels(Resource):

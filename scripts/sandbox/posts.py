@@ -12,6 +12,8 @@
 - The create answer is the snake_case post without the author (no ``user``, no ``user_id``). PLATFORM.md
   promises no more than ``{id, name, …}``: in ``BARE_CREATE_ANSWER_GROUP`` the answer to a new post or
   comment is just ``{id, name}``, so that a reader relying on anything else is caught.
+- PLATFORM.md does not say what a deletion answers: ``{}`` here, and in ``NO_CONTENT_DELETE_GROUP`` a 204
+  with no body.
 - A pinned comment (PLATFORM.md: ``pinned_post_tree?`` in the comments answer) comes apart from the pages
   as ``pinned_post_tree`` when the first page is asked with ``pinned=true``. The two readings of that name
   are both served: elsewhere the tree *is* the pinned comment's (``{post: comment, children: replies}``) and
@@ -31,6 +33,7 @@ from scripts.sandbox.state import ApiError, Sandbox
 
 PINNED_UNDER_ROOT_GROUP = "night-owls"
 BARE_CREATE_ANSWER_GROUP = "quiet-garden"
+NO_CONTENT_DELETE_GROUP = "quiet-garden"
 
 
 def member_group(sb: Sandbox, user: User, group_id: str) -> Group:
@@ -149,10 +152,11 @@ def create(sb: Sandbox, user: User, body: dict[str, Any]) -> dict[str, Any]:
         return answer
 
 
-def delete(sb: Sandbox, user: User, post_id: str) -> None:
+def delete(sb: Sandbox, user: User, post_id: str) -> Group:
+    """Delete a post or comment; the group it was in."""
     with sb.lock:
         post = live_post(sb, post_id)
-        member_group(sb, user, post.group_id)
+        group = member_group(sb, user, post.group_id)
         if post.user_id != user.id:
             raise ApiError(403, "must be admin or level 5 to do this")
         # A post takes its whole thread with it; a comment takes its replies.
@@ -171,6 +175,7 @@ def delete(sb: Sandbox, user: User, post_id: str) -> None:
         for rec in sb.created:
             if rec["id"] in ids:
                 rec["deleted"] = True
+        return group
 
 
 def _recount(sb: Sandbox, root: Post) -> None:

@@ -221,10 +221,22 @@ class TestFeed:
 class TestReportedVariants:
     """Where PLATFORM.md's sources disagree, the stand-in serves each variant somewhere in its seed and the
     gateway reads them all (the fake holds the same seed facts, so these hold for both): design-guild's
-    page data lists no labels, quiet-garden's pinned repeat comes under another id, its top-level
-    comments say ``parent_id: ""`` and a new post or comment there is answered with no more than PLATFORM.md
-    promises (``{id, name}``), a feed asked by a non-member is the group's about page, and the inbox
-    answers ``channels: null`` past its end (``TestDms``)."""
+    page data lists no labels; in quiet-garden the pinned repeat comes under another id, top-level
+    comments say ``parent_id: ""``, a new post or comment is answered with no more than PLATFORM.md
+    promises (``{id, name}``) and a deletion with a 204 and no body; a feed asked by a non-member is the
+    group's about page, and the inbox answers ``channels: null`` past its end (``TestDms``)."""
+
+    @pytest.mark.parametrize("group", [GROUP, ALICE_ONLY_GROUP])
+    def test_a_deletion_is_done_whatever_its_answer_holds(self, platform: PlatformHarness, group: str) -> None:
+        # PLATFORM.md does not say what a DELETE answers; quiet-garden answers 204 with no body.
+        session = platform.login("alice")
+        post = platform.gateway.create_post(session, group, unique("Deleted"), "", None)
+        comment = platform.gateway.create_comment(session, post.id, "Gone soon.", None, group)
+        platform.gateway.delete_comment(session, comment.id)
+        assert platform.gateway.post_detail(session, post.id, group).comments == ()
+        platform.gateway.delete_post(session, post.id)
+        with pytest.raises(NotFound):
+            platform.gateway.post_detail(session, post.id, group)
 
     @pytest.mark.parametrize("group", [GROUP, ALICE_ONLY_GROUP])
     def test_what_was_created_is_described_however_little_the_answer_says(

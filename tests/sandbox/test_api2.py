@@ -168,6 +168,9 @@ def test_in_one_group_creates_are_answered_with_no_more_than_id_and_name(client,
         json={"post_type": "comment", "root_id": post["id"], "parent_id": post["id"], "metadata": {"content": "c"}},
     ).json
     assert set(comment) == {"id", "name"}
+    # A deletion there is a 204 with no body (PLATFORM.md does not say what a DELETE answers).
+    gone = alice.delete(f"/api2/posts/{comment['id']}")
+    assert gone.status_code == 204 and gone.content == b""
     out = client.simulate_get("/__sandbox/created").json["created"]
     assert [(c["id"], c["group"]) for c in out] == [
         (post["id"], BARE_CREATE_ANSWER_GROUP),
