@@ -82,8 +82,12 @@ def created_comment(
 
 def sent_message(data: object, *, conversation_id: str, content: str, sender_id: str, now: datetime) -> Message:
     """A sent DM from the answer to ``POST api2 /channels/{id}/messages``; ``sender_id`` is the signed-in
-    user's id."""
+    user's id. The message itself, or wrapped as ``{message: {…}}`` (the chat request wraps its channel
+    so, PLATFORM.md)."""
     record = obj(data, "message")
+    wrapped = record.get("message")
+    if record.get("id") is None and isinstance(wrapped, dict):
+        record = wrapped
     info = meta(record)
     return Message(
         id=text(record, "id"),

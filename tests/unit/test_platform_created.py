@@ -137,6 +137,8 @@ def test_an_answer_that_says_nothing_readable_is_a_platform_error(answer: object
         ({"id": "9" * 32}, ME.id),
         ({"id": "9" * 32, "metadata": {"content": "Hi", "src": "7" * 32}}, "7" * 32),
         ({"id": "9" * 32, "src": "7" * 32}, "7" * 32),
+        ({"message": {"id": "9" * 32, "channel_id": "c" * 32}}, ME.id),  # wrapped, as the chat request's channel
+        ({"id": "9" * 32, "message": "sent"}, ME.id),
     ],
 )
 def test_a_sent_message_is_read_from_whatever_its_answer_holds(answer: dict[str, Any], sender: str) -> None:
@@ -148,5 +150,6 @@ def test_a_sent_message_is_read_from_whatever_its_answer_holds(answer: dict[str,
         "Hi",
         NOW,
     )
-    with pytest.raises(PlatformError):
-        sent_message({"content": "Hi"}, conversation_id="c" * 32, content="Hi", sender_id=ME.id, now=NOW)
+    for unreadable in ({"content": "Hi"}, {"message": "sent"}, {"message": {"content": "Hi"}}):
+        with pytest.raises(PlatformError):
+            sent_message(unreadable, conversation_id="c" * 32, content="Hi", sender_id=ME.id, now=NOW)
