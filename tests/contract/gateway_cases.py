@@ -458,6 +458,15 @@ class TestDirectMessages:
         assert times == sorted(times)
         assert all(m.conversation_id == conv.id for m in messages)
 
+    def test_an_older_page_is_read_only_from_a_message_of_the_thread(self, platform: PlatformHarness) -> None:
+        session = platform.login("alice")
+        inbox = platform.gateway.list_conversations(session, 0, PAGE)
+        here, there = inbox[0].id, inbox[1].id
+        elsewhere = platform.gateway.get_messages(session, there, None).messages[0].id
+        for anchor in (elsewhere, "f" * 32):  # a message of another thread, or of none
+            with pytest.raises(NotFound):
+                platform.gateway.get_messages(session, here, anchor)
+
     def test_someone_elses_conversation_or_unknown_user_is_not_found(self, platform: PlatformHarness) -> None:
         alice, dave = platform.login("alice"), platform.login("dave")
         conv = platform.gateway.open_conversation(alice, user_id(platform, "bob"), None)
