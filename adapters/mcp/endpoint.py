@@ -13,6 +13,7 @@ the CORS preflight of a browser-based client, answered for the origins the trans
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from typing import Any
 from urllib.parse import urlsplit
@@ -57,9 +58,23 @@ def security_settings(settings: Settings) -> TransportSecuritySettings:
         public_host = urlsplit(settings.public_url).netloc
         if public_host and public_host not in hosts:
             hosts.append(public_host)
+    hosts += [absolute for host in hosts if (absolute := _absolute(host)) and absolute not in hosts]
     origins = [f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")]
     origins += [origin for origin in settings.mcp_allowed_origins if origin not in origins]
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def _absolute(host: str) -> str | None:
+    """The same host entry with its name written absolute (``localhost.:*``, RFC 1034 §3.1), as the REST
+    host rule reads ``Host: localhost.``; None for an address, which has no such form."""
+    name, colon, port = host.rpartition(":") if host.count(":") == 1 else (host, "", "")
+    if not name or name.endswith(".") or name.startswith("["):
+        return None
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return f"{name}.{colon}{port}"
+    return None
 
 
 def origin_allowed(origin: str, allowed: list[str]) -> bool:

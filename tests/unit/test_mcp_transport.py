@@ -79,6 +79,11 @@ def test_unknown_host_is_refused_with_our_error_body(world: McpWorld) -> None:
     assert_error(world.rpc("tools/list", headers={"Host": "evil.example:8000"}), 400, "invalid_request")
     assert_error(world.rpc("tools/list", headers={"Origin": "http://evil.example"}), 403, "forbidden")
     assert world.rpc("tools/list", headers={"Origin": f"http://{HOST}"}).status_code == 200
+    # Loopback names by default, written absolute too (as the REST host rule reads them); addresses have no
+    # such form.
+    for host in ("localhost:8000", "localhost.:8000"):
+        assert world.rpc("tools/list", headers={"Host": host}).status_code == 200, host
+    assert world.rpc("tools/list", headers={"Origin": "http://localhost.:6274"}).status_code == 200
 
 
 def test_allowed_hosts_come_from_settings() -> None:
@@ -87,7 +92,11 @@ def test_allowed_hosts_come_from_settings() -> None:
     try:
         assert world.rpc("tools/list", headers={"Host": "api.example.com"}).status_code == 200
         assert world.rpc("tools/list", headers={"Host": "mcp.example.org"}).status_code == 200
-        assert_error(world.rpc("tools/list", headers={"Host": HOST}), 421, "misdirected_request")
+        # A name written absolute (its final dot, RFC 1034 §3.1) is the same host, as REST reads it.
+        assert world.rpc("tools/list", headers={"Host": "api.example.com."}).status_code == 200
+        assert world.rpc("tools/list", headers={"Host": "mcp.example.org."}).status_code == 200
+        for other in (HOST, "api.example.com..", "api.example.com.evil.example", "xapi.example.com"):
+            assert_error(world.rpc("tools/list", headers={"Host": other}), 421, "misdirected_request")
     finally:
         world.close()
 
