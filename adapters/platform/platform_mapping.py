@@ -198,26 +198,23 @@ def is_comment(record: Mapping[str, Any]) -> bool:
     )
 
 
-def post(
-    data: object, platform_url: str, slug: str | None, *, with_author: bool = True, authors: Authors | None = None
-) -> Post:
-    """``authors``: see ``user``; pass one dict for the posts of one answer."""
-    if with_author and type(data) is dict:
+def post(data: object, platform_url: str, slug: str | None, *, authors: Authors | None = None) -> Post:
+    """``authors``: see ``user``; pass one dict for the posts of one answer. (A new post's answer is read by
+    ``platform_created``.)"""
+    if type(data) is dict:
         usual = usual_post(data, platform_url, slug, authors)
         if usual is not None:
             return usual
-    return checked_post(data, platform_url, slug, with_author=with_author, authors=authors)
+    return checked_post(data, platform_url, slug, authors=authors)
 
 
-def checked_post(
-    data: object, platform_url: str, slug: str | None, *, with_author: bool = True, authors: Authors | None = None
-) -> Post:
+def checked_post(data: object, platform_url: str, slug: str | None, *, authors: Authors | None = None) -> Post:
     """A post of any shape the platform sends, each field through its reader."""
     record = obj(data, "post")
     info = meta(record)
     name = optional_text(record, "name")
-    author = user(record["user"], authors) if with_author and isinstance(record.get("user"), dict) else None
-    author_id = optional_text(record, "userId", "user_id") if with_author else None
+    author = user(record["user"], authors) if isinstance(record.get("user"), dict) else None
+    author_id = optional_text(record, "userId", "user_id")
     return Post(
         id=text(record, "id"),
         group_id=text(record, "groupId", "group_id"),
