@@ -115,13 +115,18 @@ def read_feed(deps: Deps, actor: Actor, group: str, query: FeedQuery) -> FeedPag
             if not page:
                 done = True
                 break
+            new: list[Post] = []
             for post in page:
                 # A pinned post resurfaces on later pages, possibly under another id with the same URL.
                 keys = {post.id} | ({post.url} if post.url else set())
                 if not keys & seen:
-                    posts.append(post)
+                    new.append(post)
                 seen |= keys
-            if walk_by_date and cutoff and any(p.created_at < cutoff for p in page if not p.pinned):
+            posts += new
+            # The window is passed when a post older than it comes in the walk's order: not a pinned one
+            # (pinned posts lead, whatever their age), nor one seen on an earlier page (pinned posts also
+            # lead later pages, as repeats without their pinned mark: PLATFORM.md).
+            if walk_by_date and cutoff and any(p.created_at < cutoff for p in new if not p.pinned):
                 done = True
                 break
         next_page = batch[-1] + 1

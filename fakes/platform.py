@@ -131,6 +131,9 @@ class FakePlatformGateway:
         self._created_comments: list[Comment] = []
         self._sent: list[Message] = []
         self.not_ready: str | None = None  # tests set a reason to make ``ready`` answer it
+        # Groups (slugs) whose pinned posts also lead every later non-empty page, as repeats without their
+        # pinned mark: one reported variant (PLATFORM.md; the stand-in serves it in night-owls).
+        self.pinned_on_every_page: set[str] = set()
 
     def ready(self) -> str | None:
         return self.not_ready
@@ -231,7 +234,10 @@ class FakePlatformGateway:
             chunk = ordered[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
             if page == 1:
                 chunk = pinned + [p for p in chunk if not p.pinned]
-            answer.append([self._post_view(p) for p in chunk])
+            views = [self._post_view(p) for p in chunk]
+            if page > 1 and views and grp.slug in self.pinned_on_every_page:
+                views = [attrs.evolve(self._post_view(p), pinned=False) for p in pinned] + views
+            answer.append(views)
         return answer
 
     def _ordered(self, me: str, grp: GroupRec, sort: str) -> tuple[list[PostRec], list[PostRec]]:

@@ -64,8 +64,10 @@ def feed_result(sb: Sandbox, slug: str, params: dict[str, str], user: User | Non
         pinned, ordered = feed.ordered(world, group.id, q, user, sb.now_us())  # one walk: the page and total
         page = feed.page_of(pinned, ordered, q)
         if group.slug == PINNED_ON_EVERY_PAGE and q.page > 1 and page:
-            page = pinned + page  # a third client: pinned posts resurface at the top of later pages too
-        leading = len(pinned) if q.page == 1 or group.slug == PINNED_ON_EVERY_PAGE else 0
+            # A third client: pinned posts resurface at the top of later pages too. There they are repeats,
+            # which carry no ``metadata.pinned`` (PLATFORM.md).
+            page = pinned + page
+        leading = len(pinned) if q.page == 1 else 0
         current = serialize.group(world, group, with_labels=True)
         if group.slug == EMPTY_LABELS_GROUP:
             current["labels"] = []  # one client saw its group's labels empty here: read them from api2

@@ -146,6 +146,23 @@ def test_pinned_posts_leading_every_page_are_listed_once(api: Api, sandbox: Sand
     assert [p["id"] for p in body["posts"][: len(expected["pinned"])]] == expected["pinned"]
 
 
+def test_a_since_window_is_read_whole_past_pinned_posts_leading_later_pages(api: Api) -> None:
+    """In night-owls the pinned posts (old ones) lead every page, as repeats: PLATFORM.md says a repeat
+    carries no ``metadata.pinned``. Walking newest posts back to a date, such an old post at the top of
+    page 2 is not the window's end: every post since the date is listed, down to those on page 3."""
+    every = api.call("GET", "/v1/groups/night-owls/posts", params={"sort": "newest", "pages": "30"}).json()
+    assert every["pagesFetched"] >= 4  # three pages of posts at least, then an empty one
+    ordinary = [p for p in every["posts"] if not p["pinned"]]
+    # A date that puts the window's end on page 3 (past the 60 posts of pages 1 and 2).
+    since = ordinary[65]["createdAt"][:10]
+    start = since + "T00:00:00Z"
+    expected = [p["id"] for p in every["posts"] if p["createdAt"] >= start]
+    assert len([p for p in ordinary if p["createdAt"] >= start]) > 60
+    body = api.call("GET", "/v1/groups/night-owls/posts", params={"sort": "newest", "pages": "30", "since": since})
+    assert [p["id"] for p in body.json()["posts"]] == expected
+    assert body.json()["pagesFetched"] >= 3
+
+
 @pytest.mark.parametrize("since", ["24h", "7d", "date"])
 def test_since_windows_stop_early(api: Api, since: str) -> None:
     now = datetime.now(UTC)

@@ -145,6 +145,20 @@ def test_since_date_keeps_only_posts_from_that_day_on(ready: Ready) -> None:
     assert body["stoppedEarly"] is True
 
 
+def test_a_since_window_is_read_whole_past_pinned_repeats_leading_later_pages(ready: Ready) -> None:
+    # One reported variant: pinned posts lead every page, past page 1 as repeats without their pinned mark.
+    # An old pinned post at the top of page 2 is not the window's end.
+    world = ready.world
+    world.gateway.pinned_on_every_page.add("builders-club")
+    every = world.get(FEED, ready.key, params={"pages": "4"}).json["posts"]
+    ordinary = [p for p in every if not p["pinned"]]
+    day = ordinary[75]["createdAt"][:10]  # the window's end on page 3
+    expected = [p["id"] for p in every if p["createdAt"][:10] >= day]
+    body = world.get(FEED, ready.key, params={"pages": "30", "since": day}).json
+    assert [p["id"] for p in body["posts"]] == expected
+    assert body["stoppedEarly"] is True and body["pagesFetched"] >= 3
+
+
 def test_since_with_best_sort_reads_every_requested_page(ready: Ready) -> None:
     world = ready.world
     body = world.get(FEED, ready.key, params={"pages": "3", "since": "7d", "sort": "best"}).json
