@@ -10,7 +10,12 @@ import orjson
 from adapters.json_names import duplicate_name, twice
 from community_api.errors import InvalidRequest, ServiceError
 
-MAX_BODY = 64 * 1024
+MAX_BODY = 64 * 1024  # forms, management and OAuth bodies: names, passwords, a few ids
+# A data operation's body (REST's create post, comment or DM; an MCP call) holds texts up to the core's
+# limits: a post's title, content and label, 20,400 characters. Python's json.dumps (and requests' ``json=``)
+# writes every non-ASCII character as ``\uXXXX`` and one beyond the BMP as two, 12 bytes for one character:
+# about 245 KB at the longest. The limit takes that whole, with room for the rest of the body.
+MAX_DATA_BODY = 256 * 1024
 
 
 class PayloadTooLarge(ServiceError):
@@ -36,7 +41,7 @@ def refuse_content_coding(req: falcon.Request) -> None:
 
 
 def read_raw(req: falcon.Request, limit: int = MAX_BODY) -> bytes:
-    """The body, refused with 413 past ``limit`` bytes (64 KiB) whether or not a Content-Length announced
+    """The body, refused with 413 past ``limit`` bytes whether or not a Content-Length announced
     it, and with 415 when it comes compressed.
 
     A body without a Content-Length is read too when the server says it ends by itself (PEP 3333's
@@ -54,9 +59,9 @@ def read_raw(req: falcon.Request, limit: int = MAX_BODY) -> bytes:
     return data
 
 
-def read_json(req: falcon.Request, *, allow_empty: bool = False) -> tuple[Any, bytes]:
+def read_json(req: falcon.Request, *, allow_empty: bool = False, limit: int = MAX_BODY) -> tuple[Any, bytes]:
     """The parsed JSON body and its raw bytes (for idempotency fingerprints)."""
-    raw = read_raw(req)
+    raw = read_raw(req, limit)
     if not raw.strip():
         if allow_empty:
             return {}, raw

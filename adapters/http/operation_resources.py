@@ -10,7 +10,7 @@ import falcon
 
 from adapters.commands import unknown_names
 from adapters.http.auth import api_actor
-from adapters.http.body import read_json
+from adapters.http.body import MAX_DATA_BODY, read_json
 from adapters.http.errors import kept_error_answer
 from adapters.operations import OPERATIONS, Operation
 from adapters.wire import dumps, encode
@@ -88,7 +88,7 @@ class OperationRoute:
         args.update({arg: values[name] for arg, name in in_query if values[name] is not None})
         try:
             if operation.http.method == "POST":
-                body, raw = read_json(req)
+                body, raw = read_json(req, limit=MAX_DATA_BODY)
                 self._create_once(
                     req, resp, actor, raw, lambda: operation.execute(self.deps, actor, args, body, text=True)
                 )

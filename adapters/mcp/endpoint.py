@@ -23,7 +23,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from adapters.http.auth import CONNECTION_HEADER, bearer_key, resource_url
-from adapters.http.body import UnsupportedMediaType, read_raw, refuse_content_coding
+from adapters.http.body import MAX_DATA_BODY, UnsupportedMediaType, read_raw, refuse_content_coding
 from adapters.http.errors import error_body
 from adapters.mcp import envelope
 from adapters.mcp.bridge import SessionManagers
@@ -33,8 +33,8 @@ from community_api.deps import Deps
 from community_api.errors import Forbidden
 
 PATH = "/v1/mcp"
-# Larger than REST's 64 KiB: the JSON-RPC envelope and escaping wrap arguments up to 20,000 characters.
-MAX_BODY = 256 * 1024
+# As REST's data operations: escaped, the longest arguments the core takes come to about 245 KB.
+MAX_BODY = MAX_DATA_BODY
 
 # MCP's own refusals that are not JSON-RPC documents (plain text or empty), as our error codes.
 _CODE_BY_STATUS = {

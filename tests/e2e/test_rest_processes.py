@@ -351,7 +351,7 @@ def test_a_chunked_body_is_read_whole(service: Service, alice: dict[str, Any]) -
     assert ping.status_code == 200 and ping.json() == {"jsonrpc": "2.0", "id": 7, "result": {}}
     too_big = requests.post(
         f"{service.url}/v1/groups/{group}/posts",
-        data=chunked(b'{"title": "x", "content": "' + b"y" * 70_000 + b'"}'),
+        data=chunked(b'{"title": "x", "content": "' + b"y" * 300_000 + b'"}'),  # past the 256 KiB of a data body
         headers=auth,
         timeout=30,
     )

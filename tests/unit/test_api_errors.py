@@ -67,7 +67,7 @@ def test_405_lists_the_allowed_methods(ready: Ready) -> None:
         (b"", "application/json", 400, "invalid_request"),
         (b'{"title": "x"}', "text/plain", 415, "unsupported_media_type"),
         (b"title=x", "application/x-www-form-urlencoded", 415, "unsupported_media_type"),
-        (b'{"title": "' + b"x" * 70_000 + b'"}', "application/json", 413, "payload_too_large"),
+        (b'{"title": "' + b"x" * 300_000 + b'"}', "application/json", 413, "payload_too_large"),
     ],
 )
 def test_bad_bodies(ready: Ready, body: bytes, content_type: str, status: int, code: str) -> None:
@@ -117,19 +117,50 @@ def test_a_compressed_body_is_415_saying_to_send_it_uncompressed(ready: Ready, c
     assert sent.status_code == 201
 
 
-def test_body_over_64k_without_content_length(ready: Ready) -> None:
-    """A chunked upload announces no length; the limit still holds."""
+@pytest.mark.parametrize("character", ["я", "😀"])
+def test_the_longest_texts_allowed_are_taken_however_the_client_escapes_them(ready: Ready, character: str) -> None:
+    """Python's json.dumps (and requests' ``json=``) writes every non-ASCII character as ``\\uXXXX``, and one
+    beyond the BMP as two (12 bytes for one character): a post, a comment or a DM at its longest allowed
+    length is still taken, not refused as too large."""
+    world = ready.world
+    headers = {"Authorization": f"Bearer {ready.key}", "Content-Type": "application/json"}
+    post_body = {"title": character * 300, "content": character * 20_000}
+    post = world.client.simulate_post(
+        "/v1/groups/builders-club/posts", body=json.dumps(post_body).encode(), headers=headers
+    )
+    assert post.status_code == 201, post.text
+    comment = world.client.simulate_post(
+        f"/v1/posts/{post.json['id']}/comments",
+        body=json.dumps({"content": character * 20_000}).encode(),
+        headers=headers,
+    )
+    assert comment.status_code == 201, comment.text
+    bob = world.gateway.user("bob")
+    dm = world.client.simulate_post(
+        "/v1/dms",
+        params={"group": "builders-club"},
+        body=json.dumps({"to": bob.id, "content": character * 10_000}).encode(),
+        headers=headers,
+    )
+    assert dm.status_code == 201, dm.text
+    assert [m.content for m in world.gateway.sent_messages()] == [character * 10_000]
+
+
+def test_a_body_past_the_limit_without_content_length(ready: Ready) -> None:
+    """A chunked upload announces no length; the limit (256 KiB for a data operation) still holds."""
     import io
 
-    big = json.dumps({"content": "y" * 80_000}).encode()
+    big = json.dumps({"content": "y" * 300_000}).encode()
     result = ready.world.client.simulate_request(
         "POST",
         "/v1/dms",
         headers={"Authorization": f"Bearer {ready.key}", "Content-Type": "application/json"},
-        extras={"wsgi.input": io.BytesIO(big)},
+        # As gunicorn hands a chunked body: no length, and the server ends the stream (PEP 3333).
+        extras={"wsgi.input": io.BytesIO(big), "wsgi.input_terminated": True},
         content_type="application/json",
     )
-    assert result.status_code in (400, 413)
+    assert_error(result, 413, "payload_too_large")
+    assert result.json["error"]["details"] == {"maxBytes": 256 * 1024}
 
 
 @pytest.mark.parametrize(
