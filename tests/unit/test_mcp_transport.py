@@ -122,6 +122,26 @@ def test_media_type_size_and_malformed_bodies(world: McpWorld) -> None:
         assert 400 <= result.status_code < 500 and "error" in result.json, result.text
 
 
+def test_the_longest_arguments_allowed_are_taken_however_the_client_escapes_them(world: McpWorld) -> None:
+    # Escaped as json.dumps writes them (12 bytes for a character beyond the BMP), a post of the longest
+    # title, content and label allowed still fits the endpoint's body limit.
+    label = "😀" * 100
+    arguments = {"group": "builders-club", "title": "😀" * 300, "content": "😀" * 20_000, "label": label}
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "create_post", "arguments": arguments},
+    }
+    body = json.dumps(message).encode()
+    assert len(body) > 240_000
+    headers = {**world.headers(world.all_key), "Content-Type": "application/json"}
+    result = world.client.simulate_post("/v1/mcp", headers=headers, body=body)
+    assert result.status_code == 200, result.text
+    # Read whole, and judged by the core: no such label in the group (not a 413 for its size).
+    assert result.json["result"]["isError"] is True and "unknown label" in result.json["result"]["content"][0]["text"]
+
+
 SEND = {"name": "send_dm", "arguments": {"to": "0" * 32, "content": "hello"}}
 
 # (message, what the answer's message says): each one answered with JSON-RPC's Invalid Request in one
