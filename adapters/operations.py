@@ -145,7 +145,12 @@ def _write(title: str, *, destructive: bool, idempotent: bool) -> ToolAnnotation
 _ID = {"pattern": PLATFORM_ID_PATTERN}
 _GROUP_NAME = {"pattern": GROUP_PATTERN}
 _GROUP = text("Group id or slug (from list_groups).", MAX_SLUG, **_GROUP_NAME)
-_GROUP_HINT = text("Group id or slug of the post: optional, speeds up the look-up.", MAX_SLUG, **_GROUP_NAME)
+_GROUP_HINT = text(
+    "Group id or slug of the post: optional, spares a look-up. Given, the post is looked for in that group "
+    "only (not found there: not_found).",
+    MAX_SLUG,
+    **_GROUP_NAME,
+)
 _POST_ID = text(f"Post id (from get_feed or get_post): {ID_HINT}.", PLATFORM_ID_LENGTH, **_ID)
 
 

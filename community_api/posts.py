@@ -12,12 +12,15 @@ Rules (spec §2, §4):
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import attrs
 
 from community_api.access import Actor
 from community_api.commands import at_most, blank_as_none, filled, label_name, platform_id
 from community_api.deps import GROUP_READS, ONE_WRITE, POST_DETAIL_READS, Deps, on_platform
-from community_api.errors import InvalidRequest
+from community_api.errors import InvalidRequest, NotFound
 from community_api.model import Comment, Post, PostDetail
 from community_api.platform_ids import MAX_LABEL_NAME, field_group, path_group, path_id
 
@@ -46,9 +49,24 @@ class NewComment:
     parent_id: str | None = attrs.field(default=None, converter=blank_as_none, validator=[at_most(MAX_ID), platform_id])
 
 
+@contextmanager
+def _looked_for_in(post_id: str, group: str | None) -> Iterator[None]:
+    """A post looked for in the group the caller named and not found is not found *there*: the answer says
+    so, since the post may well be in another group (the group is optional: it spares a look-up)."""
+    try:
+        yield
+    except NotFound as error:
+        if group is None:
+            raise
+        raise NotFound(
+            f"post {post_id} not found in group {group}; without a group, it is looked for in every group "
+            "of the account"
+        ) from error
+
+
 def post_detail(deps: Deps, actor: Actor, post_id: str, group: str | None) -> PostDetail:
     post_id, group = path_id(post_id, "post"), field_group(group)
-    with on_platform(deps, actor.connection, reads=POST_DETAIL_READS):
+    with _looked_for_in(post_id, group), on_platform(deps, actor.connection, reads=POST_DETAIL_READS):
         return deps.gateway.post_detail(actor.session, post_id, group)
 
 
@@ -90,7 +108,7 @@ def delete_post(deps: Deps, actor: Actor, post_id: str) -> None:
 
 def create_comment(deps: Deps, actor: Actor, post_id: str, group: str | None, new: NewComment) -> Comment:
     post_id, group = path_id(post_id, "post"), field_group(group)
-    with on_platform(deps, actor.connection, writes=ONE_WRITE):
+    with _looked_for_in(post_id, group), on_platform(deps, actor.connection, writes=ONE_WRITE):
         return deps.gateway.create_comment(actor.session, post_id, new.content, new.parent_id, group)
 
 

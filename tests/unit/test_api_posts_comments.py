@@ -195,3 +195,26 @@ def test_idempotency_keys_are_per_account(ready: Ready) -> None:
     mine = world.post(FEED, ready.key, {"title": "Mine"}, headers=headers).json
     theirs = world.post(FEED, other_key, {"title": "Mine"}, headers=headers)
     assert theirs.status_code == 201 and theirs.json["id"] != mine["id"]
+
+
+@pytest.mark.parametrize("group", ["quiet-garden", "design-guild", "no-such-group"])
+def test_a_post_looked_for_in_another_group_is_not_found_there_and_the_answer_says_which(
+    ready: Ready, group: str
+) -> None:
+    # The group is optional (it spares a look-up); given, the post is looked for there. One that is in
+    # another group is not found *there*: the answer names the group, so the caller knows to leave it out.
+    world = ready.world
+    post = some_post_with_comments(ready)
+    assert world.get(f"/v1/posts/{post['id']}", ready.key).status_code == 200
+    for answer in (
+        world.get(f"/v1/posts/{post['id']}", ready.key, params={"group": group}),
+        world.get(f"/v1/posts/{post['id']}/comments", ready.key, params={"group": group}),
+        world.post(f"/v1/posts/{post['id']}/comments", ready.key, {"content": "hi"}, params={"group": group}),
+    ):
+        assert answer.status_code == 404 and answer.json["error"]["code"] == "not_found"
+        message = answer.json["error"]["message"]
+        assert f"post {post['id']} not found in group {group}" in message and "without" in message
+    assert world.gateway.created_comments() == []
+    # Without a group, an unknown post is simply not found.
+    unknown = world.get(f"/v1/posts/{'f' * 32}", ready.key)
+    assert unknown.status_code == 404 and "in group" not in unknown.json["error"]["message"]
