@@ -138,7 +138,13 @@ def send(deps: Deps, actor: Actor, group: str | None, new: NewMessage) -> SentMe
             if known is not None:
                 conversation = known
             else:
-                conversation = deps.gateway.open_conversation(actor.session, to or "", group)
+                try:
+                    conversation = deps.gateway.open_conversation(actor.session, to or "", group)
+                except ServiceError as error:
+                    # Whatever became of opening the chat (finding it again is harmless), the message
+                    # itself was not sent.
+                    error.may_have_acted = False
+                    raise
             message = deps.gateway.send_message(actor.session, conversation.id, new.content)
     except ServiceError as error:
         if error.may_have_acted:

@@ -6,6 +6,7 @@ module; the sandbox is reset around each test.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -151,6 +152,33 @@ def test_whether_a_failed_dm_send_may_have_gone_out(
     with pytest.raises(error) as failed:
         gateway.send_message(alice, conversation.id, "maybe")
     assert failed.value.may_have_acted is may_have_acted
+
+
+def test_a_dm_whose_sender_cannot_be_asked_is_not_sent_and_says_so(
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
+    """The sender (the signed-in user) is asked before the send: when that read times out, nothing went out,
+    so the DM quota and an Idempotency-Key may be used again (``may_have_acted`` False)."""
+    conversation = gateway.list_conversations(alice, 0, 1)[0]
+    gateway._client._selves.pop(hashlib.sha256(alice.token.encode()).hexdigest())  # as a fresh worker
+    sandbox.control("latency", {"route": "^/api2/self$", "ms": int((TIMEOUT + 3) * 1000)})
+    with pytest.raises(PlatformUnavailable) as failed:
+        gateway.send_message(alice, conversation.id, "never sent")
+    assert failed.value.may_have_acted is False
+    assert [m for m in sandbox.control("sent")["sent"] if m["content"] == "never sent"] == []
+
+
+def test_a_comment_whose_post_cannot_be_read_first_is_not_sent_and_says_so(
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
+    """A new comment first reads its post (the group the platform wants in the body): when that read times
+    out, nothing was sent, so a retry under the same Idempotency-Key may act (``may_have_acted`` False)."""
+    post = gateway.create_post(alice, GROUP, "Commented later", "", None)
+    sandbox.control("latency", {"route": f"^/api2/posts/{post.id}/comments$", "ms": int((TIMEOUT + 3) * 1000)})
+    with pytest.raises(PlatformUnavailable) as failed:
+        gateway.create_comment(alice, post.id, "never sent", None, GROUP)
+    assert failed.value.may_have_acted is False
+    assert [c for c in sandbox.control("created")["created"] if c["content"] == "never sent"] == []
 
 
 def test_latency_beyond_the_timeout_is_platform_unavailable(

@@ -156,6 +156,21 @@ def test_a_send_with_unknown_outcome_keeps_its_quota(ready: Ready) -> None:
     assert world.throttle.quota(ready.connection["platformUserId"]).sent_last_hour == 1
 
 
+def test_a_send_that_failed_opening_the_chat_sent_nothing_and_may_be_retried(ready: Ready) -> None:
+    # Opening the chat with a member comes before the message: however it fails (here no answer in time),
+    # the message was not sent, so its quota is given back and the same Idempotency-Key may act again.
+    world = ready.world
+    bob = world.gateway.user("bob")
+    headers = {"Idempotency-Key": "dm-open"}
+    world.gateway.fail_next("open_conversation", PlatformUnavailable("no answer in time"))
+    failed = send(ready, {"to": bob.id, "content": "hi"}, params={"group": "builders-club"}, headers=headers)
+    assert failed.status_code == 503 and "outcomeUnknown" not in failed.json["error"]["details"]
+    assert world.throttle.quota(ready.connection["platformUserId"]).sent_last_hour == 0
+    again = send(ready, {"to": bob.id, "content": "hi"}, params={"group": "builders-club"}, headers=headers)
+    assert again.status_code == 201
+    assert [m.content for m in world.gateway.sent_messages()] == ["hi"]
+
+
 def test_dm_idempotency_sends_once(ready: Ready) -> None:
     world = ready.world
     bob = world.gateway.user("bob")
