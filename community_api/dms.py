@@ -20,7 +20,7 @@ import attrs
 from community_api.access import Actor
 from community_api.commands import Matches, at_most, blank_as_none, empty_as_none, expects, filled, platform_id
 from community_api.deps import ONE_READ, ONE_WRITE, OPEN_AND_SEND_WRITES, THREAD_READS, Deps, on_platform
-from community_api.errors import InvalidRequest, ServiceError
+from community_api.errors import InvalidRequest, ServiceError, before_the_write
 from community_api.model import Conversation, Message
 from community_api.platform_ids import field_group, path_id
 
@@ -130,7 +130,7 @@ def send(deps: Deps, actor: Actor, group: str | None, new: NewMessage) -> SentMe
     if conversation_id is not None:
         # Read the thread first, before the throttle: an unknown conversation is refused (404) without
         # using quota, and no platform call follows the send (its failure would blur whether the DM went).
-        with on_platform(deps, actor.connection, reads=THREAD_READS):
+        with before_the_write(), on_platform(deps, actor.connection, reads=THREAD_READS):
             known = deps.gateway.get_messages(actor.session, conversation_id, None).conversation
     reservation = deps.throttle.reserve(actor.connection.platform_user_id)
     try:
@@ -138,13 +138,10 @@ def send(deps: Deps, actor: Actor, group: str | None, new: NewMessage) -> SentMe
             if known is not None:
                 conversation = known
             else:
-                try:
+                # Whatever became of opening the chat (finding it again is harmless), the message itself
+                # was not sent.
+                with before_the_write():
                     conversation = deps.gateway.open_conversation(actor.session, to or "", group)
-                except ServiceError as error:
-                    # Whatever became of opening the chat (finding it again is harmless), the message
-                    # itself was not sent.
-                    error.may_have_acted = False
-                    raise
             message = deps.gateway.send_message(actor.session, conversation.id, new.content)
     except ServiceError as error:
         if error.may_have_acted:

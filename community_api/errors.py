@@ -7,6 +7,8 @@ maps the same codes to tool errors. ``details`` holds extra, JSON-safe facts a c
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -88,3 +90,16 @@ class ConnectionExpired(ServiceError):
     """The platform session of this connection is no longer valid: the account must be re-linked."""
 
     code = "connection_expired"
+
+
+@contextmanager
+def before_the_write() -> Iterator[None]:
+    """Around the reads a write needs before it is sent (the group of a new post, its label, the post a
+    comment answers, the thread a DM goes to, the signed-in user, opening the chat with a member): a failure
+    there sent nothing, whatever its kind (a read that timed out says by default that it may have acted), so
+    a DM's quota is given back and a retry under the same Idempotency-Key may act."""
+    try:
+        yield
+    except ServiceError as error:
+        error.may_have_acted = False
+        raise

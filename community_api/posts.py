@@ -20,7 +20,7 @@ import attrs
 from community_api.access import Actor
 from community_api.commands import at_most, blank_as_none, filled, label_name, platform_id
 from community_api.deps import GROUP_READS, ONE_WRITE, POST_DETAIL_READS, Deps, on_platform
-from community_api.errors import InvalidRequest, NotFound
+from community_api.errors import InvalidRequest, NotFound, before_the_write
 from community_api.model import Comment, Post, PostDetail
 from community_api.platform_ids import MAX_LABEL_NAME, field_group, path_group, path_id
 
@@ -79,7 +79,7 @@ def create_post(deps: Deps, actor: Actor, group: str, new: NewPost) -> Post:
     label_id = None
     if new.label is not None:
         # The group's labels come from the platform: reads, paced like any other.
-        with on_platform(deps, actor.connection, reads=GROUP_READS):
+        with before_the_write(), on_platform(deps, actor.connection, reads=GROUP_READS):
             label_id = _label_id(deps, actor, group, new.label)
     with on_platform(deps, actor.connection, writes=ONE_WRITE):
         return deps.gateway.create_post(actor.session, group, new.title, new.content or "", label_id)

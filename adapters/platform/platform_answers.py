@@ -5,11 +5,9 @@ rates). Made by ``page_fetch`` (the requests run inside the platform's page), re
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -26,7 +24,6 @@ from community_api.errors import (
     PlatformError,
     PlatformUnavailable,
     RateLimited,
-    ServiceError,
 )
 
 log = logging.getLogger(__name__)
@@ -122,18 +119,6 @@ def platform_retry_after(header: str | None, now: datetime | None = None) -> int
     if seconds is None:
         return DEFAULT_PLATFORM_RETRY_AFTER
     return min(MAX_PLATFORM_RETRY_AFTER, max(1, math.ceil(seconds)))
-
-
-@contextlib.contextmanager
-def before_sending() -> Iterator[None]:
-    """The reads a write needs before it is sent (its group, its post, the signed-in user): a failure among
-    them sent nothing, whatever its kind — a read that timed out says by default that it may have acted —
-    so the DM quota is given back and a retry under the same Idempotency-Key may act."""
-    try:
-        yield
-    except ServiceError as error:
-        error.may_have_acted = False
-        raise
 
 
 def raise_for_status(resp: Resp, what: str) -> None:

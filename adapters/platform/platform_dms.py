@@ -25,10 +25,10 @@ import attrs
 from adapters.platform import platform_mapping as m
 from adapters.platform.bounded_cache import BoundedCache
 from adapters.platform.page_fetch import Req
-from adapters.platform.platform_answers import Resp, before_sending, checked_json
+from adapters.platform.platform_answers import Resp, checked_json
 from adapters.platform.platform_client import GROUPS_PAGE, PlatformClient
 from adapters.platform.platform_created import sent_message
-from community_api.errors import InvalidRequest, NotFound
+from community_api.errors import InvalidRequest, NotFound, before_the_write
 from community_api.model import Conversation, Message, MessagePage, PlatformSession
 
 INBOX_LIMIT = 30
@@ -172,7 +172,7 @@ class PlatformDms:
         )
         # The sender is the signed-in user: asked before the send (cached per session), so that an answer
         # that does not name it is still read, and no platform call follows the send.
-        with before_sending():
+        with before_the_write():
             me = self._client.me(session)
         message = self._client.write(
             session,

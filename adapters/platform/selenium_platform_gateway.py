@@ -40,12 +40,12 @@ from adapters.platform.browser import Browser, local_browser, ready_driver, remo
 from adapters.platform.browser_pool import BrowserPool
 from adapters.platform.deadline import bounded, within
 from adapters.platform.page_fetch import PageRunner, Req
-from adapters.platform.platform_answers import Resp, before_sending, checked_json
+from adapters.platform.platform_answers import Resp, checked_json
 from adapters.platform.platform_client import PlatformClient
 from adapters.platform.platform_created import created_comment, created_post
 from adapters.platform.platform_dms import PlatformDms
 from adapters.settings import Settings
-from community_api.errors import InvalidRequest, NotFound, PlatformError, ServiceError
+from community_api.errors import InvalidRequest, NotFound, PlatformError, ServiceError, before_the_write
 from community_api.model import (
     Comment,
     Conversation,
@@ -286,7 +286,7 @@ class SeleniumPlatformGateway:
 
     @bounded
     def create_post(self, session: PlatformSession, group: str, title: str, content: str, label_id: str | None) -> Post:
-        with before_sending():
+        with before_the_write():
             ref = self._client.group_ref(session, group)
         body = {
             "post_type": "generic",
@@ -335,7 +335,7 @@ class SeleniumPlatformGateway:
     ) -> Comment:
         # Checked first: the platform answers a comment id or a post of another group with a 400, which
         # to our clients is an unknown post; this also finds the group the platform wants in the body.
-        with before_sending():
+        with before_the_write():
             tree, _ = self._post_tree(session, post_id, group, limit=1)
             me = self._client.me(session)
         body = {

@@ -171,6 +171,19 @@ def test_a_send_that_failed_opening_the_chat_sent_nothing_and_may_be_retried(rea
     assert [m.content for m in world.gateway.sent_messages()] == ["hi"]
 
 
+def test_a_send_that_failed_reading_its_thread_sent_nothing_and_may_be_retried(ready: Ready) -> None:
+    # A DM to a conversation reads the thread first: that read timing out sent nothing.
+    world = ready.world
+    conversation = world.get("/v1/dms", ready.key).json["conversations"][0]["id"]
+    headers = {"Idempotency-Key": "dm-thread"}
+    world.gateway.fail_next("get_messages", PlatformUnavailable("no answer in time"))
+    failed = send(ready, {"conversationId": conversation, "content": "hi"}, headers=headers)
+    assert failed.status_code == 503 and "outcomeUnknown" not in failed.json["error"]["details"]
+    again = send(ready, {"conversationId": conversation, "content": "hi"}, headers=headers)
+    assert again.status_code == 201
+    assert [m.content for m in world.gateway.sent_messages()] == ["hi"]
+
+
 def test_dm_idempotency_sends_once(ready: Ready) -> None:
     world = ready.world
     bob = world.gateway.user("bob")

@@ -218,3 +218,16 @@ def test_a_post_looked_for_in_another_group_is_not_found_there_and_the_answer_sa
     # Without a group, an unknown post is simply not found.
     unknown = world.get(f"/v1/posts/{'f' * 32}", ready.key)
     assert unknown.status_code == 404 and "in group" not in unknown.json["error"]["message"]
+
+
+def test_a_post_whose_label_could_not_be_read_was_not_sent_and_may_be_retried(ready: Ready) -> None:
+    # A post given a label reads the group's labels first: that read timing out sent nothing.
+    world = ready.world
+    headers = {"Idempotency-Key": "post-label"}
+    body = {"title": "Labelled", "label": "Wins"}
+    world.gateway.fail_next("get_group", PlatformUnavailable("no answer in time"))
+    failed = world.post(FEED, ready.key, body, headers=headers)
+    assert failed.status_code == 503 and "outcomeUnknown" not in failed.json["error"]["details"]
+    again = world.post(FEED, ready.key, body, headers=headers)
+    assert again.status_code == 201
+    assert [p.title for p in world.gateway.created_posts()] == ["Labelled"]
