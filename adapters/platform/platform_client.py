@@ -39,6 +39,7 @@ from community_api.errors import (
     PlatformError,
     PlatformUnavailable,
     RateLimited,
+    before_the_write,
 )
 from community_api.model import LinkedAccount, PlatformSession, PlatformUser
 
@@ -85,7 +86,8 @@ class PlatformClient:
                         browser = lease.browser()
                         if attempt == 2 and read:
                             spend(reqs)  # the first attempt's requests may have reached the platform
-                        self.page.prepare(browser, session.token, check_alive=not read)
+                        with before_the_write():  # nothing of ``reqs`` has been sent yet
+                            self.page.prepare(browser, session.token, check_alive=not read)
                         sent = True
                         resps = self.page.fetch(browser, reqs)
                         if read:
@@ -101,6 +103,10 @@ class PlatformClient:
                         log.warning("browser failed (%s): browser replaced", error)
                         if read:
                             raise PlatformUnavailable("the browser in front of the platform failed") from None
+                        if not sent:
+                            unsent = PlatformUnavailable("the browser failed before the write was sent")
+                            unsent.may_have_acted = False
+                            raise unsent from None
                         raise PlatformUnavailable(
                             "the browser failed during a write: it may or may not have reached the platform"
                         ) from None

@@ -181,6 +181,21 @@ def test_a_comment_whose_post_cannot_be_read_first_is_not_sent_and_says_so(
     assert [c for c in sandbox.control("created")["created"] if c["content"] == "never sent"] == []
 
 
+def test_a_write_whose_browser_never_reached_the_platform_says_nothing_was_sent(
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
+    """A write's browser must be on the platform's page first: a fresh browser whose page does not load in
+    time never sent the write, so a DM's quota and an Idempotency-Key may be used again."""
+    conversation = gateway.list_conversations(alice, 0, 1)[0]
+    gateway._client.me(alice)  # the sender known: the write is the first request the call makes
+    fresh = attrs.evolve(alice, connection_id="con-alice-fresh")  # a browser not started yet
+    sandbox.control("latency", {"route": "^/login$", "ms": int((TIMEOUT + 3) * 1000)})
+    with pytest.raises(PlatformUnavailable) as failed:
+        gateway.send_message(fresh, conversation.id, "never sent either")
+    assert failed.value.may_have_acted is False
+    assert [m for m in sandbox.control("sent")["sent"] if m["content"] == "never sent either"] == []
+
+
 def test_latency_beyond_the_timeout_is_platform_unavailable(
     gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
 ) -> None:
