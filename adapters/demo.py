@@ -179,7 +179,7 @@ def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) ->
         feed = requests.get(f"{api}/v1/groups/{group}/posts", headers=auth, timeout=120).json()
         post_id = next(p["id"] for p in feed["posts"] if p["commentCount"]) if feed.get("posts") else "POST_ID"
         inbox = requests.get(f"{api}/v1/dms", headers=auth, timeout=120).json().get("conversations", [])
-        bob = next((c for c in inbox if c["with"]["handle"] == "bob"), None)
+        bob = next((c for c in inbox if (c.get("with") or {}).get("handle") == "bob"), None)
         conversation_id = bob["id"] if bob else "CONVERSATION_ID"
         bob_id = bob["with"]["id"] if bob else "BOB_ID"
         print()

@@ -15,7 +15,9 @@ import attrs
 
 @attrs.frozen
 class PlatformUser:
-    """A member of the platform as clients may see it: never more than id, handle and name."""
+    """A member of the platform as clients may see it: never more than id, handle and name. ``handle`` is
+    empty where the platform did not send it (a DM conversation's other member: PLATFORM.md promises only
+    their first and last name there, and their id among the channel's members)."""
 
     id: str
     handle: str

@@ -13,16 +13,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from adapters.platform.platform_mapping import meta, number, obj, optional_text, text, timestamp
+from adapters.platform.platform_mapping import meta, number, obj, optional_text, pick, text, timestamp
 from community_api.model import Comment, Message, PlatformUser, Post
 
 
-def _answered(record: dict[str, Any], camel: str, snake: str) -> bool:
-    return record.get(camel) is not None or record.get(snake) is not None
-
-
 def _time_or(record: dict[str, Any], camel: str, snake: str, fallback: datetime) -> datetime:
-    return timestamp(record, camel, snake) if _answered(record, camel, snake) else fallback
+    return timestamp(record, camel, snake) if pick(record, camel, snake) is not None else fallback
 
 
 def created_post(
@@ -65,7 +61,11 @@ def created_comment(
     """A new comment or reply from the answer to ``POST api2 /posts``; ``author`` is the signed-in user (the
     answer has no author). Without ``parent_id`` in the answer, the reply is to what was asked."""
     record = obj(data, "comment")
-    parent = optional_text(record, "parentId", "parent_id") if _answered(record, "parentId", "parent_id") else parent_id
+    parent = (
+        optional_text(record, "parentId", "parent_id")
+        if pick(record, "parentId", "parent_id") is not None
+        else parent_id
+    )
     return Comment(
         id=text(record, "id"),
         post_id=optional_text(record, "rootId", "root_id") or post_id,

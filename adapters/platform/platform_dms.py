@@ -11,6 +11,8 @@ Quirks handled here:
   else from scanning the inbox;
 - a channel opened by a chat request has no message yet and is not listed in the inbox; the request
   answers ``{channel: {…}}`` (PLATFORM.md), read as the bare channel too;
+- a channel's other member is promised only as ``{first_name, last_name, …}`` beside ``user_ids``
+  (``chat_mapping``): their id is then the one of ``user_ids`` that is not the signed-in user;
 - opening a chat needs a group both members share (``g``); none given, the first group of the account's
   own list that the other member is in is used.
 """
@@ -22,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from adapters.platform import chat_mapping as chat
 from adapters.platform import platform_mapping as m
 from adapters.platform.bounded_cache import BoundedCache
 from adapters.platform.page_fetch import Req
@@ -46,12 +49,17 @@ class PlatformDms:
         # conversation may be linked here and read through one worker.
         self._seen: BoundedCache[tuple[str, str], Conversation] = BoundedCache(20_000)
 
+    def _self_id(self, session: PlatformSession) -> chat.SelfId:
+        """The signed-in user's id, for a channel that names its other member only among ``user_ids``."""
+        return lambda: self._client.me(session).id
+
     def _inbox_req(self, offset: int, limit: int = INBOX_LIMIT) -> Req:
         query = {"offset": offset, "limit": limit, "last": "true", "unread-only": "false"}
         return Req("GET", self._client.api("self", "chat-channels", query=query))
 
     def _channels(self, session: PlatformSession, data: Any) -> list[Conversation]:
-        found = [m.conversation(c) for c in m.items(m.obj(data, "inbox").get("channels"), "channels")]
+        self_id = self._self_id(session)
+        found = [chat.conversation(c, self_id) for c in m.items(m.obj(data, "inbox").get("channels"), "channels")]
         self._seen.put_many(((session.connection_id, c.id), c) for c in found)
         return found
 
@@ -74,7 +82,11 @@ class PlatformDms:
         thread_resp, inbox_resp = self._client.call(session, [thread, self._inbox_req(0)])
         data = m.obj(checked_json(thread_resp, f"conversation {conversation_id}"), "thread")
         messages = sorted(
-            (m.message(x, conversation_id) for x in m.items(data.get("messages"), "messages") if x.get("id") != before),
+            (
+                chat.message(x, conversation_id)
+                for x in m.items(data.get("messages"), "messages")
+                if x.get("id") != before
+            ),
             key=lambda x: (x.created_at, x.id),
         )
         conversation = self._conversation(session, conversation_id, data.get("channel"), inbox_resp)
@@ -94,7 +106,7 @@ class PlatformDms:
         """The thread's own ``channel`` when the answer carries one, else the inbox's record of it."""
         found = None
         if isinstance(channel, dict) and channel.get("id") == conversation_id:
-            found = m.conversation(channel)
+            found = chat.conversation(channel, self._self_id(session))
             self._seen.put((session.connection_id, found.id), found)
         if found is None and inbox_resp.status == 200:
             found = next((c for c in self._channels(session, inbox_resp.json()) if c.id == conversation_id), None)
@@ -141,7 +153,7 @@ class PlatformDms:
         answer = m.obj(self._client.one(session, req, f"user {user_id}", read=False), "chat request")
         # PLATFORM.md: ``{channel: {id, …}}`` (one client's code); the bare channel is read too.
         channel = answer.get("channel")
-        conversation = m.conversation(channel if isinstance(channel, dict) else answer)
+        conversation = chat.conversation(channel if isinstance(channel, dict) else answer, lambda: me.id)
         self._seen.put((session.connection_id, conversation.id), conversation)
         return conversation
 

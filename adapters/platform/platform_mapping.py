@@ -21,10 +21,8 @@ import attrs
 from community_api.errors import ConnectionExpired, NotFound, PlatformError
 from community_api.model import (
     Comment,
-    Conversation,
     Group,
     Label,
-    Message,
     PlatformUser,
     Post,
 )
@@ -51,7 +49,8 @@ def items(value: object, what: str) -> list[dict[str, Any]]:
 
 # These readers run for every field of every post of a feed (30 pages are about 900 posts), so each
 # takes the common case (a plain str or int under the first name) first.
-def _pick(data: Mapping[str, Any], *names: str) -> Any:
+def pick(data: Mapping[str, Any], *names: str) -> Any:
+    """The value under the first of ``names`` the record holds (not null): ``createdAt`` or ``created_at``."""
     for name in names:
         value = data.get(name)
         if value is not None:
@@ -60,7 +59,7 @@ def _pick(data: Mapping[str, Any], *names: str) -> Any:
 
 
 def text(data: Mapping[str, Any], *names: str, default: str | None = None) -> str:
-    value = _pick(data, *names)
+    value = pick(data, *names)
     if type(value) is str:
         return value
     if value is None and default is not None:
@@ -71,14 +70,14 @@ def text(data: Mapping[str, Any], *names: str, default: str | None = None) -> st
 
 
 def optional_text(data: Mapping[str, Any], *names: str) -> str | None:
-    value = _pick(data, *names)
+    value = pick(data, *names)
     if type(value) is str:
         return value or None
     return str(value) if isinstance(value, str | int) and not isinstance(value, bool) and value != "" else None
 
 
 def number(data: Mapping[str, Any], *names: str) -> int:
-    value = _pick(data, *names)
+    value = pick(data, *names)
     if type(value) is int:
         return value
     if value is None:
@@ -95,7 +94,7 @@ def number(data: Mapping[str, Any], *names: str) -> int:
 
 
 def timestamp(data: Mapping[str, Any], *names: str) -> datetime:
-    value = _pick(data, *names)
+    value = pick(data, *names)
     if not isinstance(value, str):
         raise PlatformError(f"unexpected answer from the platform (no {names[0]})")
     return _time(value, names[0])
@@ -174,7 +173,7 @@ def group(data: object, labels: list[dict[str, Any]] | None = None) -> Group:
     record = obj(data, "group")
     info = meta(record)
     slug = text(record, "name")
-    members = _pick(info, "totalMembers", "total_members")
+    members = pick(info, "totalMembers", "total_members")
     raw_labels = labels if labels is not None else record.get("labels") or []
     return Group(
         id=text(record, "id"),
@@ -190,10 +189,10 @@ def group(data: object, labels: list[dict[str, Any]] | None = None) -> Group:
 def is_comment(record: Mapping[str, Any]) -> bool:
     """A comment has a parent; a root post is its own root (and its type is not "comment")."""
     own = record.get("id")
-    root = _pick(record, "rootId", "root_id")
+    root = pick(record, "rootId", "root_id")
     return (
-        _pick(record, "postType", "post_type") == "comment"
-        or bool(_pick(record, "parentId", "parent_id"))
+        pick(record, "postType", "post_type") == "comment"
+        or bool(pick(record, "parentId", "parent_id"))
         or (root not in (None, "") and root != own)
     )
 
@@ -224,7 +223,7 @@ def checked_post(data: object, platform_url: str, slug: str | None, *, authors: 
         author_id=author_id or (author.id if author else None),
         author=author,
         created_at=timestamp(record, "createdAt", "created_at"),
-        updated_at=timestamp(record, "updatedAt", "updated_at") if _pick(record, "updatedAt", "updated_at") else None,
+        updated_at=timestamp(record, "updatedAt", "updated_at") if pick(record, "updatedAt", "updated_at") else None,
         upvotes=number(info, "upvotes"),
         comment_count=number(info, "comments"),
         pinned=bool(number(info, "pinned")),
@@ -315,7 +314,7 @@ def pinned_trees(answer: Mapping[str, Any]) -> list[dict[str, Any]]:
     with ``pinned=true``). The name is read both ways it allows: the pinned comment's own tree
     ``{post: comment, children: replies}``, or the post's tree holding it ``{post: root, children:
     [comment trees]}``; a list of either; absent or ``null``, none."""
-    value = _pick(answer, "pinned_post_tree", "pinnedPostTree")
+    value = pick(answer, "pinned_post_tree", "pinnedPostTree")
     found: list[dict[str, Any]] = []
     for node in items(value if isinstance(value, list) else [value] if value else [], "pinned_post_tree"):
         post = node.get("post")
@@ -363,37 +362,3 @@ def is_about_page(props: Mapping[str, Any]) -> bool:
     """A feed asked for signed out or by a non-member comes back as the group's about page: no
     ``postTrees`` (PLATFORM.md). It is never an empty feed; the caller asks ``self`` which of the two."""
     return "postTrees" not in props
-
-
-# --- direct messages ----------------------------------------------------------------------------------
-def message(data: object, conversation_id: str | None = None) -> Message:
-    record = obj(data, "message")
-    info = meta(record)
-    return Message(
-        id=text(record, "id"),
-        conversation_id=optional_text(record, "channelId", "channel_id") or conversation_id or "",
-        # PLATFORM.md: a message's sender is ``metadata.src``; an inbox's ``last_message`` is described
-        # "with metadata.content, src", which may also mean ``src`` beside ``metadata``: both are read.
-        sender_id=text(info if info.get("src") is not None else record, "src"),
-        content=text(info, "content", default=""),
-        created_at=timestamp(record, "createdAt", "created_at"),
-    )
-
-
-def conversation(data: object) -> Conversation:
-    record = obj(data, "channel")
-    cid = text(record, "id")
-    other = record.get("user")
-    last = record.get("lastMessage", record.get("last_message"))
-    last_message = message(last, cid) if last else None
-    updated = _pick(record, "updatedAt", "updated_at")
-    return Conversation(
-        id=cid,
-        with_=user(other) if isinstance(other, dict) else None,
-        last_message=last_message,
-        unread_count=number(meta(record), "numUnread", "num_unread"),
-        awaiting_reply=False,
-        updated_at=timestamp(record, "updatedAt", "updated_at")
-        if updated
-        else (last_message.created_at if last_message else None),
-    )

@@ -21,6 +21,10 @@ _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 # Where the sources disagree (PLATFORM.md): a top-level comment's parent is the post's id, or "" — here ""
 # in this group, the post's id everywhere else.
 EMPTY_TOP_LEVEL_PARENT_GROUP = "quiet-garden"
+# PLATFORM.md describes a channel's other member as ``user: {first_name, last_name, …}`` beside ``user_ids``:
+# its id and handle are not promised. The channels this member sees carry only what is promised (and the
+# picture); everyone else's carry the member's id and handle too.
+LEAN_CHANNEL_USER_VIEWER = "carol"
 
 
 def snake(obj: Any) -> Any:
@@ -161,15 +165,16 @@ def message(m: Message) -> dict[str, Any]:
 
 def channel(world: World, c: Channel, viewer: User) -> dict[str, Any]:
     other = world.users[c.other(viewer.id)]
+    member: dict[str, Any] = {
+        "first_name": other.first_name,
+        "last_name": other.last_name,
+        "metadata": {"picture_profile": other.picture},
+    }
+    if viewer.handle != LEAN_CHANNEL_USER_VIEWER:
+        member = {"id": other.id, "name": other.handle} | member
     return {
         "id": c.id,
-        "user": {
-            "id": other.id,
-            "name": other.handle,
-            "first_name": other.first_name,
-            "last_name": other.last_name,
-            "metadata": {"picture_profile": other.picture},
-        },
+        "user": member,
         "user_ids": list(c.user_ids),
         "metadata": {"num_unread": c.num_unread(viewer.id)},
         "last_message": message(c.messages[-1]) if c.messages else None,

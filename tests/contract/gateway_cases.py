@@ -433,6 +433,22 @@ class TestDirectMessages:
         # A page past the end (the platform answers "channels": null there) is an empty page.
         assert platform.gateway.list_conversations(session, len(conversations) + 10 * PAGE, PAGE) == []
 
+    def test_each_member_sees_the_other_in_their_conversations(self, platform: PlatformHarness) -> None:
+        """PLATFORM.md promises a channel's other member only as ``{first_name, last_name, …}`` beside
+        ``user_ids`` (the stand-in sends carol no more): their id and name are still told, in the inbox and
+        in a thread; a handle the platform does not send may be empty."""
+        carol = platform.login("carol")
+        me = platform.gateway.whoami(carol).id
+        alice_id, bob_id = user_id(platform, "alice"), user_id(platform, "bob")
+        inbox = platform.gateway.list_conversations(carol, 0, PAGE)
+        members = {c.with_.id: c.with_.name for c in inbox if c.with_ is not None}
+        assert len(members) == len(inbox) and me not in members
+        assert (members.get(alice_id), members.get(bob_id)) == ("Alice Andersen", "Bob Brennan")
+        with_alice = next(c for c in inbox if c.with_ is not None and c.with_.id == alice_id)
+        member = platform.gateway.get_messages(carol, with_alice.id, None).conversation.with_
+        assert member is not None and (member.id, member.name) == (alice_id, "Alice Andersen")
+        assert member.handle in ("alice", "")
+
     def test_inbox_limit_above_30_is_refused(self, platform: PlatformHarness) -> None:
         with pytest.raises(InvalidRequest):
             platform.gateway.list_conversations(platform.login("alice"), 0, PAGE + 1)

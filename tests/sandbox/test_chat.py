@@ -19,7 +19,8 @@ def all_channels(b) -> list[dict]:
 
 
 def channel_with(b, handle: str) -> dict:
-    return next(c for c in all_channels(b) if c["user"]["name"] == handle)
+    """The viewer's channel with a fixed user, named by handle (or, in carol's lean channels, first name)."""
+    return next(c for c in all_channels(b) if c["user"].get("name", c["user"]["first_name"].lower()) == handle)
 
 
 def test_inbox_is_big_ordered_and_mixed(alice, client):
@@ -36,6 +37,18 @@ def test_inbox_is_big_ordered_and_mixed(alice, client):
     unread = [c for c in channels if c["metadata"]["num_unread"] > 0]
     assert unread and all(c["last_message"]["metadata"]["src"] != me for c in unread)
     assert {c["id"] for c in all_unread(alice)} == {c["id"] for c in unread}
+
+
+def test_carol_sees_the_other_member_only_as_platform_md_promises(client, browser):
+    """PLATFORM.md: ``user: {first_name, last_name, …}`` beside ``user_ids``; no id or handle in carol's."""
+    channels = all_channels(browser("carol"))
+    assert channels
+    for channel in channels:
+        assert "id" not in channel["user"] and "name" not in channel["user"]
+        assert {"first_name", "last_name"} <= set(channel["user"])
+        assert user_id(client, "carol") in channel["user_ids"] and len(set(channel["user_ids"])) == 2
+    names = {(c["user"]["first_name"], c["user"]["last_name"]) for c in channels}
+    assert {("Alice", "Andersen"), ("Bob", "Brennan")} <= names
 
 
 def all_unread(b) -> list[dict]:
@@ -132,11 +145,11 @@ def test_chat_request(client, alice, browser):
         for u in client.simulate_get("/__sandbox/users").json["users"]
         if u["email"] is None and "builders-club" in u["groups"]
     ]
-    stranger = next(u for u in members if all(c["user"]["id"] != u["id"] for c in all_channels(carol)))
+    stranger = next(u for u in members if all(u["id"] not in c["user_ids"] for c in all_channels(carol)))
     answer = carol.post(f"/api2/users/{stranger['id']}/chat-request", query_string=f"g={gid}").json
     assert list(answer) == ["channel"]  # PLATFORM.md: ``{channel: {id, …}}``
     new = answer["channel"]
-    assert new["user"]["id"] == stranger["id"] and new["last_message"] is None
+    assert stranger["id"] in new["user_ids"] and new["last_message"] is None  # carol's: no ``user.id``
     again = carol.post(f"/api2/users/{stranger['id']}/chat-request", query_string=f"g={gid}").json["channel"]
     assert again["id"] == new["id"]
     quiet = group_id(client, "quiet-garden")  # dave is not a member there

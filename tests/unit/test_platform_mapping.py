@@ -467,19 +467,3 @@ def test_pinned_comments_take_their_place_once_whether_the_pages_hold_them_or_no
     # a comment the platform marks pinned itself (``metadata.pinned``) says so too
     flat = m.flat_comments([_comment_node(1, pinned=1), _comment_node(2, pinned=0)], [], ROOT)
     assert [c.pinned for c in flat] == [True, False]
-
-
-@pytest.mark.parametrize(
-    "last_message",
-    [
-        {"id": "m" * 32, "created_at": "2026-11-01T10:00:00.5Z", "metadata": {"content": "hi", "src": "b" * 32}},
-        {"id": "m" * 32, "created_at": "2026-11-01T10:00:00.5Z", "src": "b" * 32, "metadata": {"content": "hi"}},
-    ],
-)
-def test_an_inbox_last_message_names_its_sender_in_its_metadata_or_beside_it(last_message: dict[str, Any]) -> None:
-    """PLATFORM.md: a channel's ``last_message`` comes "with metadata.content, src"; either reading."""
-    channel = {"id": "c" * 32, "user": {"id": "b" * 32, "name": "bob"}, "last_message": last_message}
-    found = m.conversation(channel).last_message
-    assert found is not None and (found.sender_id, found.content) == ("b" * 32, "hi")
-    with pytest.raises(PlatformError):  # no sender anywhere is still a shape we cannot read
-        m.message({"id": "m" * 32, "created_at": "2026-11-01T10:00:00Z", "metadata": {"content": "hi"}})
