@@ -59,8 +59,10 @@ def security_settings(settings: Settings) -> TransportSecuritySettings:
         if public_host and public_host not in hosts:
             hosts.append(public_host)
     hosts += [absolute for host in hosts if (absolute := _absolute(host)) and absolute not in hosts]
+    hosts += _portless(hosts)
     origins = [f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")]
     origins += [origin for origin in settings.mcp_allowed_origins if origin not in origins]
+    origins += _portless(origins)
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
@@ -75,6 +77,12 @@ def _absolute(host: str) -> str | None:
     except ValueError:
         return f"{name}.{colon}{port}"
     return None
+
+
+def _portless(entries: list[str]) -> list[str]:
+    """``localhost:*`` means any port, the scheme's own included, which a ``Host`` or ``Origin`` leaves out
+    (``localhost``, ``http://localhost``): the MCP transport matches ``:*`` only against a written port."""
+    return [entry[:-2] for entry in entries if entry.endswith(":*") and entry[:-2] not in entries]
 
 
 def origin_allowed(origin: str, allowed: list[str]) -> bool:

@@ -81,16 +81,23 @@ def test_unknown_host_is_refused_with_our_error_body(world: McpWorld) -> None:
     assert world.rpc("tools/list", headers={"Origin": f"http://{HOST}"}).status_code == 200
     # Loopback names by default, written absolute too (as the REST host rule reads them); addresses have no
     # such form.
-    for host in ("localhost:8000", "localhost.:8000"):
+    # ``:*`` is any port, the scheme's own included: a Host or Origin on port 80 or 443 names none.
+    for host in ("localhost:8000", "localhost.:8000", "localhost", "localhost.", "127.0.0.1", "[::1]"):
         assert world.rpc("tools/list", headers={"Host": host}).status_code == 200, host
-    assert world.rpc("tools/list", headers={"Origin": "http://localhost.:6274"}).status_code == 200
+    for origin in ("http://localhost.:6274", "http://localhost", "https://localhost", "http://127.0.0.1"):
+        assert world.rpc("tools/list", headers={"Origin": origin}).status_code == 200, origin
 
 
 def test_allowed_hosts_come_from_settings() -> None:
-    settings = Settings(mode="test", mcp_allowed_hosts=("api.example.com",), public_url="https://mcp.example.org")
+    settings = Settings(
+        mode="test", mcp_allowed_hosts=("api.example.com", "dev.example.com:*"), public_url="https://mcp.example.org"
+    )
     world = McpWorld.build(settings)
     try:
         assert world.rpc("tools/list", headers={"Host": "api.example.com"}).status_code == 200
+        for host in ("dev.example.com:8443", "dev.example.com", "dev.example.com."):  # any port, or none
+            assert world.rpc("tools/list", headers={"Host": host}).status_code == 200, host
+        assert_error(world.rpc("tools/list", headers={"Host": "api.example.com:8443"}), 421, "misdirected_request")
         assert world.rpc("tools/list", headers={"Host": "mcp.example.org"}).status_code == 200
         # A name written absolute (its final dot, RFC 1034 §3.1) is the same host, as REST reads it.
         assert world.rpc("tools/list", headers={"Host": "api.example.com."}).status_code == 200
@@ -277,7 +284,9 @@ def test_a_browser_client_on_an_allowed_origin_gets_cors_answers(world: McpWorld
     assert requests_today(world) == 1  # the preflight is not a request of the key's
 
 
-@pytest.mark.parametrize("origin", ["http://evil.example", "http://localhost", "https://localhost.evil.example:6274"])
+@pytest.mark.parametrize(
+    "origin", ["http://evil.example", "http://localhost.evil.example", "https://localhost.evil.example:6274"]
+)
 def test_other_origins_get_no_cors_and_their_preflight_is_refused(world: McpWorld, origin: str) -> None:
     preflight = world.client.simulate_options("/v1/mcp", headers={**PREFLIGHT, "Origin": origin})
     assert_error(preflight, 403, "forbidden")
@@ -294,7 +303,7 @@ def test_browser_origins_come_from_settings() -> None:
     )
     world = McpWorld.build(settings)
     try:
-        for origin in ("https://agent.example.com", "http://dev.local:3000"):
+        for origin in ("https://agent.example.com", "http://dev.local:3000", "http://dev.local"):
             assert world.client.simulate_options("/v1/mcp", headers={**PREFLIGHT, "Origin": origin}).status_code == 204
             answer = world.rpc("tools/list", headers={"Origin": origin})
             assert answer.status_code == 200 and answer.headers["access-control-allow-origin"] == origin
