@@ -106,7 +106,9 @@ class PlatformGateway(Protocol):
 
     def list_conversations(self, session: PlatformSession, offset: int, limit: int) -> list[Conversation]:
         """One page of the inbox, newest activity first; fewer than ``limit`` (or none) at the end.
-        ``awaiting_reply`` is left False: the core decides it from ``last_message.sender_id``."""
+        ``awaiting_reply`` is left False: the core decides it from ``last_message.sender_id``. ``with_`` is
+        the other member: their id and name, their handle when the platform sends it (else empty), or None
+        when the platform does not say who it is."""
         ...
 
     def get_messages(self, session: PlatformSession, conversation_id: str, before: str | None) -> MessagePage:
