@@ -146,7 +146,12 @@ class McpResource:
         return True
 
     def on_options(self, req: falcon.Request, resp: falcon.Response) -> None:
-        """The preflight of a browser-based client: its origin must be allowed."""
+        """The preflight of a browser-based client: its origin must be allowed. Without an ``Origin`` it is
+        no preflight (a browser always sends one): answered as any route answers OPTIONS."""
+        if req.get_header("Origin") is None:
+            resp.append_header("Vary", "Origin")
+            resp.set_header("Allow", "POST")  # as Falcon's own OPTIONS answer: OPTIONS itself left out
+            return
         if not self._cors(req, resp):
             raise Forbidden(
                 "this web origin may not call the MCP endpoint (the operator lists browser clients' origins in "

@@ -297,6 +297,15 @@ def test_other_origins_get_no_cors_and_their_preflight_is_refused(world: McpWorl
     assert "access-control-allow-origin" not in refused.headers
 
 
+def test_options_without_an_origin_is_no_preflight(world: McpWorld) -> None:
+    """A browser's preflight always names its origin; an OPTIONS without one (a person with curl, a proxy)
+    is told what the endpoint allows, as every other route tells it, not that its web origin is refused."""
+    answer = world.client.simulate_options("/v1/mcp", headers={"Host": HOST})
+    assert answer.status_code == 200 and answer.headers["allow"] == "POST" and not answer.text
+    assert not [name for name in answer.headers if name.lower().startswith("access-control-")]
+    assert requests_today(world) == 0
+
+
 def test_browser_origins_come_from_settings() -> None:
     settings = Settings(
         mode="test", usage_flush_seconds=0, mcp_allowed_origins=("https://agent.example.com", "http://dev.local:*")
