@@ -434,7 +434,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "List DM conversations",
         scopes.DMS_READ,
         f"The private DM inbox, newest activity first, {dms.INBOX_PAGE} conversations a page: {{conversations: "
-        "[{id, with, lastMessage, unreadCount, awaitingReply, updatedAt}], nextCursor}. Pass nextCursor back "
+        "[{id, with, lastMessage, unreadCount, awaitingReply, updatedAt}], nextCursor}; with is the other member "
+        "{id, handle, name} (handle empty where the platform does not send it). Pass nextCursor back "
         "as cursor for the next page (null at the end). awaitingReply true keeps only conversations whose "
         f"last message is not yours, scanning up to {dms.AWAITING_SCAN_PAGES} pages.",
         arguments(
