@@ -176,6 +176,10 @@ class McpResource:
         # The body was read here (size limit, chunked uploads): the ASGI side gets it whole.
         environ["CONTENT_LENGTH"] = str(len(raw))
         environ.pop("HTTP_TRANSFER_ENCODING", None)
+        if "HTTP_HOST" in environ:
+            # A host name is case-insensitive (RFC 9110 §4.2.3), as the REST host rule reads it; the
+            # transport's DNS-rebinding check compares it as written.
+            environ["HTTP_HOST"] = environ["HTTP_HOST"].lower()
         environ[CALLER_ENVIRON_KEY] = Caller(key, req.get_header(CONNECTION_HEADER), req)
         answer = self.bridge.handle(environ, raw)
         resp.status = answer.status

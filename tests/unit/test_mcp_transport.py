@@ -82,7 +82,8 @@ def test_unknown_host_is_refused_with_our_error_body(world: McpWorld) -> None:
     # Loopback names by default, written absolute too (as the REST host rule reads them); addresses have no
     # such form.
     # ``:*`` is any port, the scheme's own included: a Host or Origin on port 80 or 443 names none.
-    for host in ("localhost:8000", "localhost.:8000", "localhost", "localhost.", "127.0.0.1", "[::1]"):
+    hosts = ("localhost:8000", "localhost.:8000", "localhost", "localhost.", "127.0.0.1", "[::1]", "LocalHost:8000")
+    for host in hosts:
         assert world.rpc("tools/list", headers={"Host": host}).status_code == 200, host
     for origin in ("http://localhost.:6274", "http://localhost", "https://localhost", "http://127.0.0.1"):
         assert world.rpc("tools/list", headers={"Origin": origin}).status_code == 200, origin
@@ -95,7 +96,12 @@ def test_allowed_hosts_come_from_settings() -> None:
     world = McpWorld.build(settings)
     try:
         assert world.rpc("tools/list", headers={"Host": "api.example.com"}).status_code == 200
-        for host in ("dev.example.com:8443", "dev.example.com", "dev.example.com."):  # any port, or none
+        for host in (
+            "dev.example.com:8443",
+            "dev.example.com",
+            "dev.example.com.",
+            "Dev.Example.COM",
+        ):  # any port, or none
             assert world.rpc("tools/list", headers={"Host": host}).status_code == 200, host
         assert_error(world.rpc("tools/list", headers={"Host": "api.example.com:8443"}), 421, "misdirected_request")
         assert world.rpc("tools/list", headers={"Host": "mcp.example.org"}).status_code == 200
