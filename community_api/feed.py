@@ -80,6 +80,12 @@ class FeedPage:
     since: str | None
 
 
+def repeat_keys(post: Post) -> set[str]:
+    """What tells a post's repeat: its id, or its URL (the slug: a pinned post resurfaces under its own id or,
+    one client reports, under another id with the same slug; PLATFORM.md)."""
+    return {post.id} | ({post.url} if post.url else set())
+
+
 def window_start(since: str, now: datetime) -> datetime:
     if since == "24h":
         return now - timedelta(hours=24)
@@ -117,8 +123,7 @@ def read_feed(deps: Deps, actor: Actor, group: str, query: FeedQuery) -> FeedPag
                 break
             new: list[Post] = []
             for post in page:
-                # A pinned post resurfaces on later pages, possibly under another id with the same URL.
-                keys = {post.id} | ({post.url} if post.url else set())
+                keys = repeat_keys(post)  # a pinned post resurfaces on later pages
                 if not keys & seen:
                     new.append(post)
                 seen |= keys

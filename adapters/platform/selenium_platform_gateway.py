@@ -46,6 +46,7 @@ from adapters.platform.platform_created import created_comment, created_post
 from adapters.platform.platform_dms import PlatformDms
 from adapters.settings import Settings
 from community_api.errors import InvalidRequest, NotFound, PlatformError, ServiceError, before_the_write
+from community_api.feed import repeat_keys
 from community_api.model import (
     Comment,
     Conversation,
@@ -411,12 +412,11 @@ def _labels(resp: Resp, group: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _once(posts: list[Post]) -> list[Post]:
-    """Each post once: the repeat of a pinned post comes under its own id, or (one client reports) under
-    another id with the same slug, so both are compared (the slug through the post's URL)."""
+    """Each post once (``feed.repeat_keys``: a pinned post's repeat, under its own id or its slug)."""
     seen: set[str] = set()
     unique = []
     for post in posts:
-        keys = {post.id} | ({post.url} if post.url else set())
+        keys = repeat_keys(post)
         if not keys & seen:
             unique.append(post)
         seen |= keys
