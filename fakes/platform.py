@@ -134,6 +134,10 @@ class FakePlatformGateway:
         # Groups (slugs) whose pinned posts also lead every later non-empty page, as repeats without their
         # pinned mark: one reported variant (PLATFORM.md; the stand-in serves it in night-owls).
         self.pinned_on_every_page: set[str] = set()
+        # Users (handles) whose conversations name the other member without a handle: the platform promises
+        # a channel's member only as first and last name beside ``user_ids`` (PLATFORM.md; the stand-in
+        # serves carol so, and the gateway then reports an empty handle).
+        self.members_without_handle: set[str] = set()
 
     def ready(self) -> str | None:
         return self.not_ready
@@ -518,9 +522,12 @@ class FakePlatformGateway:
     def _conversation_view(self, conv: ConversationRec, me: str) -> Conversation:
         last = conv.messages[-1] if conv.messages else None
         unread = sum(1 for m in conv.messages[conv.read_upto.get(me, 0) :] if m.sender_id != me)
+        member = self._public_user(conv.other(me))
+        if self.world.users[me].handle in self.members_without_handle:
+            member = attrs.evolve(member, handle="")
         return Conversation(
             id=conv.id,
-            with_=self._public_user(conv.other(me)),
+            with_=member,
             last_message=_message_view(last) if last else None,
             unread_count=unread,
             awaiting_reply=False,

@@ -92,6 +92,20 @@ def test_inbox_and_thread_answer_as_rest(world: McpWorld) -> None:
     assert older["messages"][-1]["createdAt"] <= thread["messages"][0]["createdAt"]
 
 
+def test_a_member_the_platform_names_without_a_handle_answers_as_rest(world: McpWorld) -> None:
+    """The platform promises a conversation's member only by name beside their id (PLATFORM.md): an empty
+    handle is a valid answer of both transports, the tool's output schema included."""
+    world.gateway.members_without_handle.add("alice")
+    inbox = world.ok("list_dms", {})
+    assert inbox == world.rest("/v1/dms")
+    members = [c["with"] for c in inbox["conversations"]]
+    assert members and all(m["handle"] == "" and m["id"] and m["name"] for m in members)
+    conversation = inbox["conversations"][0]
+    thread = world.ok("get_dm_thread", {"conversationId": conversation["id"]})
+    assert thread == world.rest(f"/v1/dms/{conversation['id']}")
+    assert thread["conversation"]["with"] == conversation["with"]
+
+
 # --- writes ---------------------------------------------------------------------------------------
 
 
