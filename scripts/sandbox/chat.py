@@ -10,6 +10,9 @@
   newer ones ("read around an anchor"). The answer is ``{messages, has_more_before, has_more_after,
   channel}``, oldest first. An unknown anchor answers 404; a count that is not a number from 0 to 50, 400.
   Reading does not mark anything read; ``POST channels/{id}/read`` does.
+- A channel names the other member as ``user`` (id, handle as ``name``, first and last name) beside
+  ``user_ids``; carol's name them only as PLATFORM.md promises, first and last name
+  (``serialize.LEAN_CHANNEL_USER_VIEWER``).
 - Another user's channel, or an unknown one: 404 ``not found``.
 - Sending passes the anti-spam check first (see ``Sandbox.check_dm_allowed``).
 - A chat request needs both users in the group ``g``, else 401 ``action not permitted``; it answers
