@@ -11,7 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from adapters.platform.platform_mapping import meta, number, obj, optional_text, pick, text, timestamp, user
+from adapters.platform.platform_mapping import (
+    display_name,
+    meta,
+    number,
+    obj,
+    optional_text,
+    pick,
+    text,
+    timestamp,
+    user,
+)
 from community_api.model import Conversation, Message, PlatformUser
 
 # The signed-in user's id, asked for only when a channel does not name its other member (it may cost a
@@ -43,10 +53,8 @@ def channel_member(record: dict[str, object], self_id: SelfId | None) -> Platfor
     member_id = optional_text(other, "id") or _other_of(record, self_id)
     if member_id is None:
         return None
-    first = optional_text(other, "firstName", "first_name") or ""
-    last = optional_text(other, "lastName", "last_name") or ""
     handle = optional_text(other, "name") or ""
-    return PlatformUser(id=member_id, handle=handle, name=f"{first} {last}".strip() or handle)
+    return PlatformUser(id=member_id, handle=handle, name=display_name(other, handle))
 
 
 def _other_of(record: dict[str, object], self_id: SelfId | None) -> str | None:

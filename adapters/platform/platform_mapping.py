@@ -145,10 +145,15 @@ def user(data: object, seen: Authors | None = None) -> PlatformUser:
         if found is None:
             found = seen[key] = user(record)
         return found
+    handle = text(record, "name")
+    return PlatformUser(id=text(record, "id"), handle=handle, name=display_name(record, handle))
+
+
+def display_name(record: Mapping[str, Any], handle: str) -> str:
+    """A member's ``first last``, or their handle when the record names neither."""
     first = optional_text(record, "firstName", "first_name") or ""
     last = optional_text(record, "lastName", "last_name") or ""
-    handle = text(record, "name")
-    return PlatformUser(id=text(record, "id"), handle=handle, name=f"{first} {last}".strip() or handle)
+    return f"{first} {last}".strip() or handle
 
 
 def self_user(resp_text: str, data: object) -> PlatformUser:
