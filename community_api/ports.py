@@ -117,7 +117,8 @@ class PlatformGateway(Protocol):
 
     def open_conversation(self, session: PlatformSession, user_id: str, group: str | None) -> Conversation:
         """The conversation with a member (existing or new). ``group`` is a group both belong to;
-        None lets the gateway pick one they share."""
+        None lets the gateway pick one they share. Its ``with_`` is that member (``user_id``), never None:
+        their handle and name as far as the platform told them (else empty)."""
         ...
 
     def send_message(self, session: PlatformSession, conversation_id: str, content: str) -> Message: ...

@@ -43,14 +43,17 @@ def message(data: object, conversation_id: str | None = None) -> Message:
     )
 
 
-def channel_member(record: dict[str, object], self_id: SelfId | None) -> PlatformUser | None:
+def channel_member(
+    record: dict[str, object], self_id: SelfId | None, member_id: str | None = None
+) -> PlatformUser | None:
     """The other member of a channel: its ``user`` as a member record when it names them, else their id
-    from ``user_ids`` with the name ``user`` gives (first and last)."""
+    from ``user_ids`` (or ``member_id``, when the caller knows whom the channel is with) with the name
+    ``user`` gives (first and last)."""
     other = record.get("user")
     other = other if isinstance(other, dict) else {}
     if optional_text(other, "id") is not None and optional_text(other, "name") is not None:
         return user(other)
-    member_id = optional_text(other, "id") or _other_of(record, self_id)
+    member_id = optional_text(other, "id") or _other_of(record, self_id) or member_id
     if member_id is None:
         return None
     handle = optional_text(other, "name") or ""
@@ -68,7 +71,9 @@ def _other_of(record: dict[str, object], self_id: SelfId | None) -> str | None:
     return others.pop() if len(others) == 1 else None
 
 
-def conversation(data: object, self_id: SelfId | None = None) -> Conversation:
+def conversation(data: object, self_id: SelfId | None = None, member_id: str | None = None) -> Conversation:
+    """A channel as a conversation. ``member_id``: the other member's id when the caller knows it (a chat
+    it just opened with them), for a channel that names nobody."""
     record = obj(data, "channel")
     cid = text(record, "id")
     last = record.get("lastMessage", record.get("last_message"))
@@ -76,7 +81,7 @@ def conversation(data: object, self_id: SelfId | None = None) -> Conversation:
     updated = pick(record, "updatedAt", "updated_at")
     return Conversation(
         id=cid,
-        with_=channel_member(record, self_id),
+        with_=channel_member(record, self_id, member_id),
         last_message=last_message,
         unread_count=number(meta(record), "numUnread", "num_unread"),
         awaiting_reply=False,

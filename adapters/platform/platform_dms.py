@@ -32,7 +32,7 @@ from adapters.platform.platform_answers import Resp, checked_json
 from adapters.platform.platform_client import GROUPS_PAGE, PlatformClient
 from adapters.platform.platform_created import sent_message
 from community_api.errors import InvalidRequest, NotFound, before_the_write
-from community_api.model import Conversation, Message, MessagePage, PlatformSession
+from community_api.model import Conversation, Message, MessagePage, PlatformSession, PlatformUser
 
 INBOX_LIMIT = 30
 THREAD_PAGE = 30
@@ -151,9 +151,14 @@ class PlatformDms:
             group_id = self._shared_group(session, user_id)
         req = Req("POST", self._client.api("users", user_id, "chat-request", query={"g": group_id}))
         answer = m.obj(self._client.one(session, req, f"user {user_id}", read=False), "chat request")
-        # PLATFORM.md: ``{channel: {id, …}}`` (one client's code); the bare channel is read too.
+        # PLATFORM.md: ``{channel: {id, …}}`` (one client's code); the bare channel is read too. Whatever
+        # else it holds, the chat is with ``user_id``: a channel that names nobody is still with them.
         channel = answer.get("channel")
-        conversation = chat.conversation(channel if isinstance(channel, dict) else answer, lambda: me.id)
+        conversation = chat.conversation(channel if isinstance(channel, dict) else answer, lambda: me.id, user_id)
+        seen = self._seen.get((session.connection_id, conversation.id))
+        if seen is not None:
+            # What the inbox told of them before is not forgotten for a leaner answer here.
+            conversation = attrs.evolve(conversation, with_=_fuller(conversation.with_, seen.with_))
         self._seen.put((session.connection_id, conversation.id), conversation)
         return conversation
 
@@ -201,3 +206,10 @@ class PlatformDms:
                 attrs.evolve(seen, last_message=message, updated_at=message.created_at),
             )
         return message
+
+
+def _fuller(answered: PlatformUser | None, known: PlatformUser | None) -> PlatformUser | None:
+    """The member as answered, with a handle or name it lacks taken from what was known of the same member."""
+    if answered is None or known is None or known.id != answered.id:
+        return answered or known
+    return attrs.evolve(answered, handle=answered.handle or known.handle, name=answered.name or known.name)

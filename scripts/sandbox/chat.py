@@ -16,7 +16,8 @@
 - Another user's channel, or an unknown one: 404 ``not found``.
 - Sending passes the anti-spam check first (see ``Sandbox.check_dm_allowed``).
 - A chat request needs both users in the group ``g``, else 401 ``action not permitted``; it answers
-  ``{channel}``: the existing channel of the pair or a new, empty one.
+  ``{channel}``: the existing channel of the pair or a new, empty one (to carol, its id alone: PLATFORM.md
+  promises no more).
 """
 
 from __future__ import annotations
@@ -133,4 +134,6 @@ def chat_request(sb: Sandbox, user: User, target_id: str, group_id: str | None) 
             channel = Channel(id=uuid.uuid4().hex, user_ids=(user.id, target.id), created_us=sb.now_us())
             sb.world.add_channel(channel)
             sb.changed()
-        return {"channel": serialize.channel(sb.world, channel, user)}  # PLATFORM.md: ``{channel: {id, …}}``
+        return {
+            "channel": serialize.chat_request_channel(sb.world, channel, user)
+        }  # PLATFORM.md: ``{channel: {id, …}}``

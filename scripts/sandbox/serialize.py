@@ -23,7 +23,8 @@ _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 EMPTY_TOP_LEVEL_PARENT_GROUP = "quiet-garden"
 # PLATFORM.md describes a channel's other member as ``user: {first_name, last_name, …}`` beside ``user_ids``:
 # its id and handle are not promised. The channels this member sees carry only what is promised (and the
-# picture); everyone else's carry the member's id and handle too.
+# picture); everyone else's carry the member's id and handle too. A chat request, answered ``{channel: {id,
+# …}}``, answers this member the channel's id alone (``chat_request_channel``).
 LEAN_CHANNEL_USER_VIEWER = "carol"
 
 
@@ -181,3 +182,11 @@ def channel(world: World, c: Channel, viewer: User) -> dict[str, Any]:
         "created_at": iso(c.created_us),
         "updated_at": iso(c.updated_us),
     }
+
+
+def chat_request_channel(world: World, c: Channel, viewer: User) -> dict[str, Any]:
+    """A chat request's channel: PLATFORM.md promises ``{channel: {id, …}}``, so the lean viewer gets its id
+    alone, everyone else the channel as the inbox shows it."""
+    if viewer.handle == LEAN_CHANNEL_USER_VIEWER:
+        return {"id": c.id}
+    return channel(world, c, viewer)

@@ -449,6 +449,19 @@ class TestDirectMessages:
         assert member is not None and (member.id, member.name) == (alice_id, "Alice Andersen")
         assert member.handle in ("alice", "")
 
+    def test_a_chat_opened_with_a_member_is_with_them(self, platform: PlatformHarness) -> None:
+        """PLATFORM.md promises a chat request's answer only as ``{channel: {id, …}}`` (the stand-in answers
+        carol no more): the conversation is still with the member it was opened with, and once the inbox
+        has named them, by name."""
+        carol = platform.login("carol")
+        alice_id = user_id(platform, "alice")
+        conv = platform.gateway.open_conversation(carol, alice_id, GROUP)
+        assert conv.with_ is not None and conv.with_.id == alice_id
+        platform.gateway.list_conversations(carol, 0, PAGE)
+        again = platform.gateway.open_conversation(carol, alice_id, GROUP)
+        assert again.id == conv.id and again.with_ is not None
+        assert (again.with_.id, again.with_.name) == (alice_id, "Alice Andersen")
+
     def test_inbox_limit_above_30_is_refused(self, platform: PlatformHarness) -> None:
         with pytest.raises(InvalidRequest):
             platform.gateway.list_conversations(platform.login("alice"), 0, PAGE + 1)

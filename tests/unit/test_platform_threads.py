@@ -134,29 +134,61 @@ def test_what_one_account_saw_of_a_conversation_is_never_shown_to_another() -> N
     assert dms.get_messages(SESSION, CHANNEL, None).conversation.with_ == alices.with_
 
 
-@pytest.mark.parametrize("wrapped", [True, False])
-def test_a_chat_request_answer_is_read_wrapped_as_reported_or_bare(wrapped: bool) -> None:
-    """PLATFORM.md: ``POST users/{id}/chat-request?g=`` answers ``{channel: {id, …}}`` (one client's
-    code); the bare channel is read as well."""
-    bob = {"id": BOB, "name": "bob", "first_name": "Bob", "last_name": "B"}
-    channel = {"id": CHANNEL, "user": bob, "user_ids": [ME, BOB], "last_message": None}
+class ChatRequestClient:
+    """Answers a chat request with ``answer``; the inbox holds ``inbox``."""
 
-    class ChatRequestClient:
-        def me(self, session: PlatformSession) -> PlatformUser:
-            return PlatformUser(id=ME, handle="alice", name="Alice A")
+    def __init__(self, answer: dict[str, Any], inbox: list[dict[str, Any]] | None = None) -> None:
+        self.answer, self.inbox = answer, inbox or []
 
-        def group_ref(self, session: PlatformSession, group: str) -> GroupRef:
-            return GroupRef(id="d" * 32, slug=group)
+    def me(self, session: PlatformSession) -> PlatformUser:
+        return PlatformUser(id=ME, handle="alice", name="Alice A")
 
-        def api(self, *segments: str, query: dict[str, object] | None = None) -> str:
-            return CannedClient(0).api(*segments, query=query)
+    def group_ref(self, session: PlatformSession, group: str) -> GroupRef:
+        return GroupRef(id="d" * 32, slug=group)
 
-        def one(self, session: PlatformSession, req: Req, what: str, *, read: bool = True) -> Any:
-            assert req.method == "POST" and "/chat-request?g=" in req.url and not read
-            return {"channel": channel} if wrapped else channel
+    def api(self, *segments: str, query: dict[str, object] | None = None) -> str:
+        return CannedClient(0).api(*segments, query=query)
 
-    conversation = PlatformDms(ChatRequestClient()).open_conversation(SESSION, BOB, "club")  # type: ignore[arg-type]
-    assert conversation.id == CHANNEL and conversation.with_ is not None and conversation.with_.id == BOB
+    def one(self, session: PlatformSession, req: Req, what: str, *, read: bool = True) -> Any:
+        if "/chat-channels" in req.url:
+            return {"channels": self.inbox}
+        assert req.method == "POST" and "/chat-request?g=" in req.url and not read
+        return self.answer
+
+
+BOBS_CHANNEL = {
+    "id": CHANNEL,
+    "user": {"id": BOB, "name": "bob", "first_name": "Bob", "last_name": "B"},
+    "user_ids": [ME, BOB],
+    "last_message": None,
+}
+
+
+@pytest.mark.parametrize(
+    ("answer", "member"),
+    [
+        # PLATFORM.md: ``{channel: {id, …}}`` (one client's code); the bare channel is read as well
+        ({"channel": BOBS_CHANNEL}, PlatformUser(id=BOB, handle="bob", name="Bob B")),
+        (BOBS_CHANNEL, PlatformUser(id=BOB, handle="bob", name="Bob B")),
+        # no more than the id promised: the chat is still with the member it was opened with
+        ({"channel": {"id": CHANNEL}}, PlatformUser(id=BOB, handle="", name="")),
+        ({"channel": {"id": CHANNEL, "user": {"first_name": "Bob", "last_name": "B"}}}, PlatformUser(BOB, "", "Bob B")),
+    ],
+)
+def test_a_chat_request_answer_names_the_member_it_was_opened_with(
+    answer: dict[str, Any], member: PlatformUser
+) -> None:
+    conversation = PlatformDms(ChatRequestClient(answer)).open_conversation(SESSION, BOB, "club")  # type: ignore[arg-type]
+    assert conversation.id == CHANNEL and conversation.with_ == member
+
+
+def test_a_lean_chat_request_answer_keeps_what_the_inbox_said_of_the_member() -> None:
+    """A conversation seen in full in the inbox, then reopened with an answer holding only its id, still
+    names the member in full (as the inbox does), rather than an id with an empty handle and name."""
+    dms = PlatformDms(ChatRequestClient({"channel": {"id": CHANNEL}}, inbox=[BOBS_CHANNEL]))  # type: ignore[arg-type]
+    dms.list_conversations(SESSION, 0, 30)
+    conversation = dms.open_conversation(SESSION, BOB, "club")
+    assert conversation.with_ == PlatformUser(id=BOB, handle="bob", name="Bob B")
 
 
 class GroupListsClient:
