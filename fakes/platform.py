@@ -494,7 +494,7 @@ class FakePlatformGateway:
             group_id=post.group_id,
             title=post.title,
             content=post.content,
-            label_id=post.label_id,
+            label_id=post.label_id or None,  # "" is no label, as the platform writes it
             author_id=post.author_id,
             author=self._public_user(post.author_id),
             created_at=post.created_at,

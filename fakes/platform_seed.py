@@ -12,8 +12,8 @@ a readable name, so tests can name them (``platform_id("usr-bob")``).
   last 24 h, 20 more within 7 days), labels General, Wins, Questions, Resources (ids
   ``platform_id("lbl-builders-club-general")`` …), 2 pinned posts (one within the week, one older), comments two deep
   (in each group, the post with the most top-level comments has one of them pinned);
-- ``quiet-garden``: alice, bob, carol (not dave); 12 posts, 1 pinned. ``design-guild``: bob, carol, dave,
-  olive (not alice); 8 posts;
+- ``quiet-garden``: alice, bob, carol (not dave); 12 posts, 1 pinned, every fourth without a label.
+  ``design-guild``: bob, carol, dave, olive (not alice); 8 posts;
 - alice's inbox: 45 conversations (bob: 70 messages, carol: 14, dave: 8, 42 members); bob-carol: 6.
 """
 
@@ -32,6 +32,10 @@ FIXED = (
     ("dave", "Dave Dimitrov"),
     ("olive", "Olive Ortega"),
 )
+# Posts with no label (PLATFORM.md: ``labels`` is "" for none): every fourth post of this group, as the
+# stand-in seeds them.
+UNLABELLED_GROUP = "quiet-garden"
+UNLABELLED_EVERY = 4
 GROUPS = (  # slug, name, description, labels, member handles (None: all but olive), posts, pinned
     (
         "builders-club",
@@ -282,6 +286,8 @@ def _seed_group(world: World, rng: random.Random, group: GroupRec, count: int, p
             upvotes=min(int(rng.paretovariate(1.2)) - 1 + rng.randint(0, 4), 300),
             pinned=i in pin_at,
         )
+        if group.slug == UNLABELLED_GROUP and i % UNLABELLED_EVERY == 1:
+            post.label_id = ""  # no label, as on the platform (the label drawn above keeps the seed as it was)
         world.posts[post.id] = post
         if rng.random() < 0.55:
             _seed_comments(world, rng, post, authors, now)

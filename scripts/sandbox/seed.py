@@ -10,7 +10,8 @@ login meets a two-factor prompt. Groups (``name`` is the slug, ``metadata.displa
 - ``builders-club`` "Builders Club": the big one, 1,000+ posts over two years, six labels, three pinned
   posts; every user is a member, including about 200 chat-only members who are alice's DM partners.
 - ``night-owls`` "Night Owls": alice, bob, carol, dave.
-- ``quiet-garden`` "Quiet Garden": alice, bob, carol (dave is not a member: "action not permitted").
+- ``quiet-garden`` "Quiet Garden": alice, bob, carol (dave is not a member: "action not permitted"); every
+  fourth post has no label (``labels`` "").
 - ``design-guild`` "Design Guild": bob, carol, dave (alice is not a member).
 """
 
@@ -29,6 +30,9 @@ FIXED_USERS = [  # handle, first, last, 2FA
     ("dave", "Dave", "Dimitrov", False),
     ("mallory", "Mallory", "Moss", True),
 ]
+# PLATFORM.md: a post's ``labels`` is "" when it has none. Every fourth post of this group has no label.
+UNLABELLED_GROUP = "quiet-garden"
+UNLABELLED_EVERY = 4
 GROUPS = [  # slug, display name, description, labels, member handles (None: everyone), root posts
     (
         "builders-club",
@@ -306,6 +310,8 @@ def _seed_group(world: World, rng: random.Random, group: Group, count: int, auth
             pinned=i in pin_at,
             image_preview=f"https://assets.sandbox.test/img/{pid[:10]}.jpg" if rng.random() < 0.15 else "",
         )
+        if group.slug == UNLABELLED_GROUP and i % UNLABELLED_EVERY == 1:
+            post.label_id = ""  # PLATFORM.md: ``labels`` is "" for none (the label drawn above keeps the seed)
         world.add_post(post)
         if rng.random() < 0.55:
             _seed_comments(world, rng, post, authors)

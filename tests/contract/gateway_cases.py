@@ -280,6 +280,17 @@ class TestReportedVariants:
         label_ids = {label.id for label in group.labels}
         assert all(p.label_id is None or p.label_id in label_ids for p in page)
 
+    def test_a_post_without_a_label_has_none(self, platform: PlatformHarness) -> None:
+        """PLATFORM.md: a post's ``labels`` is "" when it has none (every fourth post of quiet-garden): such a
+        post has no label id, in the feed and read alone; the others carry one of the group's labels."""
+        session = platform.login("alice")
+        group = platform.gateway.get_group(session, ALICE_ONLY_GROUP)
+        [page] = platform.gateway.feed_pages(session, ALICE_ONLY_GROUP, "newest", [1])
+        unlabelled = [p for p in page if p.label_id is None]
+        label_ids = {label.id for label in group.labels}
+        assert unlabelled and all(p.label_id in label_ids for p in page if p.label_id is not None)
+        assert platform.gateway.post_detail(session, unlabelled[0].id, None).post.label_id is None
+
     def test_a_pinned_post_and_its_repeat_are_one_post(self, platform: PlatformHarness) -> None:
         session = platform.login("alice")
         pages = platform.gateway.feed_pages(session, ALICE_ONLY_GROUP, "newest", [1, 2, 3])
