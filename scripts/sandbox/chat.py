@@ -134,6 +134,5 @@ def chat_request(sb: Sandbox, user: User, target_id: str, group_id: str | None) 
             channel = Channel(id=uuid.uuid4().hex, user_ids=(user.id, target.id), created_us=sb.now_us())
             sb.world.add_channel(channel)
             sb.changed()
-        return {
-            "channel": serialize.chat_request_channel(sb.world, channel, user)
-        }  # PLATFORM.md: ``{channel: {id, …}}``
+        # PLATFORM.md: ``{channel: {id, …}}``
+        return {"channel": serialize.chat_request_channel(sb.world, channel, user)}
