@@ -69,6 +69,9 @@ class PlatformClient:
         self._selves: BoundedCache[str, PlatformUser] = BoundedCache(4096)  # sha256(token) -> self
         self._groups: BoundedCache[str, GroupRef] = BoundedCache(8192)  # id or slug -> ref
         self.post_groups: BoundedCache[str, str] = BoundedCache(50_000)  # post id -> group id
+        # Ids seen as comments (in a post's tree, or made here) -> their post: such an id is no post, so
+        # deleting it needs no look first (``delete_comment``).
+        self.comment_posts: BoundedCache[str, str] = BoundedCache(50_000)
 
     def api(self, *segments: str, query: Mapping[str, object] | None = None) -> str:
         return self.page.api(*segments, query=query)

@@ -13,10 +13,12 @@ Quirks of the real platform handled here (PLATFORM.md):
 - comments come as a snake_case tree from ``posts/{id}/comments``, 30 top-level comments a call, walked
   with the ``created-gt`` cursor (microseconds); a reply's ``parent_id`` equal to the post means top level;
 - that route may need the group (``group-id``). When the caller names none: the group the gateway saw
-  the post in (feeds, details), else the route is asked without it, and if the platform insists (400)
-  every group of the account is asked at once and the one that answers is the post's group;
+  the post in (feeds, details), else the route is asked without it, and if the platform refuses that
+  (400, 404, or 401 "action not permitted": what it answers without a group is not known) every group of
+  the account is asked at once and the one that answers is the post's group;
 - ``DELETE posts/{id}`` deletes posts and comments alike, so the kind is checked first with the comments
-  route, which answers a post's tree and refuses (404) a comment id;
+  route, which answers a post's tree and refuses (404) a comment id; an id already seen as a comment (in a
+  post's tree, or made here) is known to be no post, and is deleted without that look;
 - reading a post marks it read on the real site only when its page is opened, so ``post_detail`` also
   loads the post's page data (``/_next/data/…/{group}/{post}.json``), as the site's reader does; the
   ``unread`` feed then behaves as on the site.
@@ -239,7 +241,7 @@ class SeleniumPlatformGateway:
         for an unknown post or a comment id."""
         group_id = self._client.group_ref(session, group).id if group else self._client.post_groups.get(post_id)
         resp = self._client.call(session, [self._comments_req(post_id, group_id, limit)])[0]
-        if resp.status == 400 and group_id is None:
+        if group_id is None and _refused_without_a_group(resp):
             found = self._ask_every_group(session, post_id, limit)
             if found is None:
                 raise NotFound(f"post {post_id} not found")
@@ -283,7 +285,9 @@ class SeleniumPlatformGateway:
                 self._client.call(session, pending)
             except ServiceError as error:  # the post was read; failing to mark it so is not the client's
                 log.info("marking post read failed: %s", error.code)
-        return PostDetail(post=post, comments=tuple(m.flat_comments(tops, pinned, post_id)))
+        comments = tuple(m.flat_comments(tops, pinned, post_id))
+        self._client.comment_posts.put_many((c.id, post_id) for c in comments)
+        return PostDetail(post=post, comments=comments)
 
     @bounded
     def create_post(self, session: PlatformSession, group: str, title: str, content: str, label_id: str | None) -> Post:
@@ -348,7 +352,7 @@ class SeleniumPlatformGateway:
         }
         req = Req("POST", self._client.api("posts", query={"follow": "true"}), body=body)
         # The answer carries no author; it is the signed-in user.
-        return self._client.write(
+        comment = self._client.write(
             session,
             req,
             f"post {post_id}",
@@ -356,16 +360,21 @@ class SeleniumPlatformGateway:
                 data, post_id=post_id, parent_id=parent_id, content=content, author=me, now=datetime.now(UTC)
             ),
         )
+        self._client.comment_posts.put(comment.id, post_id)
+        return comment
 
     @bounded
     def delete_comment(self, session: PlatformSession, comment_id: str) -> None:
-        try:
-            self._post_tree(session, comment_id, None, limit=1)
-        except NotFound:
-            pass  # not a post: a comment, or nothing (the DELETE says which)
-        else:
-            raise NotFound(f"comment {comment_id} not found")
+        # The DELETE takes posts too: an id not known as a comment is first made sure to be no post.
+        if self._client.comment_posts.get(comment_id) is None:
+            try:
+                self._post_tree(session, comment_id, None, limit=1)
+            except NotFound:
+                pass  # not a post: a comment, or nothing (the DELETE says which)
+            else:
+                raise NotFound(f"comment {comment_id} not found")
         self._client.act(session, Req("DELETE", self._client.api("posts", comment_id)), f"comment {comment_id}")
+        self._client.comment_posts.pop(comment_id)
 
     # -- direct messages -------------------------------------------------------------------------------
     @bounded
@@ -421,6 +430,17 @@ def _once(posts: list[Post]) -> list[Post]:
             unique.append(post)
         seen |= keys
     return unique
+
+
+def _refused_without_a_group(resp: Resp) -> bool:
+    """Whether the comments route, asked without ``group-id``, refused for want of it as far as we can
+    tell. Every client sends it (PLATFORM.md), so what the platform answers without one is not known: a
+    400, a 404, or the 401 that means "not a member of that group" may each be that refusal, and the
+    post is then looked for in every group (which also keeps ``delete_comment`` from taking a post for
+    a comment). A 401 of a dead session, a 429 or a 5xx are not."""
+    if resp.status in (400, 404):
+        return True
+    return resp.status == 401 and "not permitted" in resp.message().lower()
 
 
 def _next_page(data: dict[str, Any], tree: dict[str, Any], post_id: str) -> int | None:

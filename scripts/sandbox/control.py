@@ -1,8 +1,9 @@
 """The control API for tests: ``/__sandbox/…`` (JSON, no session, no firewall, no faults).
 
 POST ``reset`` ``{"seed"?}``, ``latency`` ``{"route", "ms"}``, ``errors`` ``{"route", "status", "count",
-"seconds"?, "retryAfter"?}`` (``status`` 0 or ``"hang"``: hold the request ``seconds``, default 60, or
-until ``clear-faults``, then 504; ``retryAfter``: the failure's Retry-After header, e.g. with a 429),
+"seconds"?, "retryAfter"?, "message"?}`` (``status`` 0 or ``"hang"``: hold the request ``seconds``, default
+60, or until ``clear-faults``, then 504; ``retryAfter``: the failure's Retry-After header, e.g. with a 429;
+``message``: an api2 failure's ``{"message"}``, else the status's phrase in lower case),
 ``clear-faults``, ``expire-session`` ``{"user"}`` (handle or id), ``expire-firewall``, ``build-id``
 ``{"buildId"?}`` (none: a new random one), ``captcha`` ``{"user", "enabled"?}`` (that user's sign-ins meet
 a captcha until a reset or ``enabled: false``), ``antispam`` ``{"enabled"?, "minGapSeconds"?, "perHour"?,
@@ -101,6 +102,9 @@ class Control:
         retry_after = data.get("retryAfter")
         if retry_after is not None and not isinstance(retry_after, str | int):
             raise ApiError(400, "retryAfter must be a string or a number of seconds")
+        message = data.get("message")
+        if message is not None and not isinstance(message, str):
+            raise ApiError(400, "message must be a string")
         self.sb.add_fault(
             FaultRule(
                 route=_route(data),
@@ -108,6 +112,7 @@ class Control:
                 remaining=int(_number(data, "count", 1)),
                 hang_seconds=_number(data, "seconds", 60.0),
                 retry_after=None if retry_after is None else str(retry_after),
+                message=message,
             )
         )
 

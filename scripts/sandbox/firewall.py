@@ -125,6 +125,6 @@ class FaultMiddleware:
             resp.set_header("Retry-After", failure.retry_after)
         if req.path.startswith("/api2/"):
             resp.status = status
-            resp.media = {"message": phrase.lower()}
+            resp.media = {"message": phrase.lower() if failure.message is None else failure.message}
         else:
             html_page(resp, status, f"{status} {phrase}", f"<h1>{status} {phrase}</h1>")

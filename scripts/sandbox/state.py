@@ -62,6 +62,7 @@ class FaultRule:
     remaining: int = 0
     hang_seconds: float = 60.0
     retry_after: str | None = None  # the Retry-After header of the failure, as the platform would send it
+    message: str | None = None  # an api2 failure's ``{"message"}`` (None: the status's phrase)
     _regex: re.Pattern[str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:

@@ -21,7 +21,14 @@ import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from adapters.platform.selenium_platform_gateway import SeleniumPlatformGateway
-from community_api.errors import ConnectionExpired, Forbidden, InvalidRequest, PlatformError, PlatformUnavailable
+from community_api.errors import (
+    ConnectionExpired,
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    PlatformError,
+    PlatformUnavailable,
+)
 from community_api.model import PlatformSession
 from scripts.processes import alive
 from scripts.sandbox.seed import build_world
@@ -483,19 +490,36 @@ def test_a_pinned_comment_in_the_pages_and_under_its_post_is_listed_once(
     assert [c.id for c in detail.comments if c.pinned] == [pin.id]
 
 
-def test_a_post_whose_group_is_unknown_is_looked_for_in_each_group(
-    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
-) -> None:
-    """Every client names the post's group (``group-id``; PLATFORM.md). A post read with no group given and
-    none remembered is asked without it; should the platform refuse that (400), the post is looked for in
-    each of the account's groups, every request within its own route, and each counted."""
+# What the comments route answers without ``group-id`` is not known (every client sends it): each refusal
+# that may mean "which group?" — a 400, a 404, the 401 of "not a member of that group".
+REFUSED_WITHOUT_A_GROUP = [
+    pytest.param({"status": 400}, id="400"),
+    pytest.param({"status": 404}, id="404"),
+    pytest.param({"status": 401, "message": "action not permitted"}, id="401-not-permitted"),
+]
+
+
+def _quiet_garden_post(gateway: SeleniumPlatformGateway) -> Any:
+    """A post of quiet-garden with comments, its group forgotten by the gateway (as a fresh worker's)."""
     world = build_world(1, int(time.time() * 1_000_000))
     group = world.group_by_slug("quiet-garden")
     assert group is not None
     post = next(p for p in world.posts.values() if p.is_root and p.group_id == group.id and p.children)
-    gateway._client.post_groups.pop(post.id)  # as a fresh worker would be
+    gateway._client.post_groups.pop(post.id)
+    return post
+
+
+@pytest.mark.parametrize("refusal", REFUSED_WITHOUT_A_GROUP)
+def test_a_post_whose_group_is_unknown_is_looked_for_in_each_group(
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess, refusal: dict[str, Any]
+) -> None:
+    """Every client names the post's group (``group-id``; PLATFORM.md). A post read with no group given and
+    none remembered is asked without it; should the platform refuse that, the post is looked for in
+    each of the account's groups, every request within its own route, and each counted."""
+    world = build_world(1, int(time.time() * 1_000_000))
+    post = _quiet_garden_post(gateway)
     route = f"/api2/posts/{post.id}/comments"
-    sandbox.control("errors", {"route": "^" + route + "$", "status": 400, "count": 1})
+    sandbox.control("errors", {"route": "^" + route + "$", "count": 1, **refusal})
     before = len(sandbox.control("requests")["requests"])
     detail = gateway.post_detail(alice, post.id, None)
     assert detail.post.id == post.id and detail.comments
@@ -506,3 +530,40 @@ def test_a_post_whose_group_is_unknown_is_looked_for_in_each_group(
     groups = {g.id for g in world.groups.values() if me.id in g.members}
     named = [parse_qs(r["query"]).get("group-id") for r in asked[1:]]
     assert len(named) == len(groups) and {g[0] for g in named if g} == groups  # each group once
+
+
+@pytest.mark.parametrize("refusal", REFUSED_WITHOUT_A_GROUP)
+def test_a_post_is_never_deleted_as_a_comment(
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess, refusal: dict[str, Any]
+) -> None:
+    """``DELETE posts/{id}`` takes posts too, so a comment's deletion first makes sure the id is no post.
+    Whatever the platform answers the look asked without a group, a post's id given as a comment's is
+    refused (404), and nothing is deleted."""
+    post = _quiet_garden_post(gateway)
+    route = f"/api2/posts/{post.id}/comments"
+    sandbox.control("errors", {"route": "^" + route + "$", "count": 1, **refusal})
+    before = len(sandbox.control("requests")["requests"])
+    with pytest.raises(NotFound):
+        gateway.delete_comment(alice, post.id)
+    sent = sandbox.control("requests")["requests"][before:]
+    assert [r for r in sent if r["method"] == "DELETE"] == []
+    assert gateway.post_detail(alice, post.id, None).post.id == post.id  # still there
+
+
+def test_a_comment_seen_in_its_post_is_deleted_without_a_look(
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
+    """An id the gateway has seen as a comment (in its post's tree, or made here) is no post: deleting it is
+    the DELETE alone, no read first."""
+    post = _quiet_garden_post(gateway)
+    made = gateway.create_comment(alice, post.id, "made here", None, None)
+    seen = gateway.create_comment(alice, post.id, "seen in its post", None, None)
+    gateway._client.comment_posts.pop(seen.id)  # as a worker that did not make it, until it reads the post
+    assert seen.id in {c.id for c in gateway.post_detail(alice, post.id, None).comments}
+    for comment_id in (made.id, seen.id):
+        before = len(sandbox.control("requests")["requests"])
+        gateway.delete_comment(alice, comment_id)
+        sent = sandbox.control("requests")["requests"][before:]
+        assert [(r["method"], r["path"]) for r in sent] == [("DELETE", f"/api2/posts/{comment_id}")]
+        with pytest.raises(NotFound):  # gone: the platform says so
+            gateway.delete_comment(alice, comment_id)
