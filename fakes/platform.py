@@ -323,7 +323,7 @@ class FakePlatformGateway:
         if parent_id is not None:
             parent = self.world.comments.get(parent_id)
             if parent is None or parent.deleted or parent.post_id != post.id or not self._is_live(parent):
-                raise InvalidRequest("invalid parent: not a comment of this post")
+                raise InvalidRequest("invalid parent: not a comment of this post", field="parentId")
             parent_id = parent.parent_id or parent.id  # two deep: a reply to a reply joins its thread
         comment = CommentRec(
             id=self.world.next_id("cmt"),

@@ -343,6 +343,10 @@ class SeleniumPlatformGateway:
         with before_the_write():
             tree, _ = self._post_tree(session, post_id, group, limit=1)
             me = self._client.me(session)
+        if parent_id is not None and self._client.comment_posts.get(parent_id) not in (None, post_id):
+            # Seen as a comment of another post: refused here, not left to the platform (which may or may
+            # not check it) to file the reply under a thread of another post.
+            raise InvalidRequest("invalid parent: not a comment of this post", field="parentId")
         body = {
             "post_type": "comment",
             "group_id": m.text(tree["post"], "groupId", "group_id"),

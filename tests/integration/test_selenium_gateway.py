@@ -567,3 +567,18 @@ def test_a_comment_seen_in_its_post_is_deleted_without_a_look(
         assert [(r["method"], r["path"]) for r in sent] == [("DELETE", f"/api2/posts/{comment_id}")]
         with pytest.raises(NotFound):  # gone: the platform says so
             gateway.delete_comment(alice, comment_id)
+
+
+def test_a_reply_under_a_comment_of_another_post_is_refused_unsent(
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
+    """A parent the gateway has seen as a comment of another post is refused before anything is written:
+    what the platform would do with such a reply is not ours to find out."""
+    world = build_world(1, int(time.time() * 1_000_000))
+    here, there = [p for p in world.posts.values() if p.is_root and p.children][:2]
+    elsewhere = gateway.post_detail(alice, there.id, None).comments[0]
+    before = len(sandbox.control("requests")["requests"])
+    with pytest.raises(InvalidRequest) as refused:
+        gateway.create_comment(alice, here.id, "a reply astray", elsewhere.id, None)
+    assert refused.value.details.get("field") == "parentId"
+    assert [r for r in sandbox.control("requests")["requests"][before:] if r["method"] == "POST"] == []
