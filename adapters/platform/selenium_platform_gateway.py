@@ -239,6 +239,8 @@ class SeleniumPlatformGateway:
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """The first page of a post's tree, and the whole answer it came in (its paging fields); ``NotFound``
         for an unknown post or a comment id."""
+        if self._client.comment_posts.get(post_id) is not None:
+            raise NotFound(f"post {post_id} not found")  # seen as a comment: no post, and no read to say so
         group_id = self._client.group_ref(session, group).id if group else self._client.post_groups.get(post_id)
         resp = self._client.call(session, [self._comments_req(post_id, group_id, limit)])[0]
         if group_id is None and _refused_without_a_group(resp):

@@ -554,7 +554,7 @@ def test_a_comment_seen_in_its_post_is_deleted_without_a_look(
     gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
 ) -> None:
     """An id the gateway has seen as a comment (in its post's tree, or made here) is no post: deleting it is
-    the DELETE alone, no read first."""
+    the DELETE alone, no read first, and asking for it as a post is a 404 without a read."""
     post = _quiet_garden_post(gateway)
     made = gateway.create_comment(alice, post.id, "made here", None, None)
     seen = gateway.create_comment(alice, post.id, "seen in its post", None, None)
@@ -562,6 +562,8 @@ def test_a_comment_seen_in_its_post_is_deleted_without_a_look(
     assert seen.id in {c.id for c in gateway.post_detail(alice, post.id, None).comments}
     for comment_id in (made.id, seen.id):
         before = len(sandbox.control("requests")["requests"])
+        with pytest.raises(NotFound):  # nor is a comment taken for a post, or read to tell
+            gateway.delete_post(alice, comment_id)
         gateway.delete_comment(alice, comment_id)
         sent = sandbox.control("requests")["requests"][before:]
         assert [(r["method"], r["path"]) for r in sent] == [("DELETE", f"/api2/posts/{comment_id}")]
