@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from adapters.platform import platform_mapping as m
-from adapters.platform.selenium_platform_gateway import COMMENTS_PAGE, _next_page, _once
+from adapters.platform.platform_posts import COMMENTS_PAGE, _next_page
+from adapters.platform.selenium_platform_gateway import _once
 
 BASE = "https://www.example-community.com"
 POST = "p" * 32
