@@ -127,7 +127,11 @@ def approve(
 
 
 def _client(store: KeyStore, client_id: str | None) -> OAuthClient:
-    client = store.get_oauth_client(client_id) if client_id else None
+    # A public client authenticates by its client_id alone (RFC 6749 §3.2.1): none sent is no client
+    # authentication, ``invalid_client`` as an unknown one is (§5.2), but told apart in the description.
+    if not client_id:
+        raise OAuthError("invalid_client", "client_id is required")
+    client = store.get_oauth_client(client_id)
     if client is None:
         raise OAuthError("invalid_client", "unknown client_id")
     return client

@@ -125,6 +125,9 @@ def test_unknown_client_and_unknown_grant_type(connector: Connector, world: Worl
         "invalid_client",
         401,
     )
+    missing = connector.token([("grant_type", "authorization_code"), ("code", "cdc_x"), ("code_verifier", "v")])
+    oauth_error(missing, "invalid_client", 401)
+    assert missing.json["error_description"] == "client_id is required"  # not "unknown": none was sent
     oauth_error(
         connector.token([("grant_type", "password"), ("client_id", connector.client_id)]), "unsupported_grant_type"
     )
