@@ -156,8 +156,8 @@ class PlatformPosts:
         parent_id: str | None,
         group: str | None,
     ) -> Comment:
-        # Checked first: the platform answers a comment id or a post of another group with a 400, which
-        # to our clients is an unknown post; this also finds the group the platform wants in the body.
+        # Checked first: the platform refuses a comment id or a post of another group (a 400 or a 404),
+        # which to our clients is an unknown post; this also finds the group the body needs.
         with before_the_write():
             tree, _ = self._post_tree(session, post_id, group, limit=1)
             me = self._client.me(session)
