@@ -78,6 +78,12 @@ class Resp:
         """The firewall's block page (not a JSON 403 of the platform itself)."""
         return self.status == 403 and self.is_html
 
+    @property
+    def not_a_member(self) -> bool:
+        """The 401 that means "not a member of that group" (PLATFORM.md: "action not permitted"), not an
+        expired session."""
+        return self.status == 401 and "not permitted" in self.message().lower()
+
     def json(self) -> Any:
         if "json" not in self.content_type.lower() and not self.text.lstrip().startswith(("{", "[")):
             raise PlatformError(f"the platform answered {self.status} with something other than JSON")
@@ -139,7 +145,7 @@ def raise_for_status(resp: Resp, what: str) -> None:
         raise PlatformUnavailable("the platform could not be reached")
     if status == 401:
         # The platform answers 401 both for a dead session and for "not a member of that group".
-        if "not permitted" in message.lower():
+        if resp.not_a_member:
             raise NotFound(f"{what} not found")
         raise ConnectionExpired(EXPIRED)
     if status == 403:

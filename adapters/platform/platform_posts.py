@@ -156,15 +156,15 @@ class PlatformPosts:
         parent_id: str | None,
         group: str | None,
     ) -> Comment:
+        if parent_id is not None and self._client.comment_posts.get(parent_id) not in (None, post_id):
+            # Seen as a comment of another post: refused here, before any read, not left to the platform
+            # (which may or may not check it) to file the reply under a thread of another post.
+            raise InvalidRequest("invalid parent: not a comment of this post", field="parentId")
         # Checked first: the platform refuses a comment id or a post of another group (a 400 or a 404),
         # which to our clients is an unknown post; this also finds the group the body needs.
         with before_the_write():
             tree, _ = self._post_tree(session, post_id, group, limit=1)
             me = self._client.me(session)
-        if parent_id is not None and self._client.comment_posts.get(parent_id) not in (None, post_id):
-            # Seen as a comment of another post: refused here, not left to the platform (which may or may
-            # not check it) to file the reply under a thread of another post.
-            raise InvalidRequest("invalid parent: not a comment of this post", field="parentId")
         body = {
             "post_type": "comment",
             "group_id": m.text(tree["post"], "groupId", "group_id"),
@@ -204,9 +204,7 @@ def _refused_without_a_group(resp: Resp) -> bool:
     400, a 404, or the 401 that means "not a member of that group" may each be that refusal, and the
     post is then looked for in every group (which also keeps ``delete_comment`` from taking a post for
     a comment). A 401 of a dead session, a 429 or a 5xx are not."""
-    if resp.status in (400, 404):
-        return True
-    return resp.status == 401 and "not permitted" in resp.message().lower()
+    return resp.status in (400, 404) or resp.not_a_member
 
 
 def _next_page(data: dict[str, Any], tree: dict[str, Any], post_id: str) -> int | None:
