@@ -172,18 +172,37 @@ class PlatformClient:
     # -- groups --------------------------------------------------------------------------------------
     def my_groups(self, session: PlatformSession) -> list[dict[str, Any]]:
         """The raw group records of the session's user (api2), remembering each id and slug."""
-        me = self.me(session)
-        found: list[dict[str, Any]] = []
-        while True:
-            query = {"offset": len(found), "limit": GROUPS_PAGE}
-            data = self.one(session, Req("GET", self.api("users", me.id, "groups", query=query)), "groups")
-            page = m.items(m.obj(data, "groups").get("groups"), "groups")
-            found += page
-            if len(page) < GROUPS_PAGE:
-                break
+        found = [record for page in self.group_pages(session, self.me(session).id) for record in page]
         for record in found:
             self.remember_group(record)
         return found
+
+    def group_pages(
+        self, session: PlatformSession, user_id: str, *, most: int | None = None, what: str = "groups"
+    ) -> Iterator[list[dict[str, Any]]]:
+        """The groups of ``user_id`` as the platform lists them to the session, a page at a time (at most
+        ``most`` pages), each group once. PLATFORM.md gives a group list's answer as ``{groups, has_more}``:
+        ``has_more`` is believed when it comes (a page shorter than asked for is then no end: the platform
+        may hold pages to less than ``limit``); without it a short page is the end. A page that brings no
+        group not seen yet also ends the walk: a platform that disregarded ``offset`` would answer the
+        same page for ever, each of them one more read against the pace. ``what`` names the list in errors."""
+        seen: set[str] = set()
+        offset = pages = 0
+        while most is None or pages < most:
+            query = {"offset": offset, "limit": GROUPS_PAGE}
+            req = Req("GET", self.api("users", user_id, "groups", query=query))
+            data = m.obj(self.one(session, req, what), "groups")
+            records = m.items(data.get("groups"), "groups")
+            fresh = [r for r in records if m.text(r, "id") not in seen]
+            seen.update(m.text(r, "id") for r in fresh)
+            offset, pages = offset + len(records), pages + 1
+            if fresh:
+                yield fresh
+            more = data.get("has_more", data.get("hasMore"))
+            if not isinstance(more, bool):
+                more = len(records) >= GROUPS_PAGE
+            if not (more and fresh):
+                return
 
     def remember_group(self, record: dict[str, Any]) -> GroupRef:
         ref = GroupRef(id=m.text(record, "id"), slug=m.text(record, "name"))

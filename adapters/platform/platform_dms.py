@@ -29,7 +29,7 @@ from adapters.platform import platform_mapping as m
 from adapters.platform.bounded_cache import BoundedCache
 from adapters.platform.page_fetch import Req
 from adapters.platform.platform_answers import Resp, checked_json
-from adapters.platform.platform_client import GROUPS_PAGE, PlatformClient
+from adapters.platform.platform_client import PlatformClient
 from adapters.platform.platform_created import sent_message
 from community_api.errors import InvalidRequest, NotFound, before_the_write
 from community_api.model import Conversation, Message, MessagePage, PlatformSession, PlatformUser
@@ -168,16 +168,11 @@ class PlatformDms:
         theirs, not only the shared ones), at most ``SHARED_GROUP_PAGES`` pages."""
         mine = [m.text(g, "id") for g in self._client.my_groups(session)]
         theirs: set[str] = set()
-        for page_number in range(SHARED_GROUP_PAGES):
-            query = {"offset": page_number * GROUPS_PAGE, "limit": GROUPS_PAGE}
-            req = Req("GET", self._client.api("users", user_id, "groups", query=query))
-            page = m.items(m.obj(self._client.one(session, req, f"user {user_id}"), "groups").get("groups"), "groups")
+        for page in self._client.group_pages(session, user_id, most=SHARED_GROUP_PAGES, what=f"user {user_id}"):
             theirs |= {m.text(g, "id") for g in page}
             shared = [group_id for group_id in mine if group_id in theirs]
             if shared:
                 return shared[0]
-            if len(page) < GROUPS_PAGE:
-                break
         raise NotFound(f"user {user_id} not found in a group you share")
 
     def send_message(self, session: PlatformSession, conversation_id: str, content: str) -> Message:

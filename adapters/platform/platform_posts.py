@@ -100,7 +100,7 @@ class PlatformPosts:
             data = m.obj(checked_json(resps[0], f"post {post_id}"), "comments")
             page = m.obj(data.get("post_tree", data.get("postTree")), "post_tree")
             tops += m.items(page.get("children"), "children")
-            cursor = _next_page(data, page, post_id)
+            cursor = _next_page(data, page, post_id, after=cursor)
         if pending:
             try:
                 self._client.call(session, pending)
@@ -207,10 +207,13 @@ def _refused_without_a_group(resp: Resp) -> bool:
     return resp.status in (400, 404) or resp.not_a_member
 
 
-def _next_page(data: dict[str, Any], tree: dict[str, Any], post_id: str) -> int | None:
+def _next_page(data: dict[str, Any], tree: dict[str, Any], post_id: str, after: int | None = None) -> int | None:
     """The ``created-gt`` of the next page of top-level comments, or None at the end. The platform's own
     ``meta.has_more`` and ``last`` (microseconds) when it sends them; else a full page means "ask again",
-    from the last comment's time."""
+    from the last comment's time. ``after`` is the page's own ``created-gt`` (None: the first page): a
+    cursor that would not move past it ends the walk, since asking again would bring the same page back
+    for ever (a platform that disregarded ``created-gt``, or a ``last`` that does not move on), each
+    time one more read against the pace."""
     children = m.items(tree.get("children"), "children")
     meta = data.get("meta")
     more = meta.get("has_more") if isinstance(meta, dict) else None
@@ -219,6 +222,6 @@ def _next_page(data: dict[str, Any], tree: dict[str, Any], post_id: str) -> int 
     if not more or not children:
         return None
     last = data.get("last")
-    if isinstance(last, int) and not isinstance(last, bool) and last > 0:
-        return last
-    return m.micros(m.comment(children[-1].get("post"), post_id).created_at)
+    candidates = [last] if isinstance(last, int) and not isinstance(last, bool) and last > 0 else []
+    candidates.append(m.micros(m.comment(children[-1].get("post"), post_id).created_at))
+    return next((cursor for cursor in candidates if after is None or cursor > after), None)

@@ -13,7 +13,7 @@ import pytest
 
 from adapters.platform.page_fetch import Req
 from adapters.platform.platform_answers import Resp, checked_json
-from adapters.platform.platform_client import GroupRef
+from adapters.platform.platform_client import GroupRef, PlatformClient
 from adapters.platform.platform_dms import THREAD_PAGE, PlatformDms
 from community_api.errors import NotFound
 from community_api.model import PlatformSession, PlatformUser
@@ -193,6 +193,8 @@ def test_a_lean_chat_request_answer_keeps_what_the_inbox_said_of_the_member() ->
 
 class GroupListsClient:
     """The account's own groups, and the other member's list served 30 a page as the platform does."""
+
+    group_pages = PlatformClient.group_pages  # the walk under test, over this class's ``one``
 
     def __init__(self, mine: list[str], theirs: list[str]) -> None:
         self.mine, self.theirs = mine, theirs

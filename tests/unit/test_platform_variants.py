@@ -5,15 +5,20 @@ where its sources disagree (the DM-thread and page-data variants are in ``test_p
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from adapters.platform import platform_mapping as m
+from adapters.platform.page_fetch import PageRunner, Req
+from adapters.platform.platform_client import PlatformClient
 from adapters.platform.platform_posts import COMMENTS_PAGE, _next_page
 from adapters.platform.selenium_platform_gateway import _once
+from community_api.model import PlatformSession, PlatformUser
 
 BASE = "https://www.example-community.com"
 POST = "p" * 32
+SESSION = PlatformSession(connection_id="con_1", token="t")
 
 
 def feed_post(pid: str, slug: str, *, pinned: int | None) -> dict[str, Any]:
@@ -124,3 +129,64 @@ def test_a_group_names_its_labels_by_comma_joined_ids_and_they_are_read_from_its
     # the gateway asks api2 for the list (tests/contract/gateway_cases.py, TestReportedVariants).
     assert m.group({**record, "labels": None}).labels == ()
     assert m.group({**record, "labels": []}).labels == ()
+
+
+class GroupListClient(PlatformClient):
+    """The account's group list (``users/{id}/groups``) served as a platform variant would: pages held to
+    ``cap`` groups whatever ``limit`` asks, ``has_more`` sent or not, ``offset`` heeded or not."""
+
+    def __init__(self, count: int, *, cap: int = 30, has_more: bool = False, heeds_offset: bool = True) -> None:
+        super().__init__(PageRunner(BASE, "https://api2.example-community.com", timeout=5), pool=None, timeout=5)  # type: ignore[arg-type]
+        self.groups = [{"id": f"{n:032x}", "name": f"group-{n}"} for n in range(count)]
+        self.cap, self.has_more, self.heeds_offset = cap, has_more, heeds_offset
+        self.reads = 0
+
+    def me(self, session: PlatformSession, *, fresh: bool = False) -> PlatformUser:
+        return PlatformUser(id="a" * 32, handle="alice", name="Alice A")
+
+    def one(self, session: PlatformSession, req: Req, what: str, *, read: bool = True) -> Any:
+        self.reads += 1
+        if self.reads > 50:
+            raise AssertionError("the walk does not end")
+        query = parse_qs(urlsplit(req.url).query)
+        offset = int(query["offset"][0]) if self.heeds_offset else 0
+        end = offset + min(int(query["limit"][0]), self.cap)
+        answer: dict[str, Any] = {"groups": self.groups[offset:end]}
+        if self.has_more:
+            answer["has_more"] = end < len(self.groups)
+        return answer
+
+
+@pytest.mark.parametrize(
+    ("count", "variant", "reads"),
+    [
+        (25, {}, 1),  # a short page ends the list
+        (60, {}, 3),  # 30, 30, then an empty page
+        (30, {"has_more": True}, 1),  # a full page that says it is the last
+        (45, {"has_more": True, "cap": 20}, 3),  # pages held to 20: has_more, not the page's length, says more
+        (45, {"heeds_offset": False}, 2),  # the same page again brings nothing new: the end
+        (45, {"heeds_offset": False, "has_more": True}, 2),
+    ],
+)
+def test_the_account_s_groups_are_read_to_the_end_of_the_list_and_no_further(
+    count: int, variant: dict[str, Any], reads: int
+) -> None:
+    """PLATFORM.md gives a group list's answer as ``{groups, has_more}``: ``has_more`` is believed when it
+    comes, so a platform that pages by fewer than the 30 asked for loses no group; a platform that answered
+    the same page whatever the ``offset`` is not asked again and again, each time a read against the pace."""
+    client = GroupListClient(count, **variant)
+    listed = [g["id"] for g in client.my_groups(SESSION)]
+    expected = client.groups if client.heeds_offset else client.groups[:30]
+    assert listed == [g["id"] for g in expected]
+    assert client.reads == reads
+
+
+def test_a_comments_cursor_that_does_not_move_on_ends_the_walk() -> None:
+    """A ``last`` at or before the page's own ``created-gt`` (or a platform that disregarded it and
+    answered the same page) would ask for that page for ever: the last comment's time is the cursor when
+    it moves on, and the walk ends when neither does."""
+    data, tree = comments_answer(COMMENTS_PAGE, last=1731068076900000, meta={"has_more": True})
+    assert _next_page(data, tree, POST, after=1731068076800000) == 1731068076900000
+    assert _next_page(data, tree, POST, after=1731068076900000) is None  # the same page again
+    data, tree = comments_answer(COMMENTS_PAGE, last=1731068076700000, meta={"has_more": True})
+    assert _next_page(data, tree, POST, after=1731068076800000) == 1731068076900000  # its last comment's time
