@@ -4,7 +4,8 @@ Rules (spec §2, §4, §8; DESIGN §2):
 - inbox pages hold up to 30 conversations; ``cursor`` is an offset (a string of digits); ``next_cursor``
   is the offset of the next page, None at the end;
 - ``awaiting_reply`` marks a conversation whose last message is not ours; with ``awaitingReply=true``
-  up to 5 inbox pages are scanned from the cursor and only those conversations are answered;
+  up to 5 inbox pages are scanned from the cursor and only those conversations are answered, each once
+  (one that gets a message meanwhile moves the others down a place);
 - a thread answers its messages oldest to newest; ``cursor`` is a message id and answers the messages
   older than it; ``next_cursor`` is the id of the oldest message answered, None when nothing is older;
 - a send names exactly one of ``to`` (a platform user id; ``group`` picks the shared group) and
@@ -93,6 +94,9 @@ def inbox(deps: Deps, actor: Actor, query: InboxQuery) -> Inbox:
     offset = 0 if query.cursor is None else int(query.cursor)
     own_id = actor.connection.platform_user_id
     found: list[Conversation] = []
+    # A conversation that gets a message while the pages are read moves to the top of the inbox, and the
+    # rest move down one place: the next page then starts with the last of the one before. Each once.
+    seen: set[str] = set()
     pages = AWAITING_SCAN_PAGES if only_awaiting else 1
     next_offset: int | None = offset
     counted = 0  # platform reads of the pages so far: they count towards a refusal's wait (a retry reads them)
@@ -103,8 +107,9 @@ def inbox(deps: Deps, actor: Actor, query: InboxQuery) -> Inbox:
         counted += meter.reads_counted
         for conversation in page:
             conversation = _with_reply_state(conversation, own_id)
-            if conversation.awaiting_reply or not only_awaiting:
+            if conversation.id not in seen and (conversation.awaiting_reply or not only_awaiting):
                 found.append(conversation)
+            seen.add(conversation.id)
         if len(page) < INBOX_PAGE:
             next_offset = None
             break

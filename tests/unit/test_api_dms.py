@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+from typing import Any
+
 import pytest
 
 from community_api.errors import InvalidRequest, PlatformUnavailable
+from community_api.model import PlatformSession
+from fakes.platform_seed import ConversationRec
 from tests.unit.world_support import DM_GAP, Ready
 
 
@@ -35,6 +40,44 @@ def test_awaiting_reply_scans_pages_and_keeps_only_those(ready: Ready) -> None:
     assert [c["id"] for c in awaiting["conversations"]] == expected
     assert all(c["awaitingReply"] for c in awaiting["conversations"])
     assert awaiting["nextCursor"] is None
+
+
+def test_a_conversation_moved_up_while_the_inbox_is_scanned_is_answered_once(ready: Ready) -> None:
+    """The awaiting-reply scan reads its pages one after another; a conversation that gets a message
+    meanwhile moves to the top and the rest move down a place, so the second page starts with the last
+    conversation of the first. It is answered once, as it is in the inbox."""
+    world = ready.world
+    gateway = world.gateway
+    own_id = ready.connection["platformUserId"]
+    read_pages = gateway.list_conversations
+    mine = [c for c in gateway.world.conversations.values() if own_id in c.user_ids and c.messages]
+    mine.sort(key=lambda c: (c.messages[-1].created_at, c.id), reverse=True)  # the inbox's order
+
+    def other(conversation: ConversationRec) -> str:
+        return next(u for u in conversation.user_ids if u != own_id)
+
+    # The last conversation of the first page awaits a reply (a message to alice, a moment after its last).
+    last_of_first = mine[29]
+    at = last_of_first.messages[-1].created_at + timedelta(microseconds=1)
+    gateway.world.add_message(last_of_first, other(last_of_first), "did you see this?", at)
+
+    def a_message_arrives_after_the_first_page(session: PlatformSession, offset: int, limit: int) -> list[Any]:
+        page = read_pages(session, offset, limit)
+        if offset == 0:
+            gateway.world.add_message(mine[-1], other(mine[-1]), "are you there?", world.clock.now())
+        return page
+
+    gateway.list_conversations = a_message_arrives_after_the_first_page  # type: ignore[method-assign]
+    scanned = world.get("/v1/dms", ready.key, params={"awaitingReply": "true"}).json["conversations"]
+    ids = [c["id"] for c in scanned]
+    assert len(ids) == len(set(ids))
+    gateway.list_conversations = read_pages  # type: ignore[method-assign]
+    inbox = (
+        world.get("/v1/dms", ready.key).json["conversations"]
+        + (world.get("/v1/dms", ready.key, params={"cursor": "30"}).json["conversations"])
+    )
+    awaiting_now = {c["id"] for c in inbox if c["awaitingReply"]}
+    assert set(ids) <= awaiting_now
 
 
 @pytest.mark.parametrize(
