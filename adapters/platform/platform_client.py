@@ -199,7 +199,7 @@ class PlatformClient:
             if fresh:
                 yield fresh
             more = data.get("has_more", data.get("hasMore"))
-            if not isinstance(more, bool):
+            if not isinstance(more, bool | int):  # the platform writes some flags as 0/1
                 more = len(records) >= GROUPS_PAGE
             if not (more and fresh):
                 return
