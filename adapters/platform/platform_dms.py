@@ -73,7 +73,8 @@ class PlatformDms:
     def get_messages(self, session: PlatformSession, conversation_id: str, before: str | None) -> MessagePage:
         """PLATFORM.md, "Chat": ``before`` and ``after`` are counts. The newest page is ``?before=N``; older
         messages are read around an anchor, the oldest message seen: ``?before=N&after=0&msg={id}``, whose
-        answer may hold the anchor itself (dropped here). ``has_more_before`` says whether older ones exist;
+        answer may hold the anchor itself, and messages after it too (one client sends ``after=35``): only
+        those older than the anchor are kept. ``has_more_before`` says whether older ones exist;
         an answer without it is asked once more, around the oldest message of this page."""
         query: dict[str, object] = {"before": THREAD_PAGE}
         if before is not None:
@@ -82,13 +83,15 @@ class PlatformDms:
         thread_resp, inbox_resp = self._client.call(session, [thread, self._inbox_req(0)])
         data = m.obj(checked_json(thread_resp, f"conversation {conversation_id}"), "thread")
         messages = sorted(
-            (
-                chat.message(x, conversation_id)
-                for x in m.items(data.get("messages"), "messages")
-                if x.get("id") != before
-            ),
+            (chat.message(x, conversation_id) for x in m.items(data.get("messages"), "messages")),
             key=lambda x: (x.created_at, x.id),
         )
+        anchor = next((i for i, x in enumerate(messages) if x.id == before), None)
+        if anchor is not None:
+            # Older than the anchor only: not the anchor itself, nor what an ``after`` read around it
+            # (or a platform that answered the newest page whatever ``msg`` said) brings from after it,
+            # which the client already has; a page of those alone would send it round the same page.
+            messages = messages[:anchor]
         conversation = self._conversation(session, conversation_id, data.get("channel"), inbox_resp)
         newest = messages[-1] if messages and before is None else None
         if newest is not None and (

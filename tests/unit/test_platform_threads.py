@@ -35,9 +35,20 @@ def msg(n: int) -> dict[str, Any]:
 class CannedClient:
     """Answers in-page requests from a thread of ``count`` messages, as the platform would, in a variant."""
 
-    def __init__(self, count: int, *, flags: bool = True, anchor_included: bool = True) -> None:
+    def __init__(
+        self,
+        count: int,
+        *,
+        flags: bool = True,
+        anchor_included: bool = True,
+        after: int | None = None,
+        heeds_anchor: bool = True,
+    ) -> None:
+        """``after``: the count of newer messages answered around an anchor whatever the request's own
+        ``after`` (None: the request's); ``heeds_anchor`` False: the newest page whatever ``msg`` says."""
         self.thread = [msg(n) for n in range(count)]
-        self.flags, self.anchor_included = flags, anchor_included
+        self.flags, self.anchor_included, self.after = flags, anchor_included, after
+        self.heeds_anchor = heeds_anchor
         self.asked: list[dict[str, list[str]]] = []
 
     def api(self, *segments: str, query: dict[str, object] | None = None) -> str:
@@ -56,9 +67,9 @@ class CannedClient:
             return Resp(200, "application/json", json.dumps({"channels": None}))  # an empty page as null
         self.asked.append(query)
         before = int(query["before"][0])
-        after = int(query.get("after", ["0"])[0])
+        after = int(query.get("after", ["0"])[0]) if self.after is None else self.after
         ids = [m["id"] for m in self.thread]
-        if "msg" in query:
+        if "msg" in query and self.heeds_anchor:
             at = ids.index(query["msg"][0])
             start, end = max(0, at - before), min(len(ids), at + 1 + after)
             chosen = (
@@ -83,7 +94,8 @@ def read_all(client: CannedClient) -> tuple[list[str], int]:
     dms = PlatformDms(client)  # type: ignore[arg-type]
     page = dms.get_messages(SESSION, CHANNEL, None)
     pages = [page.messages]
-    while page.has_older:
+    while page.has_older and page.messages:  # as ``dms.thread`` pages: no messages, no cursor
+        assert len(pages) < 20, "the walk does not end"
         page = dms.get_messages(SESSION, CHANNEL, page.messages[0].id)
         pages.insert(0, page.messages)
     return [m.id for chunk in pages for m in chunk], len(client.asked)
@@ -101,6 +113,23 @@ def test_the_newest_page_asks_a_count_and_older_ones_an_anchor() -> None:
 def test_an_anchor_left_out_of_the_answer_reads_the_same() -> None:
     client = CannedClient(75, anchor_included=False)
     assert read_all(client)[0] == [m["id"] for m in client.thread]
+
+
+def test_messages_answered_from_after_the_anchor_are_not_answered_again() -> None:
+    """Read around an anchor with ``after`` (one client sends ``after=35``), the answer brings messages the
+    client already has: only those older than the anchor are its older page."""
+    client = CannedClient(75, after=5)
+    ids, _ = read_all(client)
+    assert ids == [m["id"] for m in client.thread]
+
+
+def test_a_platform_that_answers_the_newest_page_whatever_the_anchor_ends_the_walk() -> None:
+    """Were ``msg`` disregarded, every older page would be the newest again: the client, sent round that
+    page for ever, instead gets nothing older and no cursor."""
+    client = CannedClient(75, heeds_anchor=False)
+    ids, asked = read_all(client)
+    assert ids == [m["id"] for m in client.thread[-THREAD_PAGE:]]
+    assert asked == 2
 
 
 def test_without_has_more_before_a_full_page_asks_once_more() -> None:
