@@ -1,7 +1,8 @@
 """``FakePlatformGateway``: an honest in-memory community platform behind the ``PlatformGateway`` port.
 
 It keeps state and enforces the platform's rules as the Selenium gateway reports them (the contract suite
-in ``tests/contract`` runs the same cases against both). Seed facts: ``fakes/platform_seed.py``.
+in ``tests/contract`` runs the same cases against both). Seed facts: ``fakes/platform_seed.py``; what it
+answers is made from the records by ``fakes/platform_views.py``; its sessions: ``fakes/platform_sessions.py``.
 
 Rules worth knowing:
 - a session token comes from ``login``; an unknown or expired one raises ``ConnectionExpired`` on every call
@@ -17,7 +18,6 @@ Rules worth knowing:
 from __future__ import annotations
 
 import functools
-import hmac
 import secrets
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -34,7 +34,6 @@ from community_api.model import (
     Comment,
     Conversation,
     Group,
-    Label,
     LinkedAccount,
     Message,
     MessagePage,
@@ -44,20 +43,20 @@ from community_api.model import (
     PostDetail,
 )
 from community_api.ports import Clock
+from fakes import platform_views as views
 from fakes.platform_seed import (
     CommentRec,
     ConversationRec,
     GroupRec,
-    MessageRec,
     PostRec,
     UserRec,
     build_world,
 )
+from fakes.platform_sessions import FakeSessions
 
 PAGE_SIZE = 30
 INBOX_LIMIT = 30
 THREAD_PAGE = 30
-BASE_URL = "https://community.sandbox.test"
 WINDOWS = {"best-1d": 1, "best-1w": 7, "best-1m": 30, "best-1y": 365}
 GATEWAY_METHODS = frozenset(
     {
@@ -120,12 +119,10 @@ class FakePlatformGateway:
         """``signing_key`` makes session tokens self-contained and signed (as the platform's JWT is), so
         several instances — one per gunicorn worker in end-to-end tests — accept each other's sessions."""
         self.clock: Clock = clock or SystemClock()
-        self._signing_key = signing_key
-        self._expired_users: set[str] = set()
         self.world = build_world(seed, self.clock.now())
         self.calls: Counter[str] = Counter()
         self.feed_requests: list[tuple[int, ...]] = []  # the pages asked for, one tuple per feed_pages call
-        self._sessions: dict[str, str] = {}  # token -> user id
+        self._sessions = FakeSessions(signing_key)
         self._faults: dict[str, list[tuple[BaseException, int]]] = {}
         self._created_posts: list[Post] = []
         self._created_comments: list[Comment] = []
@@ -163,17 +160,16 @@ class FakePlatformGateway:
     def expire_sessions(self, user_id: str) -> None:
         """End every session of a user (an id, or a handle for convenience)."""
         uid = self._user_rec(user_id).id
-        self._sessions = {t: u for t, u in self._sessions.items() if u != uid}
-        self._expired_users.add(uid)
+        self._sessions.expire(uid)
 
     def session_for(self, handle: str, connection_id: str = "con_fake") -> PlatformSession:
         """A fresh session of a seeded user, as ``login`` would give, for tests that skip the login."""
         user = self._user_rec(handle)
-        token = self._new_session(user.id)
+        token = self._sessions.new(user.id)
         return PlatformSession(connection_id=connection_id, token=token)
 
     def user(self, handle_or_id: str) -> PlatformUser:
-        return self._public_user(self._user_rec(handle_or_id).id)
+        return views.public_user(self.world, self._user_rec(handle_or_id).id)
 
     def created_posts(self) -> list[Post]:
         """Posts created through the gateway, in order, as the platform stored them (with author)."""
@@ -195,18 +191,18 @@ class FakePlatformGateway:
         user = next((u for u in self.world.users.values() if u.email == wanted), None)
         if user is None or not secrets.compare_digest(user.password.encode(), password.encode()):
             raise InvalidRequest("the platform refused the login: wrong email or password")
-        return LinkedAccount(user=self._public_user(user.id), session_token=self._new_session(user.id))
+        return LinkedAccount(user=views.public_user(self.world, user.id), session_token=self._sessions.new(user.id))
 
     @_platform_call
     def adopt_session(self, session_token: str) -> LinkedAccount:
-        user_id = self._sessions.get(session_token) or self._signed_user(session_token)
+        user_id = self._sessions.user_of(session_token)
         if user_id is None:
             raise InvalidRequest("the platform session token is not valid (unknown or expired)")
-        return LinkedAccount(user=self._public_user(user_id), session_token=session_token)
+        return LinkedAccount(user=views.public_user(self.world, user_id), session_token=session_token)
 
     @_platform_call
     def whoami(self, session: PlatformSession) -> PlatformUser:
-        return self._public_user(self._me(session))
+        return views.public_user(self.world, self._me(session))
 
     # --- groups -------------------------------------------------------------------------------------
     @_platform_call
@@ -215,11 +211,11 @@ class FakePlatformGateway:
         me = self._me(session)
         groups = [g for g in self.world.groups.values() if me in g.members]
         platform_meter.spend(reads=len(groups))  # each group's labels
-        return [self._group_view(g) for g in groups]
+        return [views.group_view(self.world, g) for g in groups]
 
     @_platform_call
     def get_group(self, session: PlatformSession, group: str) -> Group:
-        return self._group_view(self._group_rec(self._me(session), group))
+        return views.group_view(self.world, self._group_rec(self._me(session), group))
 
     # --- feed ---------------------------------------------------------------------------------------
     @_platform_call
@@ -238,10 +234,10 @@ class FakePlatformGateway:
             chunk = ordered[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
             if page == 1:
                 chunk = pinned + [p for p in chunk if not p.pinned]
-            views = [self._post_view(p) for p in chunk]
-            if page > 1 and views and grp.slug in self.pinned_on_every_page:
-                views = [attrs.evolve(self._post_view(p), pinned=False) for p in pinned] + views
-            answer.append(views)
+            posts = [views.post_view(self.world, p) for p in chunk]
+            if page > 1 and posts and grp.slug in self.pinned_on_every_page:
+                posts = [attrs.evolve(views.post_view(self.world, p), pinned=False) for p in pinned] + posts
+            answer.append(posts)
         return answer
 
     def _ordered(self, me: str, grp: GroupRec, sort: str) -> tuple[list[PostRec], list[PostRec]]:
@@ -262,7 +258,7 @@ class FakePlatformGateway:
         return pinned, posts
 
     def _activity(self, post: PostRec) -> datetime:
-        times = [c.created_at for c in self._live_comments(post.id)]
+        times = [c.created_at for c in views.live_comments(self.world, post.id)]
         return max(times, default=post.created_at)
 
     # --- posts and comments -------------------------------------------------------------------------
@@ -271,8 +267,8 @@ class FakePlatformGateway:
         me = self._me(session)
         post = self._post_rec(me, post_id, group)
         self.world.reads.setdefault(me, set()).add(post.id)
-        comments = tuple(self._comment_view(c) for c in self._live_comments(post.id))
-        return PostDetail(post=self._post_view(post), comments=comments)
+        comments = tuple(views.comment_view(self.world, c) for c in views.live_comments(self.world, post.id))
+        return PostDetail(post=views.post_view(self.world, post), comments=comments)
 
     @_platform_call
     def create_post(self, session: PlatformSession, group: str, title: str, content: str, label_id: str | None) -> Post:
@@ -295,7 +291,7 @@ class FakePlatformGateway:
         )
         self.world.posts[post.id] = post
         self.world.reads.setdefault(me, set()).add(post.id)  # one has read what one wrote
-        stored = self._post_view(post)
+        stored = views.post_view(self.world, post)
         self._created_posts.append(stored)
         return attrs.evolve(stored, author=None, author_id=None)
 
@@ -322,7 +318,7 @@ class FakePlatformGateway:
             raise InvalidRequest("a comment needs content")
         if parent_id is not None:
             parent = self.world.comments.get(parent_id)
-            if parent is None or parent.deleted or parent.post_id != post.id or not self._is_live(parent):
+            if parent is None or parent.deleted or parent.post_id != post.id or not views.is_live(self.world, parent):
                 raise InvalidRequest("invalid parent: not a comment of this post", field="parentId")
             parent_id = parent.parent_id or parent.id  # two deep: a reply to a reply joins its thread
         comment = CommentRec(
@@ -334,7 +330,7 @@ class FakePlatformGateway:
             created_at=self.clock.now(),
         )
         self.world.add_comment(comment)
-        view = self._comment_view(comment)
+        view = views.comment_view(self.world, comment)
         self._created_comments.append(view)
         return view
 
@@ -342,7 +338,7 @@ class FakePlatformGateway:
     def delete_comment(self, session: PlatformSession, comment_id: str) -> None:
         me = self._me(session)
         comment = self.world.comments.get(comment_id)
-        if comment is None or not self._is_live(comment):
+        if comment is None or not views.is_live(self.world, comment):
             raise NotFound(f"no comment {comment_id}")
         self._post_rec(me, comment.post_id, None)  # membership, and the post must still be there
         if comment.author_id != me:
@@ -357,22 +353,6 @@ class FakePlatformGateway:
         if me not in grp.members or (group is not None and group not in (grp.id, grp.slug)):
             raise NotFound(f"no post {post_id}")
         return post
-
-    def _is_live(self, comment: CommentRec) -> bool:
-        if comment.deleted or self.world.posts[comment.post_id].deleted:
-            return False
-        parent = self.world.comments.get(comment.parent_id) if comment.parent_id else None
-        return parent is None or not parent.deleted
-
-    def _live_comments(self, post_id: str) -> list[CommentRec]:
-        """Top-level comments oldest first, each followed by its replies oldest first."""
-        mine = [c for c in self.world.post_comments.get(post_id, []) if self._is_live(c)]
-        mine.sort(key=lambda c: (c.created_at, c.id))
-        ordered: list[CommentRec] = []
-        for top in (c for c in mine if c.parent_id is None):
-            ordered.append(top)
-            ordered.extend(c for c in mine if c.parent_id == top.id)
-        return ordered
 
     # --- direct messages ----------------------------------------------------------------------------
     @_platform_call
@@ -396,7 +376,7 @@ class FakePlatformGateway:
             if end < 0:
                 raise NotFound(f"no message {before} in this conversation")
         start = max(0, end - THREAD_PAGE)
-        messages = tuple(_message_view(m) for m in conv.messages[start:end])
+        messages = tuple(views.message_view(m) for m in conv.messages[start:end])
         return MessagePage(self._conversation_view(conv, me), messages, has_older=start > 0)
 
     @_platform_call
@@ -421,7 +401,7 @@ class FakePlatformGateway:
         conv = self._conversation_rec(me, conversation_id)
         if not content.strip():
             raise InvalidRequest("a message needs content")
-        message = _message_view(self.world.add_message(conv, me, content, self.clock.now()))
+        message = views.message_view(self.world.add_message(conv, me, content, self.clock.now()))
         self._sent.append(message)
         return message
 
@@ -432,28 +412,8 @@ class FakePlatformGateway:
         return conv
 
     # --- look-ups and views -------------------------------------------------------------------------
-    def _new_session(self, user_id: str) -> str:
-        token = secrets.token_urlsafe(24)
-        if self._signing_key is not None:
-            body = f"{user_id}.{token}"
-            token = f"{body}.{hmac.new(self._signing_key, body.encode(), 'sha256').hexdigest()}"
-            self._expired_users.discard(user_id)
-        self._sessions[token] = user_id
-        return token
-
-    def _signed_user(self, token: str) -> str | None:
-        if self._signing_key is None or token.count(".") != 2:
-            return None
-        body, _, signature = token.rpartition(".")
-        expected = hmac.new(self._signing_key, body.encode(), "sha256").hexdigest()
-        user_id = body.partition(".")[0]
-        if not hmac.compare_digest(signature, expected) or user_id in self._expired_users:
-            return None
-        self._sessions[token] = user_id  # verified once; expire_sessions forgets it like any session
-        return user_id
-
     def _me(self, session: PlatformSession) -> str:
-        user_id = self._sessions.get(session.token) or self._signed_user(session.token)
+        user_id = self._sessions.user_of(session.token)
         if user_id is None:
             raise ConnectionExpired("the platform session has expired: link the account again")
         return user_id
@@ -471,75 +431,5 @@ class FakePlatformGateway:
             raise NotFound(f"no group {group}")
         return grp
 
-    def _public_user(self, user_id: str) -> PlatformUser:
-        user = self.world.users[user_id]
-        return PlatformUser(id=user.id, handle=user.handle, name=user.name)
-
-    def _group_view(self, grp: GroupRec) -> Group:
-        counts = Counter(p.label_id for p in self.world.posts.values() if p.group_id == grp.id and not p.deleted)
-        labels = tuple(Label(id=lb.id, name=lb.name, post_count=counts[lb.id]) for lb in grp.labels)
-        return Group(
-            id=grp.id,
-            slug=grp.slug,
-            name=grp.name,
-            description=grp.description,
-            member_count=len(grp.members),
-            labels=labels,
-        )
-
-    def _post_view(self, post: PostRec) -> Post:
-        slug = self.world.groups[post.group_id].slug
-        return Post(
-            id=post.id,
-            group_id=post.group_id,
-            title=post.title,
-            content=post.content,
-            label_id=post.label_id or None,  # "" is no label, as the platform writes it
-            author_id=post.author_id,
-            author=self._public_user(post.author_id),
-            created_at=post.created_at,
-            updated_at=post.created_at,
-            upvotes=post.upvotes,
-            # Top-level comments, as the platform counts them (PLATFORM.md): replies are not counted.
-            comment_count=sum(c.parent_id is None for c in self._live_comments(post.id)),
-            pinned=post.pinned,
-            url=f"{BASE_URL}/{slug}/{post.id}",
-        )
-
-    def _comment_view(self, comment: CommentRec) -> Comment:
-        return Comment(
-            id=comment.id,
-            post_id=comment.post_id,
-            parent_id=comment.parent_id,
-            author_id=comment.author_id,
-            author=self._public_user(comment.author_id),
-            content=comment.content,
-            created_at=comment.created_at,
-            upvotes=comment.upvotes,
-            pinned=comment.pinned,
-        )
-
     def _conversation_view(self, conv: ConversationRec, me: str) -> Conversation:
-        last = conv.messages[-1] if conv.messages else None
-        unread = sum(1 for m in conv.messages[conv.read_upto.get(me, 0) :] if m.sender_id != me)
-        member = self._public_user(conv.other(me))
-        if self.world.users[me].handle in self.members_without_handle:
-            member = attrs.evolve(member, handle="")
-        return Conversation(
-            id=conv.id,
-            with_=member,
-            last_message=_message_view(last) if last else None,
-            unread_count=unread,
-            awaiting_reply=False,
-            updated_at=last.created_at if last else conv.created_at,
-        )
-
-
-def _message_view(message: MessageRec) -> Message:
-    return Message(
-        id=message.id,
-        conversation_id=message.conversation_id,
-        sender_id=message.sender_id,
-        content=message.content,
-        created_at=message.created_at,
-    )
+        return views.conversation_view(self.world, conv, me, self.members_without_handle)
