@@ -1,6 +1,7 @@
 """An honest in-memory ``KeyStore``: it keeps state in dicts and enforces the rules of the real SQLite
 store (``adapters/store/sqlite_key_store.py``). ``tests/contract/test_key_store.py`` runs the same cases
-against both, so a unit test that passes against this fake says something about production.
+against both, so a unit test that passes against this fake says something about production. Its OAuth
+records are kept by ``fakes/key_store_oauth.py``, as the SQLite store's by ``sqlite_oauth.py``.
 
 Records are immutable attrs objects, so handing them out never lets a caller change stored state behind
 the store's back. One lock makes every method atomic, which is what the real store gets from SQLite
@@ -29,8 +30,8 @@ from community_api.model import (
     KeyUsage,
     WebSession,
 )
-from community_api.oauth_model import AuthorizationCode, OAuthClient, OAuthToken
 from community_api.store_ports import ATTEMPT_RETENTION, MAX_WEB_SESSIONS
+from fakes.key_store_oauth import FakeOAuthRecords
 
 
 def _email_key(email: str) -> str:
@@ -48,8 +49,9 @@ class FakeUnitOfWork:
         self.committed = True
 
 
-class FakeKeyStore:
+class FakeKeyStore(FakeOAuthRecords):
     def __init__(self) -> None:
+        super().__init__()
         self._lock = threading.RLock()
         self._unit_depth = 0
         self._accounts: dict[str, tuple[Account, str]] = {}
@@ -62,9 +64,6 @@ class FakeKeyStore:
         self._audit: list[AuditEvent] = []
         self._attempts: list[tuple[str, str, datetime]] = []
         self._idempotency: dict[str, IdempotencyRecord] = {}
-        self._oauth_clients: dict[str, OAuthClient] = {}
-        self._oauth_codes: dict[str, AuthorizationCode] = {}
-        self._oauth_tokens: dict[str, OAuthToken] = {}
         self.not_ready: str | None = None  # tests set a reason to make ``ready`` answer it
 
     def ready(self) -> str | None:
@@ -376,85 +375,6 @@ class FakeKeyStore:
     def forget_idempotency(self, key_prefix: str) -> None:
         with self._lock:
             self._idempotency = {k: r for k, r in self._idempotency.items() if not k.startswith(key_prefix)}
-
-    # --- OAuth clients, codes and tokens ---------------------------------------------------------
-
-    def add_oauth_client(self, client: OAuthClient) -> None:
-        with self._lock:
-            if client.id in self._oauth_clients:
-                raise Conflict(f"client {client.id} exists")
-            self._oauth_clients[client.id] = client
-
-    def get_oauth_client(self, client_id: str) -> OAuthClient | None:
-        with self._lock:
-            return self._oauth_clients.get(client_id)
-
-    def approve_oauth_client(self, client_id: str, at: datetime) -> None:
-        with self._lock:
-            found = self._oauth_clients.get(client_id)
-            if found is not None and found.approved_at is None:
-                self._oauth_clients[client_id] = attrs.evolve(found, approved_at=at)
-
-    def count_unapproved_oauth_clients(self) -> int:
-        with self._lock:
-            return sum(1 for c in self._oauth_clients.values() if c.approved_at is None)
-
-    def forget_unapproved_oauth_clients(self, registered_before: datetime) -> int:
-        with self._lock:
-            gone = [
-                c.id for c in self._oauth_clients.values() if c.approved_at is None and c.created_at < registered_before
-            ]
-            for client_id in gone:
-                del self._oauth_clients[client_id]
-            return len(gone)
-
-    def add_authorization_code(self, code: AuthorizationCode) -> None:
-        with self._lock:
-            if code.code_hash in self._oauth_codes:
-                raise Conflict("authorization code exists")
-            self._oauth_codes[code.code_hash] = code
-
-    def use_authorization_code(self, code_hash: str, at: datetime) -> AuthorizationCode | None:
-        with self._lock:
-            found = self._oauth_codes.get(code_hash)
-            if found is not None and found.used_at is None:
-                self._oauth_codes[code_hash] = attrs.evolve(found, used_at=at)
-            return found
-
-    def set_authorization_code_key(self, code_hash: str, key_id: str) -> None:
-        with self._lock:
-            found = self._oauth_codes.get(code_hash)
-            if found is not None:
-                self._oauth_codes[code_hash] = attrs.evolve(found, key_id=key_id)
-
-    def add_oauth_token(self, token: OAuthToken) -> None:
-        with self._lock:
-            if token.token_hash in self._oauth_tokens:
-                raise Conflict("token exists")
-            # Like the SQLite store: the grant's tokens that can never be accepted again are forgotten.
-            for stale in [
-                t.token_hash
-                for t in self._oauth_tokens.values()
-                if t.key_id == token.key_id and t.expires_at <= token.created_at
-            ]:
-                del self._oauth_tokens[stale]
-            self._oauth_tokens[token.token_hash] = token
-
-    def get_oauth_token(self, token_hash: str) -> OAuthToken | None:
-        with self._lock:
-            return self._oauth_tokens.get(token_hash)
-
-    def use_oauth_token(self, token_hash: str, at: datetime) -> OAuthToken | None:
-        with self._lock:
-            found = self._oauth_tokens.get(token_hash)
-            if found is not None and found.used_at is None:
-                self._oauth_tokens[token_hash] = attrs.evolve(found, used_at=at)
-            return found
-
-    def delete_oauth_tokens(self, key_id: str) -> None:
-        with self._lock:
-            for token_hash in [h for h, t in self._oauth_tokens.items() if t.key_id == key_id]:
-                del self._oauth_tokens[token_hash]
 
 
 def _later(stored: datetime | None, new: datetime | None) -> datetime | None:
