@@ -27,7 +27,8 @@ from adapters.platform import page_fetch  # noqa: E402
 from adapters.platform.procfs import descendants  # noqa: E402
 from adapters.platform.selenium_platform_gateway import SeleniumPlatformGateway  # noqa: E402
 from community_api.model import PlatformSession  # noqa: E402
-from scripts.bench.feed import StandIn, memory_kib, stand_in  # noqa: E402
+from scripts.bench.feed_processes import StandIn, stand_in  # noqa: E402
+from scripts.bench.proc_stats import memory_kib  # noqa: E402
 
 GROUP = "builders-club"
 MIB = 1024

@@ -47,16 +47,12 @@ import json
 import os
 import re
 import shlex
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import requests
@@ -65,134 +61,15 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from adapters.platform.procfs import descendants, process_table  # noqa: E402
+from scripts.bench.feed_processes import StandIn, link_users, service_for, set_latency, stand_in  # noqa: E402
+from scripts.bench.proc_stats import browsers_memory, cpu_seconds  # noqa: E402
 from scripts.grid import GRID_VERSION, running_grid  # noqa: E402
-from scripts.processes import free_port, gunicorn_args, serving  # noqa: E402
 
-SECRET = "bench-feed-secret-" + "f" * 40
 GROUP = "builders-club"
 SORT = "newest"  # the API's default sort; on the platform ``s=newest``
 PAGES = 30
 BROWSER_UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
-READY = re.compile(r"sandbox listening on (https?://\S+)")
-SAID = re.compile(r"sandbox (certificate|spki) (\S+)")
 NEXT_DATA = re.compile(r'<script id="__NEXT_DATA__" type="application/json">(.*?)</script>', re.S)
-
-
-# --- processes -----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class StandIn:
-    process: subprocess.Popen[bytes]
-    url: str  # https://127.0.0.1:PORT
-    cert: str  # its certificate file, for plain clients
-    spki: str  # its key's hash, for the service's browser
-
-
-@contextmanager
-def stand_in(folder: Path, threads: int, http1: bool = False) -> Iterator[StandIn]:
-    """``python -m scripts.sandbox`` (HTTPS; HTTP/2 unless ``http1``) on a free port; ended by its PID."""
-    log_path = folder / ("sandbox-http1.log" if http1 else "sandbox.log")
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "scripts.sandbox",
-                "--bind",
-                "127.0.0.1:0",
-                "--threads",
-                str(threads),
-                *(["--http1"] if http1 else []),
-            ],
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while not (found := READY.search(log_path.read_text(errors="replace"))):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"the stand-in did not start:\n{log_path.read_text()[-2000:]}")
-            time.sleep(0.05)
-        said = dict(SAID.findall(log_path.read_text(errors="replace")))
-        yield StandIn(process, found.group(1), said["certificate"], said["spki"])
-    finally:
-        if process.poll() is None:
-            os.kill(process.pid, signal.SIGTERM)
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                os.kill(process.pid, signal.SIGKILL)
-                process.wait(15)
-
-
-@contextmanager
-def service_for(
-    folder: Path, platform: StandIn, name: str, grid_url: str | None = None
-) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """gunicorn serving the app (one gthread worker, a pool of two browsers) against ``platform``; its
-    browsers on the Selenium Grid at ``grid_url`` if one is given."""
-    port = free_port()
-    api = f"http://127.0.0.1:{port}"
-    env = {
-        "COMMUNITY_API_MODE": "test",
-        "COMMUNITY_API_DB": str(folder / f"{name}.sqlite3"),
-        "COMMUNITY_API_SECRET": SECRET,
-        "COMMUNITY_API_PLATFORM_URL": platform.url,
-        "COMMUNITY_API_PLATFORM_API_URL": platform.url + "/api2",
-        "COMMUNITY_API_BROWSER_POOL_SIZE": "2",
-        "COMMUNITY_API_BROWSER_TRUSTED_SPKI": platform.spki,
-        # The bench reads far more than an account should; the read pace has tests and a bench of its own.
-        "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "20000",
-        "COMMUNITY_API_PLATFORM_WRITES_PER_MINUTE": "20000",  # and the write pace
-    }
-    if grid_url:
-        env["COMMUNITY_API_SELENIUM_REMOTE_URL"] = grid_url
-    service_args = gunicorn_args("adapters.wiring:get_app()", port, workers=1, worker_class="gthread")
-    with serving(
-        [*service_args, "--access-logfile", "/dev/null"],
-        api + "/v1/openapi.json",
-        env=env,
-        log_path=folder / f"{name}.log",
-    ) as service:
-        yield service, api
-
-
-def set_latency(platform: StandIn, ms: int) -> None:
-    """The control API's ``latency`` on page data (``/_next/data/``): every page document waits ``ms``."""
-    with requests.Session() as http:
-        http.trust_env = False
-        http.post(
-            f"{platform.url}/__sandbox/clear-faults", json={}, verify=platform.cert, timeout=10
-        ).raise_for_status()
-        if ms:
-            http.post(
-                f"{platform.url}/__sandbox/latency",
-                json={"route": "/_next/data/", "ms": ms},
-                verify=platform.cert,
-                timeout=10,
-            ).raise_for_status()
-
-
-def link_users(api: str, handles: list[str]) -> list[str]:
-    """One service account; each platform user linked through the browser (a connection each, as a
-    user links an account); answers a key per connection, in the order given."""
-    web = requests.Session()
-    email, password = "bench@example.com", "bench password 123"
-    web.post(f"{api}/v1/accounts", json={"email": email, "password": password}, timeout=10)
-    signed = web.post(f"{api}/v1/session", json={"email": email, "password": password}, timeout=10)
-    signed.raise_for_status()
-    web.headers["X-CSRF-Token"] = signed.json()["csrfToken"]
-    keys = []
-    for handle in handles:
-        linked = web.post(
-            f"{api}/v1/connections", json={"email": f"{handle}@sandbox.test", "password": "sandbox"}, timeout=120
-        )
-        if linked.status_code != 201:
-            raise SystemExit(f"linking {handle} failed: {linked.status_code} {linked.text[:300]}")
-        minted = web.post(f"{api}/v1/keys", json={"name": handle, "connectionId": linked.json()["id"]}, timeout=10)
-        minted.raise_for_status()
-        keys.append(str(minted.json()["secret"]))
-    return keys
 
 
 # --- the three things timed ----------------------------------------------------------------------------
@@ -268,45 +145,6 @@ class Floor:
         self.pool.shutdown()
         for session in self.sessions:
             session.close()
-
-
-# --- memory ----------------------------------------------------------------------------------------------
-def memory_kib(pid: int) -> tuple[int, int]:
-    """(PSS, USS) of a process in KiB: its share of the pages it maps, and the pages only it maps."""
-    try:
-        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
-    except OSError:
-        return 0, 0
-    fields = {name: int(kib) for name, kib in re.findall(r"^(\w+):\s+(\d+) kB", text, re.M)}
-    return fields.get("Pss", 0), fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
-
-
-def browsers_memory(master: int) -> list[tuple[int, int, int, int]]:
-    """For each chromedriver under the gunicorn master: (Chromium processes, their PSS and USS in KiB,
-    the chromedriver's own PSS in KiB)."""
-    table = process_table()
-    drivers = [pid for pid in descendants(master, table) if table[pid][1] == "chromedriver"]
-    out = []
-    for driver in drivers:
-        chromium = [memory_kib(pid) for pid in descendants(driver, table)]
-        out.append((len(chromium), sum(p for p, _ in chromium), sum(u for _, u in chromium), memory_kib(driver)[0]))
-    return out
-
-
-# --- CPU ------------------------------------------------------------------------------------------------
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU of the processes (all their threads), from /proc/PID/stat."""
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text(errors="replace").rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        total += int(fields[11]) + int(fields[12])
-    return total / TICK
 
 
 def cpu_per_request(

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import re
 import shutil
 import statistics
@@ -43,6 +42,7 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from community_api.scopes import ALL_SCOPES  # noqa: E402
 from scripts.bench.apps import prepare_database  # noqa: E402
+from scripts.bench.proc_stats import cpu_seconds  # noqa: E402
 from scripts.processes import free_port, gunicorn_args, serving  # noqa: E402
 
 SECRET = "bench-secret-" + "m" * 40
@@ -185,12 +185,7 @@ def latencies(calls: list[Call], session: requests.Session, base: str, count: in
 def worker_cpu_seconds(master: int) -> float:
     """User and system CPU time used so far by the gunicorn workers (the children of ``master``)."""
     children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
-    total = 0
-    for pid in children:
-        with contextlib.suppress(FileNotFoundError):  # a worker that was just replaced
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime and stime, fields 14 and 15 of stat(5)
-    return total / os.sysconf("SC_CLK_TCK")
+    return cpu_seconds([int(pid) for pid in children])  # a worker just replaced counts nothing
 
 
 @attrs.frozen
