@@ -85,6 +85,8 @@ class Resp:
         return self.status == 401 and "not permitted" in self.message().lower()
 
     def json(self) -> Any:
+        if not self.text.strip():
+            raise PlatformError(f"the platform answered {self.status} with nothing in it")
         if "json" not in self.content_type.lower() and not self.text.lstrip().startswith(("{", "[")):
             raise PlatformError(f"the platform answered {self.status} with something other than JSON")
         try:

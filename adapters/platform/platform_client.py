@@ -79,7 +79,19 @@ class PlatformClient:
     # -- calls in a connection's browser -------------------------------------------------------------
     def call(self, session: PlatformSession, reqs: Sequence[Req], *, read: bool = True) -> list[Resp]:
         """Run ``reqs`` at once in the connection's browser and answer their raw answers. Each request is
-        counted against the account's pace before it is sent (``platform_meter``; a refusal sends none)."""
+        counted against the account's pace before it is sent (``platform_meter``; a refusal sends none).
+
+        PLATFORM.md: "an expired platform session can answer 200 with an empty body, or 401" — on any route,
+        as far as it says. A 200 with nothing in it is read as no answer at all until the session is known
+        to be alive: ``self`` is asked (one read), and a dead session raises ``ConnectionExpired`` here, so
+        that a read is not taken for a malformed answer and a deletion for one done. (A 204 is an answer.)"""
+        resps = self._send(session, reqs, read=read)
+        self_url = self.api("self")
+        if any(r.status == 200 and not r.text.strip() for r in resps) and all(q.url != self_url for q in reqs):
+            self.me(session, fresh=True)
+        return resps
+
+    def _send(self, session: PlatformSession, reqs: Sequence[Req], *, read: bool) -> list[Resp]:
         spend(reqs)
         try:
             with self.pool.lease(session.connection_id) as lease:

@@ -1,0 +1,76 @@
+"""PLATFORM.md: "an expired platform session can answer 200 with an empty body, or 401". The gateway reads
+a 200 with nothing in it as no answer until ``self`` says the session is alive: a dead session is an
+expired connection (to re-link), never a malformed answer to a read nor a deletion done."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import pytest
+
+from adapters.platform.page_fetch import PageRunner, Req
+from adapters.platform.platform_answers import Resp
+from adapters.platform.platform_client import PlatformClient
+from community_api.errors import ConnectionExpired, PlatformError
+from community_api.model import PlatformSession
+
+WWW, API = "https://www.platform.test", "https://api2.platform.test"
+SESSION = PlatformSession(connection_id="con_1", token="t")
+ALICE = {"id": "a" * 32, "name": "alice", "first_name": "Alice", "last_name": "Andersen"}
+NOTHING = Resp(200, "application/json", "")
+
+
+class CannedPlatform(PlatformClient):
+    """Answers every request but ``self`` with ``answer``; ``self`` as a live session (alice) or, when the
+    session is dead, as the platform does: 200 and nothing."""
+
+    def __init__(self, answer: Resp, *, alive: bool) -> None:
+        super().__init__(PageRunner(WWW, API, timeout=5), pool=None, timeout=5)  # type: ignore[arg-type]
+        self.answer, self.alive = answer, alive
+        self.sent: list[tuple[str, str]] = []
+
+    def _send(self, session: PlatformSession, reqs: Sequence[Req], *, read: bool) -> list[Resp]:
+        self.sent += [(req.method, req.url.removeprefix(API)) for req in reqs]
+        return [
+            (
+                Resp(200, "application/json", json.dumps(ALICE) if self.alive else "")
+                if req.url == f"{API}/self"
+                else self.answer
+            )
+            for req in reqs
+        ]
+
+
+COMMENTS = Req("GET", f"{API}/posts/{'p' * 32}/comments?limit=25")
+DELETE = Req("DELETE", f"{API}/posts/{'c' * 32}")
+
+
+def test_a_read_answered_with_nothing_by_a_dead_session_is_an_expired_connection() -> None:
+    platform = CannedPlatform(NOTHING, alive=False)
+    with pytest.raises(ConnectionExpired):
+        platform.one(SESSION, COMMENTS, "post p")
+    assert platform.sent[-1] == ("GET", "/self")
+
+
+def test_a_deletion_answered_with_nothing_by_a_dead_session_is_not_reported_done() -> None:
+    """A known comment is deleted without a look first: the DELETE's own answer is all there is."""
+    platform = CannedPlatform(NOTHING, alive=False)
+    with pytest.raises(ConnectionExpired) as refused:
+        platform.act(SESSION, DELETE, "comment c")
+    assert refused.value.may_have_acted is False  # a dead session did nothing
+
+
+def test_with_a_live_session_nothing_is_an_unreadable_answer_to_a_read_and_done_to_a_deletion() -> None:
+    platform = CannedPlatform(NOTHING, alive=True)
+    with pytest.raises(PlatformError, match="answered 200 with nothing in it"):
+        platform.one(SESSION, COMMENTS, "post p")
+    platform.act(SESSION, DELETE, "comment c")
+    assert platform.sent.count(("GET", "/self")) == 2  # one look per empty answer, no more
+
+
+@pytest.mark.parametrize("answer", [Resp(204, "", ""), Resp(200, "application/json", "{}")])
+def test_an_answer_with_a_status_or_a_body_needs_no_look(answer: Resp) -> None:
+    platform = CannedPlatform(answer, alive=False)
+    platform.act(SESSION, DELETE, "comment c")
+    assert platform.sent == [("DELETE", f"/posts/{'c' * 32}")]
