@@ -64,6 +64,9 @@ class Resp:
     body: str | bytes = attrs.field(eq=as_text)
     error: str | None = None
     retry_after: str | None = None  # the answer's Retry-After header, as the platform wrote it
+    # Set when ``self`` answered for the session after this answer came (``PlatformClient.call``): a 401
+    # is then a refusal of the request, not an expired session.
+    session_alive: bool = False
 
     @property
     def text(self) -> str:
@@ -77,6 +80,12 @@ class Resp:
     def blocked(self) -> bool:
         """The firewall's block page (not a JSON 403 of the platform itself)."""
         return self.status == 403 and self.is_html
+
+    @property
+    def may_mean_expired(self) -> bool:
+        """An answer an expired session can give (PLATFORM.md): a 200 with nothing in it, or a 401 other
+        than "not permitted"."""
+        return (self.status == 200 and not self.text.strip()) or (self.status == 401 and not self.not_a_member)
 
     @property
     def not_a_member(self) -> bool:
@@ -149,6 +158,8 @@ def raise_for_status(resp: Resp, what: str) -> None:
         # The platform answers 401 both for a dead session and for "not a member of that group".
         if resp.not_a_member:
             raise NotFound(f"{what} not found")
+        if resp.session_alive:  # ``self`` answered: this request was refused, the session lives
+            raise Forbidden(message or "the platform does not allow this")
         raise ConnectionExpired(EXPIRED)
     if status == 403:
         if resp.is_html:

@@ -82,13 +82,17 @@ class PlatformClient:
         counted against the account's pace before it is sent (``platform_meter``; a refusal sends none).
 
         PLATFORM.md: "an expired platform session can answer 200 with an empty body, or 401" — on any route,
-        as far as it says. A 200 with nothing in it is read as no answer at all until the session is known
-        to be alive: ``self`` is asked (one read), and a dead session raises ``ConnectionExpired`` here, so
-        that a read is not taken for a malformed answer and a deletion for one done. (A 204 is an answer.)"""
+        as far as it says — and a 401 saying "action not permitted" means "not a member". Such an answer
+        (``Resp.may_mean_expired``) is not taken to mean either until ``self`` is asked (one read): a dead
+        session raises ``ConnectionExpired`` here, so that a read is not taken for a malformed answer nor a
+        deletion for one done; a live one marks the answers (``session_alive``), so that a 401 it got is a
+        refusal of that request (403) rather than a connection marked expired, which every later request
+        of it would answer until the account is linked again. (A 204 is an answer.)"""
         resps = self._send(session, reqs, read=read)
         self_url = self.api("self")
-        if any(r.status == 200 and not r.text.strip() for r in resps) and all(q.url != self_url for q in reqs):
+        if any(r.may_mean_expired for r in resps) and all(q.url != self_url for q in reqs):
             self.me(session, fresh=True)
+            resps = [attrs.evolve(r, session_alive=True) if r.may_mean_expired else r for r in resps]
         return resps
 
     def _send(self, session: PlatformSession, reqs: Sequence[Req], *, read: bool) -> list[Resp]:

@@ -203,8 +203,9 @@ def _refused_without_a_group(resp: Resp) -> bool:
     tell. Every client sends it (PLATFORM.md), so what the platform answers without one is not known: a
     400, a 404, or the 401 that means "not a member of that group" may each be that refusal, and the
     post is then looked for in every group (which also keeps ``delete_comment`` from taking a post for
-    a comment). A 401 of a dead session, a 429 or a 5xx are not."""
-    return resp.status in (400, 404) or resp.not_a_member
+    a comment), as is any other 401 once ``self`` has shown the session alive (``PlatformClient.call``).
+    A 401 of a dead session (raised before this is asked), a 429 or a 5xx are not."""
+    return resp.status in (400, 404) or resp.not_a_member or (resp.status == 401 and resp.session_alive)
 
 
 def _next_page(data: dict[str, Any], tree: dict[str, Any], post_id: str, after: int | None = None) -> int | None:

@@ -496,6 +496,8 @@ REFUSED_WITHOUT_A_GROUP = [
     pytest.param({"status": 400}, id="400"),
     pytest.param({"status": 404}, id="404"),
     pytest.param({"status": 401, "message": "action not permitted"}, id="401-not-permitted"),
+    # Another 401, the session alive (``self`` answers): a refusal as unknown as the rest, never "expired".
+    pytest.param({"status": 401, "message": "unauthorized"}, id="401-session-alive"),
 ]
 
 

@@ -1,6 +1,8 @@
-"""PLATFORM.md: "an expired platform session can answer 200 with an empty body, or 401". The gateway reads
-a 200 with nothing in it as no answer until ``self`` says the session is alive: a dead session is an
-expired connection (to re-link), never a malformed answer to a read nor a deletion done."""
+"""PLATFORM.md: "an expired platform session can answer 200 with an empty body, or 401", and a 401 saying
+"action not permitted" means "not a member". The gateway takes such an answer for neither until ``self``
+says whether the session is alive: a dead session is an expired connection (to re-link), never a malformed
+answer to a read nor a deletion done; a live one's 401 is a refusal of that request, never a connection
+marked expired (which every later request of it would answer until the account is linked again)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import pytest
 from adapters.platform.page_fetch import PageRunner, Req
 from adapters.platform.platform_answers import Resp
 from adapters.platform.platform_client import PlatformClient
-from community_api.errors import ConnectionExpired, PlatformError
+from community_api.errors import ConnectionExpired, Forbidden, NotFound, PlatformError
 from community_api.model import PlatformSession
 
 WWW, API = "https://www.platform.test", "https://api2.platform.test"
@@ -74,3 +76,28 @@ def test_an_answer_with_a_status_or_a_body_needs_no_look(answer: Resp) -> None:
     platform = CannedPlatform(answer, alive=False)
     platform.act(SESSION, DELETE, "comment c")
     assert platform.sent == [("DELETE", f"/posts/{'c' * 32}")]
+
+
+def refusal(status: int, message: str) -> Resp:
+    return Resp(status, "application/json", json.dumps({"message": message}))
+
+
+def test_a_401_from_a_dead_session_is_an_expired_connection() -> None:
+    platform = CannedPlatform(refusal(401, "unauthorized"), alive=False)
+    with pytest.raises(ConnectionExpired):
+        platform.one(SESSION, COMMENTS, "post p")
+
+
+@pytest.mark.parametrize("request_", [COMMENTS, DELETE], ids=["read", "deletion"])
+def test_a_401_to_a_live_session_is_a_refusal_not_an_expired_connection(request_: Req) -> None:
+    platform = CannedPlatform(refusal(401, "you cannot do that here"), alive=True)
+    with pytest.raises(Forbidden, match="you cannot do that here"):
+        platform.one(SESSION, request_, "post p") if request_ is COMMENTS else platform.act(SESSION, request_, "c")
+    assert ("GET", "/self") in platform.sent
+
+
+def test_not_permitted_is_not_a_member_without_a_look() -> None:
+    platform = CannedPlatform(refusal(401, "action not permitted"), alive=False)
+    with pytest.raises(NotFound):
+        platform.one(SESSION, COMMENTS, "post p")
+    assert ("GET", "/self") not in platform.sent
