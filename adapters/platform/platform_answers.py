@@ -85,7 +85,12 @@ class Resp:
     def may_mean_expired(self) -> bool:
         """An answer an expired session can give (PLATFORM.md): a 200 with nothing in it, or a 401 other
         than "not permitted"."""
-        return (self.status == 200 and not self.text.strip()) or (self.status == 401 and not self.not_a_member)
+        return (self.status == 200 and self.is_blank) or (self.status == 401 and not self.not_a_member)
+
+    @property
+    def is_blank(self) -> bool:
+        """Nothing but white space in it (read from the body as it came: no decoded copy of a page)."""
+        return not self.body.strip()
 
     @property
     def not_a_member(self) -> bool:
@@ -94,7 +99,7 @@ class Resp:
         return self.status == 401 and "not permitted" in self.message().lower()
 
     def json(self) -> Any:
-        if not self.text.strip():
+        if self.is_blank:
             raise PlatformError(f"the platform answered {self.status} with nothing in it")
         if "json" not in self.content_type.lower() and not self.text.lstrip().startswith(("{", "[")):
             raise PlatformError(f"the platform answered {self.status} with something other than JSON")
