@@ -39,6 +39,7 @@ from community_api.errors import (
     PlatformError,
     PlatformUnavailable,
     RateLimited,
+    ServiceError,
     before_the_write,
 )
 from community_api.model import LinkedAccount, PlatformSession, PlatformUser
@@ -91,7 +92,16 @@ class PlatformClient:
         resps = self._send(session, reqs, read=read)
         self_url = self.api("self")
         if any(r.may_mean_expired for r in resps) and all(q.url != self_url for q in reqs):
-            self.me(session, fresh=True)
+            try:
+                self.me(session, fresh=True)
+            except ConnectionExpired:
+                raise
+            except ServiceError:
+                if read:
+                    raise
+                # A write was sent: a check that could not be made (the pace, a timeout) must not turn its
+                # answer into "nothing done", which a retry would take as leave to send it again.
+                return resps
             resps = [attrs.evolve(r, session_alive=True) if r.may_mean_expired else r for r in resps]
         return resps
 

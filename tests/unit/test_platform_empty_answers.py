@@ -14,7 +14,7 @@ import pytest
 from adapters.platform.page_fetch import PageRunner, Req
 from adapters.platform.platform_answers import Resp
 from adapters.platform.platform_client import PlatformClient
-from community_api.errors import ConnectionExpired, Forbidden, NotFound, PlatformError
+from community_api.errors import ConnectionExpired, Forbidden, NotFound, PlatformError, RateLimited
 from community_api.model import PlatformSession
 
 WWW, API = "https://www.platform.test", "https://api2.platform.test"
@@ -101,3 +101,24 @@ def test_not_permitted_is_not_a_member_without_a_look() -> None:
     with pytest.raises(NotFound):
         platform.one(SESSION, COMMENTS, "post p")
     assert ("GET", "/self") not in platform.sent
+
+
+class UncheckablePlatform(CannedPlatform):
+    """The session check cannot be made: the read pace has no room left for it."""
+
+    def _send(self, session: PlatformSession, reqs: Sequence[Req], *, read: bool) -> list[Resp]:
+        if any(req.url == f"{API}/self" for req in reqs):
+            raise RateLimited("no room in the read pace", retry_after=10, reason="read_pace")
+        return super()._send(session, reqs, read=read)
+
+
+def test_a_write_whose_session_cannot_be_checked_keeps_its_unknown_outcome() -> None:
+    """A create answered with nothing may have been done: if the session check cannot be made, the answer
+    is not turned into a refusal ("nothing done"), which a retry would take as leave to post again."""
+    platform = UncheckablePlatform(NOTHING, alive=True)
+    create = Req("POST", f"{API}/posts?follow=true", body={"post_type": "comment"})
+    with pytest.raises(PlatformError) as failed:
+        platform.write(SESSION, create, "post p", lambda data: data)
+    assert failed.value.may_have_acted is True
+    with pytest.raises(RateLimited):  # a read has nothing to lose: the check's refusal is its answer
+        platform.one(SESSION, COMMENTS, "post p")
