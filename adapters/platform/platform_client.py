@@ -96,12 +96,20 @@ class PlatformClient:
                 self.me(session, fresh=True)
             except ConnectionExpired:
                 raise
-            except ServiceError:
+            except ServiceError as error:
                 if read:
                     raise
-                # A write was sent: a check that could not be made (the pace, a timeout) must not turn its
-                # answer into "nothing done", which a retry would take as leave to send it again.
-                return resps
+                # A write was sent: a check that could not be made (the pace, a time-out) must not turn its
+                # answer into "nothing done", which a retry would take as leave to send it again. A 401 was
+                # a refusal whichever it meant; an empty 200 leaves the outcome unknown, a deletion's too.
+                if not any(r.status == 200 and r.is_blank for r in resps):
+                    return resps
+                unknown = PlatformError(
+                    "the platform answered the write with nothing and the session could not be checked:"
+                    " it may or may not have been done"
+                )
+                unknown.may_have_acted = True
+                raise unknown from error
             resps = [attrs.evolve(r, session_alive=True) if r.may_mean_expired else r for r in resps]
         return resps
 

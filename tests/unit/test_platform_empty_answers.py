@@ -120,5 +120,8 @@ def test_a_write_whose_session_cannot_be_checked_keeps_its_unknown_outcome() -> 
     with pytest.raises(PlatformError) as failed:
         platform.write(SESSION, create, "post p", lambda data: data)
     assert failed.value.may_have_acted is True
+    with pytest.raises(PlatformError) as failed:  # nor is a deletion answered so reported done
+        platform.act(SESSION, DELETE, "comment c")
+    assert failed.value.may_have_acted is True
     with pytest.raises(RateLimited):  # a read has nothing to lose: the check's refusal is its answer
         platform.one(SESSION, COMMENTS, "post p")
