@@ -89,8 +89,9 @@ class Resp:
 
     @property
     def is_blank(self) -> bool:
-        """Nothing but white space in it (read from the body as it came: no decoded copy of a page)."""
-        return not self.body.strip()
+        """Nothing but white space in it, read from the body as it came: ``isspace`` stops at the first other
+        character, so a page is neither decoded nor copied (``strip`` copies a body ending in a newline)."""
+        return not self.body or self.body.isspace()
 
     @property
     def not_a_member(self) -> bool:

@@ -90,8 +90,7 @@ class PlatformClient:
         refusal of that request (403) rather than a connection marked expired, which every later request
         of it would answer until the account is linked again. (A 204 is an answer.)"""
         resps = self._send(session, reqs, read=read)
-        self_url = self.api("self")
-        if any(r.may_mean_expired for r in resps) and all(q.url != self_url for q in reqs):
+        if any(r.may_mean_expired for r in resps) and all(q.url != self.api("self") for q in reqs):
             try:
                 self.me(session, fresh=True)
             except ConnectionExpired:
@@ -354,7 +353,7 @@ def _no_browser(error: PoolBusy) -> PlatformUnavailable:
 
 def _self_from(resp: Resp) -> PlatformUser:
     raise_for_status(resp, "self")
-    if not resp.text.strip():  # the platform's answer for a dead session: 200 and nothing
+    if resp.is_blank:  # the platform's answer for a dead session: 200 and nothing
         raise ConnectionExpired(m.EXPIRED)
     return m.self_user(resp.text, resp.json())
 
