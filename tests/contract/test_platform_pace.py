@@ -15,10 +15,8 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import cast
 
 import pytest
-from freezegun import freeze_time
 from freezegun.api import FrozenDateTimeFactory
 
 from adapters.throttle.limits_platform_pace import LimitsPlatformPace
@@ -26,6 +24,7 @@ from community_api.errors import RateLimited
 from community_api.ports import PlatformPace
 from fakes.platform_pace import FakePlatformPace
 from tests.contract.redis_support import flush_redis, running_redis_server
+from tests.frozen_clock import frozen_at
 
 START = datetime(2100, 1, 1, 12, 0, tzinfo=UTC)  # after the real clock: see test_throttle.py
 LIMIT = 60
@@ -45,8 +44,8 @@ def redis_uri() -> Iterator[str]:
 
 @pytest.fixture
 def frozen() -> Iterator[FrozenDateTimeFactory]:
-    with freeze_time(START) as clock:
-        yield cast(FrozenDateTimeFactory, clock)
+    with frozen_at(START) as clock:
+        yield clock
 
 
 @pytest.fixture(params=["fake", "mmap", "sqlite", "memory", "redis"])

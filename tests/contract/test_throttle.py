@@ -11,10 +11,8 @@ import math
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import cast
 
 import pytest
-from freezegun import freeze_time
 from freezegun.api import FrozenDateTimeFactory
 from limits.errors import ConfigurationError
 
@@ -23,6 +21,7 @@ from community_api.errors import RateLimited
 from community_api.ports import Throttle
 from fakes.throttle import FakeThrottle
 from tests.contract.redis_support import flush_redis, running_redis_server
+from tests.frozen_clock import frozen_at
 
 START = datetime(2100, 1, 1, 12, 0, tzinfo=UTC)
 GAP = 37.0
@@ -56,8 +55,8 @@ KINDS = ["fake", "mmap", "sqlite", "memory", "redis"]
 
 @pytest.fixture
 def frozen() -> Iterator[FrozenDateTimeFactory]:
-    with freeze_time(START) as clock:
-        yield cast(FrozenDateTimeFactory, clock)
+    with frozen_at(START) as clock:
+        yield clock
 
 
 @pytest.fixture(params=KINDS)

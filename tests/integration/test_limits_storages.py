@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import cast
 
 import pytest
-from freezegun import freeze_time
 from freezegun.api import FrozenDateTimeFactory
 from limits import RateLimitItemPerMinute
 from limits.errors import ConfigurationError
@@ -26,6 +25,7 @@ from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
 from adapters.throttle.mmap_limits_storage import MmapStorage
 from adapters.throttle.sqlite_limits_storage import SQLiteStorage, path_from_uri
 from tests.contract.redis_support import flush_redis, running_redis_server
+from tests.frozen_clock import frozen_at
 
 FORK = multiprocessing.get_context("fork")
 START = datetime(2100, 1, 1, tzinfo=UTC)  # after the real clock: see tests/contract/test_throttle.py
@@ -58,8 +58,8 @@ def storage(request: pytest.FixtureRequest, db_path: Path) -> AnyStorage:
 
 @pytest.fixture
 def frozen() -> Iterator[FrozenDateTimeFactory]:
-    with freeze_time(START) as clock:
-        yield cast(FrozenDateTimeFactory, clock)
+    with frozen_at(START) as clock:
+        yield clock
 
 
 def test_the_schemes_are_registered_with_limits() -> None:
