@@ -100,7 +100,9 @@ class PlatformDms:
             conversation = attrs.evolve(conversation, last_message=newest, updated_at=newest.created_at)
         has_older = data.get("has_more_before")
         if not isinstance(has_older, bool | int):
-            has_older = self._has_older(session, conversation_id, messages)
+            # The anchor, when it came back, may have been one of the ``before`` messages answered.
+            answered = len(messages) + (anchor is not None)
+            has_older = self._has_older(session, conversation_id, messages, answered)
         return MessagePage(conversation=conversation, messages=tuple(messages), has_older=bool(has_older))
 
     def _conversation(
@@ -117,16 +119,21 @@ class PlatformDms:
             found = self._seen.get((session.connection_id, conversation_id)) or self._scan(session, conversation_id)
         return found or Conversation(id=conversation_id, with_=None, last_message=None)
 
-    def _has_older(self, session: PlatformSession, conversation_id: str, messages: list[Message]) -> bool:
-        """For an answer without ``has_more_before``: a short page is the start of the thread; after a full
-        one, ask for one message before its oldest."""
-        if len(messages) < THREAD_PAGE:
+    def _has_older(
+        self, session: PlatformSession, conversation_id: str, messages: list[Message], answered: int
+    ) -> bool:
+        """For an answer without ``has_more_before``: a short page (``answered``, the older messages with the
+        anchor if it came back, fewer than asked for) is the start of the thread; after a full one, ask for
+        one message before its oldest: two asked for, as the anchor may be counted among them, and only a
+        message older than the anchor counts (the answer may hold the anchor and messages after it)."""
+        if answered < THREAD_PAGE or not messages:
             return False
-        oldest = messages[0].id
-        query = {"before": 1, "after": 0, "msg": oldest}
+        oldest = messages[0]
+        query = {"before": 2, "after": 0, "msg": oldest.id}
         req = Req("GET", self._client.api("channels", conversation_id, "messages", query=query))
         data = m.obj(self._client.one(session, req, f"conversation {conversation_id}"), "thread")
-        return any(x.get("id") != oldest for x in m.items(data.get("messages"), "messages"))
+        probed = (chat.message(x, conversation_id) for x in m.items(data.get("messages"), "messages"))
+        return any((x.created_at, x.id) < (oldest.created_at, oldest.id) for x in probed)
 
     def _scan(self, session: PlatformSession, conversation_id: str) -> Conversation | None:
         """Look through the inbox, several pages per script, for a conversation not seen lately."""

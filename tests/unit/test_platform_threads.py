@@ -43,12 +43,14 @@ class CannedClient:
         anchor_included: bool = True,
         after: int | None = None,
         heeds_anchor: bool = True,
+        anchor_counted: bool = False,
     ) -> None:
         """``after``: the count of newer messages answered around an anchor whatever the request's own
-        ``after`` (None: the request's); ``heeds_anchor`` False: the newest page whatever ``msg`` says."""
+        ``after`` (None: the request's); ``heeds_anchor`` False: the newest page whatever ``msg`` says;
+        ``anchor_counted``: the anchor is one of the ``before`` messages answered (N-1 older ones)."""
         self.thread = [msg(n) for n in range(count)]
         self.flags, self.anchor_included, self.after = flags, anchor_included, after
-        self.heeds_anchor = heeds_anchor
+        self.heeds_anchor, self.anchor_counted = heeds_anchor, anchor_counted
         self.asked: list[dict[str, list[str]]] = []
 
     def api(self, *segments: str, query: dict[str, object] | None = None) -> str:
@@ -71,6 +73,7 @@ class CannedClient:
         ids = [m["id"] for m in self.thread]
         if "msg" in query and self.heeds_anchor:
             at = ids.index(query["msg"][0])
+            before -= 1 if self.anchor_counted else 0
             start, end = max(0, at - before), min(len(ids), at + 1 + after)
             chosen = (
                 self.thread[start:end] if self.anchor_included else self.thread[start:at] + self.thread[at + 1 : end]
@@ -137,6 +140,29 @@ def test_without_has_more_before_a_full_page_asks_once_more() -> None:
     ids, asked = read_all(client)
     assert ids == [m["id"] for m in client.thread]
     assert asked == 2 + 2  # each full page asked whether anything lies before it
+
+
+@pytest.mark.parametrize("count", [2 * THREAD_PAGE, 2 * THREAD_PAGE + 1, 3 * THREAD_PAGE - 1, 3 * THREAD_PAGE])
+def test_without_has_more_before_an_anchor_counted_in_the_page_does_not_end_the_thread_early(count: int) -> None:
+    """A platform that counts the anchor among the ``before`` messages it answers gives back one older
+    message fewer than asked for: without ``has_more_before`` that page is still full, not the thread's
+    start, or every older message would be lost to the client."""
+    client = CannedClient(count, flags=False, anchor_counted=True)
+    ids, _ = read_all(client)
+    assert ids == [m["id"] for m in client.thread]
+
+
+def test_without_has_more_before_newer_messages_in_the_probe_are_not_older_ones() -> None:
+    """The question "is there anything before this page?" may be answered with the anchor and messages
+    after it (``after`` disregarded): only a message older than the anchor says yes, else the client is
+    told of older messages and sent for a page that holds none."""
+    client = CannedClient(2 * THREAD_PAGE, flags=False, after=5)
+    dms = PlatformDms(client)  # type: ignore[arg-type]
+    newest = dms.get_messages(SESSION, CHANNEL, None)
+    assert newest.has_older is True
+    oldest = dms.get_messages(SESSION, CHANNEL, newest.messages[0].id)
+    assert [x.id for x in oldest.messages] == [m["id"] for m in client.thread[:THREAD_PAGE]]
+    assert oldest.has_older is False
 
 
 def test_an_empty_thread_and_null_lists_are_empty() -> None:
