@@ -349,21 +349,21 @@ def flat_comments(tops: list[dict[str, Any]], pinned: list[dict[str, Any]], root
 
 
 def page_props(data: object, what: str) -> dict[str, Any]:
-    """``pageProps`` of a page-data answer, with the platform's ways of saying no turned into errors."""
+    """``pageProps`` of a page-data answer (``notFound``: ``NotFound``)."""
     record = obj(data, "page data")
     if record.get("notFound"):
         raise NotFound(f"{what} not found")
-    props = obj(record.get("pageProps"), "pageProps")
-    if props.get("__N_REDIRECT"):
-        # Signed in but not a member: Next redirects to the group's about page.
-        raise NotFound(f"{what} not found")
-    if "self" in props and props["self"] is None:
-        # Signed out (an expired session): the site's logged-out view.
-        raise ConnectionExpired(EXPIRED)
-    return props
+    return obj(record.get("pageProps"), "pageProps")
 
 
 def is_about_page(props: Mapping[str, Any]) -> bool:
-    """A feed asked for signed out or by a non-member comes back as the group's about page: no
-    ``postTrees`` (PLATFORM.md). It is never an empty feed; the caller asks ``self`` which of the two."""
+    """A feed asked for signed out or by a non-member comes back as the group's about page (PLATFORM.md),
+    or as Next's redirect to it (``__N_REDIRECT``, the other variant reported): no ``postTrees`` either way.
+    It is never an empty feed; the caller asks ``self`` which of the two."""
     return "postTrees" not in props
+
+
+def is_signed_out_view(props: Mapping[str, Any]) -> bool:
+    """``self`` null: the page as a signed-out visitor sees it. Taken for an expired session only once
+    ``self`` (api2) says so: a connection marked expired stays so until the account is linked again."""
+    return "self" in props and props["self"] is None

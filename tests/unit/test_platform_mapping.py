@@ -349,20 +349,20 @@ def test_private_fields_of_the_author_never_reach_the_post() -> None:
 
 
 def test_page_data_variants_for_signed_out_and_non_member_feeds() -> None:
-    """PLATFORM.md: the about page in the feed's place (no postTrees: the caller asks self which), Next's
-    redirect (not a member), a logged-out view (self null: expired), and notFound."""
+    """PLATFORM.md: the about page in the feed's place, or Next's redirect to it (no postTrees), and a
+    logged-out view (self null): the caller asks self which (``test_platform_feed_refusals.py``); notFound."""
     import pytest
 
-    from community_api.errors import ConnectionExpired, NotFound
+    from community_api.errors import NotFound
 
     about = m.page_props({"pageProps": {"currentGroup": {"id": "g"}}, "__N_SSP": True}, "group g")
-    assert m.is_about_page(about)
+    assert m.is_about_page(about) and not m.is_signed_out_view(about)
     feed = m.page_props({"pageProps": {"postTrees": [], "self": {"id": "u"}}}, "group g")
-    assert not m.is_about_page(feed)  # an empty feed of a member is a feed
-    with pytest.raises(NotFound):
-        m.page_props({"pageProps": {"__N_REDIRECT": "/g/about", "__N_REDIRECT_STATUS": 307}}, "group g")
-    with pytest.raises(ConnectionExpired):
-        m.page_props({"pageProps": {"postTrees": [], "self": None}}, "group g")
+    assert not m.is_about_page(feed) and not m.is_signed_out_view(feed)  # an empty feed of a member is a feed
+    redirect = m.page_props({"pageProps": {"__N_REDIRECT": "/g/about", "__N_REDIRECT_STATUS": 307}}, "group g")
+    assert m.is_about_page(redirect)
+    signed_out = m.page_props({"pageProps": {"postTrees": [], "self": None}}, "group g")
+    assert m.is_signed_out_view(signed_out) and not m.is_about_page(signed_out)
     with pytest.raises(NotFound):
         m.page_props({"notFound": True}, "group g")
 
