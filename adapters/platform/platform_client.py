@@ -100,9 +100,17 @@ class PlatformClient:
                     raise
                 # A write was sent: a check that could not be made (the pace, a time-out) must not turn its
                 # answer into "nothing done", which a retry would take as leave to send it again. A 401 was
-                # a refusal whichever it meant; an empty 200 leaves the outcome unknown, a deletion's too.
+                # a refusal whichever it meant, but no verdict on the session: not an expired connection,
+                # which stays so until the account is linked again. An empty 200 leaves the outcome
+                # unknown, a deletion's too.
                 if not any(r.status == 200 and r.is_blank for r in resps):
-                    return resps
+                    status = next(r.status for r in resps if r.may_mean_expired)
+                    refused = PlatformError(
+                        f"the platform refused the write ({status}) and whether its session is still"
+                        f" alive could not be checked ({error.message}): nothing was done"
+                    )
+                    refused.may_have_acted = False
+                    raise refused from error
                 unknown = PlatformError(
                     "the platform answered the write with nothing and the session could not be checked:"
                     " it may or may not have been done"

@@ -125,3 +125,18 @@ def test_a_write_whose_session_cannot_be_checked_keeps_its_unknown_outcome() -> 
     assert failed.value.may_have_acted is True
     with pytest.raises(RateLimited):  # a read has nothing to lose: the check's refusal is its answer
         platform.one(SESSION, COMMENTS, "post p")
+
+
+@pytest.mark.parametrize("request_", [DELETE, Req("POST", f"{API}/posts?follow=true", body={})], ids=["act", "write"])
+def test_a_write_refused_401_whose_session_cannot_be_checked_marks_nothing_expired(request_: Req) -> None:
+    """The 401 may mean a dead session or a refusal PLATFORM.md does not describe; unchecked, it is neither:
+    the write was refused (nothing done, so a DM's quota is given back and a retry may send it), and the
+    connection is not marked expired, which only the person linking the account again would undo."""
+    platform = UncheckablePlatform(refusal(401, "unauthorized"), alive=True)
+    with pytest.raises(PlatformError, match="could not be checked") as failed:
+        if request_ is DELETE:
+            platform.act(SESSION, request_, "comment c")
+        else:
+            platform.write(SESSION, request_, "post p", lambda data: data)
+    assert not isinstance(failed.value, ConnectionExpired)
+    assert failed.value.may_have_acted is False
