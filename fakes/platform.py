@@ -374,7 +374,7 @@ class FakePlatformGateway:
         if before is not None:
             end = next((i for i, m in enumerate(conv.messages) if m.id == before), -1)
             if end < 0:
-                raise NotFound(f"no message {before} in this conversation")
+                raise NotFound(f"message {before} in conversation {conversation_id} not found")
         start = max(0, end - THREAD_PAGE)
         messages = tuple(views.message_view(m) for m in conv.messages[start:end])
         return MessagePage(self._conversation_view(conv, me), messages, has_older=start > 0)

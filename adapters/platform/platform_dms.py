@@ -81,7 +81,13 @@ class PlatformDms:
             query |= {"after": 0, "msg": before}
         thread = Req("GET", self._client.api("channels", conversation_id, "messages", query=query))
         thread_resp, inbox_resp = self._client.call(session, [thread, self._inbox_req(0)])
-        data = m.obj(checked_json(thread_resp, f"conversation {conversation_id}"), "thread")
+        # Around an anchor, a 404 may be the anchor's (a message of another conversation): the cursor is named.
+        what = (
+            f"conversation {conversation_id}"
+            if before is None
+            else f"message {before} in conversation {conversation_id}"
+        )
+        data = m.obj(checked_json(thread_resp, what), "thread")
         messages = sorted(
             (chat.message(x, conversation_id) for x in m.items(data.get("messages"), "messages")),
             key=lambda x: (x.created_at, x.id),

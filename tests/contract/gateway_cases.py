@@ -503,8 +503,8 @@ class TestDirectMessages:
         inbox = platform.gateway.list_conversations(session, 0, PAGE)
         here, there = inbox[0].id, inbox[1].id
         elsewhere = platform.gateway.get_messages(session, there, None).messages[0].id
-        for anchor in (elsewhere, "f" * 32):  # a message of another thread, or of none
-            with pytest.raises(NotFound):
+        for anchor in (elsewhere, "f" * 32):  # a message of another thread, or of none: the 404 names it
+            with pytest.raises(NotFound, match=f"message {anchor} in conversation {here} not found"):
                 platform.gateway.get_messages(session, here, anchor)
 
     def test_someone_elses_conversation_or_unknown_user_is_not_found(self, platform: PlatformHarness) -> None:

@@ -71,6 +71,8 @@ class CannedClient:
         before = int(query["before"][0])
         after = int(query.get("after", ["0"])[0]) if self.after is None else self.after
         ids = [m["id"] for m in self.thread]
+        if "msg" in query and query["msg"][0] not in ids:
+            return Resp(404, "application/json", json.dumps({"message": "not found"}))  # an unknown anchor
         if "msg" in query and self.heeds_anchor:
             at = ids.index(query["msg"][0])
             before -= 1 if self.anchor_counted else 0
@@ -163,6 +165,15 @@ def test_without_has_more_before_newer_messages_in_the_probe_are_not_older_ones(
     oldest = dms.get_messages(SESSION, CHANNEL, newest.messages[0].id)
     assert [x.id for x in oldest.messages] == [m["id"] for m in client.thread[:THREAD_PAGE]]
     assert oldest.has_older is False
+
+
+def test_a_cursor_the_thread_does_not_hold_is_named_in_the_404() -> None:
+    """The platform answers 404 for an anchor it does not know (a message of another conversation, or one
+    never sent): the conversation itself may well exist, so the answer names the cursor."""
+    dms = PlatformDms(CannedClient(3))  # type: ignore[arg-type]
+    stranger = "f" * 32
+    with pytest.raises(NotFound, match=f"message {stranger} in conversation {CHANNEL} not found"):
+        dms.get_messages(SESSION, CHANNEL, stranger)
 
 
 def test_an_empty_thread_and_null_lists_are_empty() -> None:
