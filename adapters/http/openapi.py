@@ -72,7 +72,12 @@ _MCP_MESSAGE = {
         "result": _OBJECT,
         "error": _JSONRPC_ERROR,
     },
-    "anyOf": [{"required": ["method"]}, {"required": ["id", "result"]}, {"required": ["id", "error"]}],
+    # Exactly one kind: a request or notification carries no result or error, a response not both.
+    "anyOf": [
+        {"required": ["method"], "not": {"anyOf": [{"required": ["result"]}, {"required": ["error"]}]}},
+        {"required": ["id", "result"], "not": {"anyOf": [{"required": ["method"]}, {"required": ["error"]}]}},
+        {"required": ["id", "error"], "not": {"anyOf": [{"required": ["method"]}, {"required": ["result"]}]}},
+    ],
 }
 _MCP_ANSWER = {
     "type": "object",

@@ -13,6 +13,7 @@ kinds of message fall through it badly:
   kilobytes that quote the input, under "Invalid params".
 
 - A message naming one member twice in an object (``json_names``): the transport keeps the last value.
+- A response carrying both a result and an error (JSON-RPC 2.0 forbids it): the transport accepts it (202).
 
 Each is answered here with JSON-RPC's Invalid Request (-32600), ``id`` null, and one sentence. Valid
 messages, and text that is not JSON (the transport's Parse error is already clear), go on unchanged.
@@ -52,6 +53,8 @@ def refusal(raw: bytes) -> dict[str, Any] | None:
             return _invalid(_ID_RULE)
         if "params" in message and not isinstance(message["params"], dict):
             return _invalid("params must be an object (MCP names every parameter)")
+    elif "result" in message and "error" in message:  # a response, which the transport would take and drop
+        return _invalid("a response carries a result or an error, not both")
     if "method" not in message and "result" not in message and "error" not in message:
         return _invalid("a JSON-RPC message has a method (a request or a notification), or a result or an error")
     return None

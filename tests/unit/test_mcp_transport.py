@@ -177,6 +177,8 @@ BAD_MESSAGES = [
     ({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": [SEND]}, "params must be an object"),
     ({"jsonrpc": "2.0", "id": 1, "result": 5}, "not a valid JSON-RPC 2.0 message"),
     ({"jsonrpc": "2.0", "id": 1, "error": {"code": 1}}, "not a valid JSON-RPC 2.0 message"),
+    # JSON-RPC 2.0: "Either the result member or error member MUST be included, but both members MUST NOT".
+    ({"jsonrpc": "2.0", "id": 1, "result": {}, "error": {"code": 1, "message": "x"}}, "a result or an error, not both"),
 ]
 
 
@@ -189,6 +191,25 @@ def test_a_malformed_message_is_an_invalid_request_in_one_sentence(world: McpWor
     assert error["code"] == -32600 and error["message"].startswith("Invalid Request: ")
     assert says in error["message"] and len(error["message"]) < 120, error["message"]
     assert world.gateway.sent_messages() == []  # the send in it did not go out
+
+
+def test_the_document_refuses_every_message_the_endpoint_refuses(world: McpWorld) -> None:
+    """``/v1/openapi.json`` describes the message ``/v1/mcp`` takes: each refused above is outside it (a
+    client that checks its message against the document is never surprised by a 400), and a request, a
+    notification and a response are inside it."""
+    import jsonschema
+
+    document = world.client.simulate_get("/v1/openapi.json").json
+    schema = document["paths"]["/v1/mcp"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    validator = jsonschema.Draft202012Validator(schema)
+    assert [m for m, _ in BAD_MESSAGES if validator.is_valid(m)] == []
+    for good in (
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": "a", "result": {}},
+        {"jsonrpc": "2.0", "id": 2, "error": {"code": -1, "message": "no"}},
+    ):
+        assert validator.is_valid(good), good
 
 
 def test_a_message_naming_a_member_twice_is_an_invalid_request(world: McpWorld) -> None:
