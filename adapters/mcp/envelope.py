@@ -13,7 +13,8 @@ kinds of message fall through it badly:
   kilobytes that quote the input, under "Invalid params".
 
 - A message naming one member twice in an object (``json_names``): the transport keeps the last value.
-- A response carrying both a result and an error (JSON-RPC 2.0 forbids it): the transport accepts it (202).
+- A response carrying both a result and an error (JSON-RPC 2.0 forbids it), or an error whose code is
+  ``false`` (pydantic reads it as 0): the transport accepts it (202).
 
 Each is answered here with JSON-RPC's Invalid Request (-32600), ``id`` null, and one sentence. Valid
 messages, and text that is not JSON (the transport's Parse error is already clear), go on unchanged.
@@ -55,6 +56,9 @@ def refusal(raw: bytes) -> dict[str, Any] | None:
             return _invalid("params must be an object (MCP names every parameter)")
     elif "result" in message and "error" in message:  # a response, which the transport would take and drop
         return _invalid("a response carries a result or an error, not both")
+    elif isinstance(message.get("error"), dict) and "code" in message["error"]:
+        if not _is_integer(message["error"]["code"]):  # pydantic takes ``false`` for 0
+            return _invalid("an error's code is an integer")
     if "method" not in message and "result" not in message and "error" not in message:
         return _invalid("a JSON-RPC message has a method (a request or a notification), or a result or an error")
     return None
@@ -74,7 +78,11 @@ def tidy(answer: bytes) -> bytes:
 
 
 def _is_request_id(value: object) -> bool:
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+    return isinstance(value, str) or _is_integer(value)
+
+
+def _is_integer(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _invalid(message: str) -> dict[str, Any]:

@@ -179,6 +179,9 @@ BAD_MESSAGES = [
     ({"jsonrpc": "2.0", "id": 1, "error": {"code": 1}}, "not a valid JSON-RPC 2.0 message"),
     # JSON-RPC 2.0: "Either the result member or error member MUST be included, but both members MUST NOT".
     ({"jsonrpc": "2.0", "id": 1, "result": {}, "error": {"code": 1, "message": "x"}}, "a result or an error, not both"),
+    # pydantic takes false for 0: the transport accepted this (202)
+    ({"jsonrpc": "2.0", "id": 1, "error": {"code": False, "message": "x"}}, "an error's code is an integer"),
+    ({"jsonrpc": "2.0", "id": 1, "error": {"code": 1.5, "message": "x"}}, "an error's code is an integer"),
 ]
 
 
