@@ -56,9 +56,8 @@ def refusal(raw: bytes) -> dict[str, Any] | None:
             return _invalid("params must be an object (MCP names every parameter)")
     elif "result" in message and "error" in message:  # a response, which the transport would take and drop
         return _invalid("a response carries a result or an error, not both")
-    elif isinstance(message.get("error"), dict) and "code" in message["error"]:
-        if not _is_integer(message["error"]["code"]):  # pydantic takes ``false`` for 0
-            return _invalid("an error's code is an integer")
+    elif isinstance(error := message.get("error"), dict) and "code" in error and not _is_integer(error["code"]):
+        return _invalid("an error's code is an integer")  # pydantic takes ``false`` for 0
     if "method" not in message and "result" not in message and "error" not in message:
         return _invalid("a JSON-RPC message has a method (a request or a notification), or a result or an error")
     return None

@@ -182,6 +182,7 @@ BAD_MESSAGES = [
     # pydantic takes false for 0: the transport accepted this (202)
     ({"jsonrpc": "2.0", "id": 1, "error": {"code": False, "message": "x"}}, "an error's code is an integer"),
     ({"jsonrpc": "2.0", "id": 1, "error": {"code": 1.5, "message": "x"}}, "an error's code is an integer"),
+    ({"jsonrpc": "2.0", "id": 1, "error": "code"}, "not a valid JSON-RPC 2.0 message"),
 ]
 
 
