@@ -13,8 +13,8 @@ kinds of message fall through it badly:
   kilobytes that quote the input, under "Invalid params".
 
 - A message naming one member twice in an object (``json_names``): the transport keeps the last value.
-- A response carrying both a result and an error (JSON-RPC 2.0 forbids it), or an error whose code is
-  ``false`` (pydantic reads it as 0): the transport accepts it (202).
+- A response carrying both a result and an error (JSON-RPC 2.0 forbids it), an error whose code is
+  ``false`` (pydantic reads it as 0), or ``params`` that are not an object: the transport accepts it (202).
 
 Each is answered here with JSON-RPC's Invalid Request (-32600), ``id`` null, and one sentence. Valid
 messages, and text that is not JSON (the transport's Parse error is already clear), go on unchanged.
@@ -45,6 +45,8 @@ def refusal(raw: bytes) -> dict[str, Any] | None:
         return _invalid("a JSON-RPC message is a JSON object")
     if message.get("jsonrpc") != "2.0":
         return _invalid('a JSON-RPC 2.0 message has "jsonrpc": "2.0"')
+    if "params" in message and not isinstance(message["params"], dict):  # on any message, as documented
+        return _invalid("params must be an object (MCP names every parameter)")
     if "method" in message:
         if not isinstance(message["method"], str):
             return _invalid("method must be a string")
@@ -52,14 +54,12 @@ def refusal(raw: bytes) -> dict[str, Any] | None:
             return _invalid("a request or a notification carries no result or error")
         if "id" in message and not _is_request_id(message["id"]):
             return _invalid(_ID_RULE)
-        if "params" in message and not isinstance(message["params"], dict):
-            return _invalid("params must be an object (MCP names every parameter)")
+    elif "result" not in message and "error" not in message:
+        return _invalid("a JSON-RPC message has a method (a request or a notification), or a result or an error")
     elif "result" in message and "error" in message:  # a response, which the transport would take and drop
         return _invalid("a response carries a result or an error, not both")
     elif isinstance(error := message.get("error"), dict) and "code" in error and not _is_integer(error["code"]):
         return _invalid("an error's code is an integer")  # pydantic takes ``false`` for 0
-    if "method" not in message and "result" not in message and "error" not in message:
-        return _invalid("a JSON-RPC message has a method (a request or a notification), or a result or an error")
     return None
 
 

@@ -183,6 +183,7 @@ BAD_MESSAGES = [
     ({"jsonrpc": "2.0", "id": 1, "error": {"code": False, "message": "x"}}, "an error's code is an integer"),
     ({"jsonrpc": "2.0", "id": 1, "error": {"code": 1.5, "message": "x"}}, "an error's code is an integer"),
     ({"jsonrpc": "2.0", "id": 1, "error": "code"}, "not a valid JSON-RPC 2.0 message"),
+    ({"jsonrpc": "2.0", "id": 0, "error": {"code": 0, "message": ""}, "params": [None]}, "params must be an object"),
 ]
 
 
