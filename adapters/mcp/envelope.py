@@ -14,7 +14,8 @@ kinds of message fall through it badly:
 
 - A message naming one member twice in an object (``json_names``): the transport keeps the last value.
 - A response carrying both a result and an error (JSON-RPC 2.0 forbids it), an error whose code is
-  ``false`` (pydantic reads it as 0), or ``params`` that are not an object: the transport accepts it (202).
+  ``false`` (pydantic reads it as 0) or whose id is null, or ``params`` that are not an object: the
+  transport accepts it (202).
 
 Each is answered here with JSON-RPC's Invalid Request (-32600), ``id`` null, and one sentence. Valid
 messages, and text that is not JSON (the transport's Parse error is already clear), go on unchanged.
@@ -58,6 +59,8 @@ def refusal(raw: bytes) -> dict[str, Any] | None:
         return _invalid("a JSON-RPC message has a method (a request or a notification), or a result or an error")
     elif "result" in message and "error" in message:  # a response, which the transport would take and drop
         return _invalid("a response carries a result or an error, not both")
+    elif not _is_request_id(message.get("id")):  # a response names the request it answers (an error too)
+        return _invalid(_ID_RULE)
     elif isinstance(error := message.get("error"), dict) and "code" in error and not _is_integer(error["code"]):
         return _invalid("an error's code is an integer")  # pydantic takes ``false`` for 0
     return None

@@ -184,6 +184,9 @@ BAD_MESSAGES = [
     ({"jsonrpc": "2.0", "id": 1, "error": {"code": 1.5, "message": "x"}}, "an error's code is an integer"),
     ({"jsonrpc": "2.0", "id": 1, "error": "code"}, "not a valid JSON-RPC 2.0 message"),
     ({"jsonrpc": "2.0", "id": 0, "error": {"code": 0, "message": ""}, "params": [None]}, "params must be an object"),
+    ({"jsonrpc": "2.0", "id": None, "error": {"code": 0, "message": ""}}, "id must be a string or an integer"),
+    ({"jsonrpc": "2.0", "error": {"code": 0, "message": ""}}, "id must be a string or an integer"),
+    ({"jsonrpc": "2.0", "id": True, "result": {}}, "id must be a string or an integer"),
 ]
 
 
