@@ -94,8 +94,8 @@ def window_start(since: str, now: datetime) -> datetime:
     if re.fullmatch(_DATE, since):
         try:
             return datetime.strptime(since, "%Y-%m-%d").replace(tzinfo=UTC)
-        except ValueError:
-            pass
+        except ValueError:  # the form of a date, but 02-30 or 04-31 (safe to repeat: digits and dashes)
+            raise BadField("since", f"must be {_SINCE} ({since} is no day of the calendar)") from None
     raise BadField("since", f"must be {_SINCE}")
 
 

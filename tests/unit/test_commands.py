@@ -107,7 +107,12 @@ BAD_QUERIES: list[tuple[str, dict[str, str], str, dict[str, Any]]] = [
         {"parameter": "sort", "allowed": list(feed.SORTS)},
     ),
     (FEED, {"since": "yesterday"}, "since must be 24h, 7d or a date YYYY-MM-DD", {"parameter": "since"}),
-    (FEED, {"since": "2026-02-30"}, "since must be 24h, 7d or a date YYYY-MM-DD", {"parameter": "since"}),
+    (
+        FEED,
+        {"since": "2026-02-30"},
+        "since must be 24h, 7d or a date YYYY-MM-DD (2026-02-30 is no day of the calendar)",
+        {"parameter": "since"},
+    ),
     ("/v1/dms", {"awaitingReply": "maybe"}, "awaitingReply must be true or false", {"parameter": "awaitingReply"}),
     ("/v1/dms", {"awaitingReply": "True"}, "awaitingReply must be true or false", {"parameter": "awaitingReply"}),
     ("/v1/dms", {"cursor": "\u00ae"}, "cursor must be an offset returned as nextCursor", {"parameter": "cursor"}),
