@@ -19,6 +19,7 @@ from typing import Any
 import falcon
 
 from adapters.commands import command_schema
+from adapters.http.openapi_mcp import MCP_MESSAGE, mcp_responses
 from adapters.http.openapi_oauth import oauth_paths
 from adapters.operations import OPERATIONS, Operation
 from adapters.schemas import Fields, ListOf, Refs, Result, WithSecret, result_schema
@@ -53,56 +54,6 @@ def _body(command: type, *, required: tuple[str, ...] = (), optional: bool = Fal
     return {"required": not optional, "content": {"application/json": {"schema": schema}}}
 
 
-# The MCP endpoint speaks JSON-RPC 2.0 (the Model Context Protocol), not the service's own bodies.
-_JSONRPC_ERROR = {
-    "type": "object",
-    "required": ["code", "message"],
-    "properties": {"code": {"type": "integer"}, "message": _STR, "data": {}},
-}
-_MCP_MESSAGE = {
-    "type": "object",
-    "description": "One JSON-RPC 2.0 message: a request (id and method), a notification (method, no id) or a "
-    "response to the server (id, and result or error).",
-    "required": ["jsonrpc"],
-    "properties": {
-        "jsonrpc": {"const": "2.0"},
-        "id": {"type": ["string", "integer"]},
-        "method": _STR,
-        "params": _OBJECT,
-        "result": _OBJECT,
-        "error": _JSONRPC_ERROR,
-    },
-    # Exactly one kind: a request or notification carries no result or error, a response not both.
-    "anyOf": [
-        {"required": ["method"], "not": {"anyOf": [{"required": ["result"]}, {"required": ["error"]}]}},
-        {"required": ["id", "result"], "not": {"anyOf": [{"required": ["method"]}, {"required": ["error"]}]}},
-        {"required": ["id", "error"], "not": {"anyOf": [{"required": ["method"]}, {"required": ["result"]}]}},
-    ],
-}
-_MCP_ANSWER = {
-    "type": "object",
-    "required": ["jsonrpc", "id"],
-    "properties": {
-        "jsonrpc": {"const": "2.0"},
-        "id": {"type": ["string", "integer", "null"]},
-        "result": _OBJECT,
-        "error": _JSONRPC_ERROR,
-    },
-}
-_MCP_RESPONSES = {
-    "200": {
-        "description": "the answer to a request: its result or a JSON-RPC error (a tool that fails answers a "
-        "result with isError true)",
-        "content": {"application/json": {"schema": _MCP_ANSWER}},
-    },
-    "202": {"description": "a notification or a response, accepted"},
-    "400": {"description": "not a JSON-RPC message", "content": {"application/json": {"schema": _MCP_ANSWER}}},
-    "406": {
-        "description": "the Accept header does not take application/json",
-        "content": {"application/json": {"schema": _MCP_ANSWER}},
-    },
-    "default": {"description": "error", "content": {"application/json": {"schema": _ERROR}}},
-}
 _CONNECTION = _param("X-Community-Connection", "header", description="Connection to act through (unbound keys only).")
 
 # (method, path, summary, security: "key:<scope>" | "session" | "none", parameters, body, success status)
@@ -198,7 +149,7 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "The remote MCP server (Streamable HTTP, JSON-RPC); tools are listed per the key's scopes",
         "key:",
         [],
-        {"required": True, "content": {"application/json": {"schema": _MCP_MESSAGE}}},
+        {"required": True, "content": {"application/json": {"schema": MCP_MESSAGE}}},
         200,
     ),
     ("GET", "/v1/openapi.json", "This document", "none", [], None, 200),
@@ -359,7 +310,7 @@ def document() -> dict[str, Any]:
             },
         }
         if path == "/v1/mcp":
-            operation["responses"] = _MCP_RESPONSES
+            operation["responses"] = mcp_responses(_ERROR)
         if security.startswith("key:"):
             operation["security"] = [{"apiKey": [security[4:]] if security[4:] else []}]
         elif security == "session":
