@@ -39,8 +39,13 @@ SORTS: tuple[str, ...] = (
 DEFAULT_SORT = "newest"
 MAX_PAGES = 30
 EARLY_STOP_SORTS = frozenset({"newest", "unread"})
-# A date's month and day in their ranges (a day past its month's end, such as 02-30, is refused too).
-_DATE = r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+# Exactly the days of the calendar, years 0001 to 9999 (what ``datetime`` takes), so that the published
+# pattern says what is accepted: each month to its last day, 02-29 in leap years only (a multiple of 4
+# that is not of 100, or a multiple of 400). ECMA-262 reads it as Python does (a look-ahead, classes).
+_COMMON_DAY = r"((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))"
+_LEAP_YEAR = r"([0-9]{2}(0[48]|[2468][048]|[13579][26])|(0[48]|[2468][048]|[13579][26])00)"
+_DATE = rf"((?!0000)[0-9]{{4}}-{_COMMON_DAY}|{_LEAP_YEAR}-02-29)"
+_DATE_FORM = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"  # the form alone: a refusal of 02-30 can say what is wrong
 SINCE_PATTERN = f"^(24h|7d|{_DATE})$"
 _PAGES = f"an integer from 1 to {MAX_PAGES}"
 _SINCE = "24h, 7d or a date YYYY-MM-DD"
@@ -92,10 +97,9 @@ def window_start(since: str, now: datetime) -> datetime:
     if since == "7d":
         return now - timedelta(days=7)
     if re.fullmatch(_DATE, since):
-        try:
-            return datetime.strptime(since, "%Y-%m-%d").replace(tzinfo=UTC)
-        except ValueError:  # the form of a date, but 02-30 or 04-31 (safe to repeat: digits and dashes)
-            raise BadField("since", f"must be {_SINCE} ({since} is no day of the calendar)") from None
+        return datetime.strptime(since, "%Y-%m-%d").replace(tzinfo=UTC)
+    if re.fullmatch(_DATE_FORM, since):  # 02-30, 04-31, 2026-02-29 (safe to repeat: digits and dashes)
+        raise BadField("since", f"must be {_SINCE} ({since} is no day of the calendar)")
     raise BadField("since", f"must be {_SINCE}")
 
 

@@ -393,3 +393,40 @@ def test_each_commands_limits_are_the_ones_its_tool_publishes(operation: Any) ->
             assert published[name]["pattern"] == checked["pattern"], name
         elif "maxLength" in checked:
             assert published[name]["maxLength"] == checked["maxLength"], name
+
+
+def _calendar_texts() -> Iterator[tuple[str, bool]]:
+    """Dates in the ``YYYY-MM-DD`` form around every edge of the calendar, each with whether it is a day."""
+    from datetime import date
+
+    years = [0, 1, 4, 100, 400, 1900, 1996, 2000, 2023, 2024, 2026, 2100, 2400, 9996, 9999]
+    for year in years:
+        for month in range(0, 14):
+            for day in range(0, 33):
+                try:
+                    exists = bool(date(year, month, day))
+                except ValueError:
+                    exists = False
+                yield f"{year:04d}-{month:02d}-{day:02d}", exists
+
+
+def test_the_published_since_pattern_admits_exactly_the_days_of_the_calendar(ready: Ready) -> None:
+    """A client (or an agent) that checks ``since`` against the document sends no date the service refuses:
+    each month to its last day, 02-29 in leap years only, no year 0000. A day that is not one is refused
+    saying so."""
+    import jsonschema
+
+    from adapters.http.openapi import document
+
+    parameters = document()["paths"]["/v1/groups/{gid}/posts"]["get"]["parameters"]
+    schema = next(p for p in parameters if p["name"] == "since")["schema"]
+    tool = next(op for op in OPERATIONS if op.name == "get_feed").input_schema["properties"]["since"]
+    assert schema["pattern"] == feed.SINCE_PATTERN and feed.SINCE_PATTERN in str(tool)
+    validator = jsonschema.Draft202012Validator(schema)
+    wrong = [(text, exists) for text, exists in _calendar_texts() if validator.is_valid(text) is not exists]
+    assert wrong == []
+    for text in ("2026-02-29", "1900-02-29", "2026-04-31", "0000-01-01"):
+        refused = ready.world.get(FEED, ready.key, params={"since": text})
+        assert refused.status_code == 400
+        assert refused.json["error"]["message"].endswith(f"({text} is no day of the calendar)")
+    assert ready.world.get(FEED, ready.key, params={"since": "2024-02-29"}).status_code == 200
