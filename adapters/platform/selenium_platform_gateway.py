@@ -195,11 +195,12 @@ class SeleniumPlatformGateway:
         authors: dict[tuple[Any, ...], PlatformUser] = {}  # a few authors write most posts of a feed
         for page, resp in zip(pages, self._client.call(session, reqs), strict=True):
             props = m.page_props(checked_json(resp, f"group {group}"), f"group {group}")
-            if m.is_about_page(props) or m.is_signed_out_view(props):
+            about = m.is_about_page(props)
+            if about or m.is_signed_out_view(props):
                 # Expired, or not a member: ask who the session is. A dead session raises
                 # ConnectionExpired here; a live one is not a member of the group.
                 self._client.me(session, fresh=True)
-                if m.is_about_page(props):
+                if about:
                     raise NotFound(f"group {group} not found")
                 raise PlatformError("the platform showed the feed as to a signed-out visitor, yet the session is alive")
             if "self" not in props:

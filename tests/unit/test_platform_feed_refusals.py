@@ -7,21 +7,15 @@ account again — and for "not a member" only once ``self`` says it is alive."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
-from adapters.platform.page_fetch import PageRunner, Req
 from adapters.platform.platform_answers import Resp
-from adapters.platform.platform_client import PlatformClient
 from adapters.platform.selenium_platform_gateway import SeleniumPlatformGateway
 from community_api.errors import ConnectionExpired, NotFound, PlatformError
-from community_api.model import PlatformSession
+from tests.unit.test_platform_empty_answers import API, SESSION, WWW, CannedPlatform
 
-WWW, API = "https://www.platform.test", "https://api2.platform.test"
-SESSION = PlatformSession(connection_id="con_1", token="t")
-ALICE = {"id": "a" * 32, "name": "alice", "first_name": "Alice", "last_name": "Andersen"}
 GROUP = {"id": "9" * 32, "name": "quiet-garden"}
 
 ABOUT_PAGE = {"pageProps": {"currentGroup": {"id": GROUP["id"]}}, "__N_SSP": True}
@@ -29,32 +23,17 @@ REDIRECT = {"pageProps": {"__N_REDIRECT": "/quiet-garden/about", "__N_REDIRECT_S
 SIGNED_OUT_VIEW = {"pageProps": {"postTrees": [], "self": None}, "__N_SSP": True}
 
 
-class CannedFeed(PlatformClient):
-    """Answers the feed's page data with ``page``; ``self`` as a live session (alice) or as a dead one (200
-    and nothing, as the platform answers)."""
-
-    def __init__(self, page: dict[str, Any], *, alive: bool) -> None:
-        super().__init__(PageRunner(WWW, API, timeout=5), pool=None, timeout=5)  # type: ignore[arg-type]
-        self.feed_answer, self.alive = page, alive
-        self.asked_self = 0
-        self.remember_group(GROUP)
-
-    def _send(self, session: PlatformSession, reqs: Sequence[Req], *, read: bool) -> list[Resp]:
-        answers = []
-        for req in reqs:
-            if req.url == f"{API}/self":
-                self.asked_self += 1
-                answers.append(Resp(200, "application/json", json.dumps(ALICE) if self.alive else ""))
-            else:
-                assert req.data_path is not None, req
-                answers.append(Resp(200, "application/json", json.dumps(self.feed_answer)))
-        return answers
-
-
-def read_feed(page: dict[str, Any], *, alive: bool) -> tuple[SeleniumPlatformGateway, CannedFeed]:
+def read_feed(page: dict[str, Any], *, alive: bool) -> tuple[SeleniumPlatformGateway, CannedPlatform]:
+    """A gateway whose client answers the feed's page data with ``page`` and ``self`` as a live (alice) or a
+    dead session (200 and nothing) — ``test_platform_empty_answers``' canned platform."""
     gateway = SeleniumPlatformGateway(WWW, API, timeout=5)
-    gateway._client = canned = CannedFeed(page, alive=alive)
+    gateway._client = canned = CannedPlatform(Resp(200, "application/json", json.dumps(page)), alive=alive)
+    canned.remember_group(GROUP)
     return gateway, canned
+
+
+def asked_self(canned: CannedPlatform) -> int:
+    return canned.sent.count(("GET", "/self"))
 
 
 VARIANTS = [ABOUT_PAGE, REDIRECT, SIGNED_OUT_VIEW]
@@ -66,7 +45,7 @@ def test_with_a_dead_session_each_is_an_expired_connection(page: dict[str, Any])
     gateway, canned = read_feed(page, alive=False)
     with pytest.raises(ConnectionExpired):
         gateway.feed_pages(SESSION, "quiet-garden", "newest", [1])
-    assert canned.asked_self == 1
+    assert asked_self(canned) == 1
 
 
 @pytest.mark.parametrize(
@@ -80,4 +59,4 @@ def test_with_a_live_session_none_marks_the_connection_expired(page: dict[str, A
     gateway, canned = read_feed(page, alive=True)
     with pytest.raises(error):
         gateway.feed_pages(SESSION, "quiet-garden", "newest", [1])
-    assert canned.asked_self == 1
+    assert asked_self(canned) == 1
