@@ -148,11 +148,18 @@ Promise.race([ready, timer]).then(
 
 # What the login page shows after submitting: the gateway polls this (bounded) while waiting for the
 # ``auth_token`` cookie. A two-factor prompt or a captcha means the login cannot finish unattended.
+# ``invalid``: the browser itself did not submit the form, because a field fails the form's own rules (an
+# email input given no address): the field's type and the browser's words. Only for a form that lets the
+# browser validate it (no ``novalidate``), where nothing was sent and nothing will be.
 LOGIN_STATE = """
 function text(sel) { var el = document.querySelector(sel); return el ? (el.textContent || "").trim() : ""; }
 var challenge = document.querySelector(
   "#two-factor, [name=otp], [autocomplete=one-time-code], iframe[src*=captcha], .g-recaptcha, " +
   ".h-captcha, [data-sitekey], #captcha");
+var password = document.querySelector("#password");
+var form = password && password.form;
+var bad = form && !form.noValidate ? form.querySelector("input:invalid") : null;
 return {challenge: challenge ? (challenge.id || challenge.tagName.toLowerCase()) : null,
-        error: text("#login-error")};
+        error: text("#login-error"),
+        invalid: bad ? {type: bad.type, message: bad.validationMessage} : null};
 """

@@ -95,6 +95,14 @@ class TestSessions:
             platform.gateway.login(email("alice"), "not-the-password")
         assert "password" in caught.value.message.lower()
 
+    @pytest.mark.parametrize("address", ["none", "alice@"])
+    def test_an_email_that_is_no_address_is_refused_as_bad_input(self, platform: PlatformHarness, address: str) -> None:
+        # The login page's email input does not submit a value that is no address (its type is "email"):
+        # a caller's typo, answered as one at once, never as the platform not answering in time.
+        with pytest.raises(InvalidRequest) as caught:
+            platform.gateway.login(address, PASSWORD)
+        assert "email" in caught.value.message.lower()
+
     def test_adopt_session_names_its_user_and_refuses_junk(self, platform: PlatformHarness) -> None:
         session = platform.login("bob")
         assert platform.gateway.adopt_session(session.token).user.handle == "bob"

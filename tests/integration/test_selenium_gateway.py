@@ -364,6 +364,20 @@ def test_sign_in_refusals_are_clear_and_bounded(gateway: SeleniumPlatformGateway
         gateway.adopt_session("eyJhbGciOiJIUzI1NiJ9.e30.forged")
 
 
+def test_credentials_are_typed_as_written(gateway: SeleniumPlatformGateway) -> None:
+    """WebDriver types a newline as Enter (the form went before the password was typed, and the sign-in that
+    followed was reported as the page not working), a tab as a move to the next field, and U+E000-U+E05D as
+    its named keys. Newlines are dropped, as the inputs themselves drop them; the rest is refused at once."""
+    assert gateway.login("alice@sandbox.test\n", "sandbox\r\n").user.handle == "alice"
+    for password in ["sand\tbox", "sandbox\ue007", "sand\ue003box", "sand\x00box"]:
+        started = time.monotonic()
+        with pytest.raises(InvalidRequest, match="control character"):
+            gateway.login("alice@sandbox.test", password)
+        assert time.monotonic() - started < 1  # refused before a browser starts
+    with pytest.raises(InvalidRequest, match="email holds a control character"):
+        gateway.login("alice@sandbox.test\t", "sandbox")
+
+
 def test_a_sign_in_that_meets_a_captcha_fails_clearly(
     gateway: SeleniumPlatformGateway, sandbox: SandboxProcess
 ) -> None:
