@@ -30,12 +30,14 @@ DEMO_EMAIL = "demo@example.com"
 DEMO_PASSWORD = "demo-password-123"  # noqa: S105 - the throw-away demo account, printed to the user
 
 
-def _wait(url: str, process: subprocess.Popen[bytes], what: str, timeout: float = 60.0) -> None:
-    """Until ``url`` answers 200 (not merely answers: only the process started here serves it)."""
+def _wait(url: str, process: subprocess.Popen[bytes], what: str, log: Path, timeout: float = 60.0) -> None:
+    """Until ``url`` answers 200 (not merely answers: only the process started here serves it). A process
+    that ends first is reported with the end of its log, where it said why (a setting it refused)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise SystemExit(f"demo: the {what} exited with code {process.returncode}")
+            said = log.read_text(errors="replace").strip()[-2000:]
+            raise SystemExit(f"demo: the {what} exited with code {process.returncode}" + (f":\n{said}" if said else ""))
         try:
             if requests.get(url, timeout=1).status_code == 200:
                 return
@@ -158,7 +160,7 @@ def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) ->
         env.setdefault("COMMUNITY_API_SECRET", "demo-secret-" + os.urandom(16).hex())
         serve = [sys.executable, "-m", "adapters.cli", "serve", "--bind", bind, "--workers", "2"]
         service = _start(serve, folder / "service.log", env)
-        _wait(api + "/v1/openapi.json", service, "service")
+        _wait(api + "/v1/openapi.json", service, "service", folder / "service.log")
         web = requests.Session()
         web.post(f"{api}/v1/accounts", json={"email": DEMO_EMAIL, "password": DEMO_PASSWORD}, timeout=10)
         signed = web.post(f"{api}/v1/session", json={"email": DEMO_EMAIL, "password": DEMO_PASSWORD}, timeout=10)

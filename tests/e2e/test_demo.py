@@ -171,3 +171,23 @@ def test_ctrl_c_stops_the_demo_even_when_it_started_with_sigint_ignored() -> Non
     while any(alive(pid) for pid in started) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert [pid for pid in started if alive(pid)] == []
+
+
+def test_a_service_that_will_not_start_says_why() -> None:
+    """A setting the service refuses (``make demo`` passes the environment on): the demo said only "the
+    service exited with code 2"; the reason was in a log in a temporary folder it never named."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COMMUNITY_API_")}
+    env["COMMUNITY_API_PLATFORM_READS_PER_MINUTE"] = "100000"
+    result = subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "demo", "--bind", f"127.0.0.1:{free_port()}"]
+        + ["--sandbox-bind", f"127.0.0.1:{free_port()}"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "demo: the service exited with code 2" in result.stderr
+    assert "COMMUNITY_API_PLATFORM_READS_PER_MINUTE must be from 1 to 65536" in result.stderr
