@@ -380,7 +380,8 @@ def _typeable(text: str, field: str) -> str:
     if _UNTYPEABLE.search(text):
         raise InvalidRequest(
             f"the {field} holds a control character, which cannot be typed into the platform's login form: "
-            "link the account with a sessionToken instead"
+            "link the account with a sessionToken instead",
+            field=field,
         )
     return text
 
@@ -393,7 +394,9 @@ def _not_submitted(invalid: dict[str, object]) -> InvalidRequest:
     if not field:
         return InvalidRequest("the platform's login form does not take these credentials as written")
     # The browser's words for an email repeat it (the caller's own); for a password they never repeat it.
-    return InvalidRequest(f"the platform's login form does not take this {field}" + (f": {words}" if words else ""))
+    return InvalidRequest(
+        f"the platform's login form does not take this {field}" + (f": {words}" if words else ""), field=field
+    )
 
 
 def _self_from(resp: Resp) -> PlatformUser:

@@ -102,6 +102,7 @@ class TestSessions:
         with pytest.raises(InvalidRequest) as caught:
             platform.gateway.login(address, PASSWORD)
         assert "email" in caught.value.message.lower()
+        assert caught.value.details.get("field", "email") == "email"
 
     def test_adopt_session_names_its_user_and_refuses_junk(self, platform: PlatformHarness) -> None:
         session = platform.login("bob")

@@ -374,8 +374,9 @@ def test_credentials_are_typed_as_written(gateway: SeleniumPlatformGateway) -> N
         with pytest.raises(InvalidRequest, match="control character"):
             gateway.login("alice@sandbox.test", password)
         assert time.monotonic() - started < 1  # refused before a browser starts
-    with pytest.raises(InvalidRequest, match="email holds a control character"):
+    with pytest.raises(InvalidRequest, match="email holds a control character") as caught:
         gateway.login("alice@sandbox.test\t", "sandbox")
+    assert caught.value.details == {"field": "email"}
 
 
 def test_a_sign_in_that_meets_a_captcha_fails_clearly(
