@@ -41,6 +41,8 @@ from community_api.commands import (
     Matches,
     MaxLength,
     MinLength,
+    blank_as_none,
+    blank_or,
     empty_as_none,
     filled,
     optional_pattern,
@@ -269,6 +271,8 @@ def command_schema(command: type) -> dict[str, Any]:
                 schema["pattern"] = PATTERNS[check]
         if field.converter is empty_as_none and "pattern" in schema:
             schema["pattern"] = optional_pattern(schema["pattern"])
+        if field.converter is blank_as_none and "pattern" in schema:
+            schema["pattern"] = blank_or(schema["pattern"])  # white space alone is not given
         extra = field.metadata.get("schema", {})
         if "items" in extra:
             schema["items"] = {**schema.get("items", {}), **extra["items"]}

@@ -19,7 +19,17 @@ import attrs
 from mcp_types import ToolAnnotations
 
 from adapters.commands import command_fields, structure_body, structure_query
-from adapters.schemas import Deleted, ListOf, Result, Schema, arguments, filled_text, result_schema, text
+from adapters.schemas import (
+    Deleted,
+    ListOf,
+    Result,
+    Schema,
+    arguments,
+    filled_text,
+    optional_text,
+    result_schema,
+    text,
+)
 from community_api import dms, feed, groups, idempotency, posts, scopes
 from community_api.access import Actor
 from community_api.commands import optional_pattern
@@ -200,19 +210,25 @@ _FEED_ARGS = arguments(
 )
 _SEND_ARGS = arguments(
     {
-        "to": text(
+        "to": optional_text(
             "Platform user id of the recipient (a post's authorId, a conversation's with.id).",
             PLATFORM_ID_LENGTH,
-            **_ID,
+            PLATFORM_ID_PATTERN,
         ),
-        "conversationId": text("Id of an existing conversation (from list_dms).", PLATFORM_ID_LENGTH, **_ID),
+        "conversationId": optional_text(
+            "Id of an existing conversation (from list_dms).", PLATFORM_ID_LENGTH, PLATFORM_ID_PATTERN
+        ),
         "content": filled_text("The message text.", dms.MAX_MESSAGE),
         "group": text("With to: a group you share with the recipient (optional).", MAX_SLUG, **_GROUP_NAME),
         "idempotencyKey": _IDEMPOTENCY_KEY,
     },
     ("content",),
-    # Exactly one recipient form; the core refuses the other cases with its own message.
-    oneOf=[{"required": ["to"]}, {"required": ["conversationId"]}],
+    # Exactly one recipient given (a blank one is not given); the core refuses the other cases with its own
+    # message.
+    oneOf=[
+        {"required": ["to"], "properties": {"to": _ID}},
+        {"required": ["conversationId"], "properties": {"conversationId": _ID}},
+    ],
 )
 
 _DM_PACE = (
@@ -366,11 +382,9 @@ OPERATIONS: tuple[Operation, ...] = (
             {
                 "group": _GROUP,
                 "title": filled_text("Post title.", posts.MAX_TITLE),
-                "content": text("Post body (optional).", posts.MAX_CONTENT),
-                "label": text(
-                    "Label (category) id or name, from get_group (optional).",
-                    MAX_LABEL_NAME,
-                    pattern=READABLE_PATTERN,
+                "content": optional_text("Post body (optional).", posts.MAX_CONTENT),
+                "label": optional_text(
+                    "Label (category) id or name, from get_group (optional).", MAX_LABEL_NAME, READABLE_PATTERN
                 ),
                 "idempotencyKey": _IDEMPOTENCY_KEY,
             },
@@ -405,7 +419,11 @@ OPERATIONS: tuple[Operation, ...] = (
             {
                 "postId": _POST_ID,
                 "content": filled_text("Comment text.", posts.MAX_CONTENT),
-                "parentId": text("Id of the comment to reply to (optional).", PLATFORM_ID_LENGTH, **_ID),
+                "parentId": optional_text(
+                    "Id of the comment to reply to (optional: none, or blank, is the post itself).",
+                    PLATFORM_ID_LENGTH,
+                    PLATFORM_ID_PATTERN,
+                ),
                 "group": _GROUP_HINT,
                 "idempotencyKey": _IDEMPOTENCY_KEY,
             },

@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 
 from adapters.wire import HIDDEN, camel_case
-from community_api.commands import FILLED_PATTERN
+from community_api.commands import FILLED_PATTERN, blank_or
 from community_api.me import KeyWithUsage
 
 Schema = dict[str, Any]
@@ -148,6 +148,13 @@ def result_schema(result: Result, refs: Refs | None = None) -> Schema:
 
 def text(description: str, max_length: int, **extra: Any) -> Schema:
     return {"type": "string", "minLength": 1, "maxLength": max_length, "description": description, **extra}
+
+
+def optional_text(description: str, max_length: int, pattern: str | None = None) -> Schema:
+    """An optional text that the core reads as not given when it is blank (``blank_as_none``): "" or white
+    space is admitted, whatever else ``pattern`` says (an agent often fills an optional argument with "")."""
+    schema: Schema = {"type": "string", "maxLength": max_length, "description": description}
+    return schema if pattern is None else {**schema, "pattern": blank_or(pattern)}
 
 
 def filled_text(description: str, max_length: int) -> Schema:

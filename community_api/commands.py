@@ -67,8 +67,15 @@ def optional_pattern(pattern: str) -> str:
 # out rather than as ``\s`` so that it means the same in a published schema's ECMA-262 pattern: ECMA's
 # ``\s`` lacks U+001C-U+001F and U+0085 and has U+FEFF. A schema-checking client then refuses exactly
 # the texts the core refuses (a lone no-break space is "empty" to both).
-FILLED_PATTERN = "[^\\t\\n\\x0b\\x0c\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+_WHITE = "\\t\\n\\x0b\\x0c\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+FILLED_PATTERN = f"[^{_WHITE}]"
 _FILLED = re.compile(FILLED_PATTERN)
+
+
+def blank_or(pattern: str) -> str:
+    """``pattern`` (anchored at both ends), or a text of white space alone: for a field whose converter is
+    ``blank_as_none``, which reads such a text as not given."""
+    return f"^([{_WHITE}]*|{pattern.removeprefix('^').removesuffix('$')})$"
 
 
 def filled(instance: object, attribute: attrs.Attribute[Any], value: str) -> None:

@@ -232,6 +232,40 @@ def test_an_empty_cursor_is_the_first_page_on_rest_and_mcp_and_in_the_schemas(re
     assert again.status_code == 200 and again.json == messages.json
 
 
+# An optional field given blank: the core reads it as not given (``blank_as_none``), and so must the
+# published schemas (the document's, which a REST client may check a body against, and the tool's, which
+# the MCP endpoint itself checks arguments against: the tool refused what REST accepted, "to must not be
+# empty"). (operation, REST path, arguments of the tool, the REST body).
+BLANK_OPTIONALS = [
+    ("create_post", FEED, {"group": "builders-club"}, {"title": "No body", "content": "", "label": " "}),
+    ("create_comment", f"/v1/posts/{A_POST}/comments", {"postId": A_POST}, {"content": "Top level", "parentId": ""}),
+    ("send_dm", "/v1/dms", {}, {"content": "hi", "to": "", "conversationId": None}),
+]
+
+
+@pytest.mark.parametrize(("tool", "path", "where", "body"), BLANK_OPTIONALS, ids=lambda value: str(value)[:20])
+def test_a_blank_optional_field_is_not_given_on_rest_and_mcp_and_in_the_schemas(
+    ready: Ready, mcp: McpWorld, tool: str, path: str, where: dict[str, Any], body: dict[str, Any]
+) -> None:
+    import jsonschema
+
+    from adapters.http.openapi import document
+
+    if tool == "send_dm":  # an open conversation of the seed, named beside a blank "to"
+        body = {**body, "conversationId": ready.world.get("/v1/dms", ready.key).json["conversations"][0]["id"]}
+    rest = ready.world.post(path, ready.key, body)
+    assert rest.status_code == 201, rest.text
+    if tool == "send_dm":
+        ready.world.clock.advance(seconds=3600)  # past the DM pace, for the tool's send below
+    answer = mcp.call(tool, {**where, **body})
+    assert not answer.get("isError"), answer
+    operation = next(op for op in OPERATIONS if op.name == tool)
+    assert operation.http is not None
+    published = document()["paths"][operation.http.path]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert jsonschema.Draft202012Validator(operation.input_schema).is_valid({**where, **body})
+    assert jsonschema.Draft202012Validator(published).is_valid(body)
+
+
 # (unknown names a client sends, what the refusal says of them): at most five repeated, each printable and
 # at most 64 characters, the rest counted; the answer stays small whatever the client sent.
 UNKNOWN_NAMES = [

@@ -27,6 +27,7 @@ from adapters.settings import Settings
 from community_api.connections import LinkRequest, link_connection
 from community_api.keys import IssuedKey, mint_key
 from community_api.model import Account, Connection
+from community_api.platform_ids import PLATFORM_ID_PATTERN
 from community_api.scopes import ALL_SCOPES
 from fakes.clock import FakeClock
 from fakes.key_store import FakeKeyStore
@@ -223,7 +224,10 @@ def test_listed_tools_carry_schemas_and_annotations(world: McpWorld) -> None:
     since = re.compile(feed["since"]["pattern"])
     assert all(since.fullmatch(v) for v in ("24h", "7d", "2026-01-31", "2026-12-01"))
     assert not any(since.fullmatch(v) for v in ("2500-20-07", "2026-00-10", "2026-01-32", "30d", "2026-1-1"))
-    assert tools["send_dm"]["inputSchema"]["oneOf"] == [{"required": ["to"]}, {"required": ["conversationId"]}]
+    assert tools["send_dm"]["inputSchema"]["oneOf"] == [
+        {"required": ["to"], "properties": {"to": {"pattern": PLATFORM_ID_PATTERN}}},
+        {"required": ["conversationId"], "properties": {"conversationId": {"pattern": PLATFORM_ID_PATTERN}}},
+    ]
     assert "30 to 45 seconds" in tools["send_dm"]["description"] and "20 an hour" in tools["send_dm"]["description"]
     assert "about 30 posts" in tools["get_feed"]["description"]
 
