@@ -155,11 +155,15 @@ def _write(title: str, *, destructive: bool, idempotent: bool) -> ToolAnnotation
 _ID = {"pattern": PLATFORM_ID_PATTERN}
 _GROUP_NAME = {"pattern": GROUP_PATTERN}
 _GROUP = text("Group id or slug (from list_groups).", MAX_SLUG, **_GROUP_NAME)
-_GROUP_HINT = text(
-    "Group id or slug of the post: optional, spares a look-up. Given, the post is looked for in that group "
-    "only (not found there: not_found).",
-    MAX_SLUG,
-    **_GROUP_NAME,
+# An optional group: empty is not given, as ``?group=`` is on REST (an agent fills every argument it sees).
+_OPTIONAL_GROUP_NAME = {"pattern": optional_pattern(GROUP_PATTERN)}
+_GROUP_HINT = (
+    optional_text(
+        "Group id or slug of the post: optional, spares a look-up. Given, the post is looked for in that group "
+        "only (not found there: not_found).",
+        MAX_SLUG,
+    )
+    | _OPTIONAL_GROUP_NAME
 )
 _POST_ID = text(f"Post id (from get_feed or get_post): {ID_HINT}.", PLATFORM_ID_LENGTH, **_ID)
 
@@ -219,7 +223,8 @@ _SEND_ARGS = arguments(
             "Id of an existing conversation (from list_dms).", PLATFORM_ID_LENGTH, PLATFORM_ID_PATTERN
         ),
         "content": filled_text("The message text.", dms.MAX_MESSAGE),
-        "group": text("With to: a group you share with the recipient (optional).", MAX_SLUG, **_GROUP_NAME),
+        "group": optional_text("With to: a group you share with the recipient (optional).", MAX_SLUG)
+        | _OPTIONAL_GROUP_NAME,
         "idempotencyKey": _IDEMPOTENCY_KEY,
     },
     ("content",),

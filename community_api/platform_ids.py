@@ -72,7 +72,9 @@ def path_group(value: str) -> str:
 
 
 def field_group(value: str | None, field: str = "group") -> str | None:
-    if value is None:
+    """An optional group named in a query or a tool's argument: empty is not given (a query string's empty
+    value, an agent's "")."""
+    if value is None or value == "":
         return None
     if not is_group_name(value):
         raise InvalidRequest(f"{field} {GROUP_PROBLEM}", field=field, pattern=GROUP_PATTERN)

@@ -20,7 +20,7 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from adapters.commands import unknown_names
 from adapters.schemas import Schema
-from community_api.commands import FILLED_PATTERN
+from community_api.commands import FILLED_PATTERN, optional_pattern
 from community_api.errors import InvalidRequest
 from community_api.idempotency import KEY_PATTERN, KEY_PROBLEM
 from community_api.platform_ids import GROUP_PATTERN, GROUP_PROBLEM, ID_PROBLEM, PLATFORM_ID_PATTERN
@@ -29,7 +29,12 @@ _TYPE_WORDS = {"string": "a string", "integer": "an integer", "boolean": "true o
 # Rules on a value (not which fields are given), which the core's checks of a command also hold.
 VALUE_RULES = frozenset({"type", "pattern", "maxLength", "minLength", "enum", "minimum", "maximum"})
 # The core's sentence for each pattern that a value the core does not structure itself is held to.
-PATTERN_PROBLEMS = {PLATFORM_ID_PATTERN: ID_PROBLEM, GROUP_PATTERN: GROUP_PROBLEM, KEY_PATTERN: KEY_PROBLEM}
+PATTERN_PROBLEMS = {
+    PLATFORM_ID_PATTERN: ID_PROBLEM,
+    GROUP_PATTERN: GROUP_PROBLEM,
+    optional_pattern(GROUP_PATTERN): GROUP_PROBLEM,  # an optional group, where empty is not given
+    KEY_PATTERN: KEY_PROBLEM,
+}
 
 
 class ArgumentChecker:

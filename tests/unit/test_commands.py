@@ -266,6 +266,32 @@ def test_a_blank_optional_field_is_not_given_on_rest_and_mcp_and_in_the_schemas(
     assert jsonschema.Draft202012Validator(published).is_valid(body)
 
 
+def test_an_empty_group_hint_is_no_hint_on_rest_and_mcp_and_in_the_schemas(ready: Ready, mcp: McpWorld) -> None:
+    """``?group=`` on REST is a query's empty value, not given; the tools' optional ``group`` said "group must
+    not be empty" for the "" an agent fills an optional argument with."""
+    import jsonschema
+
+    from adapters.http.openapi import document
+
+    assert mcp.ok("get_post", {"postId": A_POST, "group": ""}) == mcp.ok("get_post", {"postId": A_POST})
+    assert mcp.ok("list_comments", {"postId": A_POST, "group": ""}) == mcp.ok("list_comments", {"postId": A_POST})
+    mcp.ok("create_comment", {"postId": A_POST, "content": "Hinted with nothing", "group": ""})
+    rest = ready.world.get(f"/v1/posts/{A_POST}", ready.key, query_string="group=")
+    assert rest.status_code == 200 and rest.json == ready.world.get(f"/v1/posts/{A_POST}", ready.key).json
+    paths = document()["paths"]
+    for name in ("get_post", "list_comments", "create_comment", "send_dm"):
+        operation = next(op for op in OPERATIONS if op.name == name)
+        assert operation.http is not None
+        (published,) = [
+            p["schema"]
+            for p in paths[operation.http.path][operation.http.method.lower()]["parameters"]
+            if p["name"] == "group"
+        ]
+        for schema in (operation.input_schema["properties"]["group"], published):
+            assert jsonschema.Draft202012Validator(schema).is_valid("")
+            assert not jsonschema.Draft202012Validator(schema).is_valid("../self")
+
+
 # (unknown names a client sends, what the refusal says of them): at most five repeated, each printable and
 # at most 64 characters, the rest counted; the answer stays small whatever the client sent.
 UNKNOWN_NAMES = [
