@@ -51,9 +51,14 @@ class ArgumentChecker:
     def check(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """The arguments as the use case reads them, or ``InvalidRequest`` naming the field.
 
+        An argument given as null is an argument not given, as a REST body's null field is
+        (``structure_body``): agents send null for the optional arguments they leave out. A required one is
+        then missing.
+
         JSON Schema counts a number with a zero fraction as an integer (``2.0`` is valid for
         ``"type": "integer"``), so a client that checks its arguments against the tool's schema may send
         one: it is passed on as the integer it is, not refused later by the core."""
+        arguments = {name: value for name, value in arguments.items() if value is not None}
         read = {
             name: int(value) if name in self._integers and isinstance(value, float) and value.is_integer() else value
             for name, value in arguments.items()

@@ -292,6 +292,24 @@ def test_an_empty_group_hint_is_no_hint_on_rest_and_mcp_and_in_the_schemas(ready
             assert not jsonschema.Draft202012Validator(schema).is_valid("../self")
 
 
+def test_a_null_argument_is_not_given_on_mcp_as_in_a_rest_body(ready: Ready, mcp: McpWorld) -> None:
+    """A REST body's null is a field not given (``structure_body``); the same operation's tool answered
+    "parentId must be a string" — and agents send null for the optional arguments they leave out (a
+    function-calling client in strict mode sends every argument, null when unused)."""
+    comment = mcp.ok("create_comment", {"postId": A_POST, "content": "Null parent", "parentId": None, "group": None})
+    assert comment["parentId"] is None
+    rest = ready.world.post(f"/v1/posts/{A_POST}/comments", ready.key, {"content": "Null parent", "parentId": None})
+    assert rest.status_code == 201 and rest.json["parentId"] is None
+    feed = mcp.ok("get_feed", {"group": "builders-club", "sort": None, "since": None, "pages": None})
+    assert feed == mcp.ok("get_feed", {"group": "builders-club"})
+    assert mcp.ok("list_dms", {"cursor": None, "awaitingReply": None}) == mcp.ok("list_dms", {})
+    # A required one given null is missing, in REST's words.
+    error = mcp.fail("create_post", {"group": "builders-club", "title": None})
+    assert (error["message"], error["details"]) == ("title is required", {"field": "title"})
+    assert ready.world.post(FEED, ready.key, {"title": None}).json["error"]["message"] == "title is required"
+    assert mcp.fail("get_group", {"group": None})["message"] == "group is required"
+
+
 # (unknown names a client sends, what the refusal says of them): at most five repeated, each printable and
 # at most 64 characters, the rest counted; the answer stays small whatever the client sent.
 UNKNOWN_NAMES = [
