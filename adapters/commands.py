@@ -36,7 +36,9 @@ from cattrs.gen import make_dict_structure_fn, override
 from adapters.wire import camel_case
 from community_api.commands import (
     FILLED_PATTERN,
+    FILLED_SENDABLE_PATTERN,
     PATTERNS,
+    SENDABLE_PATTERN,
     BadField,
     Matches,
     MaxLength,
@@ -46,6 +48,7 @@ from community_api.commands import (
     empty_as_none,
     filled,
     optional_pattern,
+    sendable,
 )
 from community_api.errors import InvalidRequest, ServiceError
 
@@ -265,6 +268,9 @@ def command_schema(command: type) -> dict[str, Any]:
             elif check is filled:
                 schema["minLength"] = max(1, schema.get("minLength", 0))
                 schema.setdefault("pattern", FILLED_PATTERN)
+            elif check is sendable:  # one pattern says both rules when the text must also be filled
+                filled_too = schema.get("pattern") == FILLED_PATTERN
+                schema["pattern"] = FILLED_SENDABLE_PATTERN if filled_too else SENDABLE_PATTERN
             elif isinstance(check, Matches):
                 schema["pattern"] = check.pattern
             elif check in PATTERNS:

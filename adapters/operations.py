@@ -32,7 +32,7 @@ from adapters.schemas import (
 )
 from community_api import dms, feed, groups, idempotency, posts, scopes
 from community_api.access import Actor
-from community_api.commands import optional_pattern
+from community_api.commands import SENDABLE_PATTERN, optional_pattern
 from community_api.deps import Deps
 from community_api.errors import InvalidRequest
 from community_api.model import Comment, Group, PlatformUser, Post, PostDetail
@@ -387,7 +387,7 @@ OPERATIONS: tuple[Operation, ...] = (
             {
                 "group": _GROUP,
                 "title": filled_text("Post title.", posts.MAX_TITLE),
-                "content": optional_text("Post body (optional).", posts.MAX_CONTENT),
+                "content": optional_text("Post body (optional).", posts.MAX_CONTENT, SENDABLE_PATTERN),
                 "label": optional_text(
                     "Label (category) id or name, from get_group (optional).", MAX_LABEL_NAME, READABLE_PATTERN
                 ),

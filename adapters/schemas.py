@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 
 from adapters.wire import HIDDEN, camel_case
-from community_api.commands import FILLED_PATTERN, blank_or
+from community_api.commands import FILLED_SENDABLE_PATTERN, blank_or
 from community_api.me import KeyWithUsage
 
 Schema = dict[str, Any]
@@ -158,9 +158,10 @@ def optional_text(description: str, max_length: int, pattern: str | None = None)
 
 
 def filled_text(description: str, max_length: int) -> Schema:
-    """A required text that must hold more than white space (the core's ``filled``), said by a pattern so
-    that a client checking against the schema refuses what the core refuses."""
-    return text(description, max_length, pattern=FILLED_PATTERN)
+    """A required text to publish, that must hold more than white space and no control character but tabs
+    and line breaks (the core's ``filled`` and ``sendable``), said by a pattern so that a client checking
+    against the schema refuses what the core refuses."""
+    return text(description, max_length, pattern=FILLED_SENDABLE_PATTERN)
 
 
 def arguments(properties: dict[str, Schema], required: tuple[str, ...] = (), **extra: Any) -> Schema:

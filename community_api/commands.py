@@ -72,6 +72,23 @@ FILLED_PATTERN = f"[^{_WHITE}]"
 _FILLED = re.compile(FILLED_PATTERN)
 
 
+# A text published on the platform as the person (a title, a post's or a comment's text, a DM) holds no
+# control character but tabs and line breaks: nobody types one, an agent may pass one along from what it
+# read (a terminal's colour codes), and a NUL is refused by many a database behind a site — a 5xx answered
+# to a write, which reads "it may have been done" when nothing was.
+_CONTROLS = "\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f"
+SENDABLE_PATTERN = f"^[^{_CONTROLS}]*$"
+# Sendable and not blank, as one pattern (a schema holds one): something but white space, no control.
+FILLED_SENDABLE_PATTERN = f"^[^{_CONTROLS}]*[^{_WHITE}{_CONTROLS}][^{_CONTROLS}]*$"
+_CONTROL = re.compile(f"[{_CONTROLS}]")
+
+
+def sendable(instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    """A text to publish holds no control character but tabs and line breaks (``SENDABLE_PATTERN``)."""
+    if value is not None and _CONTROL.search(value):
+        raise BadField(attribute.name, "may not hold control characters other than tabs and line breaks")
+
+
 def blank_or(pattern: str) -> str:
     """``pattern`` (anchored at both ends), or a text of white space alone: for a field whose converter is
     ``blank_as_none``, which reads such a text as not given."""

@@ -19,7 +19,16 @@ from __future__ import annotations
 import attrs
 
 from community_api.access import Actor
-from community_api.commands import Matches, at_most, blank_as_none, empty_as_none, expects, filled, platform_id
+from community_api.commands import (
+    Matches,
+    at_most,
+    blank_as_none,
+    empty_as_none,
+    expects,
+    filled,
+    platform_id,
+    sendable,
+)
 from community_api.deps import ONE_READ, ONE_WRITE, OPEN_AND_SEND_WRITES, THREAD_READS, Deps, on_platform
 from community_api.errors import InvalidRequest, ServiceError, before_the_write
 from community_api.model import Conversation, Message
@@ -36,7 +45,7 @@ OFFSET_PATTERN = "^[0-9]{1,7}$"  # an inbox cursor: an offset into the inbox
 class NewMessage:
     """A DM to send: its text, to exactly one of a user (``to``) and an existing conversation."""
 
-    content: str = attrs.field(validator=[filled, at_most(MAX_MESSAGE)])
+    content: str = attrs.field(validator=[filled, sendable, at_most(MAX_MESSAGE)])
     to: str | None = attrs.field(default=None, converter=blank_as_none, validator=[at_most(MAX_ID), platform_id])
     conversation_id: str | None = attrs.field(
         default=None, converter=blank_as_none, validator=[at_most(MAX_ID), platform_id]

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 import attrs
 
 from community_api.access import Actor
-from community_api.commands import at_most, blank_as_none, filled, label_name, platform_id
+from community_api.commands import at_most, blank_as_none, filled, label_name, platform_id, sendable
 from community_api.deps import GROUP_READS, ONE_WRITE, POST_DETAIL_READS, Deps, on_platform
 from community_api.errors import InvalidRequest, NotFound, before_the_write
 from community_api.model import Comment, Post, PostDetail
@@ -33,8 +33,8 @@ MAX_ID = 200
 class NewPost:
     """A post to publish: its title, and optionally its text and its label (the label's id or name)."""
 
-    title: str = attrs.field(validator=[filled, at_most(MAX_TITLE)])
-    content: str | None = attrs.field(default=None, converter=blank_as_none, validator=at_most(MAX_CONTENT))
+    title: str = attrs.field(validator=[filled, sendable, at_most(MAX_TITLE)])
+    content: str | None = attrs.field(default=None, converter=blank_as_none, validator=[sendable, at_most(MAX_CONTENT)])
     # label_name first: a name too long is refused in its words, as before the limit was published.
     label: str | None = attrs.field(
         default=None, converter=blank_as_none, validator=[label_name, at_most(MAX_LABEL_NAME)]
@@ -45,7 +45,7 @@ class NewPost:
 class NewComment:
     """A comment to publish: its text, and the comment it answers (None: the post itself)."""
 
-    content: str = attrs.field(validator=[filled, at_most(MAX_CONTENT)])
+    content: str = attrs.field(validator=[filled, sendable, at_most(MAX_CONTENT)])
     parent_id: str | None = attrs.field(default=None, converter=blank_as_none, validator=[at_most(MAX_ID), platform_id])
 
 

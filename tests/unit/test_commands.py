@@ -310,6 +310,64 @@ def test_a_null_argument_is_not_given_on_mcp_as_in_a_rest_body(ready: Ready, mcp
     assert mcp.fail("get_group", {"group": None})["message"] == "group is required"
 
 
+# Texts published on the platform as the person: a control character other than a tab or a line break is
+# refused before anything is sent (a NUL is refused by many a database behind a site, and a 5xx answered to
+# a write reads "it may have been done"); tabs and line breaks pass. (text, refused)
+SENT_TEXTS = [
+    ("nul\x00byte", True),
+    ("\x1b[31mred\x1b[0m", True),
+    ("bell\x07", True),
+    ("form\x0cfeed", True),
+    ("del\x7f", True),
+    ("tab\tand\nlines\r\nok", False),
+    ("\u00e9t\u00e9 \u2014 fine", False),
+]
+SENDS = [
+    ("create_post", FEED, {"group": "builders-club"}, "title", {}),
+    ("create_post", FEED, {"group": "builders-club"}, "content", {"title": "Titled"}),
+    ("create_comment", f"/v1/posts/{A_POST}/comments", {"postId": A_POST}, "content", {}),
+]
+
+
+@pytest.mark.parametrize(("text", "refused"), SENT_TEXTS, ids=lambda value: repr(value)[:16])
+@pytest.mark.parametrize(("tool", "path", "where", "field", "rest_of_body"), SENDS, ids=lambda v: str(v)[:16])
+def test_a_control_character_in_a_published_text_is_refused_naming_the_field(
+    ready: Ready,
+    mcp: McpWorld,
+    text: str,
+    refused: bool,
+    tool: str,
+    path: str,
+    where: dict[str, Any],
+    field: str,
+    rest_of_body: dict[str, Any],
+) -> None:
+    import jsonschema
+
+    body = {**rest_of_body, field: text}
+    rest = ready.world.post(path, ready.key, body)
+    answer = mcp.call(tool, {**where, **body})
+    schema = next(op for op in OPERATIONS if op.name == tool).input_schema["properties"][field]
+    assert jsonschema.Draft202012Validator(schema).is_valid(text) is not refused
+    if not refused:
+        assert rest.status_code == 201 and not answer.get("isError"), (rest.text, answer)
+        return
+    message = f"{field} may not hold control characters other than tabs and line breaks"
+    assert rest.status_code == 400 and rest.json["error"]["message"] == message
+    assert rest.json["error"]["details"] == {"field": field}
+    assert mcp.fail(tool, {**where, **body})["message"] == message
+    assert ready.world.gateway.created_posts() == []
+
+
+def test_a_dm_with_a_control_character_is_refused_and_not_sent(ready: Ready, mcp: McpWorld) -> None:
+    conversation = ready.world.get("/v1/dms", ready.key).json["conversations"][0]["id"]
+    body = {"conversationId": conversation, "content": "hi\x00"}
+    rest = ready.world.post("/v1/dms", ready.key, body)
+    assert rest.status_code == 400 and rest.json["error"]["details"] == {"field": "content"}
+    assert mcp.fail("send_dm", body)["details"] == {"field": "content"}
+    assert ready.world.gateway.sent_messages() == []
+
+
 # (unknown names a client sends, what the refusal says of them): at most five repeated, each printable and
 # at most 64 characters, the rest counted; the answer stays small whatever the client sent.
 UNKNOWN_NAMES = [
