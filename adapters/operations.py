@@ -19,6 +19,16 @@ import attrs
 from mcp_types import ToolAnnotations
 
 from adapters.commands import command_fields, structure_body, structure_query
+from adapters.operation_arguments import (
+    FEED_ARGS,
+    GROUP,
+    GROUP_HINT,
+    ID,
+    IDEMPOTENCY_KEY,
+    POST_ID,
+    SEND_ARGS,
+    cursor,
+)
 from adapters.schemas import (
     Deleted,
     ListOf,
@@ -30,17 +40,14 @@ from adapters.schemas import (
     result_schema,
     text,
 )
-from community_api import dms, feed, groups, idempotency, posts, scopes
+from community_api import dms, feed, groups, posts, scopes
 from community_api.access import Actor
-from community_api.commands import SENDABLE_PATTERN, optional_pattern
+from community_api.commands import SENDABLE_PATTERN
 from community_api.deps import Deps
 from community_api.errors import InvalidRequest
 from community_api.model import Comment, Group, PlatformUser, Post, PostDetail
 from community_api.platform_ids import (
-    GROUP_PATTERN,
-    ID_HINT,
     MAX_LABEL_NAME,
-    MAX_SLUG,
     PLATFORM_ID_LENGTH,
     PLATFORM_ID_PATTERN,
 )
@@ -148,94 +155,6 @@ def _write(title: str, *, destructive: bool, idempotent: bool) -> ToolAnnotation
     )
 
 
-# --- argument schemas, limits from the core ------------------------------------------------------
-
-# Ids and group names carry the platform's shapes (``community_api.platform_ids``): an agent sees the rule
-# up front, and a value talked into it by text it read is refused before anything reaches the platform.
-_ID = {"pattern": PLATFORM_ID_PATTERN}
-_GROUP_NAME = {"pattern": GROUP_PATTERN}
-_GROUP = text("Group id or slug (from list_groups).", MAX_SLUG, **_GROUP_NAME)
-# An optional group: empty is not given, as ``?group=`` is on REST (an agent fills every argument it sees).
-_OPTIONAL_GROUP_NAME = {"pattern": optional_pattern(GROUP_PATTERN)}
-_GROUP_HINT = (
-    optional_text(
-        "Group id or slug of the post: optional, spares a look-up. Given, the post is looked for in that group "
-        "only (not found there: not_found).",
-        MAX_SLUG,
-    )
-    | _OPTIONAL_GROUP_NAME
-)
-_POST_ID = text(f"Post id (from get_feed or get_post): {ID_HINT}.", PLATFORM_ID_LENGTH, **_ID)
-
-
-def _cursor(description: str, max_length: int, pattern: str) -> Schema:
-    """A paging cursor. Empty is the same as absent, the first page, on REST (``?cursor=``, which a
-    client templating the next request sends) as on MCP (an agent fills every argument it sees)."""
-    return {
-        "type": "string",
-        "maxLength": max_length,
-        "pattern": optional_pattern(pattern),
-        "description": f"{description} Empty or absent: the first page.",
-    }
-
-
-_IDEMPOTENCY_KEY = {
-    "type": "string",
-    "pattern": idempotency.KEY_PATTERN,
-    "description": "Optional. Retrying with the same key and the same arguments within 24 hours returns the "
-    "first result instead of acting again: use one when a call may be retried after a time-out.",
-}
-_FEED_ARGS = arguments(
-    {
-        "group": _GROUP,
-        "pages": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": feed.MAX_PAGES,
-            "default": 1,
-            "description": f"Feed pages to read, 1 to {feed.MAX_PAGES}; about 30 posts a page.",
-        },
-        "sort": {
-            "type": "string",
-            "enum": list(feed.SORTS),
-            "default": feed.DEFAULT_SORT,
-            "description": "newest: new posts first; newest-cm: newest comments first; unread: posts this "
-            "account has not read; best-1d/best-1w/best-1m/best-1y/best: top posts of the last day, week, "
-            "month, year, or all time.",
-        },
-        "since": {
-            "type": "string",
-            "pattern": feed.SINCE_PATTERN,
-            "description": "Only posts published in this window: 24h, 7d, or a UTC date YYYY-MM-DD. With "
-            "sort newest or unread, paging stops once the window is passed.",
-        },
-    },
-    ("group",),
-)
-_SEND_ARGS = arguments(
-    {
-        "to": optional_text(
-            "Platform user id of the recipient (a post's authorId, a conversation's with.id).",
-            PLATFORM_ID_LENGTH,
-            PLATFORM_ID_PATTERN,
-        ),
-        "conversationId": optional_text(
-            "Id of an existing conversation (from list_dms).", PLATFORM_ID_LENGTH, PLATFORM_ID_PATTERN
-        ),
-        "content": filled_text("The message text.", dms.MAX_MESSAGE),
-        "group": optional_text("With to: a group you share with the recipient (optional).", MAX_SLUG)
-        | _OPTIONAL_GROUP_NAME,
-        "idempotencyKey": _IDEMPOTENCY_KEY,
-    },
-    ("content",),
-    # Exactly one recipient given (a blank one is not given); the core refuses the other cases with its own
-    # message.
-    oneOf=[
-        {"required": ["to"], "properties": {"to": _ID}},
-        {"required": ["conversationId"], "properties": {"conversationId": _ID}},
-    ],
-)
-
 _DM_PACE = (
     "DMs are throttled per connected account: about one send every 30 to 45 seconds, at most 20 an hour "
     "and 100 a day. A refused send is a tool error with code rate_limited and details.retryAfter, the "
@@ -328,7 +247,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Get group",
         scopes.GROUPS_READ,
         "One group's metadata and its labels (categories), each {id, name, postCount}.",
-        arguments({"group": _GROUP}, ("group",)),
+        arguments({"group": GROUP}, ("group",)),
         Group,
         _read("Get group"),
         _get_group,
@@ -343,7 +262,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "since}. Posts hold title and content but not comments: use get_post for those (commentCount "
         "counts top-level comments; replies are not counted). Pinned posts are listed once. Each page is "
         "one platform read against the account's reads a minute.",
-        _FEED_ARGS,
+        FEED_ARGS,
         feed.FeedPage,
         _read("Read a group's feed"),
         _get_feed,
@@ -357,7 +276,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "A post and all its comments in one answer: {post, comments}. Comments are a flat list; postId is "
         "the root post, parentId the comment replied to (null at top level); a comment the group pinned says "
         "pinned: true. Two platform reads, and one more for each further 25 top-level comments.",
-        arguments({"postId": _POST_ID, "group": _GROUP_HINT}, ("postId",)),
+        arguments({"postId": POST_ID, "group": GROUP_HINT}, ("postId",)),
         PostDetail,
         _read("Get a post with its comments"),
         _get_post,
@@ -370,7 +289,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "All comments of a post as a flat list {comments: [{id, postId, parentId, authorId, author, content, "
         "createdAt, upvotes, pinned}]}, oldest thread first; parentId null means a top-level comment, pinned "
         "true one the group pinned.",
-        arguments({"postId": _POST_ID, "group": _GROUP_HINT}, ("postId",)),
+        arguments({"postId": POST_ID, "group": GROUP_HINT}, ("postId",)),
         ListOf("comments", Comment),
         _read("List a post's comments"),
         _list_comments,
@@ -385,13 +304,13 @@ OPERATIONS: tuple[Operation, ...] = (
         "with the group's labels in details.allowed.",
         arguments(
             {
-                "group": _GROUP,
+                "group": GROUP,
                 "title": filled_text("Post title.", posts.MAX_TITLE),
                 "content": optional_text("Post body (optional).", posts.MAX_CONTENT, SENDABLE_PATTERN),
                 "label": optional_text(
                     "Label (category) id or name, from get_group (optional).", MAX_LABEL_NAME, READABLE_PATTERN
                 ),
-                "idempotencyKey": _IDEMPOTENCY_KEY,
+                "idempotencyKey": IDEMPOTENCY_KEY,
             },
             ("group", "title"),
         ),
@@ -408,7 +327,7 @@ OPERATIONS: tuple[Operation, ...] = (
         scopes.POSTS_WRITE,
         "Delete a post of the connected account, with its comments. It cannot be undone. Answers "
         "{deleted: true, postId}; deleting it again is a not_found error.",
-        arguments({"postId": _POST_ID}, ("postId",)),
+        arguments({"postId": POST_ID}, ("postId",)),
         Deleted("postId"),
         _write("Delete a post", destructive=True, idempotent=True),
         _delete_post,
@@ -422,15 +341,15 @@ OPERATIONS: tuple[Operation, ...] = (
         "the new comment.",
         arguments(
             {
-                "postId": _POST_ID,
+                "postId": POST_ID,
                 "content": filled_text("Comment text.", posts.MAX_CONTENT),
                 "parentId": optional_text(
                     "Id of the comment to reply to (optional: none, or blank, is the post itself).",
                     PLATFORM_ID_LENGTH,
                     PLATFORM_ID_PATTERN,
                 ),
-                "group": _GROUP_HINT,
-                "idempotencyKey": _IDEMPOTENCY_KEY,
+                "group": GROUP_HINT,
+                "idempotencyKey": IDEMPOTENCY_KEY,
             },
             ("postId", "content"),
         ),
@@ -446,7 +365,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Delete a comment",
         scopes.COMMENTS_WRITE,
         "Delete a comment of the connected account. It cannot be undone. Answers {deleted: true, commentId}.",
-        arguments({"commentId": text("Comment id (from get_post).", PLATFORM_ID_LENGTH, **_ID)}, ("commentId",)),
+        arguments({"commentId": text("Comment id (from get_post).", PLATFORM_ID_LENGTH, **ID)}, ("commentId",)),
         Deleted("commentId"),
         _write("Delete a comment", destructive=True, idempotent=True),
         _delete_comment,
@@ -463,7 +382,7 @@ OPERATIONS: tuple[Operation, ...] = (
         f"last message is not yours, scanning up to {dms.AWAITING_SCAN_PAGES} pages.",
         arguments(
             {
-                "cursor": _cursor("nextCursor of the previous answer.", 7, dms.OFFSET_PATTERN),
+                "cursor": cursor("nextCursor of the previous answer.", 7, dms.OFFSET_PATTERN),
                 "awaitingReply": {
                     "type": "boolean",
                     "default": False,
@@ -485,8 +404,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "back as cursor to get older messages (null when there are none).",
         arguments(
             {
-                "conversationId": text("Conversation id (from list_dms).", PLATFORM_ID_LENGTH, **_ID),
-                "cursor": _cursor(
+                "conversationId": text("Conversation id (from list_dms).", PLATFORM_ID_LENGTH, **ID),
+                "cursor": cursor(
                     "nextCursor of the previous answer: returns older messages.",
                     PLATFORM_ID_LENGTH,
                     PLATFORM_ID_PATTERN,
@@ -507,7 +426,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Send a direct message as the connected account, to a member (to) or in an existing conversation "
         "(conversationId): give exactly one of them. Sent messages cannot be deleted. Answers {message, "
         f"conversation}}. {_DM_PACE}",
-        _SEND_ARGS,
+        SEND_ARGS,
         dms.SentMessage,
         _write("Send a DM", destructive=False, idempotent=False),
         _send_dm,

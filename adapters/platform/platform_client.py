@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -25,7 +24,7 @@ import attrs
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.wait import WebDriverWait
 
-from adapters.platform import page_scripts
+from adapters.platform import login_form, page_scripts
 from adapters.platform import platform_mapping as m
 from adapters.platform.bounded_cache import BoundedCache
 from adapters.platform.browser import Browser, BrowserFailure
@@ -284,7 +283,7 @@ class PlatformClient:
             raise PlatformUnavailable(f"the browser could not start: {error}") from error
 
     def login(self, email: str, password: str) -> LinkedAccount:
-        email, password = _typeable(email, "email"), _typeable(password, "password")
+        email, password = login_form.typeable(email, "email"), login_form.typeable(password, "password")
         with self.fresh_browser() as browser:
             driver = browser.driver
             try:
@@ -333,7 +332,7 @@ class PlatformClient:
                     )
                 invalid = state.get("invalid")
                 if isinstance(invalid, dict):
-                    raise _not_submitted(invalid)
+                    raise login_form.not_submitted(invalid)
                 error = str(state.get("error") or "")
                 if "blocked" in error.lower():
                     raise PlatformError("the platform's firewall blocked the login")
@@ -358,45 +357,10 @@ class PlatformClient:
         return LinkedAccount(user=user, session_token=token)
 
 
-# WebDriver types some characters as keys rather than as themselves: a newline presses Enter (the form is
-# sent before the password is typed), a tab moves to the next field, U+E000-U+E05D are its named keys
-# (Backspace, Enter, ...) and other control characters are dropped. The platform's email and password
-# inputs cannot hold a newline anyway (HTML strips newlines from a single-line input's value), so newlines
-# are dropped as the input would; the others cannot be typed as themselves, and are refused.
-_NEWLINES = str.maketrans("", "", "\r\n")
-_UNTYPEABLE = re.compile("[\x00-\x1f\x7f\ue000-\ue05d]")
-_BROWSER_WORDS = 300  # of the browser's message about a field, at most
-
-
 def _no_browser(error: PoolBusy) -> PlatformUnavailable:
     busy = PlatformUnavailable(f"no browser is free: {error}")
     busy.may_have_acted = False  # nothing was sent: a retry under the same Idempotency-Key may act
     return busy
-
-
-def _typeable(text: str, field: str) -> str:
-    """``text`` as the login form's ``field`` would hold it once typed, or a refusal (``_UNTYPEABLE``)."""
-    text = text.translate(_NEWLINES)
-    if _UNTYPEABLE.search(text):
-        raise InvalidRequest(
-            f"the {field} holds a control character, which cannot be typed into the platform's login form: "
-            "link the account with a sessionToken instead",
-            field=field,
-        )
-    return text
-
-
-def _not_submitted(invalid: dict[str, object]) -> InvalidRequest:
-    """The browser kept the login form back: a field breaks the form's own rules (``LOGIN_STATE``). Nothing
-    reached the platform, and waiting would only end in a time-out: it is the caller's input."""
-    field = "email" if invalid.get("type") == "email" else "password" if invalid.get("type") == "password" else ""
-    words = str(invalid.get("message") or "").strip()[:_BROWSER_WORDS]
-    if not field:
-        return InvalidRequest("the platform's login form does not take these credentials as written")
-    # The browser's words for an email repeat it (the caller's own); for a password they never repeat it.
-    return InvalidRequest(
-        f"the platform's login form does not take this {field}" + (f": {words}" if words else ""), field=field
-    )
 
 
 def _self_from(resp: Resp) -> PlatformUser:
