@@ -148,9 +148,10 @@ Promise.race([ready, timer]).then(
 
 # What the login page shows after submitting: the gateway polls this (bounded) while waiting for the
 # ``auth_token`` cookie. A two-factor prompt or a captcha means the login cannot finish unattended.
-# ``invalid``: the browser itself did not submit the form, because a field fails the form's own rules (an
-# email input given no address): the field's type and the browser's words. Only for a form that lets the
-# browser validate it (no ``novalidate``), where nothing was sent and nothing will be.
+# ``invalid``: the browser itself did not submit the form, because a field we typed into fails the form's
+# own rules (an email input given no address): the field's type and the browser's words. Only for a form
+# that lets the browser validate it (no ``novalidate``), where nothing was sent and nothing will be; a field
+# of the page's own that holds the form back is left to the time-out, as before.
 LOGIN_STATE = """
 function text(sel) { var el = document.querySelector(sel); return el ? (el.textContent || "").trim() : ""; }
 var challenge = document.querySelector(
@@ -158,7 +159,9 @@ var challenge = document.querySelector(
   ".h-captcha, [data-sitekey], #captcha");
 var password = document.querySelector("#password");
 var form = password && password.form;
-var bad = form && !form.noValidate ? form.querySelector("input:invalid") : null;
+var bad = form && !form.noValidate ?
+  [document.querySelector("#email"), password].filter(function (el) { return el && el.matches(":invalid"); })[0]
+  : null;
 return {challenge: challenge ? (challenge.id || challenge.tagName.toLowerCase()) : null,
         error: text("#login-error"),
         invalid: bad ? {type: bad.type, message: bad.validationMessage} : null};
