@@ -267,8 +267,9 @@ def test_a_blank_optional_field_is_not_given_on_rest_and_mcp_and_in_the_schemas(
 
 
 def test_an_empty_group_hint_is_no_hint_on_rest_and_mcp_and_in_the_schemas(ready: Ready, mcp: McpWorld) -> None:
-    """``?group=`` on REST is a query's empty value, not given; the tools' optional ``group`` said "group must
-    not be empty" for the "" an agent fills an optional argument with."""
+    """An empty optional group is no group, as a query's empty value is under the commands' rule. The group
+    is read outside the command, so the rule missed it: ``?group=`` answered 400 on REST, and the tools'
+    optional ``group`` said "group must not be empty" for the "" an agent fills an optional argument with."""
     import jsonschema
 
     from adapters.http.openapi import document
