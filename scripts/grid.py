@@ -5,7 +5,9 @@ drivers (``detect-drivers = false``, ``selenium-manager = false``)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -15,7 +17,7 @@ from typing import Any
 
 import requests
 
-from adapters.platform.procfs import descendants
+from adapters.platform.procfs import descendants, start_time
 from scripts.processes import ROOT, free_port, stop
 
 GRID_VERSION = "4.48.0"
@@ -75,9 +77,17 @@ class Grid:
         self._wait_ready()
 
     def stop(self) -> None:
+        # The node's browsers, known before it ends: a node that ends with a session still open can leave
+        # its chromedriver and Chromium running, orphaned (seen once after a CI run); they are ended by PID
+        # after it, those that are still the processes seen now.
+        browsers = [(pid, start_time(pid)) for pid in self.browser_pids()]
         for process in reversed(self.processes):  # the node before its hub
             stop(process, timeout=20.0)  # Java takes its time to end
         self.processes = []
+        for pid, started in browsers:
+            if started is not None and start_time(pid) == started:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
 
     def pids(self) -> list[int]:
         return [process.pid for process in self.processes]
