@@ -14,15 +14,22 @@ from community_api.platform_ids import GROUP_PATTERN, ID_HINT, MAX_SLUG, PLATFOR
 ID = {"pattern": PLATFORM_ID_PATTERN}
 GROUP_NAME = {"pattern": GROUP_PATTERN}
 GROUP = text("Group id or slug (from list_groups).", MAX_SLUG, **GROUP_NAME)
-# An optional group: empty is not given, as ``?group=`` is on REST (an agent fills every argument it sees).
-OPTIONAL_GROUP_NAME = {"pattern": optional_pattern(GROUP_PATTERN)}
-GROUP_HINT = (
-    optional_text(
-        "Group id or slug of the post: optional, spares a look-up. Given, the post is looked for in that group "
-        "only (not found there: not_found).",
-        MAX_SLUG,
-    )
-    | OPTIONAL_GROUP_NAME
+
+
+def optional_group(description: str) -> Schema:
+    """An optional group: empty is not given, as ``?group=`` is on REST (an agent fills every argument it
+    sees); white space names no group and is refused (``platform_ids.field_group``)."""
+    return {
+        "type": "string",
+        "maxLength": MAX_SLUG,
+        "pattern": optional_pattern(GROUP_PATTERN),
+        "description": description,
+    }
+
+
+GROUP_HINT = optional_group(
+    "Group id or slug of the post: optional, spares a look-up. Given, the post is looked for in that group "
+    "only (not found there: not_found)."
 )
 POST_ID = text(f"Post id (from get_feed or get_post): {ID_HINT}.", PLATFORM_ID_LENGTH, **ID)
 
@@ -82,8 +89,7 @@ SEND_ARGS = arguments(
             "Id of an existing conversation (from list_dms).", PLATFORM_ID_LENGTH, PLATFORM_ID_PATTERN
         ),
         "content": filled_text("The message text.", dms.MAX_MESSAGE),
-        "group": optional_text("With to: a group you share with the recipient (optional).", MAX_SLUG)
-        | OPTIONAL_GROUP_NAME,
+        "group": optional_group("With to: a group you share with the recipient (optional)."),
         "idempotencyKey": IDEMPOTENCY_KEY,
     },
     ("content",),

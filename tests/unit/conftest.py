@@ -1,12 +1,15 @@
-"""The fixtures of the unit tests: ``world``, ``ready`` and ``connector`` (``world_support.py``)."""
+"""The fixtures of the unit tests: ``world``, ``ready`` and ``connector`` (``world_support.py``), and
+``mcp``, the service behind its MCP endpoint (``test_mcp_world.McpWorld``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from community_api.scopes import ALL_SCOPES
+from tests.unit.test_mcp_world import McpWorld
 from tests.unit.world_support import Ready, World, build_world
 
 
@@ -31,3 +34,10 @@ def connector(world: World) -> Any:
     registered = Connector(world)
     assert registered.register().status_code == 201
     return registered
+
+
+@pytest.fixture
+def mcp() -> Iterator[McpWorld]:
+    built = McpWorld.build()
+    yield built
+    built.close()

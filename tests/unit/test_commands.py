@@ -148,13 +148,6 @@ def test_a_query_string_is_read_as_its_fields_types(
 # --- the same command from MCP ----------------------------------------------------------------
 
 
-@pytest.fixture
-def mcp() -> Iterator[McpWorld]:
-    built = McpWorld.build()
-    yield built
-    built.close()
-
-
 @pytest.mark.parametrize(
     ("tool", "args", "message"),
     [

@@ -8,7 +8,6 @@ that the platform saw no request outside the route's own.)"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
@@ -123,13 +122,6 @@ def test_a_label_name_is_matched_never_used_as_a_path(ready: Ready) -> None:
 
 
 # --- the same through the MCP tools ------------------------------------------------------------------------
-
-
-@pytest.fixture
-def mcp() -> Iterator[McpWorld]:
-    built = McpWorld.build()
-    yield built
-    built.close()
 
 
 @pytest.mark.parametrize("value", HOSTILE + WELL_FORMED_WRONG)

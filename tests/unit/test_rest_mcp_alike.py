@@ -6,7 +6,6 @@ blank ``parentId`` and every ``null`` were refused by the tools only."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -40,13 +39,6 @@ CASES = [
     if name not in operation.input_schema.get("required", ())
     for value in (None, "")
 ]
-
-
-@pytest.fixture
-def mcp() -> Iterator[McpWorld]:
-    built = McpWorld.build()
-    yield built
-    built.close()
 
 
 def _conversation(inbox: dict[str, Any]) -> str:
