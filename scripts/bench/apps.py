@@ -117,4 +117,7 @@ def prepare_keys(db: Path, secret: str, scopes: Iterable[str] | None, count: int
         keys.append(
             mint_key(store, clock, account_id=account.id, name="bench", scopes=scopes, connection_id=None).secret
         )
+    # Closed, as after `community-api` commands: the service then starts on a database nobody holds open, as
+    # it does in production (a connection left open here once hid the workers' start without a WAL header).
+    store.close()
     return keys

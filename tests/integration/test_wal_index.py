@@ -12,8 +12,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from freezegun import freeze_time
 
 from adapters.store import read_cache
+from adapters.store.sqlite_key_store import SqliteKeyStore
 from adapters.store.wal_index import HEADER_SIZE, WalIndexHeader
 from tests.integration.store_support import T0, two_workers
 
@@ -124,6 +126,28 @@ def test_without_a_header_the_store_asks_sqlite(tmp_path: Path, monkeypatch: pyt
     when = datetime(2026, 1, 1, 0, 0, 1, tzinfo=UTC)
     worker_a.end_key(key.id, revoked_at=when)
     assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at == when
+
+
+def test_a_header_written_after_the_first_read_is_taken_up(tmp_path: Path) -> None:
+    """A service's start: the previous run's last connection removed the ``-wal`` file, so a worker's first
+    read finds a WAL with no header and asks the pragma. Once a commit has written one, the worker reads the
+    header (within a second), and every revocation is seen on the way."""
+    path = tmp_path / "shared.sqlite3"
+    first_a, first_b, key = two_workers(path)
+    first_a.close()
+    first_b.close()
+    assert not (tmp_path / "shared.sqlite3-wal").exists()  # the last connection checkpointed and removed it
+    with freeze_time("2026-01-01 00:00:00") as clock:
+        worker_a, worker_b = SqliteKeyStore(path, "s" * 40), SqliteKeyStore(path, "s" * 40)
+        assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at is None
+        assert isinstance(worker_b._reads._version(worker_b._db.conn), int)  # no header to trust yet
+        worker_a.end_key(key.id, expires_at=T0 + timedelta(days=1))  # the first commit writes the WAL's header
+        assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].expires_at == T0 + timedelta(days=1)
+        assert isinstance(worker_b._reads._version(worker_b._db.conn), int)  # tried again once a second only
+        clock.tick(1)
+        assert isinstance(worker_b._reads._version(worker_b._db.conn), bytes)  # the header, from now on
+        worker_a.end_key(key.id, revoked_at=T0)
+        assert worker_b.find_keys_by_prefix("ABCDEFGH")[0][0].revoked_at == T0
 
 
 _HOLDER = """
