@@ -9,10 +9,11 @@ box that serves for months, each such death would leak a browser.
 So gunicorn's master declares itself a *child subreaper* (Linux ``prctl(PR_SET_CHILD_SUBREAPER)``): the
 processes a dead worker leaves are then re-parented to the master instead of to PID 1, and when the master
 learns that a worker ended (gunicorn's ``child_exit`` hook, ``adapters/gunicorn_conf.py``) it ends every
-child of its own that is a browser — a live worker's browsers are that worker's children, never the
-master's, so only orphans match — with everything under it. The master reaps them as it reaps workers.
-The fresh profile each local browser has (``browser.py``: its cookies are the platform session) is removed
-too, once its processes are gone: the dead worker could not remove it.
+child of its own that is a browser, with everything under it. A live worker's browsers are that worker's
+children, not the master's, so only orphans match; a Chromium whose chromedriver ended first (a Ctrl-C
+reaches both) is adopted while its worker is still closing it, and is left to that worker. The master
+reaps them as it reaps workers. The fresh profile each local browser has (``browser.py``: its cookies are
+the platform session) is removed too, once its processes are gone: the dead worker could not remove it.
 
 A worker can also die between ending its Chromium and removing the profile: gunicorn's time-out sends
 SIGABRT, the worker starts closing its browsers, and a second later the master kills it outright. Its
@@ -79,14 +80,25 @@ def end_orphaned_browsers(parent: int) -> Ended:
     A worker that closes its browsers as it stops leaves nothing for this but Chromium's helper processes
     on their way out (they outlive the browser's main process by a moment, and are adopted by the master
     meanwhile): ending them changes nothing, and no driver is counted. A chromedriver among the master's
-    children means a worker that could not close its browser."""
-    named = {pid: procfs.command_name(pid) for pid in procfs.children(parent)}
-    roots = [pid for pid, name in named.items() if name in BROWSER_COMMANDS and procfs.running(pid)]
+    children means a worker that could not close its browser.
+
+    A Chromium whose profile was made by a worker that still runs is that worker's to close, and is left
+    alone: a stop sent to the whole process group (a terminal's Ctrl-C) ends the chromedrivers at once, so
+    every worker's Chromium is adopted by the master while its worker is still closing it. Ended here when
+    another worker ended first, it was reported as that worker's leftover (a warning on a clean stop) and
+    its profile removed under the worker closing it. Profiles are counted only when this removed them."""
+    table = procfs.process_table()
+    named = {pid: name for pid, (up, name) in table.items() if up == parent}
+    roots = [
+        pid
+        for pid, name in named.items()
+        if name in BROWSER_COMMANDS and procfs.running(pid) and not _closed_by_a_live_worker(pid, parent, table)
+    ]
     drivers = sum(1 for pid in roots if named[pid] == "chromedriver")
     ended: list[int] = []
     profiles: set[str] = set()
     for root in roots:
-        for pid in [root, *procfs.descendants(root)]:
+        for pid in [root, *procfs.descendants(root, table)]:
             profiles |= _own_profiles(procfs.arguments(pid))
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
@@ -94,9 +106,21 @@ def end_orphaned_browsers(parent: int) -> Ended:
     deadline = time.monotonic() + _GONE_SECONDS
     while any(procfs.running(pid) for pid in ended) and time.monotonic() < deadline:
         time.sleep(0.02)
+    removed = 0
     for profile in profiles:
-        shutil.rmtree(profile, ignore_errors=True)
-    return Ended(drivers, len(ended), sum(1 for profile in profiles if not os.path.exists(profile)))
+        if os.path.exists(profile):  # not already removed by the worker that made it
+            shutil.rmtree(profile, ignore_errors=True)
+            removed += not os.path.exists(profile)
+    return Ended(drivers, len(ended), removed)
+
+
+def _closed_by_a_live_worker(pid: int, master: int, table: dict[int, tuple[int, str]]) -> bool:
+    """Whether ``pid``'s command line names a profile made by a worker of ``master`` that still runs."""
+    for profile in _own_profiles(procfs.arguments(pid)):
+        worker = _WORKER.match(os.path.basename(profile)[len(PROFILE_PREFIX) :])
+        if worker is not None and table.get(int(worker.group(1)), (None, ""))[0] == master:
+            return True
+    return False
 
 
 def _own_profiles(arguments: list[str]) -> set[str]:
