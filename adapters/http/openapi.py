@@ -24,6 +24,7 @@ from adapters.http.openapi_oauth import oauth_paths
 from adapters.operations import OPERATIONS, Operation
 from adapters.schemas import Fields, ListOf, Refs, Result, WithSecret, result_schema
 from community_api import account_lifecycle, accounts, connections, keys
+from community_api.commands import FILLED_PATTERN
 from community_api.me import Me
 from community_api.model import Account, ApiKey, Connection
 
@@ -44,14 +45,32 @@ def _query(command: type) -> list[dict[str, Any]]:
     ]
 
 
-def _body(command: type, *, required: tuple[str, ...] = (), optional: bool = False) -> dict[str, Any]:
+def _body(command: type, *, required: tuple[str, ...] = (), optional: bool = False, **extra: Any) -> dict[str, Any]:
     """A request body: the core's command it is structured into (``adapters/commands.py``), read as a schema,
     so its types and limits are the ones the core checks. ``required``: fields the route needs although
     the command lets them be missing (the core then answers with a refusal of its own, such as 403).
-    ``optional``: the resource reads a missing body as ``{}`` (``read_json(..., allow_empty=True)``)."""
+    ``optional``: the resource reads a missing body as ``{}`` (``read_json(..., allow_empty=True)``).
+    ``extra``: what the core checks across fields (``oneOf``), added to the schema."""
     schema = command_schema(command)
     schema["required"] = [*schema["required"], *required]
+    schema.update(extra)
     return {"required": not optional, "content": {"application/json": {"schema": schema}}}
+
+
+# A field given: present and not blank (a blank one is one not given: ``blank_as_none``).
+_FILLED = {"pattern": FILLED_PATTERN}
+
+
+def _given(*names: str) -> dict[str, Any]:
+    return {"required": list(names), "properties": dict.fromkeys(names, _FILLED)}
+
+
+# Linking takes the platform account's email and password, or a session token: exactly one of the two
+# forms (``connections.link_connection``, which refuses any other body with a message of its own).
+_LINK_FORMS = [
+    {**_given("email", "password"), "not": _given("sessionToken")},
+    {**_given("sessionToken"), "not": {"anyOf": [_given("email"), _given("password")]}},
+]
 
 
 _CONNECTION = _param("X-Community-Connection", "header", description="Connection to act through (unbound keys only).")
@@ -84,7 +103,7 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "Link a platform account (one at a time per account: 429 busy while another is in progress)",
         "session",
         [],
-        _body(connections.LinkRequest),
+        _body(connections.LinkRequest, oneOf=_LINK_FORMS),
         201,
     ),
     (

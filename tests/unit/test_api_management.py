@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -168,6 +169,50 @@ def test_link_by_session_token(world: World) -> None:
     token = world.gateway.login("bob@sandbox.test", "sandbox").session_token
     result = world.client.simulate_post("/v1/connections", json={"sessionToken": token}, headers=browser.headers())
     assert result.status_code == 201 and result.json["handle"] == "bob"
+
+
+ALICE = {"email": "alice@sandbox.test", "password": "sandbox"}
+TOKEN = "<a session token of bob's>"
+LINK_BODIES = [
+    (ALICE, True),
+    ({"sessionToken": TOKEN}, True),
+    ({**ALICE, "sessionToken": "   "}, True),  # a blank field is one not given
+    ({"sessionToken": TOKEN, "email": "", "password": " \t"}, True),
+    ({"email": "", "password": "sandbox", "sessionToken": "  "}, False),  # no form given (schemathesis)
+    ({"sessionToken": TOKEN, "email": "alice@sandbox.test"}, False),  # a bit of both
+    ({"sessionToken": TOKEN, "password": "sandbox"}, False),
+    ({**ALICE, "sessionToken": TOKEN}, False),
+    ({"email": "alice@sandbox.test", "password": "  "}, False),
+    ({"password": "sandbox"}, False),
+    ({"sessionToken": "\t"}, False),
+    ({"active": True}, False),
+    ({}, False),
+]
+
+
+@pytest.mark.parametrize(("body", "taken"), LINK_BODIES)
+def test_the_document_says_which_link_bodies_are_taken(world: World, body: dict[str, Any], taken: bool) -> None:
+    """Email and password, or a session token, not both, a blank field being one not given: the published
+    body schema says it (``oneOf``), so a client that checks its body against the document (or a fuzzer
+    generating from it) sends no body the service refuses for its shape, and holds back none it takes."""
+    import jsonschema
+
+    from adapters.http.openapi import document
+
+    browser = world.sign_up()
+    token = world.gateway.login("bob@sandbox.test", "sandbox").session_token
+    body = {name: token if value == TOKEN else value for name, value in body.items()}
+    content = document()["paths"]["/v1/connections"]["post"]["requestBody"]["content"]["application/json"]
+    assert jsonschema.Draft202012Validator(content["schema"]).is_valid(body) is taken
+    result = world.client.simulate_post("/v1/connections", json=body, headers=browser.headers())
+    if taken:
+        assert result.status_code == 201, result.text
+    else:
+        assert result.status_code == 400, result.text
+        assert result.json["error"]["message"] in (
+            "give the platform account's email and password, or a sessionToken",
+            "give either email and password, or sessionToken, not both",
+        )
 
 
 def test_platform_password_is_never_kept(world: World) -> None:
