@@ -96,9 +96,7 @@ class UserGroups(Resource):
             if user_id not in world.users:
                 raise ApiError(404, "not found")
             groups = [g for g in world.groups.values() if user_id in g.members and me.id in g.members]
-            resp.media = {
-                "groups": [serialize.snake(serialize.group(world, g)) for g in groups[offset : offset + limit]]
-            }
+            resp.media = {"groups": [serialize.api2_group(world, g, me) for g in groups[offset : offset + limit]]}
 
 
 class GroupItem(Resource):
@@ -106,10 +104,10 @@ class GroupItem(Resource):
         me = require_user(self.sb, req)
         with self.sb.lock:
             group = posts.member_group(self.sb, me, group_id)
-            record = serialize.group(self.sb.world, group)
+            record = serialize.api2_group(self.sb.world, group, me)
             # ``groups/{id}`` names its labels as comma-joined ids (PLATFORM.md, "Groups").
             record["metadata"]["labels"] = ",".join(label.id for label in group.labels)
-            resp.media = serialize.snake(record)
+            resp.media = record
 
 
 class GroupLabels(Resource):

@@ -94,6 +94,7 @@ class Post:
     # Cached on root posts only, kept up to date when comments come and go.
     num_comments: int = 0
     last_comment_us: int = 0
+    last_comment_id: str = ""
 
     @property
     def is_root(self) -> bool:
@@ -203,7 +204,8 @@ class World:
         root = self.posts[post.root_id]
         if post.parent_id == post.root_id:  # ``metadata.comments`` counts top-level comments (PLATFORM.md)
             root.num_comments += 1
-        root.last_comment_us = max(root.last_comment_us, post.created_us)
+        if post.created_us >= root.last_comment_us:
+            root.last_comment_us, root.last_comment_id = post.created_us, post.id
 
     def add_channel(self, channel: Channel) -> None:
         self.channels[channel.id] = channel

@@ -182,7 +182,8 @@ def _recount(sb: Sandbox, root: Post) -> None:
     tops = [sb.world.posts[c] for c in root.children if not sb.world.posts[c].deleted]
     live = tops + [sb.world.posts[r] for c in tops for r in c.children if not sb.world.posts[r].deleted]
     root.num_comments = len(tops)  # top-level comments only, as the platform counts them (PLATFORM.md)
-    root.last_comment_us = max((c.created_us for c in live), default=0)
+    last = max(live, key=lambda c: c.created_us, default=None)
+    root.last_comment_us, root.last_comment_id = (last.created_us, last.id) if last else (0, "")
 
 
 def comments(

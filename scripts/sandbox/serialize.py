@@ -86,8 +86,13 @@ def post(world: World, p: Post, viewer: User | None, with_user: bool = True) -> 
             "hasNewComments": 1 if read_at is not None and p.last_comment_us > read_at else 0,
             # Integer nanoseconds, 19 digits: above 2**53, so a JavaScript JSON.parse would round it.
             "lastComment": p.last_comment_us * 1000,
+            "lastCommentId": p.last_comment_id,
             "imagePreview": p.image_preview,
             "attachments": "",
+            # JSON held in a string (PLATFORM.md): nobody here adds videos; the contributors are not listed.
+            "videoLinksData": "[]",
+            "contributors": "[]",
+            "myVote": 0,  # the viewer's vote: nobody votes here
         }
     else:
         out["metadata"] = {"content": p.content, "upvotes": p.upvotes, "attachments": ""}
@@ -151,6 +156,15 @@ def group(world: World, g: Group, with_labels: bool = False) -> dict[str, Any]:
     }
     if with_labels:
         out["labels"] = labels(world, g)
+    return out
+
+
+def api2_group(world: World, g: Group, viewer: User) -> dict[str, Any]:
+    """A group as api2 answers it: snake_case, and two metadata fields that hold JSON in a string, named as
+    the site names them (PLATFORM.md, "Groups"): ``member`` (the viewer's membership) and ``currentMBp``."""
+    out = snake(group(world, g))
+    out["metadata"]["member"] = json.dumps({"role": "member", "userId": viewer.id})
+    out["metadata"]["currentMBp"] = "{}"
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 from tests.sandbox.conftest import BIG, group_id, user_id
@@ -33,6 +34,9 @@ def test_user_groups_and_limits(client, alice):
     assert [g["name"] for g in groups] == ["builders-club", "night-owls", "quiet-garden"]
     assert groups[0]["metadata"]["display_name"] == "Builders Club"
     assert groups[0]["metadata"]["total_members"] > 200
+    # Fields that hold JSON in a string, named as the site names them, not snake_cased (PLATFORM.md, "Groups").
+    assert json.loads(groups[0]["metadata"]["member"])["userId"] == me
+    assert isinstance(json.loads(groups[0]["metadata"]["currentMBp"]), dict)
     assert (
         alice.get(f"/api2/users/{me}/groups", query_string="offset=1&limit=1").json["groups"][0]["name"] == "night-owls"
     )
@@ -49,6 +53,7 @@ def test_group_and_labels(client, alice):
     gid = group_id(client)
     group = alice.get(f"/api2/groups/{gid}").json
     assert group["id"] == gid and group["name"] == BIG and group["metadata"]["description"]
+    assert json.loads(group["metadata"]["member"])["role"] and json.loads(group["metadata"]["currentMBp"]) == {}
     labels = alice.get(f"/api2/groups/{gid}/labels").json["labels"]
     assert len(labels) == 6 and labels[0]["metadata"]["display_name"] == "General"
     assert sum(lb["metadata"]["posts"] for lb in labels) > 1000
@@ -147,6 +152,8 @@ def test_create_post_then_comment_reply_and_readouts(client, alice):
     tree = alice.get(f"/api2/posts/{created['id']}/comments").json["post_tree"]
     assert [len(n["children"]) for n in tree["children"]] == [2]
     assert tree["post"]["metadata"]["comments"] == 1  # one top-level comment; its two replies are not counted
+    assert tree["post"]["metadata"]["last_comment_id"] == deeper["id"]  # the newest, a reply included
+    assert big_posts(alice)[0]["metadata"]["lastCommentId"] == deeper["id"]
     out = client.simulate_get("/__sandbox/created").json["created"]
     assert [(c["type"], c["author"], c["group"], c["deleted"]) for c in out] == [("generic", "alice", BIG, False)] + [
         ("comment", "alice", BIG, False)
@@ -222,6 +229,7 @@ def test_delete_post_and_comment(client, alice, browser):
     assert alice.delete(f"/api2/posts/{c1['id']}").status_code == 200
     tree = alice.get(f"/api2/posts/{new['id']}/comments").json["post_tree"]
     assert tree["children"] == [] and tree["post"]["metadata"]["comments"] == 0
+    assert tree["post"]["metadata"]["last_comment_id"] == "" and tree["post"]["metadata"]["last_comment"] == 0
     assert alice.delete(f"/api2/posts/{new['id']}").status_code == 200
     assert new["id"] not in {p["id"] for p in big_posts(alice)}
     assert alice.delete(f"/api2/posts/{new['id']}").status_code == 404

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -63,9 +64,15 @@ def test_page_shape_and_private_self(alice):
         "pinned",
         "hasNewComments",
         "lastComment",
+        "lastCommentId",
         "imagePreview",
         "attachments",
+        "videoLinksData",
+        "contributors",
+        "myVote",
     }
+    # JSON held in a string (PLATFORM.md, "Posts and comments").
+    assert json.loads(post["metadata"]["videoLinksData"]) == [] and json.loads(post["metadata"]["contributors"]) == []
     assert set(post["user"]) == {"id", "name", "firstName", "lastName", "metadata"}
     assert post["createdAt"].endswith("Z")
 
