@@ -81,7 +81,8 @@ class Self(Resource):
             resp.content_type = falcon.MEDIA_JSON
             resp.data = b""
             return
-        resp.media = serialize.snake(serialize.self_user(user))
+        with self.sb.lock:
+            resp.media = serialize.snake(serialize.self_user(self.sb.world, user))
 
 
 class UserGroups(Resource):

@@ -81,9 +81,16 @@ def feed_result(sb: Sandbox, slug: str, params: dict[str, str], user: User | Non
                 "currentGroup": current,
                 "total": len(ordered),  # the group's post count for the query (one client reads it)
                 "sortType": q.sort,
-                "self": serialize.self_user(user),
+                "page": q.page,
+                "env": ENV,
+                "self": serialize.self_user(world, user),
             }
         )
+
+
+# The feed's ``env`` (PLATFORM.md: "API and WebSocket URLs"); the stand-in serves api2 under its own host and
+# has no live updates, so the WebSocket URL names nothing.
+ENV = {"apiUrl": "/api2", "wsUrl": "wss://ws.sandbox.test/"}
 
 
 # Where the sources disagree (PLATFORM.md), each variant is served somewhere: the group whose pinned
@@ -147,7 +154,7 @@ def post_result(sb: Sandbox, slug: str, name: str, user: User | None) -> PageRes
             return PageResult(not_found=True)
         props: dict[str, Any] = {
             "currentGroup": serialize.group(world, group, with_labels=True),
-            "self": serialize.self_user(user) if user else None,
+            "self": serialize.self_user(world, user) if user else None,
         }
         if name == ABOUT:
             return PageResult(props=props)
@@ -296,6 +303,7 @@ class HomePage:
             raise falcon.HTTPFound("/login")
         with self.sb.lock:
             groups = [serialize.group(self.sb.world, g) for g in self.sb.world.groups.values() if user.id in g.members]
+            me = serialize.self_user(self.sb.world, user)
         links = "".join(
             f'<li><a class="group-link" href="/{g["name"]}">{html.escape(g["metadata"]["displayName"])}</a></li>'
             for g in groups
@@ -304,7 +312,7 @@ class HomePage:
         resp.text = _document(
             "Home",
             f'<ul id="groups">{links}</ul>',
-            _next_data(self.sb, "/", {}, {"groups": groups, "self": serialize.self_user(user)}),
+            _next_data(self.sb, "/", {}, {"groups": groups, "self": me}),
         )
 
 

@@ -52,9 +52,13 @@ def _sp_data(points: int, level: int) -> str:
     return json.dumps({"pts": points, "lv": level})
 
 
-def self_user(user: User) -> dict[str, Any]:
-    """The signed-in user with the private fields a client must never pass on."""
-    return {**public_user(user), "email": user.email, **user.private}
+def self_user(world: World, user: User) -> dict[str, Any]:
+    """The signed-in user with the private fields a client must never pass on (PLATFORM.md: payment
+    details, third-party API keys, ``metadata.unreadChats``)."""
+    public = public_user(user)
+    unread = sum(1 for cid in world.user_channels.get(user.id, []) if world.channels[cid].num_unread(user.id))
+    public["metadata"] = {**public["metadata"], "unreadChats": unread}
+    return {**public, "email": user.email, **user.private}
 
 
 def post(world: World, p: Post, viewer: User | None, with_user: bool = True) -> dict[str, Any]:

@@ -443,7 +443,9 @@ def _private_values() -> set[str]:
     """Every private value of the sandbox's sign-in users (their ``self`` record): emails, payment
     methods, other services' keys, customer ids, and the field names themselves."""
     world = build_world(1, 0)
-    found: set[str] = {"paymentMethods", "apiKeys", "stripeCustomerId", "payment_methods", "api_keys"}
+    found: set[str] = {
+        "paymentMethods", "apiKeys", "stripeCustomerId", "payment_methods", "api_keys", "unreadChats", "unread_chats",
+    }  # fmt: skip
 
     def walk(value: Any) -> None:
         if isinstance(value, dict):

@@ -51,6 +51,8 @@ PRIVATE_MARKERS = (
     "stripeCustomerId",
     "apiKeys",
     "api_keys",
+    "unreadChats",
+    "unread_chats",
     "@sandbox.test",
 )
 

@@ -26,6 +26,11 @@ def test_self_has_private_fields(alice):
     assert me["email"] == "alice@sandbox.test" and me["api_keys"][0].startswith("sk_live_")
     assert me["stripe_customer_id"].startswith("cus_") and me["payment_methods"]
     assert '"pts"' in me["metadata"]["sp_data"]
+    unread, offset = 0, 0
+    while channels := alice.get("/api2/self/chat-channels", query_string=f"offset={offset}&limit=30").json["channels"]:
+        unread += sum(1 for channel in channels if channel["metadata"]["num_unread"])
+        offset += len(channels)
+    assert me["metadata"]["unread_chats"] == unread > 0
 
 
 def test_user_groups_and_limits(client, alice):

@@ -47,7 +47,9 @@ def test_page_shape_and_private_self(alice):
     r = alice.data(f"/{BIG}", query_string=f"group={BIG}")
     props = r.json["pageProps"]
     assert r.json["__N_SSP"] is True
-    assert props["sortType"] == "newest-cm"
+    assert props["sortType"] == "newest-cm" and props["page"] == 1
+    assert set(props["env"]) == {"apiUrl", "wsUrl"}  # PLATFORM.md: the API and WebSocket URLs
+    assert props["self"]["metadata"]["unreadChats"] >= 1  # private, as the payment details are
     assert props["self"]["apiKeys"][0].startswith("sk_live_") and props["self"]["email"] == "alice@sandbox.test"
     group = props["currentGroup"]
     assert group["name"] == BIG and group["metadata"]["displayName"] == "Builders Club"
