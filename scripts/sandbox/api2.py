@@ -120,14 +120,16 @@ class GroupLabels(Resource):
 
 
 class Comments(Resource):
-    """``GET posts/{id}/comments?group-id=&limit=25&pinned=true&created-gt=<microseconds>``."""
+    """``GET posts/{id}/comments?group-id=&limit=25&pinned=true&created-gt=<microseconds>``, or ``tail=true``
+    for the newest page."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, post_id: str) -> None:
         me = require_user(self.sb, req)
         limit = _limit(req, 25)
         after = int_param(req, "created-gt", 0, "invalid created-gt")
         pinned = (req.get_param("pinned") or "").lower() == "true"
-        resp.media = posts.comments(self.sb, me, post_id, req.get_param("group-id"), limit, after, pinned)
+        tail = (req.get_param("tail") or "").lower() == "true"
+        resp.media = posts.comments(self.sb, me, post_id, req.get_param("group-id"), limit, after, pinned, tail)
 
 
 class Posts(Resource):

@@ -187,11 +187,19 @@ def _recount(sb: Sandbox, root: Post) -> None:
 
 
 def comments(
-    sb: Sandbox, user: User, post_id: str, group_id: str | None, limit: int, created_gt: int, pinned: bool = False
+    sb: Sandbox,
+    user: User,
+    post_id: str,
+    group_id: str | None,
+    limit: int,
+    created_gt: int,
+    pinned: bool = False,
+    tail: bool = False,
 ) -> dict[str, Any]:
     """``post_tree`` of the root post and its next ``limit`` top-level comments after ``created_gt``, with
     ``last`` (the next page's ``created-gt``) and ``meta.has_more``; the first page asked with ``pinned``
-    also answers the pinned comment's ``pinned_post_tree`` (the module's docstring)."""
+    also answers the pinned comment's ``pinned_post_tree`` (the module's docstring). ``tail``: the newest
+    page instead, whatever ``created_gt`` says (PLATFORM.md: ``tail=true`` jumps to it); nothing after it."""
     with sb.lock:
         root = live_post(sb, post_id)
         if not root.is_root or (group_id and group_id != root.group_id):
@@ -201,8 +209,9 @@ def comments(
         tops = sorted((world.posts[c] for c in root.children), key=lambda c: (c.created_us, c.id))
         pin = next((c for c in tops if c.pinned and not c.deleted), None)
         under_root = group.slug == PINNED_UNDER_ROOT_GROUP
-        later = [c for c in tops if not c.deleted and c.created_us > created_gt and (under_root or c is not pin)]
-        page = later[:limit]
+        after = 0 if tail else created_gt
+        later = [c for c in tops if not c.deleted and c.created_us > after and (under_root or c is not pin)]
+        page = later[-limit:] if tail else later[:limit]
         children = [serialize.tree(world, c, user) for c in page]
         tree = {"post": serialize.post(world, root, user), "children": children}
         # ``last``: the cursor of the next page (microseconds of the last comment answered), and whether
@@ -210,7 +219,7 @@ def comments(
         answer: dict[str, Any] = {
             "post_tree": serialize.snake(tree),
             "last": page[-1].created_us if page else created_gt,
-            "meta": {"has_more": len(later) > limit},
+            "meta": {"has_more": not tail and len(later) > limit},
         }
         if pinned and created_gt == 0 and pin is not None:
             pinned_tree = serialize.tree(world, pin, user)

@@ -303,6 +303,10 @@ def test_the_busy_post_pages_its_comments_with_last_and_has_more(client, alice):
         cursor = answer["last"]
     # One of its top-level comments is pinned: it comes apart (``pinned_post_tree``), not in the pages.
     assert pages == 3 and len(seen) == len(set(seen)) == world_post["metadata"]["comments"] - 1 >= 61
+    # ``tail=true`` jumps to the newest page: the last 25 of the walk, oldest first, with nothing after it.
+    tail = alice.get(f"/api2/posts/{world_post['id']}/comments", query_string="limit=25&tail=true").json
+    assert [c["post"]["id"] for c in tail["post_tree"]["children"]] == seen[-25:]
+    assert tail["meta"]["has_more"] is False and tail["last"] == answer["last"]
 
 
 def _pinned_post(sb, slug: str):
