@@ -100,6 +100,22 @@ class UserGroups(Resource):
             resp.media = {"groups": [serialize.api2_group(world, g, me) for g in groups[offset : offset + limit]]}
 
 
+class SelfGroups(Resource):
+    """``GET self/groups?offset=&limit=30``: your groups, and ``has_more`` (PLATFORM.md, "Groups")."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        me = require_user(self.sb, req)
+        limit = _limit(req, MAX_LIMIT)
+        offset = int_param(req, "offset", 0, "invalid offset")
+        with self.sb.lock:
+            world = self.sb.world
+            groups = [g for g in world.groups.values() if me.id in g.members]
+            resp.media = {
+                "groups": [serialize.api2_group(world, g, me) for g in groups[offset : offset + limit]],
+                "has_more": offset + limit < len(groups),
+            }
+
+
 class GroupItem(Resource):
     def on_get(self, req: falcon.Request, resp: falcon.Response, group_id: str) -> None:
         me = require_user(self.sb, req)
@@ -188,6 +204,7 @@ def add_routes(app: falcon.App, sb: Sandbox) -> None:
         "/api2/auth/login": Login,
         "/api2/self": Self,
         "/api2/users/{user_id}/groups": UserGroups,
+        "/api2/self/groups": SelfGroups,
         "/api2/groups/{group_id}": GroupItem,
         "/api2/groups/{group_id}/labels": GroupLabels,
         "/api2/posts/{post_id}/comments": Comments,

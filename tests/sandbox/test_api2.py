@@ -47,6 +47,12 @@ def test_user_groups_and_limits(client, alice):
     )
     r = alice.get(f"/api2/users/{me}/groups", query_string="limit=31")
     assert r.status_code == 400 and r.json == {"message": "invalid limit"}
+    # ``self/groups`` answers the same list, with ``has_more``.
+    mine = alice.get("/api2/self/groups", query_string="offset=0&limit=30").json
+    assert mine == {"groups": groups, "has_more": False}
+    first = alice.get("/api2/self/groups", query_string="offset=0&limit=2").json
+    assert [g["name"] for g in first["groups"]] == ["builders-club", "night-owls"] and first["has_more"] is True
+    assert alice.get("/api2/self/groups", query_string="offset=2&limit=2").json["has_more"] is False
     dave = user_id(client, "dave")  # another user: only the groups both share
     assert [g["name"] for g in alice.get(f"/api2/users/{dave}/groups").json["groups"]] == [
         "builders-club",
