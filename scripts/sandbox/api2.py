@@ -135,6 +135,20 @@ class GroupLabels(Resource):
             resp.media = {"labels": serialize.snake(serialize.labels(self.sb.world, group))}
 
 
+class LabelItem(Resource):
+    """``GET labels/{id}``: one label, as PLATFORM.md gives it — ``{id, metadata: {display_name}}`` and no
+    more, so that a reader relying on anything else is caught. Only a member of its group may read it."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, label_id: str) -> None:
+        me = require_user(self.sb, req)
+        with self.sb.lock:
+            found = next(((g, lb) for g in self.sb.world.groups.values() for lb in g.labels if lb.id == label_id), None)
+            if found is None:
+                raise ApiError(404, "not found")
+            posts.member_group(self.sb, me, found[0].id)
+            resp.media = {"id": found[1].id, "metadata": {"display_name": found[1].display_name}}
+
+
 class Comments(Resource):
     """``GET posts/{id}/comments?group-id=&limit=25&pinned=true&created-gt=<microseconds>``, or ``tail=true``
     for the newest page."""
@@ -207,6 +221,7 @@ def add_routes(app: falcon.App, sb: Sandbox) -> None:
         "/api2/self/groups": SelfGroups,
         "/api2/groups/{group_id}": GroupItem,
         "/api2/groups/{group_id}/labels": GroupLabels,
+        "/api2/labels/{label_id}": LabelItem,
         "/api2/posts/{post_id}/comments": Comments,
         "/api2/posts": Posts,
         "/api2/posts/{post_id}": PostItem,

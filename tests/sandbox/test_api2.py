@@ -60,7 +60,7 @@ def test_user_groups_and_limits(client, alice):
     ]
 
 
-def test_group_and_labels(client, alice):
+def test_group_and_labels(client, sb, alice):
     gid = group_id(client)
     group = alice.get(f"/api2/groups/{gid}").json
     assert group["id"] == gid and group["name"] == BIG and group["metadata"]["description"]
@@ -69,6 +69,13 @@ def test_group_and_labels(client, alice):
     assert len(labels) == 6 and labels[0]["metadata"]["display_name"] == "General"
     assert sum(lb["metadata"]["posts"] for lb in labels) > 1000
     assert group["metadata"]["labels"] == ",".join(lb["id"] for lb in labels)  # comma-joined ids
+    # One by one: ``{id, metadata: {display_name}}`` (PLATFORM.md, "Groups").
+    one = alice.get(f"/api2/labels/{labels[0]['id']}").json
+    assert one == {"id": labels[0]["id"], "metadata": {"display_name": "General"}}
+    assert alice.get(f"/api2/labels/{'0' * 32}").status_code == 404
+    elsewhere = next(g for g in sb.world.groups.values() if user_id(client, "alice") not in g.members)
+    refused = alice.get(f"/api2/labels/{elsewhere.labels[0].id}")
+    assert refused.status_code == 401 and refused.json == {"message": "action not permitted"}
     assert alice.get("/api2/groups/nope").status_code == 404
 
 
