@@ -178,7 +178,15 @@ def message(m: Message) -> dict[str, Any]:
         "channel_id": m.channel_id,
         "created_at": iso(m.created_us),
         "updated_at": iso(m.created_us),
-        "metadata": {"content": m.content, "src": m.src, "dst": m.dst, "attachments": m.attachments},
+        # PLATFORM.md names ``attachments_data`` beside ``attachments`` without its shape: here the list's own
+        # data, which stays empty as nobody sends a file to the stand-in.
+        "metadata": {
+            "content": m.content,
+            "src": m.src,
+            "dst": m.dst,
+            "attachments": m.attachments,
+            "attachments_data": [],
+        },
     }
 
 

@@ -83,7 +83,7 @@ def test_long_thread_pages_backwards_around_an_anchor(alice):
     everything = [m for page in reversed(pages) for m in page]
     assert len(everything) >= 300 and len({m["id"] for m in everything}) == len(everything)
     assert everything[-1]["id"] == bob["last_message"]["id"]
-    assert set(everything[0]["metadata"]) == {"content", "src", "dst", "attachments"}
+    assert set(everything[0]["metadata"]) == {"content", "src", "dst", "attachments", "attachments_data"}
 
 
 def test_thread_counts_and_anchors_are_checked(alice):
