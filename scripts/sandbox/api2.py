@@ -9,10 +9,13 @@ an empty body, every other route 401 ``{"message": "unauthorized"}``. A member c
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
+from typing import Any
 
 import falcon
 
 from scripts.sandbox import chat, posts, serialize
+from scripts.sandbox.model import Group, User
 from scripts.sandbox.state import ApiError, Sandbox
 from scripts.sandbox.web import CLIENT_COOKIE, SESSION_COOKIE, body, int_param, require_user, viewer
 
@@ -90,14 +93,12 @@ class UserGroups(Resource):
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, user_id: str) -> None:
         me = require_user(self.sb, req)
-        limit = _limit(req, MAX_LIMIT)
-        offset = int_param(req, "offset", 0, "invalid offset")
+        limit, offset = _limit(req, MAX_LIMIT), int_param(req, "offset", 0, "invalid offset")
         with self.sb.lock:
-            world = self.sb.world
-            if user_id not in world.users:
+            if user_id not in self.sb.world.users:
                 raise ApiError(404, "not found")
-            groups = [g for g in world.groups.values() if user_id in g.members and me.id in g.members]
-            resp.media = {"groups": [serialize.api2_group(world, g, me) for g in groups[offset : offset + limit]]}
+            page, _ = _group_page(self.sb, me, lambda g: user_id in g.members and me.id in g.members, limit, offset)
+            resp.media = {"groups": page}
 
 
 class SelfGroups(Resource):
@@ -105,15 +106,20 @@ class SelfGroups(Resource):
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         me = require_user(self.sb, req)
-        limit = _limit(req, MAX_LIMIT)
-        offset = int_param(req, "offset", 0, "invalid offset")
+        limit, offset = _limit(req, MAX_LIMIT), int_param(req, "offset", 0, "invalid offset")
         with self.sb.lock:
-            world = self.sb.world
-            groups = [g for g in world.groups.values() if me.id in g.members]
-            resp.media = {
-                "groups": [serialize.api2_group(world, g, me) for g in groups[offset : offset + limit]],
-                "has_more": offset + limit < len(groups),
-            }
+            page, has_more = _group_page(self.sb, me, lambda g: me.id in g.members, limit, offset)
+            resp.media = {"groups": page, "has_more": has_more}
+
+
+def _group_page(
+    sb: Sandbox, me: User, listed: Callable[[Group], bool], limit: int, offset: int
+) -> tuple[list[dict[str, Any]], bool]:
+    """The ``listed`` groups from ``offset``, at most ``limit``, as api2 answers them to ``me``, and whether
+    more follow. Called under the sandbox's lock."""
+    groups = [g for g in sb.world.groups.values() if listed(g)]
+    page = [serialize.api2_group(sb.world, g, me) for g in groups[offset : offset + limit]]
+    return page, offset + limit < len(groups)
 
 
 class GroupItem(Resource):

@@ -1,7 +1,7 @@
 """Every optional argument of every data operation given as ``null``, ``""`` or white space, and every
 body field given a value of another type, through REST and through the operation's MCP tool: both take
-it, or both refuse it — the same operation, the same command. The
-differences that are meant are listed with their reason (``MEANT``). On session 22's first tree, 21 of
+it, or both refuse it — the same operation, the same command. The differences that are meant are listed
+with their reason (``MEANT``). On session 22's first tree, 21 of
 these cases failed: a blank ``to`` beside a conversation, a post's blank ``content`` and ``label``, a
 blank ``parentId`` and every ``null`` were refused by the tools only."""
 
@@ -45,8 +45,12 @@ CASES = [
 ]
 
 
-def _conversation(inbox: dict[str, Any]) -> str:
-    return str(inbox["conversations"][0]["id"])
+def _args(operation: Operation, name: str, value: Any, inbox: dict[str, Any]) -> dict[str, Any]:
+    """The operation's base arguments, the conversation taken from ``inbox`` (a ``list_dms`` answer), and
+    ``name`` given ``value``."""
+    conversation = str(inbox["conversations"][0]["id"])
+    base = {k: conversation if v == CONVERSATION else v for k, v in BASE[operation.name].items()}
+    return {**base, name: value}
 
 
 def _rest(ready: Ready, operation: Operation, args: dict[str, Any]) -> bool:
@@ -74,11 +78,7 @@ def _rest_answer(ready: Ready, operation: Operation, args: dict[str, Any]) -> fa
 def test_an_optional_argument_given_null_or_empty_is_taken_alike(
     ready: Ready, mcp: McpWorld, operation: Operation, name: str, value: Any
 ) -> None:
-    def args(conversation: str) -> dict[str, Any]:
-        base = {k: conversation if v == CONVERSATION else v for k, v in BASE[operation.name].items()}
-        return {**base, name: value}
-
-    answer = mcp.call(operation.name, args(_conversation(mcp.ok("list_dms", {}))))
+    answer = mcp.call(operation.name, _args(operation, name, value, mcp.ok("list_dms", {})))
     mcp_took = not answer["isError"]
     if value is None:
         # null is not given, as a REST body's null is: the call works unless the base needed the argument
@@ -86,10 +86,12 @@ def test_an_optional_argument_given_null_or_empty_is_taken_alike(
         needed = name in BASE[operation.name]
         assert mcp_took is not needed, answer
         if name in operation.body_fields():
-            rest_took = _rest(ready, operation, args(_conversation(ready.world.get("/v1/dms", ready.key).json)))
+            rest_took = _rest(
+                ready, operation, _args(operation, name, value, ready.world.get("/v1/dms", ready.key).json)
+            )
             assert rest_took is not needed
         return
-    rest_took = _rest(ready, operation, args(_conversation(ready.world.get("/v1/dms", ready.key).json)))
+    rest_took = _rest(ready, operation, _args(operation, name, value, ready.world.get("/v1/dms", ready.key).json))
     if value == "" and (operation.name, name) in MEANT:
         assert rest_took and not mcp_took, answer
     else:
@@ -114,14 +116,10 @@ def test_a_body_field_of_another_type_is_refused_alike(
     platform = ready.world.gateway.world
     made_before = dict(platform.counters)
 
-    def args(conversation: str) -> dict[str, Any]:
-        base = {k: conversation if v == CONVERSATION else v for k, v in BASE[operation.name].items()}
-        return {**base, name: value}
-
-    answer = mcp.call(operation.name, args(_conversation(mcp.ok("list_dms", {}))))
+    answer = mcp.call(operation.name, _args(operation, name, value, mcp.ok("list_dms", {})))
     assert answer["isError"], answer
     assert json.loads(answer["content"][0]["text"])["error"]["details"]["field"] == name, answer
-    refused = _rest_answer(ready, operation, args(_conversation(ready.world.get("/v1/dms", ready.key).json)))
+    refused = _rest_answer(ready, operation, _args(operation, name, value, ready.world.get("/v1/dms", ready.key).json))
     assert refused.status_code == 400, refused.text
     assert refused.json["error"]["details"]["field"] == name, refused.text
     assert platform.counters == made_before
