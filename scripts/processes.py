@@ -75,8 +75,16 @@ def serving(
 
 
 def gunicorn_args(
-    app: str, port: int, workers: int = 3, worker_class: str = "sync", preload: bool = False
+    app: str,
+    port: int,
+    workers: int = 3,
+    worker_class: str = "sync",
+    preload: bool = False,
+    access_log: bool = True,
 ) -> list[str]:
+    """gunicorn's command line for ``app`` on 127.0.0.1:``port``. Tests keep gunicorn's access log (to the
+    process's output, to read when a test fails); ``access_log=False`` leaves it off, as
+    ``community-api serve`` does."""
     args = [
         "-m",
         "gunicorn",
@@ -91,9 +99,9 @@ def gunicorn_args(
         worker_class,
         "--timeout",
         "60",
-        "--access-logfile",
-        "-",
     ]
+    if access_log:
+        args += ["--access-logfile", "-"]
     if worker_class == "gthread":
         args += ["--threads", "4"]
     if preload:

@@ -1,7 +1,8 @@
 """API overhead: an authenticated GET /v1/whoami (SQLite key store, usage accounting on, the read pace
 checked and counted on the shared throttle storage, metrics counted, one JSON log line written per
-request, in-memory platform) against a bare Falcon route, both under the same gunicorn settings, measured
-side by side in one run with wrk. Prints requests per second of each round and the ratio of the medians.
+request, in-memory platform) against a bare Falcon route, both under the same gunicorn settings (gunicorn's
+access log off, as ``community-api serve`` runs), measured side by side in one run with wrk. Prints
+requests per second of each round and the ratio of the medians.
 
 Every read passes the platform read pace, which admits a connection's reads up to a limit a minute. So
 that every answer is a 200, wrk spreads its requests over ``--connections`` keys, each bound to a
@@ -72,6 +73,12 @@ def main() -> None:
         help="the platform read pace of each connection (its check and count are part of every "
         "read; with the default connections it lets wrk's rate through, so every answer is a 200)",
     )
+    parser.add_argument(
+        "--access-log",
+        action="store_true",
+        help="give both routes gunicorn's access log (to /dev/null), as this bench did until session 24; "
+        "`community-api serve` leaves it off, and so does the bench by default",
+    )
     args = parser.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed: `make bench` installs it (Debian package wrk)")
@@ -88,9 +95,13 @@ def main() -> None:
         bare_port, service_port = free_port(), free_port()
         bare_url = f"http://127.0.0.1:{bare_port}/v1/whoami"
         service_url = f"http://127.0.0.1:{service_port}/v1/whoami"
-        quiet = ["--access-logfile", "/dev/null"]
-        bare_args = gunicorn_args("scripts.bench.apps:bare_app()", bare_port, args.workers, args.worker_class)
-        service_args = gunicorn_args("scripts.bench.apps:service_app()", service_port, args.workers, args.worker_class)
+        quiet = ["--access-logfile", "/dev/null"] if args.access_log else []
+        bare_args = gunicorn_args(
+            "scripts.bench.apps:bare_app()", bare_port, args.workers, args.worker_class, access_log=False
+        )
+        service_args = gunicorn_args(
+            "scripts.bench.apps:service_app()", service_port, args.workers, args.worker_class, access_log=False
+        )
         with (
             serving(bare_args + quiet, bare_url, env=env),
             # The JSON request log goes to a file, as an operator's would.
