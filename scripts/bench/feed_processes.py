@@ -92,9 +92,9 @@ def service_for(
     }
     if grid_url:
         env["COMMUNITY_API_SELENIUM_REMOTE_URL"] = grid_url
-    service_args = gunicorn_args("adapters.wiring:get_app()", port, workers=1, worker_class="gthread")
+    service_args = gunicorn_args("adapters.wiring:get_app()", port, workers=1, worker_class="gthread", access_log=False)
     with serving(
-        [*service_args, "--access-logfile", "/dev/null"],
+        service_args,
         api + "/v1/openapi.json",
         env=env,
         log_path=folder / f"{name}.log",

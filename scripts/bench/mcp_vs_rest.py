@@ -239,10 +239,13 @@ def service(workers: int, worker_class: str, db: Path) -> Iterator[tuple[str, in
     # One key reads thousands of times a second here, past any read pace; the pace costs both transports
     # the same and has its own bench (make bench): out of the way.
     args = gunicorn_args(
-        "scripts.bench.apps:service_app(paced=False)", port, workers=workers, worker_class=worker_class
+        "scripts.bench.apps:service_app(paced=False)",
+        port,
+        workers=workers,
+        worker_class=worker_class,
+        access_log=False,  # as `community-api serve` runs
     )
-    quiet = [*args[:-1], "--access-logfile", "/dev/null", args[-1]]
-    with serving(quiet, base + "/v1/openapi.json", env=env) as process:
+    with serving(args, base + "/v1/openapi.json", env=env) as process:
         yield base, process.pid
 
 
