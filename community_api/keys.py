@@ -149,7 +149,8 @@ def _mint(
     if connection_id is not None:
         connection = uow.connections.get_connection(connection_id)
         if connection is None or connection.account_id != account_id:
-            raise NotFound(no_such("connection", connection_id))
+            # Named, as a bad body field is: the caller's request names nothing missing in its path.
+            raise NotFound(no_such("connection", connection_id), field="connectionId")
     now = clock.now()
     if live_keys(uow.keys, account_id, now) >= MAX_LIVE_KEYS:
         raise Conflict(TOO_MANY_KEYS, maxLiveKeys=MAX_LIVE_KEYS)

@@ -8,6 +8,7 @@ import pytest
 from freezegun import freeze_time
 
 from community_api import keys
+from community_api.accounts import create_account_unchecked
 from community_api.scopes import ALL_SCOPES, DEFAULT_SCOPES
 from tests.unit.world_support import Ready, World, build_world
 
@@ -108,9 +109,7 @@ def test_key_in_query_string_is_refused_even_with_a_header(ready: Ready) -> None
 def test_a_key_of_another_account_cannot_reach_its_connection(world: World) -> None:
     owner = world.sign_up("one@example.com")
     alice = world.link(owner)
-    world.store  # noqa: B018 - the second account below is created through the CLI path
-    from community_api.accounts import create_account_unchecked
-
+    # The world has sign-up closed: the second account is created as the CLI creates one.
     create_account_unchecked(world.store, world.clock, "two@example.com", "another long password")
     other = world.sign_in("two@example.com", "another long password")
     world.link(other, "bob")
@@ -119,6 +118,24 @@ def test_a_key_of_another_account_cannot_reach_its_connection(world: World) -> N
     assert result.status_code == 404
     assert result.json["error"]["code"] == "not_found"
     assert "alice" not in result.text
+
+
+@pytest.mark.parametrize("whose", ["another account's", "unknown", "not an id"])
+def test_a_key_is_not_bound_to_a_connection_the_account_does_not_have(world: World, whose: str) -> None:
+    owner = world.sign_up("one@example.com")
+    world.link(owner)
+    create_account_unchecked(world.store, world.clock, "two@example.com", "another long password")
+    other = world.sign_in("two@example.com", "another long password")
+    theirs = world.link(other, "bob")["id"]
+    connection_id = {"another account's": theirs, "unknown": "con_" + "A" * 16, "not an id": "../con"}[whose]
+    result = world.client.simulate_post(
+        "/v1/keys", json={"name": "bound", "connectionId": connection_id}, headers=owner.headers()
+    )
+    assert result.status_code == 404
+    assert result.json["error"]["code"] == "not_found"
+    assert result.json["error"]["details"] == {"field": "connectionId"}
+    assert "bob" not in result.text
+    assert world.store.list_keys(owner.account["id"]) == []  # nothing minted
 
 
 def test_default_scopes_and_opt_in(ready: Ready) -> None:
