@@ -149,7 +149,7 @@ def _mint(
     if connection_id is not None:
         connection = uow.connections.get_connection(connection_id)
         if connection is None or connection.account_id != account_id:
-            # Named, as a bad body field is: the caller's request names nothing missing in its path.
+            # What names nothing is a body field, not the path: say which, as for every bad body field.
             raise NotFound(no_such("connection", connection_id), field="connectionId")
     now = clock.now()
     if live_keys(uow.keys, account_id, now) >= MAX_LIVE_KEYS:
