@@ -1,5 +1,5 @@
 """The store and the DM throttle as they grow: each per-request operation timed on a small store and a large
-one, side by side in one run, and their ratio.
+one, side by side in one run (five runs of each, small and large alternately; medians), and their ratio.
 
 - small: 10 keys, 90 usage rows, 100 throttle entries;
 - large: 100,000 keys, 1,000,000 usage rows (100,000 keys × 10 days), 100,000 throttle entries (over
@@ -150,15 +150,23 @@ class Setup:
             )
 
 
-def timed(operation: Callable[[], object], repeats: int) -> float:
-    """Median of 5 runs of the mean time of ``repeats`` calls, in microseconds."""
-    runs = []
+def mean_us(operation: Callable[[], object], repeats: int) -> float:
+    """The mean time of ``repeats`` calls, in microseconds."""
+    started = time.perf_counter()
+    for _ in range(repeats):
+        operation()
+    return (time.perf_counter() - started) / repeats * 1e6
+
+
+def timed_side_by_side(small: Callable[[], object], large: Callable[[], object], repeats: int) -> tuple[float, float]:
+    """Medians of 5 runs of each, small and large alternately: a burst of other work on the machine (the
+    kernel writing back the large store just built, say) then slows both sides, not only the one that
+    happened to be timed during it."""
+    small_runs, large_runs = [], []
     for _ in range(5):
-        started = time.perf_counter()
-        for _ in range(repeats):
-            operation()
-        runs.append((time.perf_counter() - started) / repeats * 1e6)
-    return statistics.median(runs)
+        small_runs.append(mean_us(small, repeats))
+        large_runs.append(mean_us(large, repeats))
+    return statistics.median(small_runs), statistics.median(large_runs)
 
 
 def main() -> None:
@@ -191,7 +199,7 @@ def main() -> None:
         for name, make in operations.items():
             small_op, large_op = make(small), make(large)
             small_op(), large_op()  # warm both
-            small_us, large_us = timed(small_op, args.repeats), timed(large_op, args.repeats)
+            small_us, large_us = timed_side_by_side(small_op, large_op, args.repeats)
             ratio = large_us / small_us
             ratios.append(ratio)
             print(f"{name}: small {small_us:.1f} us, large {large_us:.1f} us, large/small = {ratio:.2f}")
