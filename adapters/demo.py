@@ -75,6 +75,24 @@ def _start(args: list[str], log: Path, env: dict[str, str] | None = None) -> sub
     )
 
 
+class StopOnFirstSignal:
+    """The demo's handler of SIGINT, SIGTERM and SIGHUP: the first raises ``KeyboardInterrupt``, which
+    stops the demo and what it started; any later one is ignored. Stopping ``make demo`` with SIGTERM to its
+    group sends the demo two at once — the group's and the one make passes on to its child — and when the
+    second arrived while the first was unwinding, before the ``finally`` ignored further signals, a second
+    ``KeyboardInterrupt`` ended the demo there: its stand-in and service (groups of their own) stayed,
+    serving on their ports. A second Ctrl-C pressed at once did the same."""
+
+    def __init__(self) -> None:
+        self.raised = False
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        if self.raised:
+            return
+        self.raised = True
+        raise KeyboardInterrupt
+
+
 def _stop(process: subprocess.Popen[bytes]) -> None:
     """SIGTERM to the child's group (gunicorn's graceful stop), then SIGKILL to whatever of the group is
     left after 15 s: a worker that outlived its master would otherwise keep the port after the demo ended."""
@@ -134,18 +152,17 @@ def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) ->
     _refuse_if_taken(sandbox_bind, "--sandbox-bind")
     folder = Path(tempfile.mkdtemp(prefix="community-api-demo-"))
     print(f"demo: starting the stand-in platform on https://{sandbox_bind} and the service on {api} …", flush=True)
-    sandbox = _start([sys.executable, "-m", "scripts.sandbox", "--bind", sandbox_bind], folder / "sandbox.log")
-    service: subprocess.Popen[bytes] | None = None
-
-    def end(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
+    end = StopOnFirstSignal()
     signal.signal(signal.SIGTERM, end)
     signal.signal(signal.SIGHUP, end)  # its terminal closed: the children, in groups of their own, would stay
     # "Press Ctrl-C to stop" holds even when started with SIGINT ignored (from a script's `&`, nohup, some CI
     # runners): Python then leaves it ignored, and the demo and its children would outlive every Ctrl-C.
     signal.signal(signal.SIGINT, end)
+    # Started inside the ``try``, so that a signal at any moment after the handlers are set stops them.
+    sandbox: subprocess.Popen[bytes] | None = None
+    service: subprocess.Popen[bytes] | None = None
     try:
+        sandbox = _start([sys.executable, "-m", "scripts.sandbox", "--bind", sandbox_bind], folder / "sandbox.log")
         # The stand-in speaks HTTPS with a certificate made at its start: the service's browser is told to
         # trust exactly that certificate's key.
         platform, certificate, spki = _wait_for_sandbox(folder / "sandbox.log", sandbox)
@@ -209,4 +226,5 @@ def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) ->
             signal.signal(signum, signal.SIG_IGN)  # a second Ctrl-C must not cut the stop short
         if service is not None:
             _stop(service)
-        _stop(sandbox)
+        if sandbox is not None:
+            _stop(sandbox)

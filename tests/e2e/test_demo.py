@@ -3,6 +3,7 @@ lines that work when pasted, and SIGTERM ends it with its processes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -21,10 +22,11 @@ from scripts.processes import ROOT, alive, free_port
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-@pytest.mark.parametrize("stop", ["Ctrl-C", "SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("stop", ["Ctrl-C", "SIGTERM", "SIGHUP", "SIGTERM twice"])
 def test_demo_prints_curl_lines_that_work(stop: str) -> None:
     """...and ends everything it started when stopped: by Ctrl-C in its terminal (SIGINT to its whole
-    process group), by SIGTERM, or by its terminal closing (SIGHUP)."""
+    process group), by SIGTERM, by its terminal closing (SIGHUP), or by SIGTERM to `make demo`'s group,
+    which gives the demo a second one moments later (make passes its own on to its child)."""
     api_port, platform_port = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("COMMUNITY_API_")}
     demo = subprocess.Popen(
@@ -95,14 +97,25 @@ def test_demo_prints_curl_lines_that_work(stop: str) -> None:
     finally:
         if stop == "Ctrl-C":
             os.killpg(demo.pid, signal.SIGINT)
+        elif stop == "SIGTERM twice":
+            # More arrive while the first unwinds: before, one of them ended the demo there, its stand-in
+            # and service left serving (seen with 0.3 ms between two). A burst over 2 ms covers the moment.
+            os.killpg(demo.pid, signal.SIGTERM)
+            burst_end = time.perf_counter() + 0.002
+            while time.perf_counter() < burst_end and demo.poll() is None:
+                demo.send_signal(signal.SIGTERM)
         else:
             demo.send_signal(getattr(signal, stop))
         demo.wait(30)
-    assert demo.returncode == 0
     deadline = time.monotonic() + 10
     while any(alive(pid) for pid in started) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert [pid for pid in started if alive(pid)] == []
+    left = [pid for pid in started if alive(pid)]
+    for pid in left:  # so that a failure here does not leave them serving after the test
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert demo.returncode == 0
+    assert left == []
     for port in (api_port, platform_port):
         probe = subprocess.run(["curl", "-s", "-o", "/dev/null", f"http://127.0.0.1:{port}/"], timeout=10)
         assert probe.returncode != 0, f"something still listens on {port}"
