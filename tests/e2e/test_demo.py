@@ -8,11 +8,14 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -22,13 +25,25 @@ from scripts.processes import ROOT, alive, free_port
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
+@pytest.fixture
+def demo_env() -> Iterator[dict[str, str]]:
+    """The environment a demo runs in: no setting of ours, and a temporary folder of its own (``TMPDIR``)
+    removed after the test. The demo keeps its folder (logs, database) for its user to read; run by the tests
+    it had left one in /tmp per run, hundreds of MB over time. Short, under /tmp: the browser's sockets live
+    under it, and a socket's path is limited to 107 bytes."""
+    folder = tempfile.mkdtemp(prefix="cda-demo-test-")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COMMUNITY_API_")}
+    yield env | {"TMPDIR": folder}
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.mark.parametrize("stop", ["Ctrl-C", "SIGTERM", "SIGHUP", "SIGTERM twice"])
-def test_demo_prints_curl_lines_that_work(stop: str) -> None:
+def test_demo_prints_curl_lines_that_work(stop: str, demo_env: dict[str, str]) -> None:
     """...and ends everything it started when stopped: by Ctrl-C in its terminal (SIGINT to its whole
     process group), by SIGTERM, by its terminal closing (SIGHUP), or by SIGTERM to `make demo`'s group,
     which gives the demo a second one moments later (make passes its own on to its child)."""
     api_port, platform_port = free_port(), free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COMMUNITY_API_")}
+    env = demo_env
     demo = subprocess.Popen(
         [
             sys.executable,
@@ -145,11 +160,11 @@ def test_demo_refuses_an_address_another_program_listens_at(option: str) -> None
     assert result.stdout == ""  # nothing started, nothing announced
 
 
-def test_ctrl_c_stops_the_demo_even_when_it_started_with_sigint_ignored() -> None:
+def test_ctrl_c_stops_the_demo_even_when_it_started_with_sigint_ignored(demo_env: dict[str, str]) -> None:
     """A command started by a script's `&` (or nohup, or some CI runners) inherits SIGINT ignored, and
     Python then leaves it so: before, the demo said "Press Ctrl-C to stop" and outlived every Ctrl-C, its
     stand-in and service with it. Stopped here while it starts, which ends it the same way."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COMMUNITY_API_")}
+    env = demo_env
     demo = subprocess.Popen(
         [sys.executable, "-m", "adapters.cli", "demo", "--bind", f"127.0.0.1:{free_port()}"]
         + ["--sandbox-bind", f"127.0.0.1:{free_port()}"],
@@ -186,10 +201,10 @@ def test_ctrl_c_stops_the_demo_even_when_it_started_with_sigint_ignored() -> Non
     assert [pid for pid in started if alive(pid)] == []
 
 
-def test_a_service_that_will_not_start_says_why() -> None:
+def test_a_service_that_will_not_start_says_why(demo_env: dict[str, str]) -> None:
     """A setting the service refuses (``make demo`` passes the environment on): the demo said only "the
     service exited with code 2"; the reason was in a log in a temporary folder it never named."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COMMUNITY_API_")}
+    env = demo_env
     env["COMMUNITY_API_PLATFORM_READS_PER_MINUTE"] = "100000"
     result = subprocess.run(
         [sys.executable, "-m", "adapters.cli", "demo", "--bind", f"127.0.0.1:{free_port()}"]
