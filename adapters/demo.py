@@ -223,7 +223,8 @@ def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) ->
         return 0
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(signum, signal.SIG_IGN)  # a second Ctrl-C must not cut the stop short
+            # A stop that began without a signal (a child ended, linking failed): none may cut it short.
+            signal.signal(signum, signal.SIG_IGN)
         if service is not None:
             _stop(service)
         if sandbox is not None:

@@ -95,7 +95,7 @@ def main() -> None:
         bare_port, service_port = free_port(), free_port()
         bare_url = f"http://127.0.0.1:{bare_port}/v1/whoami"
         service_url = f"http://127.0.0.1:{service_port}/v1/whoami"
-        quiet = ["--access-logfile", "/dev/null"] if args.access_log else []
+        access_log_args = ["--access-logfile", "/dev/null"] if args.access_log else []
         bare_args = gunicorn_args(
             "scripts.bench.apps:bare_app()", bare_port, args.workers, args.worker_class, access_log=False
         )
@@ -103,10 +103,10 @@ def main() -> None:
             "scripts.bench.apps:service_app()", service_port, args.workers, args.worker_class, access_log=False
         )
         with (
-            serving(bare_args + quiet, bare_url, env=env),
+            serving(bare_args + access_log_args, bare_url, env=env),
             # The JSON request log goes to a file, as an operator's would.
             serving(
-                service_args + quiet,
+                service_args + access_log_args,
                 service_url.replace("whoami", "openapi.json"),
                 env=env,
                 log_path=Path(folder) / "service.log",

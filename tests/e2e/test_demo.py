@@ -43,7 +43,6 @@ def test_demo_prints_curl_lines_that_work(stop: str, demo_env: dict[str, str]) -
     process group), by SIGTERM, by its terminal closing (SIGHUP), or by SIGTERM to `make demo`'s group,
     which gives the demo a second one moments later (make passes its own on to its child)."""
     api_port, platform_port = free_port(), free_port()
-    env = demo_env
     demo = subprocess.Popen(
         [
             sys.executable,
@@ -56,7 +55,7 @@ def test_demo_prints_curl_lines_that_work(stop: str, demo_env: dict[str, str]) -
             f"127.0.0.1:{platform_port}",
         ],
         cwd=ROOT,
-        env=env,
+        env=demo_env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -164,12 +163,11 @@ def test_ctrl_c_stops_the_demo_even_when_it_started_with_sigint_ignored(demo_env
     """A command started by a script's `&` (or nohup, or some CI runners) inherits SIGINT ignored, and
     Python then leaves it so: before, the demo said "Press Ctrl-C to stop" and outlived every Ctrl-C, its
     stand-in and service with it. Stopped here while it starts, which ends it the same way."""
-    env = demo_env
     demo = subprocess.Popen(
         [sys.executable, "-m", "adapters.cli", "demo", "--bind", f"127.0.0.1:{free_port()}"]
         + ["--sandbox-bind", f"127.0.0.1:{free_port()}"],
         cwd=ROOT,
-        env=env,
+        env=demo_env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -204,13 +202,12 @@ def test_ctrl_c_stops_the_demo_even_when_it_started_with_sigint_ignored(demo_env
 def test_a_service_that_will_not_start_says_why(demo_env: dict[str, str]) -> None:
     """A setting the service refuses (``make demo`` passes the environment on): the demo said only "the
     service exited with code 2"; the reason was in a log in a temporary folder it never named."""
-    env = demo_env
-    env["COMMUNITY_API_PLATFORM_READS_PER_MINUTE"] = "100000"
+    demo_env["COMMUNITY_API_PLATFORM_READS_PER_MINUTE"] = "100000"
     result = subprocess.run(
         [sys.executable, "-m", "adapters.cli", "demo", "--bind", f"127.0.0.1:{free_port()}"]
         + ["--sandbox-bind", f"127.0.0.1:{free_port()}"],
         cwd=ROOT,
-        env=env,
+        env=demo_env,
         capture_output=True,
         text=True,
         timeout=120,
