@@ -5,7 +5,10 @@ Rules (DESIGN §2):
   through the platform's own form, never stored) or with an existing ``sessionToken``;
 - linking the same platform user again refreshes that connection in place (same id, status active);
 - the first connection of an account is its active one; ``"active": true`` makes a new one active;
-- what is kept is the platform session, encrypted at rest by the store;
+- what is kept is the platform session, encrypted at rest by the store, with when the platform says it
+  ends (its token's own expiry, read by the gateway): shown so that the account can link again in time;
+- a session token the platform refuses, or one that has already ended, answers 400 naming
+  ``sessionToken``;
 - removing a connection (its own account only: another's answers 404, as an unknown one) erases its
   platform session and revokes the keys bound to it (a connector grant loses its OAuth tokens), in one
   unit of work; unbound keys and other connections are kept; when the active connection goes, the
@@ -14,7 +17,7 @@ Rules (DESIGN §2):
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import attrs
 
@@ -40,6 +43,15 @@ COOKIE_VALUE_PROBLEM = (
     "must be the value of the platform's auth_token cookie alone: printable ASCII without spaces, "
     "quotes, commas, semicolons or backslashes"
 )
+
+
+def session_token_ended(ended_at: datetime) -> InvalidRequest:
+    """What a gateway raises for a session token that says it has already ended (``adopt_session``)."""
+    return InvalidRequest(
+        f"the platform session token ended on {ended_at:%Y-%m-%d %H:%M} UTC: sign in to the platform again "
+        "and copy the new session cookie, or link with the email and password",
+        field="sessionToken",
+    )
 
 
 @attrs.frozen
@@ -106,6 +118,7 @@ def link_connection(deps: Deps, account_id: str, link: LinkRequest, client_addre
             active=not existing,
             status=CONNECTION_ACTIVE,
             created_at=deps.clock.now(),
+            session_expires_at=linked.session_expires_at,
         )
         stored = uow.connections.save_connection(connection, linked.session_token)
         if make_active or not any(c.active for c in existing if c.id != stored.id):
@@ -126,7 +139,9 @@ def _sign_in(deps: Deps, account_id: str, link: LinkRequest, bounds: tuple[guard
             linked = deps.gateway.adopt_session(link.session_token)
         else:
             linked = deps.gateway.login(link.email or "", link.password or "")
-    except InvalidRequest:
+    except InvalidRequest as refused:
+        if link.session_token is not None:
+            refused.details.setdefault("field", "sessionToken")  # the one thing given: name it
         raise  # the platform refused the credentials (or asked for a second factor): the attempt counts
     except BaseException:
         # Not the credentials' fault (the platform was slow or failing): the attempt stops counting.

@@ -107,10 +107,15 @@ class MessagePage:
 
 @attrs.frozen
 class LinkedAccount:
-    """What logging in to the platform yields: who we are there and the session that proves it."""
+    """What logging in to the platform yields: who we are there and the session that proves it.
+
+    ``session_expires_at``: when the platform says the session ends (its token's own expiry), or None when
+    the token does not say. Shown to the account so that it can link again in time; never trusted to
+    mean the session is still good before then (the platform may end it earlier)."""
 
     user: PlatformUser
     session_token: str
+    session_expires_at: datetime | None = None
 
 
 @attrs.frozen
@@ -156,6 +161,9 @@ class Connection:
     active: bool
     status: str  # CONNECTION_ACTIVE or CONNECTION_EXPIRED
     created_at: datetime
+    # When the platform session ends by its own token (``LinkedAccount.session_expires_at``); None when the
+    # token did not say, or the connection was linked before the service read it.
+    session_expires_at: datetime | None = None
 
 
 KEY_STANDARD = "standard"

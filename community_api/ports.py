@@ -57,7 +57,10 @@ class PlatformGateway(Protocol):
         ...
 
     def adopt_session(self, session_token: str) -> LinkedAccount:
-        """Check an existing platform session token and say whose it is (``InvalidRequest`` if invalid)."""
+        """Check an existing platform session token and say whose it is (``InvalidRequest`` if invalid).
+        A token that says it has already ended raises ``connections.session_token_ended`` without asking
+        the platform. Here and in ``login``, ``LinkedAccount.session_expires_at`` is when the token says
+        the session ends, or None when it does not say."""
         ...
 
     def whoami(self, session: PlatformSession) -> PlatformUser: ...

@@ -71,7 +71,8 @@ class ConnectionRecords(Protocol):
 
     def save_connection(self, connection: Connection, platform_session: str) -> Connection:
         """Insert, or refresh in place when the account already links that platform user: the stored
-        record keeps its id and created_at, takes the new handle, name, status and session. Answers the
+        record keeps its id and created_at, takes the new handle, name, status, session and session expiry
+        (None included: a new session whose token does not say when it ends). Answers the
         stored record. The platform session is kept encrypted at rest by real stores."""
         ...
 

@@ -190,7 +190,11 @@ class FakeKeyStore(FakeOAuthRecords):
             )
             if existing is not None:
                 stored = attrs.evolve(
-                    existing, handle=connection.handle, name=connection.name, status=connection.status
+                    existing,
+                    handle=connection.handle,
+                    name=connection.name,
+                    status=connection.status,
+                    session_expires_at=connection.session_expires_at,
                 )
             else:
                 if connection.id in self._connections:

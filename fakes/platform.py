@@ -28,6 +28,7 @@ import attrs
 
 from community_api import platform_meter
 from community_api.clock import SystemClock
+from community_api.connections import session_token_ended
 from community_api.errors import ConnectionExpired, Forbidden, InvalidRequest, NotFound
 from community_api.feed import SORTS
 from community_api.model import (
@@ -52,7 +53,7 @@ from fakes.platform_seed import (
     UserRec,
     build_world,
 )
-from fakes.platform_sessions import FakeSessions
+from fakes.platform_sessions import SESSION_LIFETIME, FakeSessions
 
 PAGE_SIZE = 30
 INBOX_LIMIT = 30
@@ -123,6 +124,7 @@ class FakePlatformGateway:
         self.calls: Counter[str] = Counter()
         self.feed_requests: list[tuple[int, ...]] = []  # the pages asked for, one tuple per feed_pages call
         self._sessions = FakeSessions(signing_key)
+        self.session_lifetime = SESSION_LIFETIME  # of sessions signed in from then on (the stand-in's ``ttl``)
         self._faults: dict[str, list[tuple[BaseException, int]]] = {}
         self._created_posts: list[Post] = []
         self._created_comments: list[Comment] = []
@@ -164,9 +166,11 @@ class FakePlatformGateway:
 
     def session_for(self, handle: str, connection_id: str = "con_fake") -> PlatformSession:
         """A fresh session of a seeded user, as ``login`` would give, for tests that skip the login."""
-        user = self._user_rec(handle)
-        token = self._sessions.new(user.id)
-        return PlatformSession(connection_id=connection_id, token=token)
+        return PlatformSession(connection_id=connection_id, token=self.token_for(handle))
+
+    def token_for(self, handle: str, lifetime: timedelta = SESSION_LIFETIME) -> str:
+        """A session token of a seeded user issued now, ending ``lifetime`` later (negative: already ended)."""
+        return self._sessions.new(self._user_rec(handle).id, self.clock.now(), lifetime)
 
     def user(self, handle_or_id: str) -> PlatformUser:
         return views.public_user(self.world, self._user_rec(handle_or_id).id)
@@ -191,14 +195,18 @@ class FakePlatformGateway:
         user = next((u for u in self.world.users.values() if u.email == wanted), None)
         if user is None or not secrets.compare_digest(user.password.encode(), password.encode()):
             raise InvalidRequest("the platform refused the login: wrong email or password")
-        return LinkedAccount(user=views.public_user(self.world, user.id), session_token=self._sessions.new(user.id))
+        token = self._sessions.new(user.id, self.clock.now(), self.session_lifetime)
+        return LinkedAccount(views.public_user(self.world, user.id), token, self._sessions.ends(token))
 
     @_platform_call
     def adopt_session(self, session_token: str) -> LinkedAccount:
-        user_id = self._sessions.user_of(session_token)
+        now, ends = self.clock.now(), self._sessions.ends(session_token)
+        if ends is not None and ends <= now:
+            raise session_token_ended(ends)  # as the real gateway: the token itself says it is over
+        user_id = self._sessions.user_of(session_token, now)
         if user_id is None:
             raise InvalidRequest("the platform session token is not valid (unknown or expired)")
-        return LinkedAccount(user=views.public_user(self.world, user_id), session_token=session_token)
+        return LinkedAccount(views.public_user(self.world, user_id), session_token, ends)
 
     @_platform_call
     def whoami(self, session: PlatformSession) -> PlatformUser:
@@ -413,7 +421,7 @@ class FakePlatformGateway:
 
     # --- look-ups and views -------------------------------------------------------------------------
     def _me(self, session: PlatformSession) -> str:
-        user_id = self._sessions.user_of(session.token)
+        user_id = self._sessions.user_of(session.token, self.clock.now())
         if user_id is None:
             raise ConnectionExpired("the platform session has expired: link the account again")
         return user_id

@@ -32,6 +32,8 @@ from adapters.platform.browser_pool import BrowserPool, PoolBusy
 from adapters.platform.deadline import remaining
 from adapters.platform.page_fetch import DRIVER_ERRORS, SESSION_COOKIE, PageRunner, Req, spend
 from adapters.platform.platform_answers import Resp, checked_json, raise_for_status
+from adapters.platform.session_token import session_expiry
+from community_api.connections import session_token_ended
 from community_api.errors import (
     ConnectionExpired,
     InvalidRequest,
@@ -311,7 +313,7 @@ class PlatformClient:
                 user = _self_from(resp)
             except ConnectionExpired:
                 raise PlatformError("the platform did not accept the session it had just issued") from None
-        return LinkedAccount(user=user, session_token=token)
+        return LinkedAccount(user=user, session_token=token, session_expires_at=session_expiry(token))
 
     def _await_login(self, browser: Browser) -> str:
         """Wait (bounded) for the session cookie, a refusal, or a challenge we cannot pass unattended."""
@@ -344,6 +346,9 @@ class PlatformClient:
     def adopt(self, token: str) -> LinkedAccount:
         if not token.strip() or any(ch in token for ch in ";, \t\r\n"):
             raise InvalidRequest("the platform session token is not valid (unknown or expired)")
+        ends = session_expiry(token)
+        if ends is not None and ends.timestamp() <= time.time():
+            raise session_token_ended(ends)  # no browser started for a session that says it is over
         with self.fresh_browser() as browser:
             try:
                 self.page.prepare(browser, token)
@@ -354,7 +359,7 @@ class PlatformClient:
                 user = _self_from(resp)
             except ConnectionExpired:
                 raise InvalidRequest("the platform session token is not valid (unknown or expired)") from None
-        return LinkedAccount(user=user, session_token=token)
+        return LinkedAccount(user=user, session_token=token, session_expires_at=ends)
 
 
 def _no_browser(error: PoolBusy) -> PlatformUnavailable:

@@ -51,7 +51,10 @@ from community_api.model import (
     KeyUsage,
 )
 
-_CONNECTION = "SELECT id, account_id, platform_user_id, handle, name, active, status, created_at FROM connections"
+_CONNECTION = (
+    "SELECT id, account_id, platform_user_id, handle, name, active, status, created_at, session_expires_at"
+    " FROM connections"
+)
 _KEY = (
     "SELECT id, account_id, name, prefix, scopes, connection_id, kind, created_at, lineage_id,"
     " last_used_at, expires_at, revoked_at, secret_hash FROM keys"
@@ -187,7 +190,9 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteAttemptCounts, SqliteOAuthRecor
 
     @staticmethod
     def _connection(row: tuple[Any, ...]) -> Connection:
-        return Connection(row[0], row[1], row[2], row[3], row[4], bool(row[5]), row[6], _dt(row[7]))
+        return Connection(
+            row[0], row[1], row[2], row[3], row[4], bool(row[5]), row[6], _dt(row[7]), _dt_or_none(row[8])
+        )
 
     def save_connection(self, connection: Connection, platform_session: str) -> Connection:
         c = connection
@@ -196,8 +201,16 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteAttemptCounts, SqliteOAuthRecor
             if row is not None:
                 stored_id = row[0]
                 db.execute(
-                    "UPDATE connections SET handle = ?, name = ?, status = ?, session = ? WHERE id = ?",
-                    (c.handle, c.name, c.status, self._cipher.seal(platform_session, stored_id), stored_id),
+                    "UPDATE connections SET handle = ?, name = ?, status = ?, session = ?, session_expires_at = ?"
+                    " WHERE id = ?",
+                    (
+                        c.handle,
+                        c.name,
+                        c.status,
+                        self._cipher.seal(platform_session, stored_id),
+                        _ts_or_none(c.session_expires_at),
+                        stored_id,
+                    ),  # fmt: skip
                 )
             else:
                 stored_id = c.id
@@ -206,10 +219,11 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteAttemptCounts, SqliteOAuthRecor
                 try:
                     db.execute(
                         "INSERT INTO connections (id, account_id, platform_user_id, handle, name, active,"
-                        " status, created_at, session) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        " status, created_at, session, session_expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (
                             c.id, c.account_id, c.platform_user_id, c.handle, c.name, int(c.active),
                             c.status, _ts(c.created_at), self._cipher.seal(platform_session, c.id),
+                            _ts_or_none(c.session_expires_at),
                         ),
                     )  # fmt: skip
                 except sqlite3.IntegrityError:
@@ -241,7 +255,7 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteAttemptCounts, SqliteOAuthRecor
             row = self._one(_CONNECTION_WITH_SESSION, (connection_id,))
         if row is None:
             return None
-        return self._connection(row), self._cipher.open(row[8], row[0])
+        return self._connection(row), self._cipher.open(row[9], row[0])
 
     def set_active_connection(self, account_id: str, connection_id: str) -> None:
         with self._immediate() as db:

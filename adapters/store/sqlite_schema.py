@@ -174,7 +174,12 @@ _V6 = (
 # Version 7: an account keeps its newest web sessions only (``MAX_WEB_SESSIONS``), trimmed on each sign-in.
 _V7 = ("CREATE INDEX IF NOT EXISTS web_sessions_account ON web_sessions (account_id, created_at)",)
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
+# Version 8: when a connection's platform session ends by its own token (``Connection.session_expires_at``).
+# Connections linked before it have none until they are linked again: their sessions are sealed, and a
+# migration does not open them.
+_V8 = ("ALTER TABLE connections ADD COLUMN session_expires_at TEXT",)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -65,8 +65,17 @@ class ConnectionsPage(WebResource):
 
     def _show(self, req: falcon.Request, resp: falcon.Response, account: Account, **context: Any) -> None:
         linked = connections.list_connections(self.deps, account.id)
+        now = self.deps.clock.now()
+        ending = {c.id: dashboard.session_ending(c, now) for c in linked}
         self.render(
-            req, resp, "connections.html", title="Connections", section="connections", connections=linked, **context
+            req,
+            resp,
+            "connections.html",
+            title="Connections",
+            section="connections",
+            connections=linked,
+            ending=ending,
+            **context,
         )
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:

@@ -10,6 +10,7 @@ her thread with bob of more than 30 messages. Each case sends at most one DM (th
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -19,7 +20,7 @@ import attrs
 import pytest
 
 from community_api.errors import ConnectionExpired, Forbidden, InvalidRequest, NotFound
-from community_api.model import PlatformSession, PlatformUser, Post
+from community_api.model import LinkedAccount, PlatformSession, PlatformUser, Post
 from community_api.platform_meter import metered
 from community_api.ports import PlatformGateway
 from fakes.clock import FakeClock
@@ -47,6 +48,10 @@ class PlatformHarness(Protocol):
 
     def expire_sessions(self, handle: str) -> None:
         """End every platform session of that user, as the platform does when a session runs out."""
+        ...
+
+    def login_lasting(self, handle: str, seconds: float) -> LinkedAccount:
+        """Sign in through ``gateway.login`` while the platform issues sessions that last ``seconds``."""
         ...
 
     def readout_posts(self) -> list[str]:
@@ -109,6 +114,24 @@ class TestSessions:
         assert platform.gateway.adopt_session(session.token).user.handle == "bob"
         with pytest.raises(InvalidRequest):
             platform.gateway.adopt_session("not-a-session-token")
+
+    def test_a_session_says_when_it_ends_about_a_year_after_sign_in(self, platform: PlatformHarness) -> None:
+        before = platform.now()
+        linked = platform.gateway.login(email("alice"), PASSWORD)
+        ends = linked.session_expires_at
+        assert ends is not None and ends.tzinfo is not None
+        assert before + timedelta(days=364) <= ends <= platform.now() + timedelta(days=366)
+        assert platform.gateway.adopt_session(linked.session_token).session_expires_at == ends
+
+    def test_a_session_token_that_has_ended_is_refused_with_its_date(self, platform: PlatformHarness) -> None:
+        linked = platform.login_lasting("bob", 4)
+        ends = linked.session_expires_at
+        assert ends is not None and ends <= platform.now() + timedelta(seconds=4)
+        time.sleep(max(0.0, (ends - platform.now()).total_seconds()) + 0.05)
+        with pytest.raises(InvalidRequest) as caught:
+            platform.gateway.adopt_session(linked.session_token)
+        assert caught.value.message.startswith(f"the platform session token ended on {ends:%Y-%m-%d %H:%M} UTC")
+        assert caught.value.details == {"field": "sessionToken"}
 
     def test_whoami_shows_only_id_handle_and_name(self, platform: PlatformHarness) -> None:
         me = platform.gateway.whoami(platform.login("alice"))

@@ -217,6 +217,22 @@ def test_linking_the_same_platform_user_refreshes_in_place(store: KeyStore) -> N
     assert store.get_platform_session("con_1") == "new-token"
 
 
+def test_a_connection_keeps_when_its_platform_session_ends_and_a_new_link_replaces_it(store: KeyStore) -> None:
+    ends = T0 + timedelta(days=365, microseconds=7)
+    saved = store.save_connection(attrs.evolve(connection(1, active=True), session_expires_at=ends), "t1")
+    assert saved.session_expires_at == ends
+    assert store.get_connection("con_1") == saved
+    found = store.load_connection("acc_1", None)
+    assert found is not None and found[0].session_expires_at == ends
+    # Linked again with a token that does not say when it ends: the old date no longer holds.
+    store.save_connection(connection(2, platform_user_id="u1"), "t2")
+    assert store.get_connection("con_1") is not None
+    assert store.get_connection("con_1").session_expires_at is None  # type: ignore[union-attr]
+    later = ends + timedelta(days=30)
+    store.save_connection(attrs.evolve(connection(3, platform_user_id="u1"), session_expires_at=later), "t3")
+    assert [c.session_expires_at for c in store.list_connections("acc_1")] == [later]
+
+
 def test_the_same_platform_user_in_two_accounts_gives_two_connections(store: KeyStore) -> None:
     store.save_connection(connection(1, "acc_1", "u7"), "t1")
     store.save_connection(connection(2, "acc_2", "u7"), "t2")

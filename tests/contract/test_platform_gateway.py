@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import attrs
 import pytest
 
 from community_api.errors import InvalidRequest, NotFound, PlatformUnavailable
-from community_api.model import PlatformSession
+from community_api.model import LinkedAccount, PlatformSession
 from fakes.clock import FakeClock
 from fakes.platform import FakePlatformGateway
 from fakes.platform_seed import platform_id
+from fakes.platform_sessions import SESSION_LIFETIME
 from tests.contract.gateway_cases import (
     GROUP,
     PASSWORD,
@@ -48,6 +49,13 @@ class FakeHarness:
 
     def expire_sessions(self, handle: str) -> None:
         self.gateway.expire_sessions(handle)
+
+    def login_lasting(self, handle: str, seconds: float) -> LinkedAccount:
+        self.gateway.session_lifetime = timedelta(seconds=seconds)
+        try:
+            return self.gateway.login(email(handle), PASSWORD)
+        finally:
+            self.gateway.session_lifetime = SESSION_LIFETIME
 
     def readout_posts(self) -> list[str]:
         return [p.id for p in self.gateway.created_posts()] + [c.id for c in self.gateway.created_comments()]

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 import pytest
 
 from adapters.platform.selenium_platform_gateway import SeleniumPlatformGateway
-from community_api.model import PlatformSession
+from community_api.model import LinkedAccount, PlatformSession
 from tests.contract.gateway_cases import (
     PASSWORD,
     TestDirectMessages,
@@ -51,6 +51,14 @@ class SeleniumHarness:
     def expire_sessions(self, handle: str) -> None:
         self.sandbox.control("expire-session", {"user": handle})
         self._sessions.pop(handle, None)
+
+    def login_lasting(self, handle: str, seconds: float) -> LinkedAccount:
+        usual = self.sandbox.control("ttl", {})["sessionSeconds"]
+        self.sandbox.control("ttl", {"sessionSeconds": seconds})
+        try:
+            return self.gateway.login(email(handle), PASSWORD)
+        finally:
+            self.sandbox.control("ttl", {"sessionSeconds": usual})
 
     def readout_posts(self) -> list[str]:
         return [str(record["id"]) for record in self.sandbox.control("created")["created"]]

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import attrs
+import jwt
 import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
 
@@ -109,6 +110,18 @@ def test_expired_session_is_connection_expired(gateway: SeleniumPlatformGateway,
         with pytest.raises(ConnectionExpired):
             call()
             pytest.fail(f"{name} did not raise")
+
+
+def test_a_session_token_that_says_it_has_ended_is_refused_without_asking_the_platform(
+    gateway: SeleniumPlatformGateway, sandbox: SandboxProcess
+) -> None:
+    """The token's own ``exp`` is read (its signature is the platform's to check): one that has passed needs
+    no browser and no request to say so, with its date."""
+    ended = jwt.encode({"user_id": "0" * 32, "exp": int(time.time()) - 3600}, "not-the-platforms-key" * 2)
+    with pytest.raises(InvalidRequest) as caught:
+        gateway.adopt_session(ended)
+    assert "the platform session token ended on" in caught.value.message
+    assert sandbox.control("requests")["requests"] == []
 
 
 # --- server errors and slowness ----------------------------------------------------------------------

@@ -20,6 +20,7 @@ from multiprocessing.synchronize import Barrier
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import attrs
 import pytest
 
 from adapters.store.sqlite_key_store import READY_VOUCH_SECONDS, SqliteKeyStore
@@ -134,6 +135,29 @@ def test_a_sealed_session_moved_to_another_row_does_not_open(store: SqliteKeySto
                      " WHERE id = 'con_2'")  # fmt: skip
     assert store.get_platform_session("con_2") is None
     assert store.get_platform_session("con_1") == PLATFORM_TOKEN
+
+
+def test_connections_linked_before_version_8_keep_their_session_and_have_no_end_date(db_path: str) -> None:
+    """Upgrading to version 8 (``session_expires_at``): the sealed sessions are not opened by the migration,
+    so older connections work as before and say nothing of when their session ends."""
+    old = SqliteKeyStore(db_path, SECRET)
+    old.save_connection(a_connection(), PLATFORM_TOKEN)
+    old.close()
+    with closing(raw(db_path)) as conn:  # the file as version 7 left it
+        conn.execute("ALTER TABLE connections DROP COLUMN session_expires_at")
+        conn.execute("PRAGMA user_version = 7")
+        conn.commit()
+    upgraded = SqliteKeyStore(db_path, SECRET)
+    try:
+        assert upgraded.get_connection("con_1") == a_connection()
+        assert upgraded.get_platform_session("con_1") == PLATFORM_TOKEN
+        ends = T0 + timedelta(days=365)
+        upgraded.save_connection(attrs.evolve(a_connection(), session_expires_at=ends), "relinked")
+        assert upgraded.get_connection("con_1").session_expires_at == ends  # type: ignore[union-attr]
+    finally:
+        upgraded.close()
+    with closing(raw(db_path)) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
 
 
 def test_empty_secret_and_memory_databases_are_refused(db_path: str) -> None:

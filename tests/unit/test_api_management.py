@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from adapters.wire import rfc3339
+from fakes.platform_sessions import SESSION_LIFETIME
 from tests.unit.world_support import PASSWORD, World
 
 
@@ -95,8 +98,10 @@ def test_session_expires_after_14_days(world: World) -> None:
 def test_linking_connections(world: World) -> None:
     browser = world.sign_up()
     alice = world.link(browser)
-    assert set(alice) == {"id", "platformUserId", "handle", "name", "active", "status", "createdAt"}
+    assert set(alice) == {"id", "platformUserId", "handle", "name", "active", "status", "createdAt", "sessionExpiresAt"}
     assert alice["active"] is True and alice["status"] == "active" and alice["handle"] == "alice"
+    # The platform's session lives a year; its end is said in whole seconds, as the token has it.
+    assert alice["sessionExpiresAt"] == rfc3339((world.clock.now() + SESSION_LIFETIME).replace(microsecond=0))
     bob = world.link(browser, "bob")
     assert bob["active"] is False
     carol = world.link(browser, "carol", active=True)
@@ -166,9 +171,42 @@ def test_a_session_token_that_cannot_be_a_cookie_value_is_refused_naming_the_fie
 
 def test_link_by_session_token(world: World) -> None:
     browser = world.sign_up()
-    token = world.gateway.login("bob@sandbox.test", "sandbox").session_token
+    token = world.gateway.token_for("bob", timedelta(days=20))
     result = world.client.simulate_post("/v1/connections", json={"sessionToken": token}, headers=browser.headers())
     assert result.status_code == 201 and result.json["handle"] == "bob"
+    assert result.json["sessionExpiresAt"] == rfc3339((world.clock.now() + timedelta(days=20)).replace(microsecond=0))
+
+
+def test_a_session_token_that_has_ended_is_refused_with_its_date_and_links_nothing(world: World) -> None:
+    browser = world.sign_up()
+    ended = world.gateway.token_for("bob", timedelta(hours=-1))
+    result = world.client.simulate_post("/v1/connections", json={"sessionToken": ended}, headers=browser.headers())
+    assert result.status_code == 400, result.text
+    error = result.json["error"]
+    when = (world.clock.now() - timedelta(hours=1)).strftime("%Y-%m-%d %H:%M")
+    assert error["message"].startswith(f"the platform session token ended on {when} UTC: sign in to the platform")
+    assert error["details"] == {"field": "sessionToken"}
+    assert world.client.simulate_get("/v1/connections", headers=browser.headers()).json["connections"] == []
+
+
+def test_a_session_token_the_platform_does_not_know_is_refused_naming_the_field(world: World) -> None:
+    browser = world.sign_up()
+    result = world.client.simulate_post("/v1/connections", json={"sessionToken": "forged"}, headers=browser.headers())
+    assert result.status_code == 400, result.text
+    assert result.json["error"]["message"] == "the platform session token is not valid (unknown or expired)"
+    assert result.json["error"]["details"] == {"field": "sessionToken"}
+
+
+def test_a_connection_whose_session_reaches_its_end_answers_connection_expired(world: World) -> None:
+    """The platform ends the session at the token's end; the gateway reads that from the platform, as any
+    ended session (the date alone is never trusted to say the session is still good)."""
+    browser = world.sign_up()
+    world.link(browser)
+    key = world.mint(browser, scopes=["groups:read"])["secret"]
+    assert world.get("/v1/whoami", key).status_code == 200
+    world.clock.advance(days=365)
+    result = world.get("/v1/whoami", key)
+    assert result.status_code == 409 and result.json["error"]["code"] == "connection_expired", result.text
 
 
 ALICE = {"email": "alice@sandbox.test", "password": "sandbox"}

@@ -4,7 +4,9 @@ pages act through the same core use cases as the JSON API (a key minted here wor
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
+import attrs
 import pytest
 
 from community_api.accounts import create_account_unchecked
@@ -120,6 +122,35 @@ def test_link_by_password_and_by_session_token_and_choose_the_active_one(world: 
     assert activated.status_code == 303 and activated.headers["location"] == "/connections?notice=activated"
     assert world.store.get_connection(linked["carol"].id).active  # type: ignore[union-attr]
     assert not world.store.get_connection(linked["alice"].id).active  # type: ignore[union-attr]
+
+
+def test_the_connections_page_says_when_each_platform_session_ends_and_warns_a_month_before(
+    world: World, owner: WebBrowser
+) -> None:
+    def row(handle: str) -> str:
+        page = owner.get("/connections")
+        assert page.status_code == 200
+        (found,) = [r for r in page.text.split("<tr>") if f"@{handle} " in r]
+        return found
+
+    page = owner.get("/connections")
+    for handle, days in (("carol", 10), ("bob", 60)):
+        token = world.gateway.token_for(handle, timedelta(days=days))
+        assert owner.submit(page, "/connections", {"session_token": token}, index=1).status_code == 303
+    ten_days = (world.clock.now() + timedelta(days=10)).strftime("%Y-%m-%d %H:%M UTC")
+    assert ten_days in row("carol") and "ends soon: link it again below" in row("carol")
+    assert "ends soon" not in row("bob") and "ends soon" not in row("alice")  # a year (password) and 60 days
+    world.clock.advance(days=10)
+    assert "ended: link it again below" in row("carol") and "ends soon" not in row("carol")
+    assert "ended" not in row("bob")
+    world.clock.advance(days=40)
+    assert owner.sign_in().status_code == 303  # the web session lasts 14 days
+    assert "ends soon: link it again below" in row("bob")
+    # A connection linked before the service kept the date says it does not know.
+    unknown = world.store.list_connections(account_id(world))[0]
+    assert unknown.handle == "alice"
+    world.store.save_connection(attrs.evolve(unknown, session_expires_at=None), "a session token")
+    assert "not known: link it again to see" in row("alice")
 
 
 def test_linking_with_a_wrong_password_shows_the_platforms_refusal(owner: WebBrowser) -> None:
