@@ -143,6 +143,10 @@ def test_the_connections_page_says_when_each_platform_session_ends_and_warns_a_m
     world.clock.advance(days=10)
     assert "ended: link it again below" in row("carol") and "ends soon" not in row("carol")
     assert "ended" not in row("bob")
+    # Once a request has met the ended session, the status says it: said once, not twice.
+    carol = next(c for c in world.store.list_connections(account_id(world)) if c.handle == "carol")
+    world.store.set_connection_status(carol.id, "expired")
+    assert row("carol").count("link it again below") == 1
     world.clock.advance(days=40)
     assert owner.sign_in().status_code == 303  # the web session lasts 14 days
     assert "ends soon: link it again below" in row("bob")
