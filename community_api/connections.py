@@ -37,11 +37,12 @@ MAX_SESSION_TOKEN = 4096 - len("auth_token")
 # The token is the value of the platform's ``auth_token`` cookie, and a cookie's value is made of RFC 6265's
 # cookie-octets. Anything else (a pasted ``Cookie`` header with its spaces and semicolons, a quote, a
 # letter outside ASCII) could never be sent as that cookie: refused here, naming the field, before a
-# browser is started for it.
-COOKIE_VALUE_PATTERN = "^[\\x21\\x23-\\x2b\\x2d-\\x3a\\x3c-\\x5b\\x5d-\\x7e]+$"
+# browser is started for it. So is the cookie copied with its name (``auth_token=eyJ…``, as a browser's
+# developer tools and ``document.cookie`` show it): a valid cookie value, but never the platform's session.
+COOKIE_VALUE_PATTERN = "^(?!auth_token=)[\\x21\\x23-\\x2b\\x2d-\\x3a\\x3c-\\x5b\\x5d-\\x7e]+$"
 COOKIE_VALUE_PROBLEM = (
-    "must be the value of the platform's auth_token cookie alone: printable ASCII without spaces, "
-    "quotes, commas, semicolons or backslashes"
+    "must be the value of the platform's auth_token cookie alone, without its name: printable ASCII "
+    "without spaces, quotes, commas, semicolons or backslashes"
 )
 
 

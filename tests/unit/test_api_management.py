@@ -137,6 +137,7 @@ def test_linking_refusals(world: World, body: dict) -> None:  # type: ignore[typ
     "token",
     [
         "auth_token=eyJhbGciOi.eyJ1c2VyX2lkIjoi.c2ln; client_id=abc",  # a pasted Cookie header
+        "auth_token=eyJhbGciOi.eyJ1c2VyX2lkIjoi.c2ln",  # the cookie with its name, as devtools show it
         "eyJhbGciOi eyJ1c2Vy",
         '"eyJhbGciOi"',
         "eyJhbGciOi,x",
