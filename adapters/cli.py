@@ -132,10 +132,13 @@ def accounts_list(args: argparse.Namespace) -> int:
         print("no accounts yet: community-api accounts create EMAIL")
         return 0
     width = max(len("EMAIL"), *(len(s.account.email) for s in summaries))
-    print(f"{'EMAIL':<{width}}  {'ACCOUNT':<20}  {'CREATED':<20}  CONNECTIONS  LIVE KEYS")
+    print(f"{'EMAIL':<{width}}  {'ACCOUNT':<20}  {'CREATED':<20}  CONNECTIONS  TO LINK AGAIN  LIVE KEYS")
     for s in summaries:
         created = s.account.created_at.strftime("%Y-%m-%d %H:%M UTC")
-        print(f"{s.account.email:<{width}}  {s.account.id:<20}  {created:<20}  {s.connections:>11}  {s.live_keys:>9}")
+        print(
+            f"{s.account.email:<{width}}  {s.account.id:<20}  {created:<20}  {s.connections:>11}  "
+            f"{s.to_link_again:>13}  {s.live_keys:>9}"
+        )
     return 0
 
 
@@ -306,7 +309,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("email")
     p.set_defaults(func=accounts_create)
-    p = sub.add_parser("list", help="list the accounts: email, id, creation, connections and live keys")
+    p = sub.add_parser(
+        "list",
+        help="list the accounts: email, id, creation, connections (and how many to link again: their platform "
+        "session expired, or ends within a month), live keys",
+    )
     _add_common(p)
     p.set_defaults(func=accounts_list)
     p = sub.add_parser(

@@ -23,6 +23,7 @@ from argon2 import PasswordHasher
 from community_api import idempotency
 from community_api.accounts import DEFAULT_HASHER, MAX_PASSWORD, MIN_PASSWORD, password_matches
 from community_api.commands import at_least, at_most, blank_as_none, filled
+from community_api.connections import needs_linking_again
 from community_api.errors import Forbidden, NotFound
 from community_api.model import KEY_CONNECTOR, Account, AuditEvent, WebSession
 from community_api.ports import Clock, KeyStore
@@ -122,19 +123,27 @@ class AccountSummary:
     account: Account
     connections: int
     live_keys: int
+    # Connections whose platform session has expired, or whose token says it ends within a month or has
+    # ended (``connections.needs_linking_again``): the operator can tell their owners before their keys stop.
+    to_link_again: int
 
 
 def account_summaries(store: KeyStore, clock: Clock) -> list[AccountSummary]:
-    """Every account, oldest first, with how many connections and live keys it holds."""
+    """Every account, oldest first, with how many connections and live keys it holds, and how many of its
+    connections need linking again."""
     now = clock.now()
-    return [
-        AccountSummary(
-            account,
-            len(store.list_connections(account.id)),
-            sum(1 for key in store.list_keys(account.id) if key.is_live(now)),
+    summaries = []
+    for account in store.list_accounts():
+        linked = store.list_connections(account.id)
+        summaries.append(
+            AccountSummary(
+                account,
+                len(linked),
+                sum(1 for key in store.list_keys(account.id) if key.is_live(now)),
+                sum(1 for connection in linked if needs_linking_again(connection, now)),
+            )
         )
-        for account in store.list_accounts()
-    ]
+    return summaries
 
 
 def delete_account_unchecked(store: KeyStore, clock: Clock, email: str) -> Account:

@@ -8,7 +8,8 @@ Rules (DESIGN §2):
 - what is kept is the platform session, encrypted at rest by the store, with when the platform says it
   ends (its token's own expiry, read by the gateway): shown so that the account can link again in time;
 - a session token the platform refuses, or one that has already ended, answers 400 naming
-  ``sessionToken``;
+  ``sessionToken``; a session is *ending* within ``SESSION_ENDING_SOON`` of the end its token states,
+  *ended* past it (the account should link it again; the platform still decides when it ends);
 - removing a connection (its own account only: another's answers 404, as an unknown one) erases its
   platform session and revokes the keys bound to it (a connector grant loses its OAuth tokens), in one
   unit of work; unbound keys and other connections are kept; when the active connection goes, the
@@ -53,6 +54,29 @@ def session_token_ended(ended_at: datetime) -> InvalidRequest:
         "and copy the new session cookie, or link with the email and password",
         field="sessionToken",
     )
+
+
+# How early the dashboard (and the operator's ``accounts list``) warns that a connection's platform session
+# is about to end. The platform's sessions live about a year: a month leaves time to link again, however
+# seldom the owner looks.
+SESSION_ENDING_SOON = timedelta(days=30)
+SESSION_ENDING = "ending"
+SESSION_ENDED = "ended"
+
+
+def session_ending(connection: Connection, now: datetime) -> str | None:
+    """``SESSION_ENDED``, ``SESSION_ENDING`` (within ``SESSION_ENDING_SOON``), or None: not soon, or not known."""
+    ends = connection.session_expires_at
+    if ends is None:
+        return None
+    if ends <= now:
+        return SESSION_ENDED
+    return SESSION_ENDING if ends - now <= SESSION_ENDING_SOON else None
+
+
+def needs_linking_again(connection: Connection, now: datetime) -> bool:
+    """The platform said its session expired, or its token says the session ends soon or has ended."""
+    return connection.status != CONNECTION_ACTIVE or session_ending(connection, now) is not None
 
 
 @attrs.frozen

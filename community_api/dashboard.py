@@ -5,8 +5,7 @@ Rules:
 - a key is *live*, *in grace* (rotated; works until ``expires_at``), *expired* or *revoked*;
 - usage per key: requests today, this month and in all (UTC days and months);
 - the DM quota is shown for every connection, with the time of its next allowed send (None: now);
-- a connection's platform session is *ending* within ``SESSION_ENDING_SOON`` of when its token says it
-  ends, and *ended* past it (the account should link it again before then; the platform decides).
+- a connection's platform session is *ending* or *ended* as ``connections.session_ending`` says.
 """
 
 from __future__ import annotations
@@ -40,23 +39,6 @@ def key_state(key: ApiKey, now: datetime) -> KeyState:
     if now < key.expires_at:
         return KeyState(IN_GRACE, key.expires_at - now)
     return KeyState(EXPIRED, None)
-
-
-# How early the dashboard warns that a connection's platform session is about to end. The platform's sessions
-# live about a year: a month leaves time to link again, however seldom the owner looks.
-SESSION_ENDING_SOON = timedelta(days=30)
-SESSION_ENDING = "ending"
-SESSION_ENDED = "ended"
-
-
-def session_ending(connection: Connection, now: datetime) -> str | None:
-    """``SESSION_ENDED``, ``SESSION_ENDING`` (within ``SESSION_ENDING_SOON``), or None: not soon, or not known."""
-    ends = connection.session_expires_at
-    if ends is None:
-        return None
-    if ends <= now:
-        return SESSION_ENDED
-    return SESSION_ENDING if ends - now <= SESSION_ENDING_SOON else None
 
 
 @attrs.frozen

@@ -66,7 +66,7 @@ class ConnectionsPage(WebResource):
     def _show(self, req: falcon.Request, resp: falcon.Response, account: Account, **context: Any) -> None:
         linked = connections.list_connections(self.deps, account.id)
         now = self.deps.clock.now()
-        ending = {c.id: dashboard.session_ending(c, now) for c in linked}
+        ending = {c.id: connections.session_ending(c, now) for c in linked}
         self.render(
             req,
             resp,

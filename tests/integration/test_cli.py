@@ -115,10 +115,10 @@ def test_accounts_list_shows_each_account_with_what_it_holds(tmp_path: Path) -> 
     listed = run("accounts", "list", env=env)
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.strip().splitlines()
-    assert lines[0].split() == ["EMAIL", "ACCOUNT", "CREATED", "CONNECTIONS", "LIVE", "KEYS"]
+    assert lines[0].split() == ["EMAIL", "ACCOUNT", "CREATED", "CONNECTIONS", "TO", "LINK", "AGAIN", "LIVE", "KEYS"]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
     assert set(rows) == {"ops@example.com", "dev@example.com"}
-    assert rows["dev@example.com"][-2:] == ["0", "2"] and rows["ops@example.com"][-2:] == ["0", "0"]
+    assert rows["dev@example.com"][-3:] == ["0", "0", "2"] and rows["ops@example.com"][-3:] == ["0", "0", "0"]
     assert "cda_" not in listed.stdout and "argon2" not in listed.stdout
 
 

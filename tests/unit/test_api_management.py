@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 
 from adapters.wire import rfc3339
+from community_api.account_lifecycle import account_summaries
+from community_api.accounts import create_account_unchecked
+from community_api.model import CONNECTION_EXPIRED
 from fakes.platform_sessions import SESSION_LIFETIME
 from tests.unit.world_support import PASSWORD, World
 
@@ -168,6 +171,29 @@ def test_a_session_token_that_cannot_be_a_cookie_value_is_refused_naming_the_fie
     # token not given, as in the core).
     published = body["schema"]["properties"]["sessionToken"]
     assert len(token) > published["maxLength"] or not re.fullmatch(published["pattern"], token)
+
+
+def test_the_operators_list_counts_the_connections_to_link_again(world: World) -> None:
+    """Expired by the platform, or ending within a month by their tokens: counted; a year away: not."""
+    owner = world.sign_up()
+    create_account_unchecked(world.store, world.clock, "other@example.com", PASSWORD)
+    other = world.sign_in("other@example.com")
+    world.link(owner)  # alice: a year
+    for handle, days in (("bob", 10), ("carol", 31)):
+        token = world.gateway.token_for(handle, timedelta(days=days))
+        linked = world.client.simulate_post("/v1/connections", json={"sessionToken": token}, headers=owner.headers())
+        assert linked.status_code == 201
+    world.link(other, "dave")
+
+    def to_link_again() -> dict[str, tuple[int, int]]:
+        return {s.account.email: (s.connections, s.to_link_again) for s in account_summaries(world.store, world.clock)}
+
+    assert to_link_again() == {"owner@example.com": (3, 1), "other@example.com": (1, 0)}
+    world.clock.advance(days=2)  # carol's session now ends within a month
+    assert to_link_again()["owner@example.com"] == (3, 2)
+    (dave,) = world.store.list_connections(world.store.find_account_by_email("other@example.com")[0].id)  # type: ignore[index]
+    world.store.set_connection_status(dave.id, CONNECTION_EXPIRED)  # the platform said so
+    assert to_link_again()["other@example.com"] == (1, 1)
 
 
 def test_link_by_session_token(world: World) -> None:
