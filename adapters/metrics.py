@@ -10,15 +10,19 @@ What is counted, and where:
   latency (``MeteredGateway``, wrapped around the gateway at start-up);
 - the browser pool: browsers live, started, evicted, closed when idle, crashed (``browser_pool.py``);
 - refusals of the DM throttle and of the read pace (``MeteredThrottle``, ``MeteredPace``);
-- MCP tool calls by tool and outcome (``adapters/mcp/server.py``).
+- MCP tool calls by tool and outcome (``adapters/mcp/server.py``);
+- linked platform accounts at each scrape, by whether they need linking again (``ConnectionsCollector``:
+  read from the database, the same in every worker).
 Labels never hold an id, a key or anything a client typed: routes are templates, tools are known names.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from prometheus_client import (
@@ -31,10 +35,16 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
+from community_api.connections import needs_linking_again
 from community_api.errors import RateLimited, ServiceError
 from community_api.model import DmQuota, ReadPace, WritePace
-from community_api.ports import PlatformGateway, PlatformPace, Throttle
+from community_api.ports import Clock, PlatformGateway, PlatformPace, Throttle
+from community_api.store_ports import ConnectionRecords
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 _LATENCY = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 60.0)
@@ -75,13 +85,46 @@ MCP_TOOL_CALLS = Counter(
 )
 
 
-def exposition() -> tuple[bytes, str]:
-    """The metrics text and its content type: every worker's, summed, in multiprocess mode."""
+class ConnectionsCollector(Collector):
+    """``community_api_connections{state}``: the linked platform accounts of every account at scrape time,
+    ``to_link_again`` when the platform said the session expired or its token says it ends within a month
+    (``connections.needs_linking_again``, as ``accounts list`` counts them), else ``ok``. An operator can
+    alert on it before the keys acting through those accounts stop. One query a scrape; when the database
+    cannot be read the gauge is left out and the counters are still served."""
+
+    def __init__(self, store: ConnectionRecords, clock: Clock) -> None:
+        self._store = store
+        self._clock = clock
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            linked = self._store.all_connections()
+        except sqlite3.Error as error:
+            log.warning("the connections gauge was left out of /metrics: %s", error)
+            return
+        now = self._clock.now()
+        again = sum(1 for connection in linked if needs_linking_again(connection, now))
+        family = GaugeMetricFamily(
+            "community_api_connections",
+            "Linked platform accounts; to_link_again: the platform session expired, or ends within a month",
+            labels=["state"],
+        )
+        family.add_metric(["ok"], len(linked) - again)
+        family.add_metric(["to_link_again"], again)
+        yield family
+
+
+def exposition(*collectors: Collector) -> tuple[bytes, str]:
+    """The metrics text and its content type: every worker's, summed, in multiprocess mode; then what
+    ``collectors`` read at this scrape."""
+    at_scrape = CollectorRegistry()
+    for collector in collectors:
+        at_scrape.register(collector)
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
-        return generate_latest(registry), CONTENT_TYPE_LATEST
-    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+        return generate_latest(registry) + generate_latest(at_scrape), CONTENT_TYPE_LATEST
+    return generate_latest(REGISTRY) + generate_latest(at_scrape), CONTENT_TYPE_LATEST
 
 
 def outcome(error: BaseException | None) -> str:

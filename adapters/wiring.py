@@ -26,7 +26,7 @@ from adapters.http.openapi import OpenApiResource
 from adapters.http.operation_resources import add_operation_routes
 from adapters.http.request_log import RequestLog, configure_logging
 from adapters.mcp import add_mcp_route
-from adapters.metrics import REFUSALS, MeteredGateway, MeteredPace, MeteredThrottle
+from adapters.metrics import REFUSALS, ConnectionsCollector, MeteredGateway, MeteredPace, MeteredThrottle
 from adapters.settings import Settings, load_settings
 from adapters.web import add_web_routes
 from adapters.web.pages import failure_page
@@ -60,7 +60,10 @@ def add_rest_routes(app: falcon.App, deps: Deps, settings: Settings) -> None:
     app.add_route("/v1/sessions", manage.SessionsResource(deps, **options))
     app.add_route("/v1/openapi.json", OpenApiResource())
     add_health_routes(app, deps)
-    app.add_route("/metrics", MetricsResource(settings.metrics_token, trusted_networks(settings.trusted_proxies)))
+    connections = ConnectionsCollector(deps.store, deps.clock)  # read at each scrape
+    app.add_route(
+        "/metrics", MetricsResource(settings.metrics_token, trusted_networks(settings.trusted_proxies), connections)
+    )
 
 
 def bootstrap(

@@ -82,6 +82,10 @@ class ConnectionRecords(Protocol):
         """Oldest first."""
         ...
 
+    def all_connections(self) -> list[Connection]:
+        """Every account's connections, in no set order (the operator's metrics count them). One query."""
+        ...
+
     def get_platform_session(self, connection_id: str) -> str | None: ...
 
     def one_check(self) -> AbstractContextManager[None]:

@@ -216,6 +216,10 @@ class FakeKeyStore(FakeOAuthRecords):
             mine = [c for c in self._connections.values() if c.account_id == account_id]
         return sorted(mine, key=lambda c: c.created_at)
 
+    def all_connections(self) -> list[Connection]:
+        with self._lock:
+            return list(self._connections.values())
+
     def get_platform_session(self, connection_id: str) -> str | None:
         with self._lock:
             return self._platform_sessions.get(connection_id)

@@ -12,6 +12,7 @@ import hmac
 import ipaddress
 
 import falcon
+from prometheus_client.registry import Collector
 
 from adapters.http.auth import bearer_credentials
 from adapters.http.client_address import Network, client_address
@@ -20,9 +21,11 @@ from community_api.errors import Forbidden
 
 
 class MetricsResource:
-    def __init__(self, token: str, trusted_proxies: tuple[Network, ...]) -> None:
+    def __init__(self, token: str, trusted_proxies: tuple[Network, ...], *collectors: Collector) -> None:
+        """``collectors`` are read at each scrape, after the counters (``ConnectionsCollector``)."""
         self.token = token
         self.trusted_proxies = trusted_proxies
+        self.collectors = collectors
 
     def _allowed(self, req: falcon.Request) -> bool:
         presented = bearer_credentials(req.get_header("Authorization"))
@@ -38,7 +41,7 @@ class MetricsResource:
             raise Forbidden(
                 "the metrics are served to loopback, or with the metrics token (COMMUNITY_API_METRICS_TOKEN)"
             )
-        body, content_type = exposition()
+        body, content_type = exposition(*self.collectors)
         resp.content_type = content_type
         resp.data = body
         resp.set_header("Cache-Control", "no-store")

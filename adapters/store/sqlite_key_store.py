@@ -238,6 +238,9 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteAttemptCounts, SqliteOAuthRecor
     def list_connections(self, account_id: str) -> list[Connection]:
         return [self._connection(r) for r in self._db.execute(_CONNECTIONS_OF, (account_id,))]
 
+    def all_connections(self) -> list[Connection]:
+        return [self._connection(r) for r in self._db.execute(_CONNECTION)]
+
     def get_platform_session(self, connection_id: str) -> str | None:
         row = self._one("SELECT session FROM connections WHERE id = ?", (connection_id,))
         return None if row is None else self._cipher.open(row[0], connection_id)

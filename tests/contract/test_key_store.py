@@ -234,10 +234,15 @@ def test_a_connection_keeps_when_its_platform_session_ends_and_a_new_link_replac
 
 
 def test_the_same_platform_user_in_two_accounts_gives_two_connections(store: KeyStore) -> None:
+    assert store.all_connections() == []
     store.save_connection(connection(1, "acc_1", "u7"), "t1")
     store.save_connection(connection(2, "acc_2", "u7"), "t2")
     assert [c.id for c in store.list_connections("acc_1")] == ["con_1"]
     assert [c.id for c in store.list_connections("acc_2")] == ["con_2"]
+    assert sorted(store.all_connections(), key=lambda c: c.id) == [
+        connection(1, "acc_1", "u7"),
+        connection(2, "acc_2", "u7"),
+    ]
     assert store.get_platform_session("con_2") == "t2"
 
 

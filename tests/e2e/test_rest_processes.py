@@ -133,6 +133,14 @@ def test_metrics_sum_every_workers_counts(service: Service, alice: dict[str, Any
         assert requests_counted(service, "/v1/whoami", "200") - before == 60
     writers = {path.stem.rsplit("_", 1)[1] for path in (service.db.parent / "metrics").glob("counter_*.db")}
     assert len(writers) >= 2, "the counts should come from several workers"
+    # The connections gauge is read from the database at each scrape: once, whichever worker answers.
+    for _ in range(3):
+        text = requests.get(service.url + "/metrics", timeout=10).text
+        gauge = [
+            s for f in text_string_to_metric_families(text) for s in f.samples if s.name == "community_api_connections"
+        ]
+        linked = service.manage("GET", "/v1/connections").json()["connections"]
+        assert {s.labels["state"]: s.value for s in gauge} == {"ok": len(linked), "to_link_again": 0}
 
 
 def _send_dm(url: str, key: str, to: str, start: Any, results: Any) -> None:

@@ -5,6 +5,8 @@ The metrics live for the whole test process (like a worker's), so each test comp
 
 from __future__ import annotations
 
+import sqlite3
+from datetime import timedelta
 from typing import Any
 
 import falcon.testing
@@ -56,6 +58,7 @@ def test_the_text_parses_and_names_every_family(world: World) -> None:
     assert families["community_api_request_duration_seconds"].type == "histogram"
     assert families["community_api_platform_call_duration_seconds"].type == "histogram"
     assert families["community_api_browsers_live"].type == "gauge"
+    assert families["community_api_connections"].type == "gauge"
     assert "request" in "community_api_requests_total"
 
 
@@ -238,3 +241,37 @@ def test_metrics_are_not_usage(ready: Ready) -> None:
     usage = dict(world.store._usage)
     scrape(world.client)
     assert world.store._usage == usage
+
+
+def test_the_connections_gauge_counts_those_to_link_again_at_each_scrape(world: World) -> None:
+    """Read from the store at each scrape (the same in every worker): expired by the platform, or ending
+    within a month by the token's own date, is ``to_link_again``."""
+    assert value(scrape(world.client), "community_api_connections", state="ok") == 0
+    browser = world.sign_up()
+    world.link(browser)  # alice: a year
+    token = world.gateway.token_for("bob", timedelta(days=45))
+    assert (
+        world.client.simulate_post(
+            "/v1/connections", json={"sessionToken": token}, headers=browser.headers()
+        ).status_code
+        == 201
+    )
+    samples = scrape(world.client)
+    assert value(samples, "community_api_connections", state="ok") == 2
+    assert value(samples, "community_api_connections", state="to_link_again") == 0
+    world.clock.advance(days=15, seconds=1)  # bob's session now ends within a month
+    samples = scrape(world.client)
+    assert value(samples, "community_api_connections", state="ok") == 1
+    assert value(samples, "community_api_connections", state="to_link_again") == 1
+
+
+def test_a_database_that_cannot_be_read_leaves_the_gauge_out_and_the_counters_in(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken() -> list[object]:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(world.store, "all_connections", broken)
+    samples = scrape(world.client)
+    assert not [name for name, _ in samples if name == "community_api_connections"]
+    assert any(name == "community_api_requests_total" for name, _ in samples)
