@@ -35,7 +35,7 @@ from adapters.http.auth import SESSION_COOKIE, public_base
 from adapters.http.body import UnsupportedMediaType, read_raw
 from adapters.http.client_address import client_address, trusted_networks
 from adapters.settings import Settings
-from community_api import accounts
+from community_api import accounts, connections
 from community_api.deps import Deps
 from community_api.errors import InvalidRequest, ServiceError, Unauthorized
 from community_api.model import Account, WebSession
@@ -184,8 +184,14 @@ class WebResource:
             "notice": None,
             "error": None,
             "section": "",
+            "to_link_again": 0,
             **context,
         }
+        if signed_in and values["section"] != "connections":  # that page says it on each row
+            # Every page says when linked accounts need linking again: their keys stop when the session ends.
+            now = self.deps.clock.now()
+            linked = connections.list_connections(self.deps, signed_in[0].id)
+            values["to_link_again"] = sum(1 for c in linked if connections.needs_linking_again(c, now))
         resp.status = status
         resp.content_type = HTML
         resp.text = ENVIRONMENT.get_template(template).render(values)

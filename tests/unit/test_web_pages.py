@@ -143,6 +143,7 @@ def test_the_connections_page_says_when_each_platform_session_ends_and_warns_a_m
     world.clock.advance(days=10)
     assert "ended: link it again below" in row("carol") and "ends soon" not in row("carol")
     assert "ended" not in row("bob")
+    assert "A linked platform account needs linking again" in owner.get("/keys").text
     # Once a request has met the ended session, the status says it: said once, not twice.
     carol = next(c for c in world.store.list_connections(account_id(world)) if c.handle == "carol")
     world.store.set_connection_status(carol.id, "expired")
@@ -150,6 +151,11 @@ def test_the_connections_page_says_when_each_platform_session_ends_and_warns_a_m
     world.clock.advance(days=40)
     assert owner.sign_in().status_code == 303  # the web session lasts 14 days
     assert "ends soon: link it again below" in row("bob")
+    # Every other page of the dashboard says so too, and leads to the connections page.
+    for path in ("/keys", "/usage", "/account"):
+        page = owner.get(path)
+        assert "2 linked platform accounts need linking again" in page.text and 'href="/connections"' in page.text
+    assert "need linking again" not in owner.get("/connections").text  # each row says it there
     # A connection linked before the service kept the date says it does not know.
     unknown = world.store.list_connections(account_id(world))[0]
     assert unknown.handle == "alice"
