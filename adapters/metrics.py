@@ -38,7 +38,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from community_api.connections import needs_linking_again
+from community_api.connections import count_to_link_again
 from community_api.errors import RateLimited, ServiceError
 from community_api.model import DmQuota, ReadPace, WritePace
 from community_api.ports import Clock, PlatformGateway, PlatformPace, Throttle
@@ -102,8 +102,7 @@ class ConnectionsCollector(Collector):
         except sqlite3.Error as error:
             log.warning("the connections gauge was left out of /metrics: %s", error)
             return
-        now = self._clock.now()
-        again = sum(1 for connection in linked if needs_linking_again(connection, now))
+        again = count_to_link_again(linked, self._clock.now())
         family = GaugeMetricFamily(
             "community_api_connections",
             "Linked platform accounts; to_link_again: the platform session expired, or ends within a month",

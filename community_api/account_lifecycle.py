@@ -23,7 +23,7 @@ from argon2 import PasswordHasher
 from community_api import idempotency
 from community_api.accounts import DEFAULT_HASHER, MAX_PASSWORD, MIN_PASSWORD, password_matches
 from community_api.commands import at_least, at_most, blank_as_none, filled
-from community_api.connections import needs_linking_again
+from community_api.connections import count_to_link_again
 from community_api.errors import Forbidden, NotFound
 from community_api.model import KEY_CONNECTOR, Account, AuditEvent, WebSession
 from community_api.ports import Clock, KeyStore
@@ -140,7 +140,7 @@ def account_summaries(store: KeyStore, clock: Clock) -> list[AccountSummary]:
                 account,
                 len(linked),
                 sum(1 for key in store.list_keys(account.id) if key.is_live(now)),
-                sum(1 for connection in linked if needs_linking_again(connection, now)),
+                count_to_link_again(linked, now),
             )
         )
     return summaries

@@ -18,6 +18,7 @@ Rules (DESIGN §2):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 import attrs
@@ -77,6 +78,11 @@ def session_ending(connection: Connection, now: datetime) -> str | None:
 def needs_linking_again(connection: Connection, now: datetime) -> bool:
     """The platform said its session expired, or its token says the session ends soon or has ended."""
     return connection.status != CONNECTION_ACTIVE or session_ending(connection, now) is not None
+
+
+def count_to_link_again(linked: Iterable[Connection], now: datetime) -> int:
+    """How many of ``linked`` need linking again (the dashboard's banner, ``accounts list``, ``/metrics``)."""
+    return sum(1 for connection in linked if needs_linking_again(connection, now))
 
 
 @attrs.frozen

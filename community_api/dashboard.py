@@ -4,8 +4,7 @@ connection. Built on ``me.me`` and the same ports, so the pages and the JSON API
 Rules:
 - a key is *live*, *in grace* (rotated; works until ``expires_at``), *expired* or *revoked*;
 - usage per key: requests today, this month and in all (UTC days and months);
-- the DM quota is shown for every connection, with the time of its next allowed send (None: now);
-- a connection's platform session is *ending* or *ended* as ``connections.session_ending`` says.
+- the DM quota is shown for every connection, with the time of its next allowed send (None: now).
 """
 
 from __future__ import annotations

@@ -210,7 +210,7 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteAttemptCounts, SqliteOAuthRecor
                         self._cipher.seal(platform_session, stored_id),
                         _ts_or_none(c.session_expires_at),
                         stored_id,
-                    ),  # fmt: skip
+                    ),
                 )
             else:
                 stored_id = c.id

@@ -189,9 +189,8 @@ class WebResource:
         }
         if signed_in and values["section"] != "connections":  # that page says it on each row
             # Every page says when linked accounts need linking again: their keys stop when the session ends.
-            now = self.deps.clock.now()
             linked = connections.list_connections(self.deps, signed_in[0].id)
-            values["to_link_again"] = sum(1 for c in linked if connections.needs_linking_again(c, now))
+            values["to_link_again"] = connections.count_to_link_again(linked, self.deps.clock.now())
         resp.status = status
         resp.content_type = HTML
         resp.text = ENVIRONMENT.get_template(template).render(values)
