@@ -9,10 +9,12 @@ of a real deployment rather than loopback's, which the service would accept anyw
 - MCP: the official client lists the tools and calls ``whoami``;
 - the failed-sign-in throttle counts the clients nginx saw (two loopback addresses, 127.0.0.2 and
   127.0.0.3), whatever ``X-Forwarded-For`` they send; gunicorn, reached directly, trusts no one's.
+- a feed and an MCP call's JSON answer come gzipped to a client that accepts it; a dashboard page does not.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -378,3 +380,39 @@ def test_an_http2_body_without_a_length_reaches_the_mcp_endpoint_whole(deploymen
     assert status == "2 200", (status, body, result.stderr)
     answer = json.loads(body)
     assert answer["id"] == 9 and answer["result"]["structuredContent"]["handle"] == "alice", body
+
+
+def _wire_bytes(session: requests.Session, method: str, url: str, **kwargs: Any) -> tuple[requests.Response, bytes]:
+    """The answer and its body as it crossed the wire (not decoded)."""
+    answer = session.request(method, url, stream=True, timeout=30, **kwargs)
+    return answer, answer.raw.read(decode_content=False)
+
+
+def test_platform_data_goes_out_gzipped_and_pages_with_a_secret_do_not(deployment: Deployment) -> None:
+    """A feed is large JSON (about 560 KB for 30 pages): nginx gzips it, and MCP's JSON answers, for a
+    client that accepts it. The dashboard's pages carry a form token: they go out as they are (BREACH)."""
+    key_file = deployment.folder / "key"
+    if not key_file.exists():
+        test_rest_through_nginx_with_https_urls(deployment)
+    owner, url = client(deployment), deployment.public_url
+    bearer = {"Authorization": f"Bearer {key_file.read_text()}"}
+    feed_url = url + "/v1/groups/builders-club/posts?pages=2"
+
+    packed, wire = _wire_bytes(owner, "GET", feed_url, headers={**bearer, "Accept-Encoding": "gzip"})
+    assert packed.status_code == 200 and packed.headers["content-encoding"] == "gzip"
+    assert "accept-encoding" in packed.headers["vary"].lower()
+    plain, as_is = _wire_bytes(owner, "GET", feed_url, headers={**bearer, "Accept-Encoding": "identity"})
+    assert plain.status_code == 200 and "content-encoding" not in plain.headers
+    assert json.loads(gzip.decompress(wire)) == json.loads(as_is)
+    assert len(wire) * 3 < len(as_is), (len(wire), len(as_is))
+
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    call["params"] = {"name": "get_feed", "arguments": {"group": "builders-club", "pages": 2}}
+    mcp_headers = {**bearer, "Accept": "application/json, text/event-stream", "Accept-Encoding": "gzip"}
+    answer, wire = _wire_bytes(owner, "POST", url + "/v1/mcp", json=call, headers=mcp_headers)
+    assert answer.status_code == 200 and answer.headers["content-encoding"] == "gzip"
+    assert json.loads(gzip.decompress(wire))["result"]["structuredContent"]["posts"]
+
+    page, body = _wire_bytes(owner, "GET", url + "/login", headers={"Accept-Encoding": "gzip"})
+    assert page.status_code == 200 and "content-encoding" not in page.headers
+    assert len(body) > 1024 and b"csrf_token" in body  # large enough to be gzipped, were it allowed
