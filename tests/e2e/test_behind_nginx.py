@@ -255,11 +255,17 @@ def test_rest_through_nginx_with_https_urls(deployment: Deployment) -> None:
     (deployment.folder / "key").write_text(key)
 
 
-def test_mcp_through_nginx_with_the_official_client(deployment: Deployment) -> None:
+def deployment_key(deployment: Deployment) -> str:
+    """The key the REST test minted through nginx (kept in the deployment's folder); run alone, a test mints
+    it the same way first."""
     key_file = deployment.folder / "key"
     if not key_file.exists():
         test_rest_through_nginx_with_https_urls(deployment)
-    key = key_file.read_text()
+    return key_file.read_text()
+
+
+def test_mcp_through_nginx_with_the_official_client(deployment: Deployment) -> None:
+    key = deployment_key(deployment)
 
     async def run(mode: str) -> tuple[set[str], dict[str, Any]]:
         http = httpx2.AsyncClient(
@@ -333,9 +339,7 @@ def test_clients_that_send_slowly_hold_nginx_not_gunicorn(deployment: Deployment
     threads (two workers of four), and with the MCP location's request buffering off (as it was) they
     held all of them: /healthz through nginx answered nothing within 10 s. nginx now reads a body whole
     before it passes it on."""
-    key_file = deployment.folder / "key"
-    if not key_file.exists():
-        test_rest_through_nginx_with_https_urls(deployment)
+    key = deployment_key(deployment)
     port = int(deployment.public_url.rsplit(":", 1)[1])
     context = ssl.create_default_context(cafile=str(deployment.cert.cert_path))
     stalled = []
@@ -344,7 +348,7 @@ def test_clients_that_send_slowly_hold_nginx_not_gunicorn(deployment: Deployment
             raw = socket.create_connection(("127.0.0.1", port), timeout=10)
             tls = context.wrap_socket(raw, server_hostname=NAME)
             head = f"POST /v1/mcp HTTP/1.1\r\nHost: {NAME}:{port}\r\nContent-Type: application/json\r\n"
-            head += f"Authorization: Bearer {key_file.read_text()}\r\nAccept: application/json, text/event-stream\r\n"
+            head += f"Authorization: Bearer {key}\r\nAccept: application/json, text/event-stream\r\n"
             tls.sendall(f"{head}Content-Length: 1000\r\n\r\n{{".encode())
             stalled.append(tls)
         time.sleep(1)
@@ -360,13 +364,11 @@ def test_an_http2_body_without_a_length_reaches_the_mcp_endpoint_whole(deploymen
     """An HTTP/2 client need not send a content-length. With request buffering off (the MCP location
     above), nginx then passes the body on to gunicorn chunked, which the service used to read as empty:
     the MCP endpoint answered a JSON-RPC parse error to a well-formed call."""
-    key_file = deployment.folder / "key"
-    if not key_file.exists():
-        test_rest_through_nginx_with_https_urls(deployment)
+    key = deployment_key(deployment)
     port = deployment.public_url.rsplit(":", 1)[1]
     message = b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}}'
     headers = [
-        f"Authorization: Bearer {key_file.read_text()}",
+        f"Authorization: Bearer {key}",
         "Content-Type: application/json",
         "Accept: application/json, text/event-stream",
     ]
@@ -391,11 +393,9 @@ def _wire_bytes(session: requests.Session, method: str, url: str, **kwargs: Any)
 def test_platform_data_goes_out_gzipped_and_pages_with_a_secret_do_not(deployment: Deployment) -> None:
     """A feed is large JSON (about 560 KB for 30 pages): nginx gzips it, and MCP's JSON answers, for a
     client that accepts it. The dashboard's pages carry a form token: they go out as they are (BREACH)."""
-    key_file = deployment.folder / "key"
-    if not key_file.exists():
-        test_rest_through_nginx_with_https_urls(deployment)
+    key = deployment_key(deployment)
     owner, url = client(deployment), deployment.public_url
-    bearer = {"Authorization": f"Bearer {key_file.read_text()}"}
+    bearer = {"Authorization": f"Bearer {key}"}
     feed_url = url + "/v1/groups/builders-club/posts?pages=2"
 
     packed, wire = _wire_bytes(owner, "GET", feed_url, headers={**bearer, "Accept-Encoding": "gzip"})
