@@ -7,8 +7,9 @@ Rules:
   That yields an authorization code: ``cdc_`` + random + checksum, stored hashed, valid 10 minutes,
   bound to the client, the redirect URI, the PKCE challenge, the resource and the account. A code is
   redeemed once: the first redemption uses it up whether or not it succeeds.
-- Redeeming it takes the S256 verifier, the same client and redirect URI, and (if given) the same
-  resource. It mints the *grant*: a connector key (``keys.mint_key(kind=connector)``, its own secret
+- Redeeming it takes the S256 verifier, the same client, the same redirect URI (which may be left out
+  only if the authorization request left out the client's only one, OAuth 2.1 §4.1.3), and (if given)
+  the same resource. It mints the *grant*: a connector key (``keys.mint_key(kind=connector)``, its own secret
   thrown away) with the consented scopes and binding, listed with the account's other keys. A second
   redemption of a code revokes the grant the first one created (OAuth 2.1 §4.1.3).
 - Access tokens (``cdo_``, 1 hour) and refresh tokens (``cdr_``, 30 days) have the API keys' shape and
@@ -110,6 +111,7 @@ def approve(
                 client_id=request.client.id,
                 account_id=account_id,
                 redirect_uri=request.redirect_uri,
+                redirect_uri_sent=request.redirect_uri_sent,
                 code_challenge=request.code_challenge,
                 resource=request.resource,
                 scopes=granted,
@@ -167,7 +169,9 @@ def exchange_code(
         raise OAuthError("invalid_grant", "the authorization code has expired")
     if record.client_id != client.id:
         raise OAuthError("invalid_grant", "the authorization code was issued to another client")
-    if redirect_uri != record.redirect_uri:
+    if redirect_uri is None and record.redirect_uri_sent:
+        raise OAuthError("invalid_grant", "redirect_uri is required: the authorization request named one")
+    if redirect_uri is not None and redirect_uri != record.redirect_uri:
         raise OAuthError("invalid_grant", "redirect_uri differs from the one of the authorization request")
     if not code_verifier:
         raise OAuthError("invalid_request", "code_verifier is required (PKCE)")

@@ -170,7 +170,8 @@ class AuthorizationRequest:
     """A checked authorization request, ready for the consent page."""
 
     client: OAuthClient
-    redirect_uri: str
+    redirect_uri: str  # as sent, or the client's only one when none was (OAuth 2.1 §4.1.1)
+    redirect_uri_sent: bool  # whether the request named it: then the token request must repeat it
     state: str | None
     code_challenge: str
     requested_scopes: tuple[str, ...]
@@ -320,6 +321,7 @@ def check_authorization_request(
     return AuthorizationRequest(
         client=client,
         redirect_uri=redirect_uri,
+        redirect_uri_sent=params.redirect_uri is not None,
         state=state,
         code_challenge=challenge,
         requested_scopes=parse_scopes(params.scope),

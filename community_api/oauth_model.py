@@ -33,7 +33,9 @@ class AuthorizationCode:
     """What the person approved on the consent page, redeemable once for tokens within its lifetime.
 
     ``used_at`` is set by the first redemption, successful or not; ``key_id`` names the grant that a
-    successful one created, so that a replayed code can end it (OAuth 2.1 §4.1.3)."""
+    successful one created, so that a replayed code can end it (OAuth 2.1 §4.1.3). ``redirect_uri_sent``:
+    whether the authorization request named its redirect URI (it may leave out a client's only one); only
+    then must the token request repeat it (OAuth 2.1 §4.1.3)."""
 
     code_hash: str
     client_id: str
@@ -47,6 +49,7 @@ class AuthorizationCode:
     expires_at: datetime
     used_at: datetime | None = None
     key_id: str | None = None
+    redirect_uri_sent: bool = True
 
 
 @attrs.frozen

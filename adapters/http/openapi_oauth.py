@@ -76,7 +76,11 @@ _TOKEN_REQUEST = {
         "grant_type": {"type": "string", "enum": ["authorization_code", "refresh_token"]},
         "client_id": _FILLED,
         "code": {**_FILLED, "description": "authorization_code: the code the redirect carried."},
-        "redirect_uri": {**_FILLED, "description": "authorization_code: the redirect URI of the request."},
+        "redirect_uri": {
+            **_FILLED,
+            "description": "authorization_code: the redirect URI of the authorization request; required when"
+            " that request named one (it may leave out a client's only one, and this request then may too).",
+        },
         "code_verifier": {
             "type": "string",
             "pattern": "^[A-Za-z0-9._~-]{43,128}$",
@@ -90,7 +94,7 @@ _TOKEN_REQUEST = {
     "oneOf": [
         {
             "properties": {"grant_type": {"const": "authorization_code"}},
-            "required": ["code", "redirect_uri", "code_verifier"],
+            "required": ["code", "code_verifier"],
         },
         {"properties": {"grant_type": {"const": "refresh_token"}}, "required": ["refresh_token"]},
     ],

@@ -21,7 +21,7 @@ from community_api.oauth_model import AuthorizationCode, OAuthClient, OAuthToken
 
 _CODE_BY_HASH = (
     "SELECT code_hash, client_id, account_id, redirect_uri, code_challenge, resource, scopes, connection_id,"
-    " created_at, expires_at, used_at, key_id FROM oauth_codes WHERE code_hash = ?"
+    " created_at, expires_at, used_at, key_id, redirect_uri_sent FROM oauth_codes WHERE code_hash = ?"
 )
 _SELECT_GRANT_CREDENTIAL = (
     "SELECT token_hash, kind, key_id, client_id, resource, created_at, expires_at, used_at"
@@ -43,6 +43,7 @@ def _code(row: tuple[Any, ...]) -> AuthorizationCode:
         expires_at=dt(row[9]),
         used_at=dt_or_none(row[10]),
         key_id=row[11],
+        redirect_uri_sent=bool(row[12]),
     )
 
 
@@ -106,12 +107,12 @@ class SqliteOAuthRecords:
             try:
                 db.execute(
                     "INSERT INTO oauth_codes (code_hash, client_id, account_id, redirect_uri, code_challenge,"
-                    " resource, scopes, connection_id, created_at, expires_at, used_at, key_id)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " resource, scopes, connection_id, created_at, expires_at, used_at, key_id, redirect_uri_sent)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         c.code_hash, c.client_id, c.account_id, c.redirect_uri, c.code_challenge, c.resource,
                         " ".join(c.scopes), c.connection_id, ts(c.created_at), ts(c.expires_at),
-                        ts_or_none(c.used_at), c.key_id,
+                        ts_or_none(c.used_at), c.key_id, int(c.redirect_uri_sent),
                     ),
                 )  # fmt: skip
             except sqlite3.IntegrityError:

@@ -179,7 +179,12 @@ _V7 = ("CREATE INDEX IF NOT EXISTS web_sessions_account ON web_sessions (account
 # migration does not open them.
 _V8 = ("ALTER TABLE connections ADD COLUMN session_expires_at TEXT",)
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
+# Version 9: whether an authorization request named its redirect URI (a client's only one may be left
+# out). Codes written before it (they live ten minutes) keep the rule they were issued under: the token
+# request repeats the URI.
+_V9 = ("ALTER TABLE oauth_codes ADD COLUMN redirect_uri_sent INTEGER NOT NULL DEFAULT 1",)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

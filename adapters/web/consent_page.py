@@ -135,7 +135,8 @@ class AuthorizePage(WebResource):
         return {
             "response_type": "code",
             "client_id": request.client.id,
-            "redirect_uri": request.redirect_uri,
+            # Left out as the client left it out: the token request then need not repeat it.
+            "redirect_uri": request.redirect_uri if request.redirect_uri_sent else None,
             "state": request.state,
             "code_challenge": request.code_challenge,
             "code_challenge_method": "S256",

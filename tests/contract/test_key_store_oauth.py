@@ -70,6 +70,41 @@ def test_code_round_trip_and_single_use(store: KeyStore) -> None:  # noqa: F811
         store.add_authorization_code(code())
 
 
+def test_code_remembers_whether_its_request_named_the_redirect_uri(store: KeyStore) -> None:  # noqa: F811
+    store.add_authorization_code(code(1, redirect_uri_sent=False))
+    store.add_authorization_code(code(2))
+    assert store.use_authorization_code(code(1).code_hash, T0) == code(1, redirect_uri_sent=False)
+    assert store.use_authorization_code(code(2).code_hash, T0) == code(2, redirect_uri_sent=True)
+
+
+def test_codes_issued_before_version_9_still_need_their_redirect_uri_repeated(tmp_path: Path) -> None:
+    """Upgrading from version 8, a code issued under the old rule (the token request repeats the URI)
+    keeps it."""
+    path = tmp_path / "v8.sqlite3"
+    with sqlite3.connect(path) as conn:
+        for step in MIGRATIONS[:8]:
+            for statement in step:
+                conn.execute(statement)
+        old = code()
+        conn.execute(
+            "INSERT INTO oauth_codes (code_hash, client_id, account_id, redirect_uri, code_challenge, resource,"
+            " scopes, connection_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                old.code_hash, old.client_id, old.account_id, old.redirect_uri, old.code_challenge, old.resource,
+                " ".join(old.scopes), old.connection_id, T0.isoformat(timespec="microseconds"),
+                old.expires_at.isoformat(timespec="microseconds"),
+            ),
+        )  # fmt: skip
+        conn.execute("PRAGMA user_version = 8")
+    conn.close()
+    migrated = SqliteKeyStore(str(path), secret="contract-test-secret")
+    try:
+        assert migrated.use_authorization_code(old.code_hash, T0) == old
+        assert old.redirect_uri_sent
+    finally:
+        migrated.close()
+
+
 def test_code_remembers_the_grant_it_created(store: KeyStore) -> None:  # noqa: F811
     store.add_authorization_code(code(connection_id=None))
     store.use_authorization_code(code().code_hash, T0)

@@ -145,6 +145,7 @@ def test_connections_linked_before_version_8_keep_their_session_and_have_no_end_
     old.close()
     with closing(raw(db_path)) as conn:  # the file as version 7 left it
         conn.execute("ALTER TABLE connections DROP COLUMN session_expires_at")
+        conn.execute("ALTER TABLE oauth_codes DROP COLUMN redirect_uri_sent")  # version 9's
         conn.execute("PRAGMA user_version = 7")
         conn.commit()
     upgraded = SqliteKeyStore(db_path, SECRET)
@@ -157,7 +158,7 @@ def test_connections_linked_before_version_8_keep_their_session_and_have_no_end_
     finally:
         upgraded.close()
     with closing(raw(db_path)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
 def test_empty_secret_and_memory_databases_are_refused(db_path: str) -> None:

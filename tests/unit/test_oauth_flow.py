@@ -84,6 +84,9 @@ def test_registration_answers_a_public_client(world: World) -> None:
         ["intent://cb#Intent;scheme=app;end"],
         ["webcal://app.example/cb"],
         ["chrome-extension://abcdef/cb"],
+        [""],
+        ["https://app.example/" + "a" * 2000],  # over 2,000 characters
+        ["com.example.app:"],  # a private-use scheme with nowhere to go
     ],
 )
 def test_registration_refuses_unsafe_redirect_uris(world: World, uris: object) -> None:
@@ -234,6 +237,24 @@ def test_refresh_rotates_both_tokens(world: World, owner: WebBrowser, connector:
     assert accepted(world, renewed["access_token"])
     third = connector.refresh(renewed["refresh_token"], scope="groups:read")  # narrower: allowed
     assert third.status_code == 200 and third.json["scope"] == "groups:read posts:read"
+
+
+def test_a_client_with_one_redirect_uri_may_leave_it_out_of_both_requests(
+    world: World, owner: WebBrowser, connector: Connector
+) -> None:
+    """OAuth 2.1 §4.1.1: redirect_uri is optional when the client registered only one; §4.1.3: then the
+    token request may leave it out too, and if it sends one it must be that one. A code asked for with
+    an explicit redirect_uri still needs it repeated at the token endpoint."""
+    implicit = connector.approve(owner, redirect_uri=None)
+    tokens = connector.redeem(implicit, redirect_uri=None)
+    assert tokens.status_code == 200, tokens.text
+    assert accepted(world, tokens.json["access_token"])
+    assert connector.redeem(connector.approve(owner, redirect_uri=None)).status_code == 200  # sent anyway: same one
+    wrong = connector.redeem(connector.approve(owner, redirect_uri=None), redirect_uri=REDIRECT_URI + "x")
+    assert wrong.status_code == 400 and wrong.json["error"] == "invalid_grant"
+    explicit = connector.redeem(connector.approve(owner), redirect_uri=None)
+    assert explicit.status_code == 400 and explicit.json["error"] == "invalid_grant"
+    assert "redirect_uri" in explicit.json["error_description"]
 
 
 def test_deny_answers_access_denied_with_the_state(world: World, owner: WebBrowser, connector: Connector) -> None:

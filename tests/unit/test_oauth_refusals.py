@@ -159,6 +159,24 @@ def test_a_refresh_token_of_another_client_is_refused_without_spending_it(
     assert connector.refresh(tokens["refresh_token"]).status_code == 200  # the owner's grant lives on
 
 
+def test_a_refresh_request_without_a_usable_token(owner: WebBrowser, connector: Connector, world: World) -> None:
+    tokens = connector.redeem(connector.approve(owner)).json
+    missing = connector.token([("grant_type", "refresh_token"), ("client_id", connector.client_id)])
+    oauth_error(missing, "invalid_request")
+    assert missing.json["error_description"] == "refresh_token is required"
+    for value in ("cdr_short", tokens["access_token"], tokens["refresh_token"][:-1] + "0"):
+        oauth_error(connector.refresh(value), "invalid_grant")
+    assert connector.refresh(tokens["refresh_token"]).status_code == 200  # none of them spent it
+
+
+def test_a_refresh_token_of_a_revoked_grant_is_refused(owner: WebBrowser, connector: Connector, world: World) -> None:
+    tokens = connector.redeem(connector.approve(owner)).json
+    keys.revoke_key(world.store, world.clock, account_id=account_id(world), key_id=grants(world)[0].id)
+    refused = connector.refresh(tokens["refresh_token"])
+    oauth_error(refused, "invalid_grant")
+    assert not accepted(world, tokens["access_token"])
+
+
 def test_a_refresh_token_expires_after_30_days(owner: WebBrowser, connector: Connector, world: World) -> None:
     tokens = connector.redeem(connector.approve(owner)).json
     world.clock.advance(days=30, seconds=1)
@@ -209,6 +227,28 @@ def test_a_mismatched_redirect_uri_is_shown_never_followed(owner: WebBrowser, co
         page = owner.get(connector.authorize_path(challenge, **overrides))
         assert page.status_code == 400 and "location" not in page.headers
         assert "cannot be completed" in page.text
+
+
+def test_a_client_with_several_redirect_uris_must_name_one(world: World, owner: WebBrowser) -> None:
+    connector = Connector(world)
+    connector.register(redirect_uris=[REDIRECT_URI, "https://app.example/cb"])
+    _, challenge = pkce()
+    page = owner.get(connector.authorize_path(challenge, redirect_uri=None))
+    assert page.status_code == 400 and "location" not in page.headers
+    assert "redirect_uri is not one the application registered" in page.text
+
+
+def test_an_overlong_state_goes_back_as_an_error(owner: WebBrowser, connector: Connector) -> None:
+    _, challenge = pkce()
+    answer = redirect_query(owner.get(connector.authorize_path(challenge, state="s" * 1001)))
+    assert answer["error"] == "invalid_request" and "state is longer than 1000" in answer["error_description"]
+    assert owner.get(connector.authorize_path(challenge, state="s" * 1000)).status_code == 200
+
+
+def test_a_request_without_scope_is_offered_the_read_scopes(owner: WebBrowser, connector: Connector) -> None:
+    grant = connector.approve(owner, scope=None)
+    tokens = connector.redeem(grant)
+    assert tokens.status_code == 200 and tokens.json["scope"] == "groups:read posts:read comments:read"
 
 
 @pytest.mark.parametrize(
