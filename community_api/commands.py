@@ -25,12 +25,9 @@ import attrs
 
 from community_api.errors import InvalidRequest
 from community_api.platform_ids import (
-    GROUP_PATTERN,
-    GROUP_PROBLEM,
     ID_PROBLEM,
     MAX_LABEL_NAME,
     PLATFORM_ID_PATTERN,
-    is_group_name,
     is_platform_id,
 )
 from community_api.readable import READABLE_PATTERN, is_readable
@@ -155,12 +152,6 @@ def platform_id(instance: object, attribute: attrs.Attribute[Any], value: str | 
         raise BadField(attribute.name, ID_PROBLEM, pattern=PLATFORM_ID_PATTERN)
 
 
-def group_name(instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
-    """A group's id or slug; None passes."""
-    if value is not None and not is_group_name(value):
-        raise BadField(attribute.name, GROUP_PROBLEM, pattern=GROUP_PATTERN)
-
-
 def label_name(instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
     """A label's id or name: matched against the group's own labels only, never put into a URL, so it is
     only held to being short readable text (it is echoed in the error that lists the labels)."""
@@ -179,6 +170,5 @@ def expects(text: str, **schema: Any) -> dict[str, Any]:
 # The patterns of the shape validators, for published schemas.
 PATTERNS: dict[object, str] = {
     platform_id: PLATFORM_ID_PATTERN,
-    group_name: GROUP_PATTERN,
     label_name: READABLE_PATTERN,  # its length has a validator of its own
 }
