@@ -109,10 +109,6 @@ class Grid:
         """The browsers' processes on the node (chromedriver and Chromium), found under its PID."""
         return descendants(self.processes[-1].pid) if self.processes else []
 
-    def end_session(self, session_id: str) -> None:
-        """End a browser session on its node (its browser closed under whoever uses it)."""
-        self.http.delete(f"{self.url}/session/{session_id}", timeout=30)
-
     def _java(self, role: str, args: list[str]) -> None:
         with open(self.folder / f"{role}.log", "ab") as out:
             # A small heap: the Grid routes sessions, the browsers run outside the JVM.

@@ -100,7 +100,6 @@ class Sandbox:
     def reset(self, seed: int | None = None) -> None:
         with self.lock:
             self.world: World = build_world(self.initial_seed if seed is None else seed, self.now_us())
-            self.initial_build_id = self.world.build_id
             self.created: list[dict[str, object]] = []  # posts and comments made through api2
             self.sent: list[dict[str, object]] = []  # DMs sent through api2
             # Every request served (but the control API's), oldest first, so tests can prove a call reached
