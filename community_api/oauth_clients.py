@@ -281,9 +281,34 @@ def check_client_redirect(store: KeyStore, client_id: str | None, redirect_uri: 
         raise OAuthError("invalid_client", "unknown client_id: the application must register again")
     if redirect_uri is None and len(client.redirect_uris) == 1:
         return client, client.redirect_uris[0]
-    if redirect_uri not in client.redirect_uris:
+    if redirect_uri is None or not any(_same_redirect(uri, redirect_uri) for uri in client.redirect_uris):
         raise OAuthError("invalid_request", "redirect_uri is not one the application registered")
     return client, redirect_uri
+
+
+def _same_redirect(registered: str, asked: str) -> bool:
+    """Exact string match, except the port of an ``http`` loopback URI: a native app listens on whatever
+    port the system gives it at the time, so any port is taken there (RFC 8252 §7.3; RFC 9700 §4.1.3).
+    Scheme, host, path and query still match exactly, and the token request repeats the URI as asked."""
+    if asked == registered:
+        return True
+    mine, theirs = urlsplit(registered), urlsplit(asked)
+    if mine.scheme != "http" or mine.hostname not in LOOPBACK_HOSTS or not _NETLOC.fullmatch(theirs.netloc):
+        return False
+    if any(c.isspace() or not c.isprintable() for c in asked) or "#" in asked:
+        return False
+    try:
+        port = theirs.port
+    except ValueError:  # not a number, or past 65535
+        return False
+    if port == 0:
+        return False
+
+    def without_port(parts: SplitResult) -> tuple[str, ...]:
+        host = parts.netloc.rpartition(":")[0] if parts.port is not None else parts.netloc
+        return parts.scheme, host, parts.path, parts.query
+
+    return without_port(mine) == without_port(theirs)
 
 
 def parse_scopes(value: str | None) -> tuple[str, ...]:

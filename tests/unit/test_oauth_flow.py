@@ -239,6 +239,39 @@ def test_refresh_rotates_both_tokens(world: World, owner: WebBrowser, connector:
     assert third.status_code == 200 and third.json["scope"] == "groups:read posts:read"
 
 
+@pytest.mark.parametrize("port", ["50123", "1", "65535", None])
+def test_a_loopback_redirect_uri_may_come_back_on_another_port(
+    world: World, owner: WebBrowser, connector: Connector, port: str | None
+) -> None:
+    """RFC 8252 §7.3 (and RFC 9700 §4.1.3): a native client listens on whatever port the system gives it,
+    so for a loopback redirect URI any port is accepted at request time; the rest must match exactly, and
+    the token request repeats the URI the authorization request used."""
+    asked = "http://127.0.0.1" + (f":{port}" if port else "") + "/callback"
+    moved = Connector(world, client_id=connector.client_id, redirect_uri=asked)
+    grant = moved.approve(owner)  # redirected to ``asked`` (checked by approve)
+    assert connector.redeem(grant).json["error"] == "invalid_grant"  # the registered port: not the one used
+    second = moved.approve(owner)
+    tokens = moved.redeem(second)
+    assert tokens.status_code == 200, tokens.text
+    assert accepted(world, tokens.json["access_token"])
+
+
+@pytest.mark.parametrize(
+    ("registered", "asked"),
+    [
+        ("http://[::1]:5/cb", "http://[::1]:6000/cb"),
+        ("http://[::1]/cb", "http://[::1]:6000/cb"),
+        ("http://localhost:5000/cb", "http://localhost/cb"),
+        ("http://127.0.0.1/cb?x=1", "http://127.0.0.1:9/cb?x=1"),
+    ],
+)
+def test_every_loopback_form_takes_another_port(world: World, registered: str, asked: str) -> None:
+    connector = Connector(world, redirect_uri=registered)
+    assert connector.register().status_code == 201
+    client, uri = oauth_clients.check_client_redirect(world.store, connector.client_id, asked)
+    assert client.id == connector.client_id and uri == asked
+
+
 def test_a_client_with_one_redirect_uri_may_leave_it_out_of_both_requests(
     world: World, owner: WebBrowser, connector: Connector
 ) -> None:

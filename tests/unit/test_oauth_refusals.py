@@ -229,6 +229,39 @@ def test_a_mismatched_redirect_uri_is_shown_never_followed(owner: WebBrowser, co
         assert "cannot be completed" in page.text
 
 
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "http://127.0.0.1:50123/cb",  # another path
+        "http://127.0.0.1:50123/callback?x=1",  # a query the registered URI does not have
+        "http://localhost:50123/callback",  # another host, loopback too
+        "https://127.0.0.1:50123/callback",  # another scheme
+        "http://user@127.0.0.1:50123/callback",
+        "http://127.0.0.1:0/callback",
+        "http://127.0.0.1:65536/callback",
+        "http://127.0.0.1:5x/callback",
+        "http://127.0.0.1:50123/callback#x",
+        "http://127.0.0.1:50123/callback\n",
+        "http://127.0.0.1.evil.example:50123/callback",
+    ],
+)
+def test_only_the_port_of_a_loopback_redirect_uri_may_differ(
+    owner: WebBrowser, connector: Connector, asked: str
+) -> None:
+    _, challenge = pkce()
+    page = owner.get(connector.authorize_path(challenge, redirect_uri=asked))
+    assert page.status_code == 400 and "location" not in page.headers
+    assert "redirect_uri is not one the application registered" in page.text
+
+
+def test_a_registered_https_redirect_uri_is_matched_with_its_port(world: World, owner: WebBrowser) -> None:
+    connector = Connector(world, redirect_uri="https://app.example/cb")
+    connector.register()
+    _, challenge = pkce()
+    page = owner.get(connector.authorize_path(challenge, redirect_uri="https://app.example:8443/cb"))
+    assert page.status_code == 400 and "location" not in page.headers
+
+
 def test_a_client_with_several_redirect_uris_must_name_one(world: World, owner: WebBrowser) -> None:
     connector = Connector(world)
     connector.register(redirect_uris=[REDIRECT_URI, "https://app.example/cb"])
