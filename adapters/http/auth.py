@@ -77,7 +77,8 @@ def bearer_key(deps: Deps, req: falcon.Request, *, resource: str | None = None) 
 
     ``resource`` None (REST routes): API keys only. ``resource`` given (the MCP endpoint): OAuth access
     tokens issued for that resource are accepted too, answering their connector key, and a 401 carries
-    ``WWW-Authenticate: Bearer realm=…, resource_metadata="…", scope="<default read scopes>"``.
+    ``WWW-Authenticate: Bearer realm=…, resource_metadata="…", scope="<default read scopes>"``. A 401 for
+    a credential sent and refused adds ``error="invalid_token"``; one for none sent adds nothing.
     """
     if resource is not None:
         req.context.www_authenticate = (
@@ -94,7 +95,13 @@ def bearer_key(deps: Deps, req: falcon.Request, *, resource: str | None = None) 
     presented = bearer_credentials(req.get_header("Authorization"))
     if not presented:
         raise Unauthorized(UNAUTHORIZED_MESSAGE)
-    key = authenticate_bearer(deps.store, deps.clock, presented, resource, deps.refusals)
+    try:
+        key = authenticate_bearer(deps.store, deps.clock, presented, resource, deps.refusals)
+    except Unauthorized:
+        # A credential refused, rather than none sent: the challenge says invalid_token (RFC 6750 §3.1),
+        # never why (unknown, revoked, expired and malformed are one answer).
+        req.context.credential_refused = True
+        raise
     deps.usage.record(key.id)
     req.context.key = key
     return key

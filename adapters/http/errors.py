@@ -102,7 +102,10 @@ def handle_service_error(
         resp.set_header("Retry-After", str(error.retry_after))
     # Management routes authenticate by web session: a Bearer challenge would mislead there.
     if isinstance(error, Unauthorized) and not getattr(req.context, "web_route", False):
-        resp.set_header("WWW-Authenticate", getattr(req.context, "www_authenticate", WWW_AUTHENTICATE))
+        challenge = getattr(req.context, "www_authenticate", WWW_AUTHENTICATE)
+        if getattr(req.context, "credential_refused", False):
+            challenge += ', error="invalid_token"'
+        resp.set_header("WWW-Authenticate", challenge)
     if isinstance(error, UnsupportedContentCoding):
         resp.set_header("Accept-Encoding", "identity")
     required = error.details.get("requiredScope")

@@ -45,7 +45,10 @@ def test_hostile_keys_get_the_same_401(ready: Ready, name: str) -> None:
     presented = HOSTILE[name](ready.key)
     result = ready.world.client.simulate_get("/v1/whoami", headers={"Authorization": f"Bearer {presented}"})
     assert result.status_code == 401
-    assert result.headers["WWW-Authenticate"] == 'Bearer realm="community-api"'
+    # RFC 6750 §3.1: a credential sent and refused is an invalid_token, whatever was wrong with it;
+    # none sent (an empty one) carries no error code.
+    refused = 'Bearer realm="community-api", error="invalid_token"'
+    assert result.headers["WWW-Authenticate"] == (refused if presented.strip() else 'Bearer realm="community-api"')
     assert result.json["error"]["code"] == "unauthorized"
     assert presented.strip() == "" or presented.strip() not in result.text
 

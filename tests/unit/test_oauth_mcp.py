@@ -61,6 +61,10 @@ def test_401_points_the_client_at_the_protected_resource_metadata(world: World) 
     assert challenge.startswith("Bearer ")
     assert f'resource_metadata="{ORIGIN}/.well-known/oauth-protected-resource/v1/mcp"' in challenge
     assert 'scope="groups:read posts:read comments:read"' in challenge
+    assert "error=" not in challenge  # none sent: no error code (RFC 6750 §3)
+    for token in ("cdo_unknown", "cda_unknown"):
+        stale = mcp(world, token).headers["www-authenticate"]
+        assert stale == challenge + ', error="invalid_token"'  # sent and refused: said, never why
     metadata = world.client.simulate_get("/.well-known/oauth-protected-resource/v1/mcp", headers={"Host": HOST})
     assert metadata.json["resource"] == RESOURCE
     # REST keeps its plain challenge: OAuth tokens are not for it.
