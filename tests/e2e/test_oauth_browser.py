@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import anyio
 import attrs
@@ -27,7 +27,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.e2e.dashboard_support import PASSWORD, chromium, fill, heading, press, running_service, screenshot
 from tests.sandbox_support import SandboxProcess, running_sandbox
-from tests.unit.oauth_support import MemoryStorage
+from tests.unit.oauth_support import MemoryStorage, pkce
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 EMAIL = "agent-owner@example.com"
@@ -211,3 +211,51 @@ def test_an_mcp_client_connects_with_oauth_and_loses_access_when_revoked(service
     assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
     log = service.log.read_text()
     assert access not in log and storage.tokens.refresh_token not in log  # tokens never reach the log
+
+
+def test_a_client_registered_on_one_loopback_port_connects_on_another(service: Service) -> None:
+    """RFC 8252 §7.3 in a real browser: a native client registered while it listened on one port is given
+    another by the system the next time; the consent page's form-action follows the port it asks with, so
+    Chromium goes on to the client, and the code is redeemed with that URI."""
+    registered = requests.post(
+        service.url + "/oauth/register",
+        json={"redirect_uris": ["http://127.0.0.1:9/callback"], "client_name": "Moved agent"},
+        timeout=10,
+    )
+    assert registered.status_code == 201, registered.text
+    client_id = registered.json()["client_id"]
+    verifier, challenge = pkce()
+    service.callback.arrived.clear()
+    query = {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": service.callback.url,  # another port than the registered one
+        "state": "moved",
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "scope": "groups:read",
+        "resource": service.mcp,
+    }
+    driver = service.driver
+    driver.get(service.url + "/oauth/authorize?" + urlencode(query))
+    if "/login" in driver.current_url:  # this test run on its own
+        sign_in(service)
+    assert heading(driver) == "Connect Moved agent?"
+    driver.find_element(By.CSS_SELECTOR, "button[name=decision][value=approve]").click()
+    assert service.callback.arrived.wait(30), driver.page_source[:500]
+    answer = service.callback.queries[-1]
+    assert answer["state"] == "moved" and answer["iss"] == service.url
+    tokens = requests.post(
+        service.url + "/oauth/token",
+        data={
+            "grant_type": "authorization_code",
+            "code": answer["code"],
+            "redirect_uri": service.callback.url,
+            "client_id": client_id,
+            "code_verifier": verifier,
+            "resource": service.mcp,
+        },
+        timeout=10,
+    )
+    assert tokens.status_code == 200, tokens.text
+    assert tokens.json()["scope"] == "groups:read"
