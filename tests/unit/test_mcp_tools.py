@@ -338,6 +338,26 @@ def test_an_idempotency_key_is_refused_in_the_words_of_the_header(world: McpWorl
     assert error["details"]["field"] == "idempotencyKey"
 
 
+@pytest.mark.parametrize(
+    ("tool", "args", "field"),
+    [
+        ("get_post", {"postId": 5}, "postId"),
+        ("get_group", {"group": 7}, "group"),
+        ("get_feed", {"group": ["builders-club"]}, "group"),
+        ("send_dm", {"to": 5, "content": "hi"}, "to"),
+        ("list_dms", {"cursor": 30}, "cursor"),
+        ("create_post", {"group": FEED, "title": "x", "idempotencyKey": 5}, "idempotencyKey"),
+    ],
+)
+def test_a_value_of_the_wrong_type_the_core_does_not_read_is_named_with_its_type(
+    world: McpWorld, tool: str, args: dict[str, Any], field: str
+) -> None:
+    """Path ids, the group, the cursor and the idempotency key are checked against the tool's schema before
+    the core sees them: a number where a string belongs is said so, naming the field, never the value."""
+    error = world.fail(tool, args)
+    assert error == {"code": "invalid_request", "message": f"{field} must be a string", "details": {"field": field}}
+
+
 def test_arguments_of_the_wrong_shape_never_give_a_500(world: McpWorld) -> None:
     for params in ({"name": "whoami", "arguments": [1]}, {"name": 3}, {}):
         result = world.rpc("tools/call", params)

@@ -12,7 +12,7 @@ import pytest
 from community_api.accounts import create_account_unchecked
 from community_api.keys import MAX_LIVE_KEYS, mint_key
 from community_api.scopes import DEFAULT_SCOPES
-from tests.unit.web_support import WebBrowser, account_id, form, key_id_of, secret_on
+from tests.unit.web_support import ORIGIN, WebBrowser, account_id, form, key_id_of, secret_on
 from tests.unit.world_support import PASSWORD, World
 
 
@@ -305,3 +305,29 @@ def test_another_accounts_connection_cannot_be_made_active(world: World, owner: 
     assert world.store.list_connections(theirs.id) == []
     still = world.store.get_connection(alice.id)
     assert still is not None and still.account_id == account_id(world) and still.active
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"email=\xff\xfe&password=x",  # not UTF-8
+        "&".join(f"f{n}=x" for n in range(101)).encode(),  # past the 100 fields a form may have
+    ],
+)
+def test_a_form_that_cannot_be_read_is_a_400_page(owner: WebBrowser, body: bytes) -> None:
+    csrf = dict(form(owner.get("/keys").text, "/keys").defaults())["csrf_token"]
+    for path in ("/login", "/keys", "/account/password"):
+        result = owner.client.simulate_post(
+            path,
+            headers=owner.headers(
+                {
+                    "Content-Type": "application/x-www-form-urlencoded",
+                    "Origin": ORIGIN,
+                    "Sec-Fetch-Site": "same-origin",
+                    "X-CSRF-Token": csrf,
+                }
+            ),
+            body=body,
+        )
+        assert result.status_code == 400, (path, result.status_code, result.text[:300])
+        assert "the form could not be read" in result.text
