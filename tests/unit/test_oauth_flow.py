@@ -153,6 +153,28 @@ def test_registration_accepts_loopback_https_and_native_app_uris(world: World) -
     assert Connector(world).register(redirect_uris=uris).json["redirect_uris"] == uris
 
 
+@pytest.mark.parametrize(
+    ("uri", "source"),
+    [("com.example.app:/oauth/cb", "com.example.app:"), ("http://127.0.0.1:4321/cb?x=1", "http://127.0.0.1:4321")],
+)
+def test_the_consent_page_lets_its_form_lead_to_the_clients_redirect(
+    world: World, owner: WebBrowser, uri: str, source: str
+) -> None:
+    """Chromium applies form-action to the redirect that follows the consent form's POST: the page allows
+    the client's origin, or its scheme for a native app, and nothing else."""
+    connector = Connector(world, redirect_uri=uri)
+    assert connector.register().status_code == 201
+    _, challenge = pkce()
+    page = owner.get(connector.authorize_path(challenge))
+    assert page.status_code == 200
+    assert f"form-action 'self' {source};" in page.headers["content-security-policy"]
+    done = owner.submit(page, "/oauth/authorize", button=("decision", "approve"))
+    assert done.status_code == 303
+    location = done.headers["location"]
+    assert location.startswith(uri + ("&" if "?" in uri else "?"))  # the URI's own query kept
+    assert query_of(location)["code"].startswith("cdc_")
+
+
 def test_registration_is_throttled_per_address(world: World) -> None:
     for _ in range(20):
         assert Connector(world).register().status_code == 201

@@ -310,6 +310,9 @@ def test_offline_access_is_ignored_and_a_repeated_parameter_refused(owner: WebBr
     assert page.status_code == 200
     twice = owner.get(connector.authorize_path(challenge) + "&state=second")
     assert twice.status_code == 400 and "more than once" in twice.text
+    posted = owner.submit(page, "/oauth/authorize", {"state": ["st-1", "second"]}, button=("decision", "approve"))
+    assert posted.status_code == 400 and "state may be given once" in posted.text
+    assert "location" not in posted.headers
 
 
 def test_the_consent_form_needs_the_csrf_token_and_this_site(

@@ -99,6 +99,12 @@ def test_wrong_password_is_refused_alike_and_throttled(world: World, browser: We
     assert limited.status_code == 429 and int(limited.headers["retry-after"]) > 0
 
 
+def test_sign_up_and_sign_in_pages_lead_a_signed_in_person_home(owner: WebBrowser) -> None:
+    for path in ("/signup", "/login"):
+        page = owner.get(path)
+        assert page.status_code == 303 and page.headers["location"] == "/", path
+
+
 def test_sign_out_ends_the_session(world: World, owner: WebBrowser) -> None:
     cookie = owner.cookies["cda_session"]
     done = owner.submit(owner.get("/keys"), "/logout")
@@ -122,6 +128,14 @@ def test_link_by_password_and_by_session_token_and_choose_the_active_one(world: 
     assert activated.status_code == 303 and activated.headers["location"] == "/connections?notice=activated"
     assert world.store.get_connection(linked["carol"].id).active  # type: ignore[union-attr]
     assert not world.store.get_connection(linked["alice"].id).active  # type: ignore[union-attr]
+
+
+def test_a_link_made_with_the_active_box_ticked_is_the_active_connection(world: World, owner: WebBrowser) -> None:
+    token = world.gateway.login("bob@sandbox.test", "sandbox").session_token
+    page = owner.get("/connections")
+    done = owner.submit(page, "/connections", {"session_token": token, "active": "1"}, index=1)
+    assert done.status_code == 303, done.text
+    assert [c.handle for c in world.store.list_connections(account_id(world)) if c.active] == ["bob"]
 
 
 def test_the_connections_page_says_when_each_platform_session_ends_and_warns_a_month_before(
