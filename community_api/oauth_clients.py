@@ -178,11 +178,16 @@ class AuthorizationRequest:
     resource: str
 
 
+def _has_unsafe_characters(uri: str) -> bool:
+    """Spaces or control characters, which no redirect URI may hold (registered or asked for)."""
+    return any(c.isspace() or not c.isprintable() for c in uri)
+
+
 def check_redirect_uri(uri: str) -> str:
     """The URI if a client may register it, else ``OAuthError(invalid_redirect_uri)``."""
     if not isinstance(uri, str) or not uri or len(uri) > MAX_URI_LENGTH:
         raise OAuthError("invalid_redirect_uri", f"each redirect URI must be a string of 1 to {MAX_URI_LENGTH}")
-    if any(c.isspace() or not c.isprintable() for c in uri):
+    if _has_unsafe_characters(uri):
         raise OAuthError("invalid_redirect_uri", "a redirect URI must not contain spaces or control characters")
     parts = urlsplit(uri)
     scheme = parts.scheme
@@ -295,7 +300,7 @@ def _same_redirect(registered: str, asked: str) -> bool:
     mine, theirs = urlsplit(registered), urlsplit(asked)
     if mine.scheme != "http" or mine.hostname not in LOOPBACK_HOSTS or not _NETLOC.fullmatch(theirs.netloc):
         return False
-    if any(c.isspace() or not c.isprintable() for c in asked) or "#" in asked:
+    if _has_unsafe_characters(asked) or "#" in asked:
         return False
     try:
         port = theirs.port

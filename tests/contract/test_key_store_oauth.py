@@ -99,8 +99,8 @@ def test_codes_issued_before_version_9_still_need_their_redirect_uri_repeated(tm
     conn.close()
     migrated = SqliteKeyStore(str(path), secret="contract-test-secret")
     try:
-        assert migrated.use_authorization_code(old.code_hash, T0) == old
-        assert old.redirect_uri_sent
+        found = migrated.use_authorization_code(old.code_hash, T0)
+        assert found == old and found.redirect_uri_sent  # the column's default: the old rule
     finally:
         migrated.close()
 
