@@ -392,6 +392,18 @@ def test_credentials_are_typed_as_written(gateway: SeleniumPlatformGateway) -> N
     assert caught.value.details == {"field": "email"}
 
 
+def test_credentials_the_login_form_keeps_back_are_the_callers_input(gateway: SeleniumPlatformGateway) -> None:
+    """The login page's ``#email`` is an ``type=email`` input: the browser itself refuses to send the form
+    for an address it cannot read, so nothing reaches the platform and waiting would end in a time-out.
+    ``LOGIN_STATE`` reports the field; the caller hears which one, at once, in the browser's words."""
+    started = time.monotonic()
+    with pytest.raises(InvalidRequest, match="login form does not take this email") as caught:
+        gateway.login("alice-at-sandbox.test", "sandbox")
+    assert caught.value.details == {"field": "email"}
+    assert time.monotonic() - started < TIMEOUT  # told, not timed out
+    assert gateway.login("alice@sandbox.test", "sandbox").user.handle == "alice"  # the pool is unharmed
+
+
 def test_a_sign_in_that_meets_a_captcha_fails_clearly(
     gateway: SeleniumPlatformGateway, sandbox: SandboxProcess
 ) -> None:

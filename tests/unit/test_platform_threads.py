@@ -14,7 +14,7 @@ import pytest
 from adapters.platform.page_fetch import Req
 from adapters.platform.platform_answers import Resp, checked_json
 from adapters.platform.platform_client import GroupRef, PlatformClient
-from adapters.platform.platform_dms import THREAD_PAGE, PlatformDms
+from adapters.platform.platform_dms import INBOX_LIMIT, SCAN_MAX, SCAN_PAGES_AT_ONCE, THREAD_PAGE, PlatformDms
 from community_api.errors import NotFound
 from community_api.model import PlatformSession, PlatformUser
 
@@ -198,6 +198,51 @@ def test_what_one_account_saw_of_a_conversation_is_never_shown_to_another() -> N
     assert bobs.with_ is None or bobs.with_.id != BOB
     # alice's own later read still finds what she saw
     assert dms.get_messages(SESSION, CHANNEL, None).conversation.with_ == alices.with_
+
+
+class InboxClient(CannedClient):
+    """A thread answered without ``channel``, and an inbox of ``others`` conversations 30 a page, the thread's
+    own among them at ``position`` (None: not at all)."""
+
+    def __init__(self, others: int, position: int | None) -> None:
+        super().__init__(3, flags=False)
+        self.inbox = [{"id": f"{n + 1:032x}", "user": {"id": f"{n + 1:032x}"}} for n in range(others)]
+        if position is not None:
+            self.inbox.insert(position, {"id": CHANNEL, "user": {"id": BOB, "name": "bob", "first_name": "Bob"}})
+        self.inbox_offsets: list[int] = []
+
+    def _answer(self, req: Req) -> Resp:
+        url = urlsplit(req.url)
+        if not url.path.endswith("/chat-channels"):
+            return super()._answer(req)
+        query = parse_qs(url.query)
+        offset, limit = int(query["offset"][0]), int(query["limit"][0])
+        assert limit <= INBOX_LIMIT  # PLATFORM.md: above 30 answers 400
+        self.inbox_offsets.append(offset)
+        return Resp(200, "application/json", json.dumps({"channels": self.inbox[offset : offset + limit] or None}))
+
+
+@pytest.mark.parametrize("position", [INBOX_LIMIT, 5 * INBOX_LIMIT - 1, 12 * INBOX_LIMIT + 7])
+def test_a_thread_answered_without_its_channel_finds_it_further_down_the_inbox(position: int) -> None:
+    """A quiet conversation is not on the inbox's first page, read with the thread: the gateway looks
+    further down, several pages per script, and names the member from the inbox's record."""
+    client = InboxClient(others=20 * INBOX_LIMIT, position=position)
+    page = PlatformDms(client).get_messages(SESSION, CHANNEL, None)  # type: ignore[arg-type]
+    assert page.conversation.with_ is not None and page.conversation.with_.id == BOB
+    assert client.inbox_offsets[0] == 0 and position // INBOX_LIMIT * INBOX_LIMIT in client.inbox_offsets
+    assert len(client.inbox_offsets) <= 1 + SCAN_PAGES_AT_ONCE * (1 + position // (SCAN_PAGES_AT_ONCE * INBOX_LIMIT))
+
+
+def test_a_conversation_the_inbox_does_not_hold_stops_the_scan_at_its_end_or_its_bound() -> None:
+    """Not in the inbox at all: the scan stops at the inbox's last (short) page, and in an inbox of
+    thousands after about ``SCAN_MAX`` conversations; the thread is answered, its member unknown."""
+    short = InboxClient(others=2 * INBOX_LIMIT + 4, position=None)
+    page = PlatformDms(short).get_messages(SESSION, CHANNEL, None)  # type: ignore[arg-type]
+    assert page.conversation.id == CHANNEL and page.conversation.with_ is None and len(page.messages) == 3
+    assert max(short.inbox_offsets) >= 2 * INBOX_LIMIT  # its last page was read
+    huge = InboxClient(others=5_000, position=None)
+    assert PlatformDms(huge).get_messages(SESSION, CHANNEL, None).conversation.with_ is None  # type: ignore[arg-type]
+    assert SCAN_MAX <= max(huge.inbox_offsets) + INBOX_LIMIT < SCAN_MAX + SCAN_PAGES_AT_ONCE * INBOX_LIMIT
 
 
 class ChatRequestClient:

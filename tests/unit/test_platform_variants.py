@@ -4,6 +4,8 @@ where its sources disagree (the DM-thread and page-data variants are in ``test_p
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -11,9 +13,11 @@ import pytest
 
 from adapters.platform import platform_mapping as m
 from adapters.platform.page_fetch import PageRunner, Req
-from adapters.platform.platform_client import PlatformClient
-from adapters.platform.platform_posts import COMMENTS_PAGE, _next_page
+from adapters.platform.platform_answers import Resp
+from adapters.platform.platform_client import GroupRef, PlatformClient
+from adapters.platform.platform_posts import COMMENTS_PAGE, PlatformPosts, _next_page
 from adapters.platform.selenium_platform_gateway import _once
+from community_api.errors import NotFound, PlatformUnavailable
 from community_api.model import PlatformSession, PlatformUser
 
 BASE = "https://www.example-community.com"
@@ -193,3 +197,54 @@ def test_a_comments_cursor_that_does_not_move_on_ends_the_walk() -> None:
     assert _next_page(data, tree, POST, after=1731068076900000) is None  # the same page again
     data, tree = comments_answer(COMMENTS_PAGE, last=1731068076700000, meta={"has_more": True})
     assert _next_page(data, tree, POST, after=1731068076800000) == 1731068076900000  # its last comment's time
+
+
+class PostTreeClient(PlatformClient):
+    """Answers a post's comments route with a tree rooted at ``root``, deletes whatever it is asked to, and
+    fails the page-data read that marks a post read when ``mark_fails``."""
+
+    def __init__(self, root: dict[str, Any], *, mark_fails: bool = False) -> None:
+        super().__init__(PageRunner(BASE, "https://api2.example-community.com", timeout=5), pool=None, timeout=5)  # type: ignore[arg-type]
+        self.root, self.mark_fails = root, mark_fails
+        self.sent: list[Req] = []
+
+    def group_ref(self, session: PlatformSession, group: str) -> GroupRef:
+        return GroupRef(id="g" * 32, slug="quiet-garden")
+
+    def call(self, session: PlatformSession, reqs: Sequence[Req], *, read: bool = True) -> list[Resp]:
+        self.sent.extend(reqs)
+        if self.mark_fails and any(r.data_path for r in reqs):
+            raise PlatformUnavailable("the platform could not be reached")
+        tree = {"post_tree": {"post": self.root, "children": [comment_node("c" * 32, "2024-11-08T12:14:36.9Z")]}}
+        return [Resp(200, "application/json", json.dumps(tree if "/comments" in r.url else {})) for r in reqs]
+
+
+@pytest.mark.parametrize(
+    "root",
+    [
+        comment_node(POST, "2024-11-08T12:14:36.9Z")["post"],  # the route answered a comment's own tree
+        feed_post("d" * 32, "another-post", pinned=0),  # or another post's
+    ],
+    ids=["rooted-at-a-comment", "rooted-at-another-post"],
+)
+def test_a_tree_that_is_not_the_post_asked_for_is_not_found_and_nothing_is_deleted(root: dict[str, Any]) -> None:
+    """The comments route is how the gateway tells a post from a comment before ``DELETE posts/{id}``, which
+    deletes either: an answer whose root is a comment, or is not the post asked for, means no such post,
+    and the deletion is never sent."""
+    client = PostTreeClient(root)
+    posts = PlatformPosts(client, BASE)
+    with pytest.raises(NotFound, match=f"post {POST} not found"):
+        posts.post_detail(SESSION, POST, None)
+    with pytest.raises(NotFound, match=f"post {POST} not found"):
+        posts.delete_post(SESSION, POST)
+    assert [r.method for r in client.sent] == ["GET", "GET"]
+
+
+def test_a_post_whose_read_mark_fails_is_still_answered() -> None:
+    """Opening the post's page marks it read on the site (sent after the last comments page): when that
+    one request fails, the post and its comments were read all the same and are answered."""
+    root = feed_post(POST, "seed-swap", pinned=0)
+    client = PostTreeClient(root, mark_fails=True)
+    detail = PlatformPosts(client, BASE).post_detail(SESSION, POST, "quiet-garden")
+    assert detail.post.id == POST and [c.id for c in detail.comments] == ["c" * 32]
+    assert any(r.data_path and "seed-swap" in r.data_path for r in client.sent)  # the mark was asked for
