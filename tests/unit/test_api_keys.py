@@ -8,7 +8,6 @@ import pytest
 from freezegun import freeze_time
 
 from community_api import keys
-from community_api.accounts import create_account_unchecked
 from community_api.scopes import ALL_SCOPES, DEFAULT_SCOPES
 from tests.unit.world_support import Ready, World, build_world
 
@@ -113,7 +112,7 @@ def test_a_key_of_another_account_cannot_reach_its_connection(world: World) -> N
     owner = world.sign_up("one@example.com")
     alice = world.link(owner)
     # The world has sign-up closed: the second account is created as the CLI creates one.
-    create_account_unchecked(world.store, world.clock, "two@example.com", "another long password")
+    world.add_account("two@example.com", "another long password")
     other = world.sign_in("two@example.com", "another long password")
     world.link(other, "bob")
     other_key = world.mint(other)["secret"]
@@ -127,7 +126,7 @@ def test_a_key_of_another_account_cannot_reach_its_connection(world: World) -> N
 def test_a_key_is_not_bound_to_a_connection_the_account_does_not_have(world: World, whose: str) -> None:
     owner = world.sign_up("one@example.com")
     world.link(owner)
-    create_account_unchecked(world.store, world.clock, "two@example.com", "another long password")
+    world.add_account("two@example.com", "another long password")
     other = world.sign_in("two@example.com", "another long password")
     theirs = world.link(other, "bob")["id"]
     connection_id = {"another account's": theirs, "unknown": "con_" + "A" * 16, "not an id": "../con"}[whose]
@@ -332,9 +331,7 @@ def test_key_record_shape_and_secret_shown_once(ready: Ready) -> None:
 
 def test_other_accounts_keys_cannot_be_rotated_or_revoked(ready: Ready) -> None:
     world = ready.world
-    from community_api.accounts import create_account_unchecked
-
-    create_account_unchecked(world.store, world.clock, "two@example.com", "another long password")
+    world.add_account("two@example.com", "another long password")
     other = world.sign_in("two@example.com", "another long password")
     minted = world.mint(ready.browser)
     assert world.client.simulate_delete(f"/v1/keys/{minted['id']}", headers=other.headers()).status_code == 404

@@ -10,7 +10,6 @@ import pytest
 
 from adapters.wire import rfc3339
 from community_api.account_lifecycle import account_summaries
-from community_api.accounts import create_account_unchecked
 from community_api.model import CONNECTION_EXPIRED
 from fakes.platform_sessions import SESSION_LIFETIME
 from tests.unit.world_support import PASSWORD, World
@@ -176,7 +175,7 @@ def test_a_session_token_that_cannot_be_a_cookie_value_is_refused_naming_the_fie
 def test_the_operators_list_counts_the_connections_to_link_again(world: World) -> None:
     """Expired by the platform, or ending within a month by their tokens: counted; a year away: not."""
     owner = world.sign_up()
-    create_account_unchecked(world.store, world.clock, "other@example.com", PASSWORD)
+    world.add_account("other@example.com", PASSWORD)
     other = world.sign_in("other@example.com")
     world.link(owner)  # alice: a year
     for handle, days in (("bob", 10), ("carol", 31)):
@@ -289,9 +288,7 @@ def test_platform_password_is_never_kept(world: World) -> None:
 
 def test_bind_key_to_another_accounts_connection_is_404(world: World) -> None:
     browser = world.sign_up()
-    from community_api.accounts import create_account_unchecked
-
-    create_account_unchecked(world.store, world.clock, "two@example.com", "another long password")
+    world.add_account("two@example.com", "another long password")
     other = world.sign_in("two@example.com", "another long password")
     theirs = world.link(other, "bob")
     result = world.client.simulate_post("/v1/keys", json={"connectionId": theirs["id"]}, headers=browser.headers())

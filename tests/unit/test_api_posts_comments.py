@@ -185,9 +185,7 @@ def test_bad_idempotency_keys(ready: Ready, bad: str) -> None:
 
 def test_idempotency_keys_are_per_account(ready: Ready) -> None:
     world = ready.world
-    from community_api.accounts import create_account_unchecked
-
-    create_account_unchecked(world.store, world.clock, "two@example.com", "another long password")
+    world.add_account("two@example.com", "another long password")
     other = world.sign_in("two@example.com", "another long password")
     world.link(other, "bob")
     other_key = world.mint(other, scopes=["posts:write", "posts:read"])["secret"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from community_api.accounts import create_account_unchecked
 from community_api.keys import mint_key
 from community_api.model import KEY_CONNECTOR
 from community_api.scopes import ALL_SCOPES
@@ -63,7 +62,7 @@ def test_removing_the_active_connection_makes_the_oldest_left_active(world: Worl
 def test_a_connection_is_removed_only_by_its_own_account_with_the_csrf_token(world: World) -> None:
     owner = world.sign_up()
     alice = world.link(owner)
-    create_account_unchecked(world.store, world.clock, "two@example.com", "another long password")
+    world.add_account("two@example.com", "another long password")
     stranger = world.sign_in("two@example.com", "another long password")
     assert remove(world, stranger, alice["id"]).status_code == 404  # never says it exists
     assert remove(world, owner, "con_nope").status_code == 404

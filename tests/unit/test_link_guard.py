@@ -13,7 +13,6 @@ from typing import Any
 import falcon.testing
 import pytest
 
-from community_api.accounts import create_account_unchecked
 from community_api.errors import PlatformUnavailable
 from tests.unit.world_support import PASSWORD, Browser, World
 
@@ -25,7 +24,7 @@ def link(world: World, browser: Browser, address: str = "198.51.100.7", **body: 
 
 
 def another_account(world: World, email: str) -> Browser:
-    create_account_unchecked(world.store, world.clock, email, PASSWORD)
+    world.add_account(email, PASSWORD)
     return world.sign_in(email)
 
 

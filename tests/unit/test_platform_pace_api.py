@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from community_api.accounts import create_account_unchecked
 from community_api.errors import RateLimited
 from community_api.scopes import ALL_SCOPES
 from tests.unit.world_support import PASSWORD, Ready, World, build_world
@@ -81,7 +80,7 @@ def test_every_link_to_one_platform_account_shares_its_pace_and_dm_quota(paced: 
     """The platform counts reads, 429s and DMs by account. Two service accounts linking the same platform
     account (two teammates, or an account deleted and made again) must not get two paces of it."""
     world, key = paced.world, paced.key
-    create_account_unchecked(world.store, world.clock, "teammate@example.com", PASSWORD)
+    world.add_account("teammate@example.com", PASSWORD)
     other = world.sign_in("teammate@example.com")
     world.link(other)  # alice again, from another service account: another connection
     other_key = world.mint(other, scopes=ALL_SCOPES)["secret"]

@@ -61,9 +61,7 @@ def test_past_the_per_email_bound_only_the_owners_device_may_try(world: World) -
 
 def test_a_device_cookie_of_another_email_or_forged_counts_for_nothing(world: World) -> None:
     world.sign_up(OWNER)
-    accounts.create_account_unchecked(
-        world.store, world.clock, "other@example.com", PASSWORD, hasher=world.deps.password_hasher
-    )
+    world.add_account("other@example.com")
     others = device_cookie(attempt(world, "198.51.100.8", PASSWORD, email="other@example.com"))
     mine = device_cookie(attempt(world, "198.51.100.7", PASSWORD))
     for i in range(100):

@@ -9,7 +9,6 @@ from datetime import timedelta
 import attrs
 import pytest
 
-from community_api.accounts import create_account_unchecked
 from community_api.keys import MAX_LIVE_KEYS, mint_key
 from community_api.scopes import DEFAULT_SCOPES
 from tests.unit.web_support import ORIGIN, WebBrowser, account_id, form, key_id_of, secret_on
@@ -275,7 +274,7 @@ def test_revoke_asks_first_then_stops_the_key_at_once(world: World, owner: WebBr
 
 
 def test_another_accounts_key_is_not_found(world: World, owner: WebBrowser) -> None:
-    other = create_account_unchecked(world.store, world.clock, "other@example.com", PASSWORD)
+    other = world.add_account("other@example.com", PASSWORD)
     key = mint_key(world.store, world.clock, account_id=other.id, name="theirs", scopes=None, connection_id=None)
     assert owner.get(f"/keys/{key.key.id}/revoke").status_code == 404
     csrf = dict(form(owner.get("/keys").text, "/keys").defaults())["csrf_token"]
@@ -306,7 +305,7 @@ def test_usage_shows_requests_per_key_and_the_dm_quota(world: World, owner: WebB
 
 
 def test_another_accounts_connection_cannot_be_made_active(world: World, owner: WebBrowser) -> None:
-    theirs = create_account_unchecked(world.store, world.clock, "other@example.com", PASSWORD)
+    theirs = world.add_account("other@example.com", PASSWORD)
     stranger = WebBrowser(world)
     stranger.sign_in("other@example.com")
     alice = world.store.list_connections(account_id(world))[0]

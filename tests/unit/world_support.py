@@ -12,7 +12,9 @@ import falcon.testing
 
 from adapters.settings import Settings
 from adapters.wiring import app_for, bootstrap
+from community_api.accounts import create_account_unchecked
 from community_api.deps import Deps
+from community_api.model import Account
 from community_api.ports import Clock
 from fakes.clock import FakeClock
 from fakes.key_store import FakeKeyStore
@@ -54,6 +56,11 @@ class World:
         result = self.client.simulate_post("/v1/session", json={"email": email, "password": password})
         assert result.status_code == 200, result.text
         return Browser(result.cookies["cda_session"].value, result.json["csrfToken"], result.json["account"])
+
+    def add_account(self, email: str, password: str = PASSWORD) -> Account:
+        """An account made as the command line makes one (sign-up open or closed), its password hashed by the
+        service's own hasher: a hash of argon2's default cost would cost each later sign-in 0.2 s."""
+        return create_account_unchecked(self.store, self.clock, email, password, hasher=self.deps.password_hasher)
 
     def link(self, browser: Browser, handle: str = "alice", **extra: Any) -> dict[str, Any]:
         body = {"email": f"{handle}@sandbox.test", "password": "sandbox", **extra}
