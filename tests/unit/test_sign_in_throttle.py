@@ -13,6 +13,7 @@ import threading
 from typing import Any
 
 import falcon.testing
+import pytest
 
 from community_api import accounts
 from community_api.errors import ServiceError
@@ -86,6 +87,29 @@ def test_an_ipv6_address_counts_by_its_64(world: World) -> None:
         assert attempt(world, f"2001:db8:1:2::{host}").status_code == 401
     assert attempt(world, "2001:db8:1:2:ffff::9", PASSWORD).status_code == 429  # the same /64
     assert attempt(world, "2001:db8:1:3::1", PASSWORD).status_code == 200  # another /64
+
+
+def test_an_ipv4_client_seen_through_a_dual_stack_socket_counts_as_its_ipv4_address(world: World) -> None:
+    """A listener on ``::`` reports IPv4 clients as mapped addresses (``::ffff:a.b.c.d``). Counted by their
+    /64 they would all share one bucket, ``::ffff:0:0/64``, and a stranger's five guesses would hold back
+    every IPv4 client of the owner's email: each counts as the IPv4 address it is, in either form."""
+    world.sign_up(OWNER)
+    for _ in range(5):
+        assert attempt(world, "::ffff:203.0.113.9").status_code == 401
+    assert attempt(world, "203.0.113.9", PASSWORD).status_code == 429  # the same client, written plainly
+    assert attempt(world, "::ffff:198.51.100.7", PASSWORD).status_code == 200  # the owner, elsewhere
+    assert attempt(world, "198.51.100.7", PASSWORD).status_code == 200
+
+
+@pytest.mark.parametrize("address", ["", "unix:/run/community-api.sock", "not an address"])
+def test_a_client_address_that_is_no_ip_address_is_counted_as_written(world: World, address: str) -> None:
+    """Behind a Unix socket the peer has no IP address (and no proxy header was trusted): such clients share
+    one count, as they share the proxy in front; the owner's own address is not held back by them."""
+    world.sign_up(OWNER)
+    for _ in range(5):
+        assert attempt(world, address).status_code == 401
+    assert attempt(world, address, PASSWORD).status_code == 429
+    assert attempt(world, "198.51.100.7", PASSWORD).status_code == 200
 
 
 def test_the_address_bound_spans_emails(world: World) -> None:
