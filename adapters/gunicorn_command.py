@@ -65,6 +65,8 @@ def threads(args: argparse.Namespace) -> int:
 
 def gunicorn_argv(args: argparse.Namespace, settings: Settings) -> list[str]:
     """The command that replaces ``serve``'s process: gunicorn with the service's configuration."""
+    from adapters.http.client_address import forwarded_allow_ips  # what the service itself trusts
+
     argv = [
         sys.executable,
         "-m",
@@ -75,7 +77,7 @@ def gunicorn_argv(args: argparse.Namespace, settings: Settings) -> list[str]:
         # X-Forwarded-Proto (the scheme of absolute URLs, Secure cookies) only from a trusted proxy; gunicorn
         # would otherwise believe any loopback peer.
         "--forwarded-allow-ips",
-        ",".join(settings.trusted_proxies),
+        forwarded_allow_ips(settings.trusted_proxies),
         "--bind",
         args.bind,
         "--workers",

@@ -5,6 +5,11 @@ proxy says it forwarded for.
 ``COMMUNITY_API_TRUSTED_PROXIES`` (addresses or networks): anyone else could write any address into it and
 escape the sign-in bounds. The header is read from the right (the proxy nearest to us appends last), past
 every trusted proxy, to the first address that is not one: that is the client.
+
+A socket bound to ``::`` (``--bind [::]:8000``) takes IPv4 connections too and reports their peers as
+IPv4-mapped IPv6 addresses (``::ffff:127.0.0.1``): every address here is read as the IPv4 address it maps,
+so a proxy named ``127.0.0.1`` is trusted, a loopback scrape of ``/metrics`` is loopback, and one client
+counts once whichever way its socket wrote it.
 """
 
 from __future__ import annotations
@@ -17,17 +22,43 @@ import falcon
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
+_MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")  # IPv4-mapped addresses (RFC 4291 §2.5.5.2)
+
+
 def trusted_networks(values: Iterable[str]) -> tuple[Network, ...]:
-    """``COMMUNITY_API_TRUSTED_PROXIES`` as networks (a bare address is a network of one). ``ValueError``
-    for a value that is neither."""
-    return tuple(ipaddress.ip_network(value.strip(), strict=False) for value in values if value.strip())
+    """``COMMUNITY_API_TRUSTED_PROXIES`` as networks (a bare address is a network of one; one written
+    IPv4-mapped is the IPv4 network it maps). ``ValueError`` for a value that is neither."""
+    return tuple(_unmapped(ipaddress.ip_network(value.strip(), strict=False)) for value in values if value.strip())
+
+
+def forwarded_allow_ips(values: Iterable[str]) -> str:
+    """gunicorn's ``--forwarded-allow-ips`` for these trusted proxies: each one, and each IPv4 one also as
+    the IPv4-mapped network, since gunicorn compares the peer as its socket wrote it (``::ffff:127.0.0.1``
+    on a socket bound to ``::``), and would otherwise not believe that proxy's ``X-Forwarded-Proto``."""
+    forms: list[str] = []
+    for network in trusted_networks(values):
+        forms.append(str(network))
+        if isinstance(network, ipaddress.IPv4Network):
+            forms.append(f"::ffff:{network.network_address}/{network.prefixlen + 96}")
+    return ",".join(forms)
+
+
+def _unmapped(network: Network) -> Network:
+    if isinstance(network, ipaddress.IPv6Network) and network.subnet_of(_MAPPED):
+        mapped = network.network_address.ipv4_mapped
+        assert mapped is not None  # every address of _MAPPED maps one
+        return ipaddress.IPv4Network((mapped, network.prefixlen - 96))
+    return network
 
 
 def _address(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
-        return ipaddress.ip_address(value.strip().strip("[]"))
+        address = ipaddress.ip_address(value.strip().strip("[]"))
     except ValueError:
         return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
 
 
 def _trusted(value: str, networks: tuple[Network, ...]) -> bool:
@@ -37,6 +68,9 @@ def _trusted(value: str, networks: tuple[Network, ...]) -> bool:
 
 def client_address(req: falcon.Request, networks: tuple[Network, ...]) -> str:
     peer = req.remote_addr or "unknown"
+    peer_address = _address(peer)
+    if peer_address is not None:
+        peer = str(peer_address)  # the IPv4 address of a mapped peer; any other as written
     if not networks or not _trusted(peer, networks):
         return peer
     forwarded = [part.strip() for part in (req.get_header("X-Forwarded-For") or "").split(",") if part.strip()]

@@ -30,9 +30,12 @@ def is_loopback(host: str) -> bool:
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        address = ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback  # ``[::ffff:127.0.0.1]``: Python 3.11 says no
+    return address.is_loopback
 
 
 class AllowedHosts:

@@ -39,6 +39,8 @@ def test_the_description_names_every_command_and_is_whole() -> None:
         ("unix:/run/community-api.sock", (), False),
         ("0.0.0.0:8000", (), True),
         ("[::]:8000", (), True),
+        ("[::ffff:127.0.0.1]:8000", (), False),  # an IPv6 socket on IPv4's loopback
+        ("[::ffff:203.0.113.7]:8000", (), True),
         ("203.0.113.7:8000", (), True),
         ("api.example.com:8000", (), True),
         ("0.0.0.0:8000", ("127.0.0.1",), False),  # a proxy named: it is what strangers reach
@@ -53,14 +55,14 @@ def test_serving_where_strangers_reach_gunicorn_itself_is_warned_of(
         assert bind in warning and "nginx" in warning
 
 
-def test_serve_prints_the_warning_before_gunicorn_starts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def serve_argv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bind: str, trusted_proxies: str = "") -> list[str]:
+    """The gunicorn command ``community-api serve --bind BIND`` would run (``os.execv`` caught)."""
     for name in [name for name in os.environ if name.startswith("COMMUNITY_API_")]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("COMMUNITY_API_DB", str(tmp_path / "db.sqlite3"))
     monkeypatch.setenv("COMMUNITY_API_SECRET", "w" * 64)
     monkeypatch.setenv("COMMUNITY_API_PLATFORM_URL", "https://www.example-community.com")
+    monkeypatch.setenv("COMMUNITY_API_TRUSTED_PROXIES", trusted_proxies)
     started: list[list[str]] = []
 
     def execv(path: str, argv: list[str]) -> None:
@@ -69,6 +71,28 @@ def test_serve_prints_the_warning_before_gunicorn_starts(
 
     monkeypatch.setattr(os, "execv", execv)
     with pytest.raises(SystemExit):
-        main(["serve", "--bind", "0.0.0.0:8000"])
-    assert started and "0.0.0.0:8000" in started[0]
+        main(["serve", "--bind", bind])
+    (argv,) = started
+    return argv
+
+
+def test_serve_prints_the_warning_before_gunicorn_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert "0.0.0.0:8000" in serve_argv(tmp_path, monkeypatch, "0.0.0.0:8000")
     assert "put nginx in front" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("proxies", "allowed"),
+    [
+        ("", ""),
+        ("127.0.0.1", "127.0.0.1/32,::ffff:127.0.0.1/128"),  # nginx on the box, to a socket bound to ::
+        ("10.0.0.0/8, fd00::/8", "10.0.0.0/8,::ffff:10.0.0.0/104,fd00::/8"),
+    ],
+)
+def test_gunicorn_believes_forwarded_headers_from_the_trusted_proxies_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, proxies: str, allowed: str
+) -> None:
+    argv = serve_argv(tmp_path, monkeypatch, "127.0.0.1:8000", trusted_proxies=proxies)
+    assert argv[argv.index("--forwarded-allow-ips") + 1] == allowed

@@ -3,6 +3,8 @@ X-Forwarded-For that is not one of ours. A client can never choose its own addre
 
 from __future__ import annotations
 
+import ipaddress
+
 import falcon.testing
 import pytest
 
@@ -25,6 +27,14 @@ PROXIES = trusted_networks(["10.0.0.5", "fd00::/8"])
         ("10.0.0.5", "198.51.100.1, bogus", "10.0.0.5"),
         ("10.0.0.5", "", "10.0.0.5"),
         ("10.0.0.5", "10.0.0.5", "10.0.0.5"),  # only proxies: the proxy itself
+        # A socket bound to ``::`` reports IPv4 peers IPv4-mapped: each is the IPv4 address it maps.
+        ("::ffff:203.0.113.7", None, "203.0.113.7"),
+        ("::ffff:203.0.113.7", "198.51.100.1", "203.0.113.7"),  # still untrusted, still ignored
+        ("::ffff:10.0.0.5", "198.51.100.1", "198.51.100.1"),  # the trusted proxy, through such a socket
+        ("::FFFF:10.0.0.5", "198.51.100.1", "198.51.100.1"),
+        ("10.0.0.5", "::ffff:198.51.100.1", "198.51.100.1"),
+        ("10.0.0.5", "198.51.100.1, ::ffff:10.0.0.5", "198.51.100.1"),  # past the proxy written mapped
+        ("::ffff:10.0.0.6", "198.51.100.1", "10.0.0.6"),  # not the proxy: no header is believed
     ],
 )
 def test_the_client_address(peer: str, forwarded: str | None, expected: str) -> None:
@@ -46,3 +56,13 @@ def test_the_setting_lists_addresses_or_networks() -> None:
     )
     with pytest.raises(SettingsError):
         load_settings({**base, "COMMUNITY_API_TRUSTED_PROXIES": "proxy.example"})
+
+
+def test_a_trusted_proxy_written_ipv4_mapped_is_the_ipv4_network_it_maps() -> None:
+    assert trusted_networks(["::ffff:10.0.0.0/104", "::ffff:127.0.0.1"]) == (
+        ipaddress.IPv4Network("10.0.0.0/8"),
+        ipaddress.IPv4Network("127.0.0.1/32"),
+    )
+    req = falcon.testing.create_req(remote_addr="10.1.2.3", headers={"X-Forwarded-For": "198.51.100.1"})
+    assert client_address(req, trusted_networks(["::ffff:10.0.0.0/104"])) == "198.51.100.1"
+    assert trusted_networks(["::/0"]) == (ipaddress.IPv6Network("::/0"),)  # wider than the mapped range: kept

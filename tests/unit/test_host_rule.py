@@ -40,6 +40,8 @@ def client(**settings: object) -> falcon.testing.TestClient:
         "10.0.0.1",
         "",
         "[2001:db8::1]:80",
+        "[::ffff:10.0.0.1]:80",
+        "[::ffff:0:7f00:1]",  # IPv4-translated (RFC 2765), not mapped: no loopback
         "attacker.example.",
         "attacker.example.:8000",
         ".",
@@ -54,7 +56,16 @@ def test_a_host_the_service_does_not_serve_is_400(host: str) -> None:
 
 @pytest.mark.parametrize(
     "host",
-    ["127.0.0.1:8000", "localhost", "localhost:5000", "[::1]:8000", "127.0.0.2", "localhost.", "localhost.:8000"],
+    [
+        "127.0.0.1:8000",
+        "localhost",
+        "localhost:5000",
+        "[::1]:8000",
+        "127.0.0.2",
+        "localhost.",
+        "localhost.:8000",
+        "[::ffff:127.0.0.1]:8000",  # a service bound to it (an IPv6 socket on IPv4's loopback)
+    ],
 )
 def test_loopback_hosts_are_served_with_their_own_urls(host: str) -> None:
     answer = client().simulate_get(METADATA, headers={"Host": host})

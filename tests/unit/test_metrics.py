@@ -176,9 +176,15 @@ def with_token(world: World, token: str = TOKEN, proxies: tuple[str, ...] = ()) 
     return falcon.testing.TestClient(app_for(world.deps, settings))
 
 
-@pytest.mark.parametrize("peer", ["127.0.0.1", "::1", "127.0.0.53"])
+# ``::ffff:127.0.0.1``: a local scrape of a service bound to ``[::]`` (the socket takes IPv4 too).
+@pytest.mark.parametrize("peer", ["127.0.0.1", "::1", "127.0.0.53", "::ffff:127.0.0.1"])
 def test_loopback_is_served_without_a_token(world: World, peer: str) -> None:
     assert world.client.simulate_get("/metrics", remote_addr=peer).status_code == 200
+
+
+@pytest.mark.parametrize("peer", ["203.0.113.9", "::ffff:203.0.113.9", "2001:db8::1", "::ffff:0:7f00:1"])
+def test_elsewhere_is_not_loopback(world: World, peer: str) -> None:
+    assert with_token(world).simulate_get("/metrics", remote_addr=peer).status_code == 403
 
 
 @pytest.mark.parametrize(
