@@ -4,7 +4,9 @@ proxy says it forwarded for.
 ``X-Forwarded-For`` is read only when the request comes from a proxy named in
 ``COMMUNITY_API_TRUSTED_PROXIES`` (addresses or networks): anyone else could write any address into it and
 escape the sign-in bounds. The header is read from the right (the proxy nearest to us appends last), past
-every trusted proxy, to the first address that is not one: that is the client.
+every trusted proxy, to the first address that is not one: that is the client. An address may carry the
+port a proxy added (``198.51.100.1:4321``, ``[2001:db8::1]:4321``); anything else that is not an address
+makes the proxy itself the client (no guess is trusted).
 
 A socket bound to ``::`` (``--bind [::]:8000``) takes IPv4 connections too and reports their peers as
 IPv4-mapped IPv6 addresses (``::ffff:127.0.0.1``): every address here is read as the IPv4 address it maps,
@@ -61,9 +63,22 @@ def _address(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None
     return address
 
 
-def _trusted(value: str, networks: tuple[Network, ...]) -> bool:
-    address = _address(value)
-    return address is not None and any(address in network for network in networks)
+def _hop_address(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """An address of ``X-Forwarded-For``, with the port some proxies add (``198.51.100.1:4321``,
+    ``[2001:db8::1]:4321``; Azure's gateways do) left out: the client is the address, and counting the
+    proxy instead would let one stranger's failures hold back every client behind it."""
+    value = value.strip()
+    if value.startswith("[") and "]:" in value:
+        value, _, port = value.partition("]:")
+    elif value.count(":") == 1:
+        value, _, port = value.partition(":")
+    else:
+        return _address(value)
+    return _address(value) if port.isascii() and port.isdigit() and len(port) <= 5 else None
+
+
+def _in(address: ipaddress.IPv4Address | ipaddress.IPv6Address, networks: tuple[Network, ...]) -> bool:
+    return any(address in network for network in networks)
 
 
 def client_address(req: falcon.Request, networks: tuple[Network, ...]) -> str:
@@ -71,12 +86,13 @@ def client_address(req: falcon.Request, networks: tuple[Network, ...]) -> str:
     peer_address = _address(peer)
     if peer_address is not None:
         peer = str(peer_address)  # the IPv4 address of a mapped peer; any other as written
-    if not networks or not _trusted(peer, networks):
+    if not networks or peer_address is None or not _in(peer_address, networks):
         return peer
     forwarded = [part.strip() for part in (req.get_header("X-Forwarded-For") or "").split(",") if part.strip()]
     for hop in reversed(forwarded):
-        if _address(hop) is None:
+        address = _hop_address(hop)
+        if address is None:
             return peer  # a malformed header: count the proxy itself rather than trust a guess
-        if not _trusted(hop, networks):
-            return str(_address(hop))
+        if not _in(address, networks):
+            return str(address)
     return peer

@@ -35,6 +35,16 @@ PROXIES = trusted_networks(["10.0.0.5", "fd00::/8"])
         ("10.0.0.5", "::ffff:198.51.100.1", "198.51.100.1"),
         ("10.0.0.5", "198.51.100.1, ::ffff:10.0.0.5", "198.51.100.1"),  # past the proxy written mapped
         ("::ffff:10.0.0.6", "198.51.100.1", "10.0.0.6"),  # not the proxy: no header is believed
+        # Some proxies add the client's port (Azure's gateways): the client is the address.
+        ("10.0.0.5", "198.51.100.1:4321", "198.51.100.1"),
+        ("10.0.0.5", "[2001:db8::1]:4321", "2001:db8::1"),
+        ("10.0.0.5", "[2001:db8::1]", "2001:db8::1"),
+        ("10.0.0.5", "198.51.100.1:4321, 10.0.0.5:80", "198.51.100.1"),  # past the proxy, port and all
+        ("10.0.0.5", "198.51.100.1:", "10.0.0.5"),  # malformed: the proxy
+        ("10.0.0.5", "198.51.100.1:http", "10.0.0.5"),
+        ("10.0.0.5", "[2001:db8::1]:x", "10.0.0.5"),
+        ("10.0.0.5", "198.51.100.1:123456", "10.0.0.5"),
+        ("10.0.0.5", "2001:db8::1:4321", "2001:db8::1:4321"),  # no brackets: all of it is the address
     ],
 )
 def test_the_client_address(peer: str, forwarded: str | None, expected: str) -> None:
