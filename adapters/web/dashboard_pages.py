@@ -15,7 +15,7 @@ from adapters.commands import structure_body
 from adapters.http.errors import STATUS_BY_CODE
 from adapters.web.pages import PageRefused, WebResource
 from community_api import connections, dashboard, keys, me
-from community_api.errors import ServiceError
+from community_api.errors import NotFound, ServiceError
 from community_api.model import KEY_CONNECTOR, Account, ApiKey
 from community_api.scopes import ALL_SCOPES, DEFAULT_SCOPES, OPT_IN_SCOPES
 
@@ -136,6 +136,9 @@ class ConnectionRemoval(WebResource):
         account, _, _ = self.form_session(req)
         try:
             connections.remove_connection(self.deps, account.id, connection_id)
+        except NotFound:
+            # Most often the same form sent a second time (another tab, the back button): already done.
+            raise PageRefused(404, "There is no such connection: it may have been unlinked already.") from None
         except ServiceError as error:
             raise PageRefused(status_of(error), error.message) from None
         self.redirect(req, resp, "/connections?notice=removed")

@@ -112,3 +112,20 @@ def test_the_dashboard_asks_then_removes(world: World) -> None:
     assert world.store.get_connection(alice_id) is None
     assert world.get("/v1/whoami", key).status_code == 409
     assert page.get("/connections/con_nope/remove").status_code == 404
+
+
+def test_the_removal_form_sent_again_from_another_tab_says_it_is_gone(world: World) -> None:
+    """The same confirmation page, open in two tabs: the second Remove finds nothing to remove, and says so
+    on a page rather than failing; a visitor who is not signed in is sent to sign in first."""
+    page = WebBrowser(world)
+    page.sign_up()
+    page.link("alice")
+    alice_id = world.store.list_connections(account_id(world))[0].id
+    asked = page.get(f"/connections/{alice_id}/remove")
+    assert page.submit(asked, f"/connections/{alice_id}/remove").status_code == 303
+    again = page.submit(asked, f"/connections/{alice_id}/remove")
+    assert again.status_code == 404 and "text/html" in again.headers["content-type"]
+    assert "There is no such connection: it may have been unlinked already." in again.text
+    stranger = WebBrowser(world)
+    sent_away = stranger.get(f"/connections/{alice_id}/remove")
+    assert sent_away.status_code == 303 and sent_away.headers["location"].startswith("/login")

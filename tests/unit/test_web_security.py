@@ -53,6 +53,8 @@ def test_every_kind_of_answer_carries_the_security_headers(world: World, owner: 
     assert_secure_headers(owner.get("/static/dashboard.css"), cache=True)
     assert owner.get("/static/copy.js").headers["content-type"].startswith("text/javascript")
     assert owner.get("/static/../pages.py").status_code == 404
+    for name in ("pages.py", "dashboard.css.map", "%2e%2e%2fpages.py", "DASHBOARD.CSS"):  # only the two files
+        assert owner.get(f"/static/{name}").status_code == 404, name
 
 
 def test_no_page_has_an_inline_script(world: World, owner: WebBrowser) -> None:
