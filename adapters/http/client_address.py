@@ -53,7 +53,9 @@ def _unmapped(network: Network) -> Network:
     return network
 
 
-def _address(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+def parsed_address(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """``value`` as an IP address (brackets allowed), an IPv4-mapped one as the IPv4 address it maps (Python
+    3.11 calls ``::ffff:127.0.0.1`` neither loopback nor IPv4); None for anything else."""
     try:
         address = ipaddress.ip_address(value.strip().strip("[]"))
     except ValueError:
@@ -73,8 +75,8 @@ def _hop_address(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | 
     elif value.count(":") == 1:
         value, _, port = value.partition(":")
     else:
-        return _address(value)
-    return _address(value) if port.isascii() and port.isdigit() and len(port) <= 5 else None
+        return parsed_address(value)
+    return parsed_address(value) if port.isascii() and port.isdigit() and len(port) <= 5 else None
 
 
 def _in(address: ipaddress.IPv4Address | ipaddress.IPv6Address, networks: tuple[Network, ...]) -> bool:
@@ -83,7 +85,7 @@ def _in(address: ipaddress.IPv4Address | ipaddress.IPv6Address, networks: tuple[
 
 def client_address(req: falcon.Request, networks: tuple[Network, ...]) -> str:
     peer = req.remote_addr or "unknown"
-    peer_address = _address(peer)
+    peer_address = parsed_address(peer)
     if peer_address is not None:
         peer = str(peer_address)  # the IPv4 address of a mapped peer; any other as written
     if not networks or peer_address is None or not _in(peer_address, networks):

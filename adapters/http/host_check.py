@@ -10,10 +10,10 @@ it, the request's own host is used, so it must be one the service serves: a loop
 from __future__ import annotations
 
 import functools
-import ipaddress
 
 import falcon
 
+from adapters.http.client_address import parsed_address
 from adapters.http.errors import error_body
 from adapters.http.health import HEALTH_PATHS
 
@@ -29,13 +29,8 @@ def host_name(host: str) -> str:
 def is_loopback(host: str) -> bool:
     if host == "localhost" or host.endswith(".localhost"):
         return True
-    try:
-        address = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped.is_loopback  # ``[::ffff:127.0.0.1]``: Python 3.11 says no
-    return address.is_loopback
+    address = parsed_address(host)  # ``[::ffff:127.0.0.1]`` read as 127.0.0.1
+    return address is not None and address.is_loopback
 
 
 class AllowedHosts:
