@@ -174,14 +174,21 @@ class PlatformPosts:
         }
         req = Req("POST", self._client.api("posts", query={"follow": "true"}), body=body)
         # The answer carries no author; it is the signed-in user.
-        comment = self._client.write(
-            session,
-            req,
-            f"post {post_id}",
-            lambda data: created_comment(
-                data, post_id=post_id, parent_id=parent_id, content=content, author=me, now=datetime.now(UTC)
-            ),
-        )
+        try:
+            comment = self._client.write(
+                session,
+                req,
+                f"post {post_id}",
+                lambda data: created_comment(
+                    data, post_id=post_id, parent_id=parent_id, content=content, author=me, now=datetime.now(UTC)
+                ),
+            )
+        except InvalidRequest as refused:
+            # The platform's 400 for a parent it does not take ("invalid parent") names no field; the client
+            # sent one parentId, so the error names it, as when the gateway refuses the parent itself.
+            if parent_id is None or "parent" not in refused.message.lower() or "field" in refused.details:
+                raise
+            raise InvalidRequest(refused.message, **refused.details, field="parentId") from refused
         self._client.comment_posts.put(comment.id, post_id)
         return comment
 

@@ -628,3 +628,17 @@ def test_a_reply_under_a_comment_of_another_post_is_refused_unsent(
         gateway.create_comment(alice, here.id, "a reply astray", elsewhere.id, None)
     assert refused.value.details.get("field") == "parentId"
     assert [r for r in sandbox.control("requests")["requests"][before:] if r["method"] == "POST"] == []
+
+
+def test_a_parent_the_platform_refuses_is_named_in_the_error(
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
+    """A parent the gateway has never seen is left to the platform, whose 400 ("invalid parent") names no
+    field: the error still says which of the client's fields it was, and nothing was created."""
+    post = _quiet_garden_post(gateway)
+    unseen = "f09d1070d763ae3300d9e266d019b233"
+    with pytest.raises(InvalidRequest) as refused:
+        gateway.create_comment(alice, post.id, "a reply to nothing", unseen, None)
+    assert refused.value.details.get("field") == "parentId"
+    assert "parent" in refused.value.message
+    assert "a reply to nothing" not in {c.content for c in gateway.post_detail(alice, post.id, None).comments}
