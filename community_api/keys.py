@@ -200,17 +200,26 @@ def rotate_key(store: KeyStore, clock: Clock, *, account_id: str, key_id: str, g
     return issued
 
 
+def rotation_refusal(key: ApiKey) -> str | None:
+    """Why ``key`` cannot be rotated (``rotate_key`` answers it as a 409), or None when it can: read by
+    pages that offer the rotation, so that they offer it only where it would be done."""
+    if key.kind == KEY_CONNECTOR:
+        # Its credentials are OAuth tokens that the client refreshes itself; a new secret would turn
+        # the grant into a plain key shown to whoever rotated it.
+        return "a connector key cannot be rotated: its client refreshes its own tokens; revoke it instead"
+    if key.revoked_at is not None:
+        return "this key is revoked and cannot be rotated"
+    if key.expires_at is not None:
+        return "this key was already rotated; rotate its successor"
+    return None
+
+
 def _rotate(uow: UnitOfWork, clock: Clock, account_id: str, key_id: str, grace: bool) -> IssuedKey:
     old = _own_key(uow.keys, account_id, key_id)
     now = clock.now()
-    if old.kind == KEY_CONNECTOR:
-        # Its credentials are OAuth tokens that the client refreshes itself; a new secret would turn
-        # the grant into a plain key shown to whoever rotated it.
-        raise Conflict("a connector key cannot be rotated: its client refreshes its own tokens; revoke it instead")
-    if old.revoked_at is not None:
-        raise Conflict("this key is revoked and cannot be rotated")
-    if old.expires_at is not None:
-        raise Conflict("this key was already rotated; rotate its successor")
+    refusal = rotation_refusal(old)
+    if refusal is not None:
+        raise Conflict(refusal)
     for sibling in uow.keys.list_keys(account_id):
         if sibling.lineage_id == old.lineage_id and sibling.id != old.id and sibling.is_live(now):
             uow.keys.end_key(sibling.id, expires_at=now)  # a predecessor still in its grace window

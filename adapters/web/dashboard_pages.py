@@ -155,7 +155,10 @@ class KeysPage(WebResource):
     def _show(self, req: falcon.Request, resp: falcon.Response, account: Account, **context: Any) -> None:
         summary = me.me(self.deps, account)
         now = self.deps.clock.now()
-        rows: list[dict[str, Any]] = [{"item": i, "state": dashboard.key_state(i.key, now)} for i in summary.keys]
+        rows: list[dict[str, Any]] = [
+            {"item": i, "state": dashboard.key_state(i.key, now), "rotatable": keys.rotation_refusal(i.key) is None}
+            for i in summary.keys
+        ]
         current = [r for r in rows if r["state"].state in (dashboard.LIVE, dashboard.IN_GRACE)]
         ended = [r for r in rows if r not in current]
         self.render(
@@ -209,12 +212,21 @@ class KeyRotation(WebResource):
     def on_get(self, req: falcon.Request, resp: falcon.Response, key_id: str) -> None:
         found = self.page_session(req, resp)
         if found is not None:
-            key = own_key(self, found[0], key_id)
-            self.render(req, resp, "rotate.html", title=f"Rotate “{key.name}”", section="keys", key=key)
+            self._confirm(req, resp, own_key(self, found[0], key_id))
+
+    def _confirm(self, req: falcon.Request, resp: falcon.Response, key: ApiKey, **context: Any) -> None:
+        """The confirmation form; for a key that cannot be rotated (revoked, rotated already: a stale tab
+        or the back button), the reason instead, answered 409 as the rotation itself would be."""
+        refusal = keys.rotation_refusal(key)
+        if refusal is not None:
+            context = {"status": 409}
+        self.render(
+            req, resp, "rotate.html", title=f"Rotate “{key.name}”", section="keys", key=key, refusal=refusal, **context
+        )
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, key_id: str) -> None:
         account, _, form = self.form_session(req)
-        key = own_key(self, account, key_id)
+        own_key(self, account, key_id)  # another account's key is no key: 404 before anything is read
         try:
             rotation = keys.KeyRotation(grace=form.get("grace") or "24h")
             issued = keys.rotate_key(
@@ -225,16 +237,8 @@ class KeyRotation(WebResource):
                 grace=rotation.keeps_old_key,
             )
         except ServiceError as error:
-            self.render(
-                req,
-                resp,
-                "rotate.html",
-                title=f"Rotate “{key.name}”",
-                section="keys",
-                key=key,
-                error=error.message,
-                status=status_of(error),
-            )
+            # Read again: another tab may have rotated or revoked it meanwhile, which is then the answer.
+            self._confirm(req, resp, own_key(self, account, key_id), error=error.message, status=status_of(error))
             return
         old = own_key(self, account, key_id)
         self.render(

@@ -366,9 +366,13 @@ def test_revoking_from_the_dashboard_says_it_disconnects_the_client(
 def test_a_connector_key_cannot_be_rotated(world: World, owner: WebBrowser, connector: Connector) -> None:
     connector.redeem(connector.approve(owner))
     grant = next(k for k in world.store.list_keys(account_id(world)) if k.kind == "connector")
+    assert f'href="/keys/{grant.id}/rotate"' not in owner.get("/keys").text  # not offered
     page = owner.get(f"/keys/{grant.id}/rotate")
-    refused = owner.submit(page, f"/keys/{grant.id}/rotate")
+    assert page.status_code == 409 and "A connector key cannot be rotated" in page.text
+    assert f'action="/keys/{grant.id}/rotate"' not in page.text
+    refused = owner.post(f"/keys/{grant.id}/rotate", [("csrf_token", owner.csrf()), ("grace", "24h")])
     assert refused.status_code == 409 and "cannot be rotated" in refused.text
+    assert [k.kind for k in world.store.list_keys(account_id(world))].count("connector") == 1  # nothing issued
 
 
 def test_a_new_scope_needs_a_new_consent(world: World, owner: WebBrowser, connector: Connector) -> None:

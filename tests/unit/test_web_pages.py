@@ -236,7 +236,10 @@ def test_rotate_shows_the_old_keys_grace_and_the_old_key_keeps_working(world: Wo
     assert new != old
     assert world.get("/v1/whoami", old).status_code == 200
     assert world.get("/v1/whoami", new).status_code == 200
-    assert "in grace: 24 h 0 min left" in owner.get("/keys").text
+    listed = owner.get("/keys").text
+    assert "in grace: 24 h 0 min left" in listed
+    assert f'href="/keys/{key_id}/rotate"' not in listed  # rotated: its successor is the one to rotate
+    assert f'href="/keys/{key_id_of(world, new)}/rotate"' in listed
     world.clock.advance(hours=24)
     assert world.get("/v1/whoami", old).status_code == 401
 
@@ -247,8 +250,30 @@ def test_rotate_with_no_grace_ends_the_old_key_now(world: World, owner: WebBrows
     done = owner.submit(owner.get(f"/keys/{key_id}/rotate"), f"/keys/{key_id}/rotate", {"grace": "0"})
     assert done.status_code == 201 and "has stopped working" in done.text
     assert world.get("/v1/whoami", old).status_code == 401
-    again = owner.submit(owner.get(f"/keys/{key_id}/rotate"), f"/keys/{key_id}/rotate")
-    assert again.status_code == 409 and "already rotated" in again.text
+    again = owner.get(f"/keys/{key_id}/rotate")  # the back button: no form offers what cannot be done
+    assert again.status_code == 409 and "This key was already rotated; rotate its successor." in again.text
+    assert f'action="/keys/{key_id}/rotate"' not in again.text and 'href="/keys"' in again.text
+
+
+def test_a_rotation_sent_again_from_a_stale_tab_says_why_and_offers_no_form(world: World, owner: WebBrowser) -> None:
+    old = owner.mint()
+    key_id = key_id_of(world, old)
+    confirm = owner.get(f"/keys/{key_id}/rotate")
+    assert owner.submit(confirm, f"/keys/{key_id}/rotate").status_code == 201
+    again = owner.submit(confirm, f"/keys/{key_id}/rotate")  # the same form, from another tab
+    assert again.status_code == 409 and "This key was already rotated; rotate its successor." in again.text
+    assert f'action="/keys/{key_id}/rotate"' not in again.text
+    account_id = world.store.get_key(key_id).account_id
+    assert len(world.store.list_keys(account_id)) == 2  # the key and one successor: nothing issued twice
+
+
+def test_a_revoked_key_offers_no_rotation(world: World, owner: WebBrowser) -> None:
+    secret = owner.mint()
+    key_id = key_id_of(world, secret)
+    owner.submit(owner.get(f"/keys/{key_id}/revoke"), f"/keys/{key_id}/revoke")
+    page = owner.get(f"/keys/{key_id}/rotate")
+    assert page.status_code == 409 and "This key is revoked and cannot be rotated." in page.text
+    assert f'action="/keys/{key_id}/rotate"' not in page.text
 
 
 def test_rotate_with_a_made_up_grace_is_refused_on_the_page(world: World, owner: WebBrowser) -> None:
