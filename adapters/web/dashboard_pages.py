@@ -270,6 +270,8 @@ class KeyRevocation(WebResource):
                 section="keys",
                 key=key,
                 connector=KEY_CONNECTOR,
+                # Revoked or ended already (a stale tab, the back button): said so, with no form to send.
+                ended=dashboard.key_state(key, self.deps.clock.now()).state in (dashboard.REVOKED, dashboard.EXPIRED),
             )
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, key_id: str) -> None:

@@ -240,8 +240,10 @@ def test_rotate_shows_the_old_keys_grace_and_the_old_key_keeps_working(world: Wo
     assert "in grace: 24 h 0 min left" in listed
     assert f'href="/keys/{key_id}/rotate"' not in listed  # rotated: its successor is the one to rotate
     assert f'href="/keys/{key_id_of(world, new)}/rotate"' in listed
+    assert f'action="/keys/{key_id}/revoke"' in owner.get(f"/keys/{key_id}/revoke").text  # in grace: it can end now
     world.clock.advance(hours=24)
     assert world.get("/v1/whoami", old).status_code == 401
+    assert "has already stopped working" in owner.get(f"/keys/{key_id}/revoke").text
 
 
 def test_rotate_with_no_grace_ends_the_old_key_now(world: World, owner: WebBrowser) -> None:
@@ -293,6 +295,10 @@ def test_revoke_asks_first_then_stops_the_key_at_once(world: World, owner: WebBr
     assert world.get("/v1/whoami", secret).status_code == 200  # asking did nothing
     done = owner.submit(confirm, f"/keys/{key_id}/revoke")
     assert done.status_code == 303 and done.headers["location"] == "/keys?notice=revoked"
+    again = owner.get(f"/keys/{key_id}/revoke")  # the back button: nothing left to confirm
+    assert again.status_code == 200 and "has already stopped working" in again.text
+    assert f'action="/keys/{key_id}/revoke"' not in again.text
+    assert owner.submit(confirm, f"/keys/{key_id}/revoke").status_code == 303  # sent again: still revoked
     assert world.get("/v1/whoami", secret).status_code == 401
     page = owner.follow(done)
     assert "stopped working at once" in page.text and "Ended keys (1)" in page.text
