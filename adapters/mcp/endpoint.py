@@ -53,7 +53,10 @@ _HOP_BY_HOP = frozenset({"content-length", "connection", "transfer-encoding"})
 def security_settings(settings: Settings) -> TransportSecuritySettings:
     """DNS-rebinding protection: the Host must be one we serve; a browser's Origin must be one of them, or
     one of ``COMMUNITY_API_MCP_ALLOWED_ORIGINS``."""
-    hosts = list(settings.mcp_allowed_hosts)
+    hosts = [host.lower() for host in settings.mcp_allowed_hosts]
+    # The hosts the REST host rule serves besides loopback are served here too: an operator who named the
+    # service's host there would otherwise find REST answering and MCP refusing with 421.
+    hosts += [host for host in _any_port(settings.allowed_hosts) if host not in hosts]
     if settings.public_url:
         public_host = urlsplit(settings.public_url).netloc
         if public_host and public_host not in hosts:
@@ -77,6 +80,16 @@ def _absolute(host: str) -> str | None:
     except ValueError:
         return f"{name}.{colon}{port}"
     return None
+
+
+def _any_port(allowed_hosts: tuple[str, ...]) -> list[str]:
+    """``COMMUNITY_API_ALLOWED_HOSTS`` in the MCP list's form: a name without a port is any port, as the REST
+    host rule reads it (``box.lan`` → ``box.lan:*``); ``host:port`` stays as written."""
+    entries = []
+    for entry in (host.strip().lower() for host in allowed_hosts):
+        has_port = "]:" in entry if entry.startswith("[") else ":" in entry
+        entries.append(entry if has_port else f"{entry}:*")
+    return entries
 
 
 def _portless(entries: list[str]) -> list[str]:

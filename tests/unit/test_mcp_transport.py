@@ -114,6 +114,28 @@ def test_allowed_hosts_come_from_settings() -> None:
         world.close()
 
 
+def test_the_hosts_rest_serves_are_served_here_too() -> None:
+    """Without a public URL, ``COMMUNITY_API_ALLOWED_HOSTS`` names the hosts the service serves: REST and MCP
+    alike, a name alone with any port (as REST reads it), ``host:port`` on that port only."""
+    settings = Settings(mode="test", allowed_hosts=("Box.LAN", "api.example.com:8443", "[2001:db8::1]"))
+    world = McpWorld.build(settings)
+    try:
+        served = ("box.lan:8000", "box.lan", "BOX.lan.", "api.example.com:8443", "[2001:db8::1]:8000", "[2001:db8::1]")
+        for host in served + ("localhost:8000",):  # the loopback defaults stay
+            assert world.rpc("tools/list", headers={"Host": host}).status_code == 200, host
+            assert (
+                world.client.simulate_get(
+                    "/v1/whoami", headers=world.headers(world.all_key, {"Host": host})
+                ).status_code
+                == 200
+            ), host
+        assert world.rpc("tools/list", headers={"Origin": "http://box.lan:8000"}).status_code == 200
+        for other in ("api.example.com:8000", "api.example.com", "box.lan.evil.example"):
+            assert world.rpc("tools/list", headers={"Host": other}).status_code == 400, other  # REST's rule first
+    finally:
+        world.close()
+
+
 def test_media_type_size_and_malformed_bodies(world: McpWorld) -> None:
     headers = world.headers(world.all_key)
     text_body = world.client.simulate_post("/v1/mcp", headers={**headers, "Content-Type": "text/plain"}, body=b"{}")
