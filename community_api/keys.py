@@ -359,7 +359,15 @@ class KeyRotation:
     leaked key)."""
 
     grace: str = attrs.field(
-        default="24h", validator=_grace, metadata=expects("0 or 24h", enum=list(GRACE_CHOICES), default="24h")
+        default="24h",
+        validator=_grace,
+        metadata=expects(
+            "0 or 24h",
+            enum=list(GRACE_CHOICES),
+            default="24h",
+            description="24h: the old key keeps working 24 hours more, while clients move to the new one; "
+            "0: it stops now (a leaked key).",
+        ),
     )
 
     @property

@@ -40,9 +40,11 @@ def _param(name: str, where: str = "query", schema: dict[str, Any] | None = None
 def _query(command: type) -> list[dict[str, Any]]:
     """The query parameters of a management route: its command's fields, read as schemas."""
     schema = command_schema(command)
-    return [
-        _param(name, schema=field, required=name in schema["required"]) for name, field in schema["properties"].items()
-    ]
+    params = []
+    for name, field in schema["properties"].items():
+        described = {"description": field.pop("description")} if "description" in field else {}
+        params.append(_param(name, schema=field, required=name in schema["required"], **described))
+    return params
 
 
 def _body(command: type, *, required: tuple[str, ...] = (), optional: bool = False, **extra: Any) -> dict[str, Any]:
@@ -73,6 +75,14 @@ _LINK_FORMS = [
 ]
 
 
+_KEY_ID = _param(
+    "key_id", "path", description="The key's id (`key_…`), as minting answers it and `GET /v1/me` lists it."
+)
+_CONNECTION_ID = _param(
+    "connection_id",
+    "path",
+    description="The connection's id (`con_…`), as linking answers it and `GET /v1/me` lists it.",
+)
 _CONNECTION = _param("X-Community-Connection", "header", description="Connection to act through (unbound keys only).")
 
 # (method, path, summary, security: "key:<scope>" | "session" | "none", parameters, body, success status)
@@ -111,7 +121,7 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "/v1/connections/{connection_id}",
         "Unlink a platform account: its session erased, the keys bound to it revoked",
         "session",
-        [_param("connection_id", "path")],
+        [_CONNECTION_ID],
         None,
         204,
     ),
@@ -129,11 +139,11 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
         "/v1/keys/{key_id}/rotate",
         "Rotate a key (24-hour grace for the old one)",
         "session",
-        [_param("key_id", "path"), *_query(keys.KeyRotation)],
+        [_KEY_ID, *_query(keys.KeyRotation)],
         None,
         201,
     ),
-    ("DELETE", "/v1/keys/{key_id}", "Revoke a key at once", "session", [_param("key_id", "path")], None, 204),
+    ("DELETE", "/v1/keys/{key_id}", "Revoke a key at once", "session", [_KEY_ID], None, 204),
     ("GET", "/v1/me", "The account, connections, keys and usage", "session", [], None, 200),
     (
         "DELETE",

@@ -34,6 +34,23 @@ def test_document_matches_the_route_table(world: World) -> None:
     assert documented == live_routes(world)
 
 
+def test_every_operation_parameter_and_answer_is_described(world: World) -> None:
+    """A client generated from the document (or a person reading it) learns what each thing is."""
+    document = world.client.simulate_get("/v1/openapi.json").json
+    undescribed = []
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            if not (operation.get("summary") or operation.get("description")):
+                undescribed.append((method, path))
+            for parameter in operation.get("parameters", []):
+                if "$ref" not in parameter and not parameter.get("description"):
+                    undescribed.append((method, path, parameter["name"]))
+            for status, answer in operation["responses"].items():
+                if "$ref" not in answer and not answer.get("description"):
+                    undescribed.append((method, path, status))
+    assert undescribed == []
+
+
 def test_no_planned_route_is_live_or_documented(world: World) -> None:
     document = world.client.simulate_get("/v1/openapi.json").json
     assert not [p for p in document["paths"] if PLANNED.search(p)]
