@@ -58,7 +58,7 @@ def security_settings(settings: Settings) -> TransportSecuritySettings:
     # service's host there would otherwise find REST answering and MCP refusing with 421.
     hosts += [host for host in _any_port(settings.allowed_hosts) if host not in hosts]
     if settings.public_url:
-        public_host = urlsplit(settings.public_url).netloc
+        public_host = urlsplit(settings.public_url).netloc.lower()  # the Host is compared in lower case
         if public_host and public_host not in hosts:
             hosts.append(public_host)
     hosts += [absolute for host in hosts if (absolute := _absolute(host)) and absolute not in hosts]

@@ -136,6 +136,15 @@ def test_the_hosts_rest_serves_are_served_here_too() -> None:
         world.close()
 
 
+def test_a_public_url_written_in_capitals_names_the_same_host() -> None:
+    world = McpWorld.build(Settings(mode="test", public_url="https://MCP.Example.org"))
+    try:
+        for host in ("mcp.example.org", "MCP.EXAMPLE.ORG", "mcp.example.org."):
+            assert world.rpc("tools/list", headers={"Host": host}).status_code == 200, host
+    finally:
+        world.close()
+
+
 def test_media_type_size_and_malformed_bodies(world: McpWorld) -> None:
     headers = world.headers(world.all_key)
     text_body = world.client.simulate_post("/v1/mcp", headers={**headers, "Content-Type": "text/plain"}, body=b"{}")
