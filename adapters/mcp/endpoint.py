@@ -64,7 +64,8 @@ def security_settings(settings: Settings) -> TransportSecuritySettings:
     hosts += [absolute for host in hosts if (absolute := _absolute(host)) and absolute not in hosts]
     hosts += _portless(hosts)
     origins = [f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")]
-    origins += [origin for origin in settings.mcp_allowed_origins if origin not in origins]
+    # A browser writes an Origin's scheme and host in lower case (an origin has no path to keep as written).
+    origins += [origin.lower() for origin in settings.mcp_allowed_origins if origin.lower() not in origins]
     origins += _portless(origins)
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 

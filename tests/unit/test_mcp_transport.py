@@ -136,11 +136,17 @@ def test_the_hosts_rest_serves_are_served_here_too() -> None:
         world.close()
 
 
-def test_a_public_url_written_in_capitals_names_the_same_host() -> None:
-    world = McpWorld.build(Settings(mode="test", public_url="https://MCP.Example.org"))
+def test_names_written_in_capitals_in_the_settings_are_the_same_names() -> None:
+    settings = Settings(
+        mode="test", public_url="https://MCP.Example.org", mcp_allowed_origins=("https://App.Example.com",)
+    )
+    world = McpWorld.build(settings)
     try:
         for host in ("mcp.example.org", "MCP.EXAMPLE.ORG", "mcp.example.org."):
             assert world.rpc("tools/list", headers={"Host": host}).status_code == 200, host
+        # A browser writes the origin in lower case.
+        answer = world.rpc("tools/list", headers={"Host": "mcp.example.org", "Origin": "https://app.example.com"})
+        assert answer.status_code == 200
     finally:
         world.close()
 
