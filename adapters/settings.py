@@ -228,12 +228,17 @@ def _origin(name: str, value: str) -> str:
     """The service's public origin: a base URL without a path. The service answers at the root of its host
     (its pages link to ``/keys``, OAuth's well-known paths are at the root), so a path could only be wrong."""
     url = _url(name, value)
-    if urllib.parse.urlsplit(url).path:
+    if not url:
+        return ""
+    parts = urllib.parse.urlsplit(url)
+    if parts.path:
         raise SettingsError(
             f"{PREFIX}{name} is the service's origin, https://host[:port], without a path (the service is "
             f"served at the root of its host), not {value!r}"
         )
-    return url
+    # Written as browsers write an origin (RFC 6454 §6.1: scheme and host in lower case): it is compared with
+    # the Origin and Host they send, and ``https://`` is what makes the cookies Secure.
+    return f"{parts.scheme}://{parts.netloc.lower()}"
 
 
 _HOST_NAME = re.compile(r"[a-z0-9._-]+|[0-9a-f:.]+")  # a DNS name or address; an IPv6 address (its brackets gone)

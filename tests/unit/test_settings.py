@@ -217,6 +217,11 @@ def test_host_lists_take_names_ports_and_bracketed_addresses() -> None:
     assert mcp.mcp_allowed_hosts == ("api.example.com:*", "localhost:8000")
 
 
+def test_the_public_url_is_written_as_browsers_write_an_origin() -> None:
+    settings = load_settings({**BASE, "COMMUNITY_API_PUBLIC_URL": "HTTPS://API.Example.COM:8443/"})
+    assert settings.public_url == "https://api.example.com:8443"
+
+
 def test_the_public_url_is_an_origin_without_a_path() -> None:
     """The dashboard links to /keys and OAuth's well-known documents sit at the host's root: served under
     a path, they would all be wrong. Refused at start instead of half working."""

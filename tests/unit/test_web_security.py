@@ -8,7 +8,7 @@ import re
 import falcon.testing
 import pytest
 
-from adapters.settings import Settings
+from adapters.settings import Settings, load_settings
 from adapters.wiring import app_for
 from tests.unit.web_support import HOST, WebBrowser, account_id, form, key_id_of
 from tests.unit.world_support import World, build_world
@@ -147,6 +147,23 @@ def test_cookies_are_secure_over_https(how: str) -> None:
         page = world.client.simulate_get("/login", headers={"Host": HOST}, protocol="https")
     assert page.cookies["cda_form"].secure
     assert page.headers["strict-transport-security"].startswith("max-age=")
+
+
+def test_a_public_url_written_in_capitals_is_the_origin_browsers_send() -> None:
+    """A browser writes its Origin in lower case: read as written, ``HTTPS://Dash.Example.ORG`` refused every
+    form of the dashboard as cross-site, and set no cookie Secure."""
+    settings = load_settings({"COMMUNITY_API_MODE": "test", "COMMUNITY_API_PUBLIC_URL": "HTTPS://Dash.Example.ORG"})
+    world = build_world()
+    world.client = falcon.testing.TestClient(app_for(world.deps, settings))
+    browser = WebBrowser(world)
+    origin = {"Origin": "https://dash.example.org", "Sec-Fetch-Site": "same-origin"}
+    page = browser.get("/signup")
+    assert page.cookies["cda_form"].secure
+    fill = {"email": "owner@example.com", "password": "a long password", "password_again": "a long password"}
+    done = browser.submit(page, "/signup", fill, headers=origin)
+    assert done.status_code == 303, done.text
+    issuer = world.client.simulate_get("/.well-known/oauth-authorization-server", headers={"Host": HOST}).json
+    assert issuer["issuer"] == "https://dash.example.org"
 
 
 def test_untrusted_text_is_escaped(world: World, owner: WebBrowser) -> None:
