@@ -255,7 +255,17 @@ def _hosts(name: str, value: str, *, any_port: bool = False) -> tuple[str, ...]:
         if not (parts.netloc == written and name_ok and "@" not in written and _port_ok(parts)):
             example = "api.example.com, api.example.com:8443" + (" or api.example.com:*" if any_port else "")
             raise SettingsError(f"{PREFIX}{name} lists host names ({example}), not {host!r}")
-    return hosts
+    return tuple(_plain_host(host) for host in hosts)
+
+
+def _plain_host(host: str) -> str:
+    """A host entry as the checks compare it: in lower case, a name written absolute (its final dot, RFC 1034
+    §3.1) without it, as they read the Host header (``API.Example.com.:8443`` → ``api.example.com:8443``)."""
+    host = host.lower()
+    if host.startswith("["):
+        return host
+    name, colon, port = host.partition(":")
+    return (name[:-1] if name.endswith(".") and len(name) > 1 else name) + colon + port
 
 
 def _origins(value: str) -> tuple[str, ...]:

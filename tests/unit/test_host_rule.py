@@ -6,7 +6,7 @@ from __future__ import annotations
 import falcon.testing
 import pytest
 
-from adapters.settings import Settings
+from adapters.settings import Settings, load_settings
 from adapters.wiring import app_for, bootstrap
 from fakes.clock import FakeClock
 from fakes.key_store import FakeKeyStore
@@ -81,6 +81,16 @@ def test_allowed_hosts_are_served() -> None:
     assert api.simulate_get(METADATA, headers={"Host": "proxy.internal:9999"}).status_code == 400
     assert api.simulate_get(METADATA, headers={"Host": "api.internal."}).status_code == 200  # the absolute name
     assert api.simulate_get(METADATA, headers={"Host": "proxy.internal.:8443"}).status_code == 200
+
+
+def test_an_allowed_host_written_absolute_or_in_capitals_is_served() -> None:
+    api = client(
+        allowed_hosts=load_settings(
+            {"COMMUNITY_API_MODE": "test", "COMMUNITY_API_ALLOWED_HOSTS": "API.Internal."}
+        ).allowed_hosts
+    )
+    for host in ("api.internal", "api.internal.", "Api.Internal:9000"):
+        assert api.simulate_get(METADATA, headers={"Host": host}).status_code == 200, host
 
 
 def test_with_a_public_url_every_absolute_url_comes_from_it() -> None:

@@ -217,6 +217,19 @@ def test_host_lists_take_names_ports_and_bracketed_addresses() -> None:
     assert mcp.mcp_allowed_hosts == ("api.example.com:*", "localhost:8000")
 
 
+def test_host_lists_are_kept_as_the_host_checks_compare_them() -> None:
+    """In lower case, a name written absolute without its final dot: the checks read the Host header so,
+    and an entry written otherwise would have matched no request at all."""
+    hosts = "API.Internal., proxy.internal.:8443, [::1]:8000"
+    assert load_settings({**BASE, "COMMUNITY_API_ALLOWED_HOSTS": hosts}).allowed_hosts == (
+        "api.internal",
+        "proxy.internal:8443",
+        "[::1]:8000",
+    )
+    mcp = load_settings({**BASE, "COMMUNITY_API_MCP_ALLOWED_HOSTS": "Dev.Example.com.:*"})
+    assert mcp.mcp_allowed_hosts == ("dev.example.com:*",)
+
+
 def test_the_public_url_is_written_as_browsers_write_an_origin() -> None:
     settings = load_settings({**BASE, "COMMUNITY_API_PUBLIC_URL": "HTTPS://API.Example.COM:8443/"})
     assert settings.public_url == "https://api.example.com:8443"
