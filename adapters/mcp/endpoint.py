@@ -25,6 +25,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from adapters.http.auth import CONNECTION_HEADER, bearer_key, resource_url
 from adapters.http.body import MAX_DATA_BODY, UnsupportedMediaType, read_raw, refuse_content_coding
 from adapters.http.errors import error_body
+from adapters.http.host_check import host_name
 from adapters.mcp import envelope
 from adapters.mcp.bridge import SessionManagers
 from adapters.mcp.server import CALLER_ENVIRON_KEY, Caller, build_server
@@ -86,11 +87,8 @@ def _absolute(host: str) -> str | None:
 def _any_port(allowed_hosts: tuple[str, ...]) -> list[str]:
     """``COMMUNITY_API_ALLOWED_HOSTS`` in the MCP list's form: a name without a port is any port, as the REST
     host rule reads it (``box.lan`` → ``box.lan:*``); ``host:port`` stays as written."""
-    entries = []
-    for entry in (host.strip().lower() for host in allowed_hosts):
-        has_port = "]:" in entry if entry.startswith("[") else ":" in entry
-        entries.append(entry if has_port else f"{entry}:*")
-    return entries
+    entries = [host.strip().lower() for host in allowed_hosts]
+    return [entry if host_name(entry) != entry else f"{entry}:*" for entry in entries]  # no port written: any
 
 
 def _portless(entries: list[str]) -> list[str]:
