@@ -203,6 +203,18 @@ def _db_path(value: str) -> str:
     return value
 
 
+_NOTHING = urllib.parse.SplitResult("", "", "", "", "")
+
+
+def _split(url: str) -> urllib.parse.SplitResult:
+    """``urlsplit``, with a text it refuses (``https://[foo]``, ``https://[::1``: brackets that hold no IPv6
+    address) read as naming no host, so the setting is refused by its own message rather than a traceback."""
+    try:
+        return urllib.parse.urlsplit(url)
+    except ValueError:
+        return _NOTHING
+
+
 def _port_ok(parts: urllib.parse.SplitResult) -> bool:
     try:
         return parts.port is None or parts.port > 0
@@ -217,7 +229,7 @@ def _url(name: str, value: str, *, required: bool = False) -> str:
     url = value.strip().rstrip("/")
     if not url and not required:
         return ""
-    parts = urllib.parse.urlsplit(url)
+    parts = _split(url)
     plain = not ("?" in url or "#" in url or "@" in parts.netloc)  # no query, fragment or user
     if not (parts.scheme in ("http", "https") and parts.hostname and plain and _port_ok(parts) and " " not in url):
         raise SettingsError(f"{PREFIX}{name} must be a URL such as https://host.example.com, not {value!r}")
@@ -230,7 +242,7 @@ def _origin(name: str, value: str) -> str:
     url = _url(name, value)
     if not url:
         return ""
-    parts = urllib.parse.urlsplit(url)
+    parts = _split(url)
     if parts.path:
         raise SettingsError(
             f"{PREFIX}{name} is the service's origin, https://host[:port], without a path (the service is "
@@ -241,7 +253,20 @@ def _origin(name: str, value: str) -> str:
     return f"{parts.scheme}://{parts.netloc.lower()}"
 
 
-_HOST_NAME = re.compile(r"[a-z0-9._-]+|[0-9a-f:.]+")  # a DNS name or address; an IPv6 address (its brackets gone)
+# A DNS name or IPv4 address: dot-separated labels, maybe written absolute (a final dot). "." or "a..b" names no host.
+_HOST_NAME = re.compile(r"(?:[a-z0-9_-]+\.)*[a-z0-9_-]+\.?")
+
+
+def _host_name_ok(written: str, hostname: str) -> bool:
+    """Whether a host entry's name (``urlsplit``'s hostname, in lower case) names a host: a DNS name, an IPv4
+    address, or an IPv6 address in brackets."""
+    if written.startswith("["):
+        try:
+            ipaddress.IPv6Address(hostname)
+        except ValueError:
+            return False
+        return True
+    return bool(_HOST_NAME.fullmatch(hostname))
 
 
 def _hosts(name: str, value: str, *, any_port: bool = False) -> tuple[str, ...]:
@@ -250,8 +275,8 @@ def _hosts(name: str, value: str, *, any_port: bool = False) -> tuple[str, ...]:
     hosts = tuple(part.strip() for part in value.split(",") if part.strip())
     for host in hosts:
         written = host[:-2] + ":1" if any_port and host.endswith(":*") else host
-        parts = urllib.parse.urlsplit("//" + written)
-        name_ok = bool(parts.hostname and _HOST_NAME.fullmatch(parts.hostname))
+        parts = _split("//" + written)
+        name_ok = bool(parts.hostname and _host_name_ok(written, parts.hostname))
         if not (parts.netloc == written and name_ok and "@" not in written and _port_ok(parts)):
             example = "api.example.com, api.example.com:8443" + (" or api.example.com:*" if any_port else "")
             raise SettingsError(f"{PREFIX}{name} lists host names ({example}), not {host!r}")
@@ -274,7 +299,7 @@ def _origins(value: str) -> tuple[str, ...]:
     origins = tuple(part.strip() for part in value.split(",") if part.strip())
     for origin in origins:
         written = origin[:-2] + ":1" if origin.endswith(":*") else origin
-        parts = urllib.parse.urlsplit(written)
+        parts = _split(written)
         plain = written == f"{parts.scheme}://{parts.netloc}" and "@" not in parts.netloc
         if not (_port_ok(parts) and plain and parts.scheme in ("http", "https") and parts.hostname):
             raise SettingsError(

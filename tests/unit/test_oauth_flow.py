@@ -87,6 +87,10 @@ def test_registration_answers_a_public_client(world: World) -> None:
         [""],
         ["https://app.example/" + "a" * 2000],  # over 2,000 characters
         ["com.example.app:"],  # a private-use scheme with nowhere to go
+        # Brackets that hold no IPv6 address: urlsplit raises on them, which answered 500.
+        ["https://[app.example]/cb"],
+        ["http://[::1/cb"],
+        ["com.example.app://[x]/cb"],
     ],
 )
 def test_registration_refuses_unsafe_redirect_uris(world: World, uris: object) -> None:

@@ -209,6 +209,18 @@ def test_a_token_for_another_resource_is_refused_everywhere(
     assert world.client.simulate_get("/v1/whoami", params={"token": access}).status_code == 401
 
 
+def test_a_resource_that_is_no_url_is_refused_as_another_resource(
+    owner: WebBrowser, connector: Connector, world: World
+) -> None:
+    """Brackets that hold no IPv6 address make urlsplit raise: it answered 500 at each of the three steps."""
+    hostile = "https://[other.example]/v1/mcp"
+    _, challenge = pkce()
+    assert redirect_query(owner.get(connector.authorize_path(challenge, resource=hostile)))["error"] == "invalid_target"
+    oauth_error(connector.redeem(connector.approve(owner), resource=hostile), "invalid_target")
+    tokens = connector.redeem(connector.approve(owner)).json
+    oauth_error(connector.refresh(tokens["refresh_token"], resource=hostile), "invalid_target")
+
+
 def test_a_request_without_resource_gets_a_token_for_the_mcp_endpoint(
     owner: WebBrowser, connector: Connector, world: World
 ) -> None:
@@ -245,6 +257,8 @@ def test_a_mismatched_redirect_uri_is_shown_never_followed(owner: WebBrowser, co
         "http://127.0.0.1:50123/callback#x",
         "http://127.0.0.1:50123/callback\n",
         "http://127.0.0.1.evil.example:50123/callback",
+        "http://[127.0.0.1]:50123/callback",  # brackets hold no IPv6 address: urlsplit raised, a 500
+        "http://[::1:50123/callback",
     ],
 )
 def test_only_the_port_of_a_loopback_redirect_uri_may_differ(

@@ -79,6 +79,7 @@ def test_browser_origins_of_mcp_clients_are_web_origins() -> None:
         "https://user@a.example",
         "https://a.example?x=1",
         "https://:443",
+        "https://[app.example.com]",  # before: a raw ValueError from urlsplit, a traceback at start
     ):
         with pytest.raises(SettingsError, match="MCP_ALLOWED_ORIGINS"):
             load_settings({**BASE, "COMMUNITY_API_MCP_ALLOWED_ORIGINS": bad})
@@ -159,6 +160,8 @@ def test_a_setting_that_is_not_a_number_is_named(name: str, value: str, said: st
         "https://api.example.com:0",
         "https://api.example.com:99999",
         "https://api example.com",
+        "https://[api.example.com]",  # before: urlsplit's ValueError, a traceback instead of this message
+        "https://[::1",
     ],
 )
 def test_a_url_setting_that_is_no_base_url_is_refused_at_start(name: str, value: str) -> None:
@@ -194,6 +197,11 @@ def test_url_settings_keep_their_path_and_lose_a_trailing_slash() -> None:
         ("ALLOWED_HOSTS", "api.example.com:*"),  # any port is the MCP list's form only
         ("ALLOWED_HOSTS", "api.example.com:http"),
         ("ALLOWED_HOSTS", "::1"),  # an IPv6 address goes in brackets, as in a Host header
+        ("ALLOWED_HOSTS", "."),  # no name at all once its final dot is read
+        ("ALLOWED_HOSTS", "api..example.com"),
+        ("ALLOWED_HOSTS", ".example.com"),  # not a pattern: Django's wildcard form matches nothing here
+        ("ALLOWED_HOSTS", "[api.example.com]"),  # brackets hold an IPv6 address
+        ("ALLOWED_HOSTS", "[::g]:8000"),
         ("MCP_ALLOWED_HOSTS", "localhost:*, https://api.example.com"),
         ("MCP_ALLOWED_HOSTS", "user@api.example.com"),
     ],
