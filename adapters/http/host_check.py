@@ -10,12 +10,17 @@ it, the request's own host is used, so it must be one the service serves: a loop
 from __future__ import annotations
 
 import functools
+import re
 
 import falcon
 
 from adapters.http.client_address import parsed_address
 from adapters.http.errors import error_body
 from adapters.http.health import HEALTH_PATHS
+
+# A Host header's syntax (RFC 9110 §7.2, RFC 3986 §3.2.2): a name or IPv4 address without colons, or an IP
+# literal in brackets; then an optional port of digits. The content of the brackets is left to is_loopback.
+_HOST_SYNTAX = re.compile(r"(?:\[[0-9a-z:.]+\]|[^\[\]:]*)(?::[0-9]*)?")
 
 
 def host_name(host: str) -> str:
@@ -45,7 +50,7 @@ class AllowedHosts:
         if not self._active or req.path in HEALTH_PATHS:
             return
         host = (req.get_header("Host") or "").strip().lower()
-        name = host_name(host)
+        name = host_name(host) if _HOST_SYNTAX.fullmatch(host) else ""  # "[::1" or "::1" names no host
         if name.endswith(".") and len(name) > 1:
             # An absolute name (``localhost.``, RFC 1034 §3.1) is the same host; Django reads it so too.
             host = name[:-1] + host[len(name) :]

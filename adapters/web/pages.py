@@ -255,7 +255,9 @@ class WebResource:
             raise PageRefused(400, error.message) from None
 
     def _own_origins(self, req: falcon.Request) -> set[str]:
-        origins = {form_target(req.prefix)}
+        # The request's own origin, as the Host header wrote it: not parsed, since a Host header is any text
+        # when the service has a public URL (``[::1`` made urlsplit raise: a 500 on every form).
+        origins = {f"{req.scheme}://{req.netloc}"}
         if self.settings.public_url:
             origins.add(form_target(self.settings.public_url))
         return origins

@@ -46,6 +46,14 @@ def client(**settings: object) -> falcon.testing.TestClient:
         "attacker.example.:8000",
         ".",
         "localhost..",
+        # Not a Host header's syntax, though its text reads as loopback: absolute URLs made of it were
+        # malformed (an issuer "http://[::1"), and the dashboard's forms answered 500.
+        "[::1",
+        "::1",
+        "[::1]:80x",
+        "127.0.0.1:8000:1",
+        "[::1]]",
+        "[[::1]]",
     ],
 )
 def test_a_host_the_service_does_not_serve_is_400(host: str) -> None:

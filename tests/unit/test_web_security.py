@@ -166,6 +166,25 @@ def test_a_public_url_written_in_capitals_is_the_origin_browsers_send() -> None:
     assert issuer["issuer"] == "https://dash.example.org"
 
 
+@pytest.mark.parametrize("host", ["[::1", "[api.example", "a]:1"])
+def test_a_host_header_that_is_no_url_part_is_no_server_error_behind_a_public_url(host: str) -> None:
+    """With a public URL the Host check steps aside, so a form posted with any Host reaches the origin check,
+    which parsed the request's own URL: ``Host: [::1`` made urlsplit raise, a 500 for every form."""
+    settings = Settings(mode="test", usage_flush_seconds=0, public_url="https://api.example")
+    world = build_world()
+    world.client = falcon.testing.TestClient(app_for(world.deps, settings))
+    answer = world.client.simulate_post(
+        "/login",
+        headers={
+            "Host": host,
+            "Origin": "https://attacker.example",
+            "Content-Type": "application/x-www-form-urlencoded",
+        },
+        body="email=a%40example.com&password=x",
+    )
+    assert answer.status_code == 403 and "accepted only from this site" in answer.text
+
+
 def test_untrusted_text_is_escaped(world: World, owner: WebBrowser) -> None:
     owner.submit(owner.get("/keys"), "/keys", {"name": "<script>alert(1)</script>"})
     page = owner.get("/keys")
