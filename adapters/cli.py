@@ -251,12 +251,19 @@ def backup(args: argparse.Namespace) -> int:
         summary = backup_database(settings.db, args.path)
     except BackupError as error:
         raise SettingsError(str(error)) from None
+    counts = ", ".join(
+        _count(n, name)
+        for n, name in ((summary.accounts, "account"), (summary.keys, "key"), (summary.connections, "connection"))
+    )
     print(
-        f"backed up {settings.db} to {summary.target} ({summary.size_bytes} bytes: {summary.accounts} accounts, "
-        f"{summary.keys} keys, {summary.connections} connections); restoring it needs the same "
-        "COMMUNITY_API_SECRET (docs/deployment.md)"
+        f"backed up {settings.db} to {summary.target} ({_count(summary.size_bytes, 'byte')}: {counts}); restoring it "
+        "needs the same COMMUNITY_API_SECRET (docs/deployment.md)"
     )
     return 0
+
+
+def _count(n: int, name: str) -> str:
+    return f"{n} {name}" if n == 1 else f"{n} {name}s"
 
 
 def demo(args: argparse.Namespace) -> int:

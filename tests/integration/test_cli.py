@@ -122,6 +122,18 @@ def test_accounts_list_shows_each_account_with_what_it_holds(tmp_path: Path) -> 
     assert "cda_" not in listed.stdout and "argon2" not in listed.stdout
 
 
+def test_backup_says_what_the_copy_holds(tmp_path: Path) -> None:
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
+    assert run("accounts", "create", "ops@example.com", stdin="a strong password\n", env=env).returncode == 0
+    for _ in range(2):
+        assert run("keys", "mint", "--email", "ops@example.com", env=env).returncode == 0
+    made = run("backup", str(tmp_path / "copy.sqlite3"), env=env)
+    assert made.returncode == 0, made.stderr
+    assert "bytes: 1 account, 2 keys, 0 connections); restoring it needs the same COMMUNITY_API_SECRET" in made.stdout
+    again = run("backup", str(tmp_path / "copy.sqlite3"), env=env)
+    assert again.returncode == 2 and "exists" in again.stderr and "Traceback" not in again.stderr
+
+
 def test_accounts_set_password_for_a_person_who_forgot_it(tmp_path: Path) -> None:
     """The service sends no mail: the operator sets the new password. It follows the sign-up rules, is
     read from standard input (never an argument: it would show in `ps`), and ends every web session."""
