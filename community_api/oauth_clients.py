@@ -183,7 +183,7 @@ def _has_unsafe_characters(uri: str) -> bool:
     return any(c.isspace() or not c.isprintable() for c in uri)
 
 
-def split_uri(uri: str) -> SplitResult | None:
+def _split_uri(uri: str) -> SplitResult | None:
     """``urlsplit``, or None for a text it refuses: brackets that hold no IPv6 address (``https://[x]/cb``,
     ``http://[::1/cb``) make it raise ValueError, which a client's text must not turn into a 500."""
     try:
@@ -198,7 +198,7 @@ def check_redirect_uri(uri: str) -> str:
         raise OAuthError("invalid_redirect_uri", f"each redirect URI must be a string of 1 to {MAX_URI_LENGTH}")
     if _has_unsafe_characters(uri):
         raise OAuthError("invalid_redirect_uri", "a redirect URI must not contain spaces or control characters")
-    parts = split_uri(uri)
+    parts = _split_uri(uri)
     if parts is None:
         raise OAuthError("invalid_redirect_uri", f"a redirect URI's brackets hold an IPv6 address only: {uri}")
     scheme = parts.scheme
@@ -308,7 +308,7 @@ def _same_redirect(registered: str, asked: str) -> bool:
     Scheme, host, path and query still match exactly, and the token request repeats the URI as asked."""
     if asked == registered:
         return True
-    mine, theirs = split_uri(registered), split_uri(asked)
+    mine, theirs = _split_uri(registered), _split_uri(asked)
     if mine is None or theirs is None:
         return False
     if mine.scheme != "http" or mine.hostname not in LOOPBACK_HOSTS or not _NETLOC.fullmatch(theirs.netloc):
@@ -379,5 +379,5 @@ def same_resource(asked: str, resource: str) -> bool:
     def canonical(parts: SplitResult) -> tuple[str, str, str, str, str]:
         return parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, parts.fragment
 
-    mine, theirs = split_uri(resource), split_uri(asked)
+    mine, theirs = _split_uri(resource), _split_uri(asked)
     return mine is not None and theirs is not None and canonical(theirs) == canonical(mine)
