@@ -127,7 +127,8 @@ def handle_http_error(
     # The path is repeated when it could be a mistyped route (a percent-encoded newline arrives decoded).
     path = req.path if repeatable(req.path, MAX_PATH_REPEATED) else "this path"
     if status == 404:
-        message = f"no route {req.method} {path}"
+        # Falcon's own 404 (no route matched) has no description; a resource's has one that says what is missing.
+        message = error.description or f"no route {req.method} {path}"
     elif status == 405:
         message = f"{req.method} is not allowed on {path}"
     resp.set_headers(error.headers or {})

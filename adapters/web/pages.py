@@ -347,7 +347,7 @@ class StaticResource:
     def on_get(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
         media = self.TYPES.get(name)
         if media is None:
-            raise falcon.HTTPNotFound()
+            raise falcon.HTTPNotFound(description="the dashboard has no such file")  # never echoes the name
         resp.content_type = media
         resp.data = (STATIC / name).read_bytes()
         resp.set_header("Cache-Control", "public, max-age=3600")
