@@ -30,6 +30,19 @@ def host_name(host: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
+@functools.lru_cache(maxsize=256)  # every request asks, and a client sends the same Host each time
+def _read_host(host: str) -> tuple[str, str]:
+    """A Host header value (in lower case) as the check compares it: the host and its name without the port,
+    a name written absolute (``localhost.``, RFC 1034 §3.1) without its final dot, as Django reads it; the
+    name is empty for a text that is not a Host's syntax (``[::1``, ``::1``)."""
+    if not _HOST_SYNTAX.fullmatch(host):
+        return host, ""
+    name = host_name(host)
+    if name.endswith(".") and len(name) > 1:
+        return name[:-1] + host[len(name) :], name[:-1]
+    return host, name
+
+
 @functools.lru_cache(maxsize=256)  # every request asks; parsing an address costs more than the rest of the check
 def is_loopback(host: str) -> bool:
     if host == "localhost" or host.endswith(".localhost"):
@@ -49,12 +62,7 @@ class AllowedHosts:
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         if not self._active or req.path in HEALTH_PATHS:
             return
-        host = (req.get_header("Host") or "").strip().lower()
-        name = host_name(host) if _HOST_SYNTAX.fullmatch(host) else ""  # "[::1" or "::1" names no host
-        if name.endswith(".") and len(name) > 1:
-            # An absolute name (``localhost.``, RFC 1034 §3.1) is the same host; Django reads it so too.
-            host = name[:-1] + host[len(name) :]
-            name = name[:-1]
+        host, name = _read_host((req.get_header("Host") or "").strip().lower())
         if is_loopback(name) or name in self._allowed or host in self._allowed:
             return
         resp.status = falcon.HTTP_400
