@@ -61,12 +61,22 @@ def serve(args: argparse.Namespace) -> int:
     return 0  # pragma: no cover
 
 
-def open_store(settings: Settings) -> SqliteKeyStore:
-    """The key store at ``COMMUNITY_API_DB``, opened now (its folder and schema made): a path that cannot
-    hold a database, or a file of a newer version, is one line and exit status 2."""
+def open_store(settings: Settings, *, create: bool = False) -> SqliteKeyStore:
+    """The key store at ``COMMUNITY_API_DB``, opened now (its schema made or migrated): a path that cannot
+    hold a database, or a file of a newer version, is one line and exit status 2.
+
+    Only ``serve`` and ``accounts create`` make a database (and its folder) where there is none. The
+    commands that read or change what a database holds refuse a path with none: a mistyped path would
+    otherwise leave a new empty database behind and answer "no accounts yet" or "no account with the
+    email", as if the service's own database were empty."""
     from adapters.store.sqlite_key_store import SqliteKeyStore
     from adapters.store.sqlite_schema import NewerSchema
 
+    if not create and not os.path.isfile(settings.db):
+        raise SettingsError(
+            f"no database at {settings.db} (COMMUNITY_API_DB): set it to the service's database; "
+            "`community-api accounts create EMAIL` makes a new one"
+        )
     try:
         return SqliteKeyStore.open(settings.db, settings.secret)
     except (OSError, sqlite3.Error, NewerSchema) as error:
@@ -77,7 +87,7 @@ def check_state(settings: Settings) -> None:
     """What ``serve`` needs before it forks workers: the database, and the throttle storage answering."""
     from adapters.throttle.limits_throttle import LimitsThrottle
 
-    open_store(settings).close()
+    open_store(settings, create=True).close()
     try:
         throttle = LimitsThrottle(settings.throttle_uri, salt=settings.secret)
         throttle.quota("start-up check")  # a read: opens (or makes) the storage, raising what stops it
@@ -114,7 +124,7 @@ def accounts_create(args: argparse.Namespace) -> int:
 
     _apply_common(args)
     settings = load_settings()
-    store = open_store(settings)  # a database it cannot use is said before the password is asked
+    store = open_store(settings, create=True)  # a database it cannot use is said before the password is asked
     password = read_password(args.email)
     account = create_account_unchecked(store, SystemClock(), args.email, password)
     print(f"account {account.id} created for {account.email}")

@@ -106,6 +106,9 @@ def test_accounts_create_and_keys_mint_then_serve(tmp_path: Path) -> None:
 def test_accounts_list_shows_each_account_with_what_it_holds(tmp_path: Path) -> None:
     """The operator who sets a password or deletes an account must know the emails; nothing secret shown."""
     env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
+    from adapters.store.sqlite_key_store import SqliteKeyStore
+
+    SqliteKeyStore.open(env["COMMUNITY_API_DB"], SECRET).close()  # the database a first `serve` makes
     empty = run("accounts", "list", env=env)
     assert empty.returncode == 0 and "no accounts" in empty.stdout
     for email in ("ops@example.com", "dev@example.com"):
@@ -259,23 +262,29 @@ def _newer_schema(path: Path) -> None:
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
 
 
-@pytest.mark.parametrize("case", ["a file where a folder should be", "a newer schema"])
+_SERVE = ("serve", "--bind", "127.0.0.1:1")
+_CREATE = ("accounts", "create", "ops@example.com")
+_USERS = (
+    ("accounts", "delete", "ops@example.com"),
+    ("accounts", "set-password", "ops@example.com"),
+    ("keys", "mint", "--email", "ops@example.com"),
+)
+
+
 @pytest.mark.parametrize(
-    "command",
+    ("case", "command"),
     [
-        ("serve", "--bind", "127.0.0.1:1"),
-        ("accounts", "create", "ops@example.com"),
-        ("accounts", "delete", "ops@example.com"),
-        ("accounts", "set-password", "ops@example.com"),
-        ("keys", "mint", "--email", "ops@example.com"),
+        *[("a file where a folder should be", command) for command in (_SERVE, _CREATE)],
+        *[("a newer schema", command) for command in (_SERVE, _CREATE, *_USERS)],
     ],
-    ids=lambda c: " ".join(c[:2]),
+    ids=lambda c: c if isinstance(c, str) else " ".join(c[:2]),
 )
 def test_a_database_that_cannot_be_used_is_one_line_before_anything_starts(
     tmp_path: Path, case: str, command: tuple[str, ...]
 ) -> None:
     """Before, serve started with such a path, answered 500 to every request and logged nothing at start;
-    the other commands ended in a traceback."""
+    the other commands ended in a traceback. (Only serve and accounts create make a database where there
+    is none: the others refuse such a path, below.)"""
     if case == "a newer schema":
         db = tmp_path / "db.sqlite3"
         _newer_schema(db)
@@ -292,6 +301,32 @@ def test_a_database_that_cannot_be_used_is_one_line_before_anything_starts(
     assert len(lines) == 1 and lines[0].startswith(f"community-api: COMMUNITY_API_DB: cannot use {db}: "), lines
     assert expected in lines[0]
     assert "Listening" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("accounts", "list"),
+        ("accounts", "delete", "ops@example.com"),
+        ("accounts", "set-password", "ops@example.com"),
+        ("keys", "mint", "--email", "ops@example.com"),
+        ("keys", "revoke"),
+    ],
+    ids=lambda c: " ".join(c[:2]),
+)
+def test_a_command_on_what_a_database_holds_refuses_a_path_with_none(tmp_path: Path, command: tuple[str, ...]) -> None:
+    """Before, a mistyped COMMUNITY_API_DB made a new empty database (and its folders) and answered "no
+    accounts yet" or "no account with the email", as if the service's database were empty."""
+    db = tmp_path / "mistyped" / "db.sqlite3"
+    result = run(
+        *command, stdin="a strong password\n", env={"COMMUNITY_API_DB": str(db), "COMMUNITY_API_SECRET": SECRET}
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"community-api: no database at {db} (COMMUNITY_API_DB): set it to the service's database; "
+        "`community-api accounts create EMAIL` makes a new one"
+    ]
+    assert not (tmp_path / "mistyped").exists()
 
 
 @pytest.mark.parametrize(
@@ -357,8 +392,10 @@ def test_keys_revoke_ends_leaked_keys_given_by_value(tmp_path: Path) -> None:
     assert again.returncode == 0 and "already ended" in again.stdout
     nothing = run("keys", "revoke", stdin="", env=env)
     assert nothing.returncode == 2 and "no key given" in nothing.stderr
-    # COMMUNITY_API_DB forgotten: an empty database is said to be one, not "no key has this value".
+    # COMMUNITY_API_DB forgotten: an empty database (a service's that has no accounts yet) is said to be
+    # one, not "no key has this value".
     elsewhere = {**env, "COMMUNITY_API_DB": str(tmp_path / "other.sqlite3")}
+    SqliteKeyStore.open(elsewhere["COMMUNITY_API_DB"], SECRET).close()
     wrong = run("keys", "revoke", stdin=leaked + "\n", env=elsewhere)
     assert wrong.returncode == 2 and "has no accounts" in wrong.stderr and "COMMUNITY_API_DB" in wrong.stderr
 
