@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from adapters.gunicorn_command import check_serve_args, exposure_warning, gunicorn_argv
 from adapters.settings import PREFIX, Settings, SettingsError, load_settings
+from community_api.scopes import ALL_SCOPES, DEFAULT_SCOPES
 
 if TYPE_CHECKING:
     from adapters.store.sqlite_key_store import SqliteKeyStore
@@ -109,9 +110,12 @@ def sandbox(args: argparse.Namespace) -> int:
 
 def read_password(email: str) -> str:
     """The password from standard input: one line from a pipe (``echo … |``, scripts), or typed at a
-    terminal without being shown, asked twice so that a typo does not lock the person out."""
+    terminal without being shown, asked twice so that a typo does not lock the person out.
+
+    The line's end is dropped whether it is ``\n`` or ``\r\n`` (a file or script written on Windows): a
+    password ending in a carriage return could never be typed into the sign-in form."""
     if not sys.stdin.isatty():
-        return sys.stdin.readline().rstrip("\n")
+        return sys.stdin.readline().removesuffix("\n").removesuffix("\r")
     first = getpass.getpass(f"Password for {email}: ")
     if getpass.getpass("The same password again: ") != first:
         raise SettingsError("the two passwords differ: nothing changed")
@@ -352,7 +356,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("--email", required=True, help="the account's email")
     p.add_argument("--name", help="what the key is for, shown beside it in the dashboard and in `keys revoke`")
-    p.add_argument("--scope", action="append", help="a scope to grant; repeat; default: the read scopes")
+    p.add_argument(
+        "--scope",
+        action="append",
+        choices=ALL_SCOPES,
+        metavar="SCOPE",
+        help=f"a scope to grant, one of {', '.join(ALL_SCOPES)}; repeat; default: {' '.join(DEFAULT_SCOPES)}",
+    )
     p.add_argument("--connection", help="bind the key to this connection id")
     p.set_defaults(func=keys_mint)
     p = sub.add_parser(
