@@ -6,6 +6,7 @@ from typing import Any
 
 import falcon
 import orjson
+from gunicorn.http.errors import ParseException
 
 from adapters.json_names import duplicate_name, twice
 from community_api.errors import InvalidRequest, ServiceError
@@ -31,6 +32,12 @@ class UnsupportedContentCoding(UnsupportedMediaType):
     (RFC 9110 §15.5.16), rather than a JSON syntax error about bytes the client never wrote."""
 
 
+INCOMPLETE = (
+    "the request body did not arrive whole (it ended before its Content-Length, or its chunked framing is "
+    "broken): nothing was done"
+)
+
+
 def refuse_content_coding(req: falcon.Request) -> None:
     coding = (req.get_header("Content-Encoding") or "").strip().lower()
     if coding and coding != "identity":
@@ -53,9 +60,20 @@ def read_raw(req: falcon.Request, limit: int = MAX_BODY) -> bytes:
     if length is not None and length > limit:
         raise PayloadTooLarge(f"the request body is larger than {limit} bytes", maxBytes=limit)
     terminated = length is None and req.env.get("wsgi.input_terminated") is True
-    data: bytes = (req.stream if terminated else req.bounded_stream).read(limit + 1)
+    try:
+        data: bytes = (req.stream if terminated else req.bounded_stream).read(limit + 1)
+    except (OSError, ParseException):
+        # gunicorn decodes a chunked body as it is read: one cut short raises its NoMoreData (an OSError,
+        # as a connection reset or timed out while the body comes in is), one framed wrongly its
+        # InvalidChunkSize or ChunkMissingTerminator (ParseExceptions). Not a failure of ours: a 400.
+        raise InvalidRequest(INCOMPLETE) from None
     if len(data) > limit:
         raise PayloadTooLarge(f"the request body is larger than {limit} bytes", maxBytes=limit)
+    if length is not None and len(data) < length:
+        # The server's reader ends at the end of the connection without a word: a body that stops short
+        # of its Content-Length (a client that gave up, or miscounted) would otherwise be acted on, and
+        # the client, having seen no answer, send it again.
+        raise InvalidRequest(INCOMPLETE, contentLength=length, received=len(data))
     return data
 
 

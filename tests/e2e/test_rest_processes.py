@@ -373,6 +373,40 @@ def test_a_chunked_body_is_read_whole(service: Service, alice: dict[str, Any]) -
     assert minted.status_code == 201 and minted.json()["name"] == "minted in chunks"
 
 
+@pytest.mark.parametrize("case", ["shorter than its Content-Length", "chunk size not hexadecimal"])
+def test_a_body_that_does_not_arrive_whole_is_refused_and_does_nothing(
+    service: Service, alice: dict[str, Any], case: str
+) -> None:
+    """gunicorn's reader ends a body at the connection's end without a word: a post whose body stopped
+    short of its Content-Length was created from what came (whole JSON), though its client, having seen no
+    answer, would send it again. A chunk size that is not hexadecimal answered 500."""
+    key = mint(service, name="cut short", scopes=["groups:read", "posts:read", "posts:write"])["secret"]
+    auth = {"Authorization": f"Bearer {key}"}
+    group = requests.get(service.url + "/v1/groups", headers=auth, timeout=10).json()["groups"][0]["id"]
+    title = f"Cut short: {case}"
+    body = json.dumps({"title": title, "content": "never whole"}).encode()
+    head = (
+        f"POST /v1/groups/{group}/posts HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
+        "Content-Type: application/json\r\nConnection: close\r\n"
+    ).encode()
+    if case == "shorter than its Content-Length":
+        raw = head + b"Content-Length: %d\r\n\r\n" % (len(body) + 40) + body
+    else:
+        raw = head + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n" + body + b"\r\n0\r\n\r\n"
+    port = int(service.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(raw)
+        sock.shutdown(socket.SHUT_WR)  # nothing more comes: the server's reader meets the end
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    error = json.loads(answer.partition(b"\r\n\r\n")[2])["error"]
+    assert error["code"] == "invalid_request" and "did not arrive whole" in error["message"]
+    feed = requests.get(f"{service.url}/v1/groups/{group}/posts", headers=auth, timeout=10)
+    assert feed.status_code == 200 and title not in [post["title"] for post in feed.json()["posts"]]
+
+
 POST_DMS = b"POST /v1/dms HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 
 

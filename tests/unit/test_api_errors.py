@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 
 import pytest
+from gunicorn.http.errors import InvalidChunkSize
 
 from tests.unit.world_support import Ready
 
@@ -161,6 +163,45 @@ def test_a_body_past_the_limit_without_content_length(ready: Ready) -> None:
     )
     assert_error(result, 413, "payload_too_large")
     assert result.json["error"]["details"] == {"maxBytes": 256 * 1024}
+
+
+class _BrokenMidBody(io.BytesIO):
+    """A body stream that fails part-way, as gunicorn's reader does: a connection reset (an OSError), or
+    a chunked body framed wrongly (its InvalidChunkSize)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+
+    def read(self, size: int | None = -1) -> bytes:
+        raise self.error
+
+
+@pytest.mark.parametrize("case", ["shorter than its length", "reset while read", "chunked framing broken"])
+def test_a_body_that_does_not_arrive_whole_does_nothing(ready: Ready, case: str) -> None:
+    """gunicorn's reader ends a body at the connection's end without a word: one shorter than its
+    Content-Length (a client that gave up, or miscounted) was acted on when what came was whole JSON, and
+    the client, having seen no answer, would send it again. A broken chunked body answered 500."""
+    world = ready.world
+    bob = world.gateway.user("bob")
+    body = json.dumps({"to": bob.id, "content": "sent once, whole"}).encode()
+    headers = {"Authorization": f"Bearer {ready.key}", "Content-Type": "application/json"}
+    stream: io.BytesIO = _BrokenMidBody(InvalidChunkSize(b"zz"))
+    if case == "shorter than its length":
+        stream, headers["Content-Length"] = io.BytesIO(body), str(len(body) + 40)
+    elif case == "reset while read":
+        stream, headers["Content-Length"] = _BrokenMidBody(ConnectionResetError()), str(len(body))
+    result = world.client.simulate_request(
+        "POST",
+        "/v1/dms",
+        params={"group": "builders-club"},
+        headers=headers,
+        # Without a length, the body is chunked and the server ends the stream (PEP 3333).
+        extras={"wsgi.input": stream, "wsgi.input_terminated": "Content-Length" not in headers},
+    )
+    assert_error(result, 400, "invalid_request")
+    assert "did not arrive whole" in result.json["error"]["message"]
+    assert world.gateway.sent_messages() == []
 
 
 @pytest.mark.parametrize(
