@@ -4,7 +4,6 @@ from its flags, so gunicorn workers read one source of truth."""
 from __future__ import annotations
 
 import base64
-import binascii
 import difflib
 import ipaddress
 import math
@@ -321,7 +320,7 @@ def _spki_list(value: str) -> tuple[str, ...]:
     for spki in hashes:
         try:
             digest = base64.b64decode(spki, validate=True)
-        except binascii.Error:
+        except ValueError:  # binascii.Error, or a character outside ASCII (``é``)
             digest = b""
         if len(digest) != 32:
             raise SettingsError(

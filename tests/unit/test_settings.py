@@ -51,7 +51,7 @@ def test_the_browser_trusts_only_the_certificate_keys_it_is_given() -> None:
     spki = "44Vy9wbXFEzxcccfXv4gs0Zlb7SjUg+FL5EcmCnEgOY="
     given = load_settings({**BASE, "COMMUNITY_API_BROWSER_TRUSTED_SPKI": f" {spki} ,{spki}"})
     assert given.browser_trusted_spki == (spki, spki)
-    for bad in ("yes", "*", spki[:-2], "not base64!" * 4, spki + "=="):
+    for bad in ("yes", "*", spki[:-2], "not base64!" * 4, spki + "==", "é" + spki[1:]):
         with pytest.raises(SettingsError, match="BROWSER_TRUSTED_SPKI"):
             load_settings({**BASE, "COMMUNITY_API_BROWSER_TRUSTED_SPKI": bad})
     flags = chrome_options("/tmp/profile", given.browser_trusted_spki).arguments
