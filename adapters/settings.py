@@ -230,8 +230,12 @@ def _url(name: str, value: str, *, required: bool = False) -> str:
         return ""
     parts = _split(url)
     plain = not ("?" in url or "#" in url or "@" in parts.netloc)  # no query, fragment or user
-    if not (parts.scheme in ("http", "https") and parts.hostname and plain and _port_ok(parts) and " " not in url):
-        raise SettingsError(f"{PREFIX}{name} must be a URL such as https://host.example.com, not {value!r}")
+    if not (
+        parts.scheme in ("http", "https") and _names_a_host(parts) and plain and _port_ok(parts) and " " not in url
+    ):
+        raise SettingsError(
+            f"{PREFIX}{name} must be a URL such as https://host.example.com, not {value!r}{_ascii_hint(parts)}"
+        )
     return url
 
 
@@ -268,6 +272,26 @@ def _host_name_ok(written: str, hostname: str) -> bool:
     return bool(_HOST_NAME.fullmatch(hostname))
 
 
+def _names_a_host(parts: urllib.parse.SplitResult) -> bool:
+    """Whether a URL's authority names a host as requests carry it (``_host_name_ok``), with a port of digits
+    if a colon is written: ``https://example.com:`` is no origin a browser sends."""
+    written = parts.netloc.rpartition("@")[2]
+    return bool(parts.hostname) and not written.endswith(":") and _host_name_ok(written, parts.hostname or "")
+
+
+def _ascii_hint(parts: urllib.parse.SplitResult) -> str:
+    """For a host name written outside ASCII (``é.example``): the form Host and Origin headers carry it in
+    (``xn--9ca.example``, IDNA), which is what the setting is compared with."""
+    name = parts.hostname or ""
+    if name.isascii():
+        return ""
+    try:
+        ascii_name = name.encode("idna").decode("ascii")
+    except UnicodeError:
+        return "; a host name outside ASCII is written in its ASCII (xn--) form"
+    return f"; a host name outside ASCII is written in its ASCII form, as requests carry it: {ascii_name}"
+
+
 def _hosts(name: str, value: str, *, any_port: bool = False) -> tuple[str, ...]:
     """Host names as a Host header carries them: ``host`` or ``host:port`` (``host:*``: any port, where
     ``any_port``); an IPv6 address in brackets."""
@@ -278,7 +302,7 @@ def _hosts(name: str, value: str, *, any_port: bool = False) -> tuple[str, ...]:
         name_ok = bool(parts.hostname and _host_name_ok(written, parts.hostname))
         if not (parts.netloc == written and name_ok and "@" not in written and _port_ok(parts)):
             example = "api.example.com, api.example.com:8443" + (" or api.example.com:*" if any_port else "")
-            raise SettingsError(f"{PREFIX}{name} lists host names ({example}), not {host!r}")
+            raise SettingsError(f"{PREFIX}{name} lists host names ({example}), not {host!r}{_ascii_hint(parts)}")
     return tuple(_plain_host(host) for host in hosts)
 
 
@@ -300,10 +324,10 @@ def _origins(value: str) -> tuple[str, ...]:
         written = origin[:-2] + ":1" if origin.endswith(":*") else origin
         parts = _split(written)
         plain = written == f"{parts.scheme}://{parts.netloc}" and "@" not in parts.netloc
-        if not (_port_ok(parts) and plain and parts.scheme in ("http", "https") and parts.hostname):
+        if not (_port_ok(parts) and plain and parts.scheme in ("http", "https") and _names_a_host(parts)):
             raise SettingsError(
                 f"{PREFIX}MCP_ALLOWED_ORIGINS lists web origins such as https://app.example.com or "
-                f"http://localhost:*, not {origin!r}"
+                f"http://localhost:*, not {origin!r}{_ascii_hint(parts)}"
             )
     return origins
 

@@ -80,6 +80,10 @@ def test_browser_origins_of_mcp_clients_are_web_origins() -> None:
         "https://a.example?x=1",
         "https://:443",
         "https://[app.example.com]",  # before: a raw ValueError from urlsplit, a traceback at start
+        # Before, kept as written: a browser's Origin never matched them.
+        "https://app.example.com:",
+        "https://app..example.com",
+        "https://bücher.example",
     ):
         with pytest.raises(SettingsError, match="MCP_ALLOWED_ORIGINS"):
             load_settings({**BASE, "COMMUNITY_API_MCP_ALLOWED_ORIGINS": bad})
@@ -162,6 +166,10 @@ def test_a_setting_that_is_not_a_number_is_named(name: str, value: str, said: st
         "https://api example.com",
         "https://[api.example.com]",  # before: urlsplit's ValueError, a traceback instead of this message
         "https://[::1",
+        # Before, kept as written; a public URL so written matched no Origin or Host a browser sends.
+        "https://api.example.com:",
+        "https://api..example.com",
+        "https://bücher.example",
     ],
 )
 def test_a_url_setting_that_is_no_base_url_is_refused_at_start(name: str, value: str) -> None:
@@ -169,6 +177,17 @@ def test_a_url_setting_that_is_no_base_url_is_refused_at_start(name: str, value:
     PLATFORM_URL was first met as a failing sign-in."""
     with pytest.raises(SettingsError, match=f"COMMUNITY_API_{name} must be a URL such as https://"):
         load_settings({**BASE, f"COMMUNITY_API_{name}": value})
+
+
+@pytest.mark.parametrize("name", ["PUBLIC_URL", "MCP_ALLOWED_ORIGINS", "ALLOWED_HOSTS", "MCP_ALLOWED_HOSTS"])
+def test_a_host_name_outside_ascii_is_refused_with_the_form_requests_carry(name: str) -> None:
+    """Browsers and HTTP clients send a name outside ASCII in its IDNA form, in Host and in Origin: one kept
+    as written matched neither, and every request was refused with advice to set the very setting."""
+    value = "bücher.example" if name.endswith("HOSTS") else "https://bücher.example"
+    with pytest.raises(SettingsError, match="written in its ASCII form, as requests carry it: xn--bcher-kva.example$"):
+        load_settings({**BASE, f"COMMUNITY_API_{name}": value})
+    ascii_value = value.replace("bücher", "xn--bcher-kva")
+    assert load_settings({**BASE, f"COMMUNITY_API_{name}": ascii_value})
 
 
 def test_url_settings_keep_their_path_and_lose_a_trailing_slash() -> None:
