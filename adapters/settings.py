@@ -13,6 +13,7 @@ import urllib.parse
 from collections.abc import Mapping
 
 import attrs
+import idna
 
 from adapters.throttle.mmap_limits_storage import DEFAULT_CAPACITY, MAX_CAPACITY
 from community_api.pace import DEFAULT_READS_PER_MINUTE, DEFAULT_WRITES_PER_MINUTE
@@ -286,8 +287,10 @@ def _ascii_hint(parts: urllib.parse.SplitResult) -> str:
     if name.isascii():
         return ""
     try:
-        ascii_name = name.encode("idna").decode("ascii")
-    except UnicodeError:
+        # UTS #46, non-transitional, as browsers map a name (``straße`` stays ß: ``xn--strae-oqa``), not
+        # Python's own IDNA 2003 codec (``strasse``).
+        ascii_name = idna.encode(name, uts46=True).decode("ascii")
+    except idna.IDNAError:
         return "; a host name outside ASCII is written in its ASCII (xn--) form"
     return f"; a host name outside ASCII is written in its ASCII form, as requests carry it: {ascii_name}"
 

@@ -188,6 +188,9 @@ def test_a_host_name_outside_ascii_is_refused_with_the_form_requests_carry(name:
         load_settings({**BASE, f"COMMUNITY_API_{name}": value})
     ascii_value = value.replace("bücher", "xn--bcher-kva")
     assert load_settings({**BASE, f"COMMUNITY_API_{name}": ascii_value})
+    # ß is kept, as browsers map it (UTS #46 non-transitional), not made "ss" as Python's own codec does.
+    with pytest.raises(SettingsError, match="as requests carry it: xn--strae-oqa.example$"):
+        load_settings({**BASE, f"COMMUNITY_API_{name}": value.replace("bücher", "straße")})
 
 
 def test_url_settings_keep_their_path_and_lose_a_trailing_slash() -> None:
