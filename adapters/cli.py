@@ -159,6 +159,7 @@ def accounts_list(args: argparse.Namespace) -> int:
 def accounts_delete(args: argparse.Namespace) -> int:
     from community_api.account_lifecycle import delete_account_unchecked
     from community_api.clock import SystemClock
+    from community_api.email_address import email_key
 
     _apply_common(args)
     settings = load_settings()
@@ -170,7 +171,7 @@ def accounts_delete(args: argparse.Namespace) -> int:
         typed = input(
             f"Delete {email}: its keys and grants revoked, its connections erased. Type the email to confirm: "
         )
-        if typed.strip().lower() != email:
+        if email_key(typed) != email_key(email):
             raise SettingsError("not confirmed: nothing was deleted")
     account = delete_account_unchecked(store, SystemClock(), email)  # an unknown email: one line (main)
     print(f"account {account.id} deleted: its keys and grants revoked, its connections erased")

@@ -26,6 +26,7 @@ from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatc
 
 from community_api import sign_in_guard as guard
 from community_api.commands import BadField, at_least, at_most, expects, filled
+from community_api.email_address import ascii_domain, email_key
 from community_api.errors import Conflict, Forbidden, RateLimited, Unauthorized
 from community_api.ids import new_id
 from community_api.model import Account, WebSession
@@ -43,7 +44,7 @@ _EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,255}\.[^@\s]{1,63}")
 def _email_address(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
     if not is_readable(value):
         raise BadField(attribute.name, "may not hold control characters or bidirectional overrides")
-    if not _EMAIL.fullmatch(value.strip().lower()):
+    if not _EMAIL.fullmatch(value.strip().lower()) or ascii_domain(value.strip().rpartition("@")[2]) is None:
         raise BadField(attribute.name, "is not a valid address")
 
 
@@ -59,8 +60,13 @@ class Credentials:
 
     @property
     def address(self) -> str:
-        """The email as accounts are kept: trimmed, in lower case."""
+        """The email as accounts are kept and shown: trimmed, in lower case."""
         return self.email.strip().lower()
+
+    @property
+    def key(self) -> str:
+        """The email as accounts are found (``email_address.email_key``): however its domain is written."""
+        return email_key(self.email)
 
 
 @attrs.frozen
@@ -161,7 +167,9 @@ def sign_in(
     """Check the email and password, throttled by ``sign_in_guard`` (a stranger cannot lock the owner
     out: the browser that signed in before shows its device cookie). The answer carries a fresh device
     cookie for the client to keep."""
-    email, password = credentials.address, credentials.password
+    # The key, not the email as typed: the sign-in bounds and the device cookie of an account are the same
+    # whichever way its domain is written (``email_address``).
+    email, password = credentials.key, credentials.password
     now = clock.now()
     device_id = device_cookies.device(device_cookie, email, now)
     bounds = guard.bounds_for(email, client_address, device_id)

@@ -28,13 +28,15 @@ class AccountRecords(Protocol):
     """Accounts (emails compared case-insensitively) and web sessions (by the hash of their token)."""
 
     def add_account(self, account: Account, password_hash: str) -> None:
-        """``Conflict`` if the email (compared case-insensitively) is taken."""
+        """``Conflict`` if the email is taken, compared by ``email_address.email_key`` (case folded, the
+        domain in its ASCII form)."""
         ...
 
     def get_account(self, account_id: str) -> Account | None: ...
 
     def find_account_by_email(self, email: str) -> tuple[Account, str] | None:
-        """The account and its password hash."""
+        """The account and its password hash, the email compared by ``email_address.email_key``: found
+        however its domain is written (``bücher.example`` or ``xn--bcher-kva.example``) or cased."""
         ...
 
     def count_accounts(self) -> int: ...

@@ -18,6 +18,7 @@ from datetime import datetime
 
 import attrs
 
+from community_api.email_address import email_key as _email_key  # as the SQLite store's unique key
 from community_api.errors import Conflict
 from community_api.model import (
     IDEMPOTENCY_WINDOW,
@@ -32,11 +33,6 @@ from community_api.model import (
 )
 from community_api.store_ports import ATTEMPT_RETENTION, MAX_WEB_SESSIONS
 from fakes.key_store_oauth import FakeOAuthRecords
-
-
-def _email_key(email: str) -> str:
-    # The same normalisation as the SQLite store's unique ``email_key`` column.
-    return email.strip().casefold()
 
 
 class FakeUnitOfWork:

@@ -10,13 +10,10 @@ from sqlite_utils import Database
 
 from adapters.store.sqlite_schema import dt as _dt
 from adapters.store.sqlite_schema import ts as _ts
+from community_api.email_address import email_key as _email_key
 from community_api.errors import Conflict
 from community_api.model import Account, WebSession
 from community_api.store_ports import MAX_WEB_SESSIONS
-
-
-def _email_key(email: str) -> str:
-    return email.strip().casefold()
 
 
 class SqliteAccountRecords:

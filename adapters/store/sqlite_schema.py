@@ -16,10 +16,12 @@ compares the instants and ``at >= ?`` can use an index.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 from adapters.sqlite_wal import use_wal
+from community_api.email_address import email_key
 
 _V1 = (
     """CREATE TABLE IF NOT EXISTS accounts (
@@ -184,7 +186,22 @@ _V8 = ("ALTER TABLE connections ADD COLUMN session_expires_at TEXT",)
 # request repeats the URI.
 _V9 = ("ALTER TABLE oauth_codes ADD COLUMN redirect_uri_sent INTEGER NOT NULL DEFAULT 1",)
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9)
+
+def _key_emails_by_ascii_domain(conn: sqlite3.Connection) -> None:
+    """Version 10: an email is found however its domain is written (``community_api.email_address``): the
+    key of an account whose email's domain is outside ASCII becomes that of its IDNA form. Where an account
+    of that very form exists already (made from a browser, which sends that form), that one keeps the key
+    and the other keeps its own: no account is merged or lost (``UPDATE OR IGNORE``)."""
+    rows = conn.execute("SELECT id, email FROM accounts").fetchall()
+    for account_id, email in rows:
+        if not email.isascii():
+            conn.execute("UPDATE OR IGNORE accounts SET email_key = ? WHERE id = ?", (email_key(email), account_id))
+
+
+_V10 = (_key_emails_by_ascii_domain,)
+
+Step = str | Callable[[sqlite3.Connection], None]  # a statement, or a data migration SQL cannot write
+MIGRATIONS: tuple[tuple[Step, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -210,6 +227,13 @@ def connect(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
     return conn
 
 
+def run_step(conn: sqlite3.Connection, statement: Step) -> None:
+    if isinstance(statement, str):
+        conn.execute(statement)
+    else:
+        statement(conn)
+
+
 class NewerSchema(RuntimeError):
     """The file was written by a newer version of the service: this one must not touch it."""
 
@@ -227,7 +251,7 @@ def ensure_schema(conn: sqlite3.Connection) -> None:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         for step in MIGRATIONS[version:]:
             for statement in step:
-                conn.execute(statement)
+                run_step(conn, statement)
         if version < SCHEMA_VERSION:
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")

@@ -115,6 +115,23 @@ def test_find_account_by_email_ignores_case(store: KeyStore) -> None:
     assert store.find_account_by_email("bob@example.com") is None
 
 
+def test_an_email_is_found_however_its_domain_is_written(store: KeyStore) -> None:
+    """A browser sends a domain outside ASCII in its IDNA form; the command line and the API take it as
+    typed. Both are one account."""
+    store.add_account(account(1, email="max@bücher.example"), "h")
+    for written in (
+        "max@bücher.example",
+        "MAX@BÜCHER.EXAMPLE",
+        "max@xn--bcher-kva.example",
+        " max@XN--BCHER-KVA.example",
+    ):
+        found = store.find_account_by_email(written)
+        assert found is not None and found[0].id == "acc_1", written
+    with pytest.raises(Conflict):
+        store.add_account(account(2, email="max@xn--bcher-kva.example"), "h2")
+    assert store.count_accounts() == 1
+
+
 def test_email_taken_in_another_case_is_a_conflict(store: KeyStore) -> None:
     store.add_account(account(1, email="ada@example.com"), "h")
     with pytest.raises(Conflict):

@@ -12,7 +12,7 @@ import attrs
 import pytest
 
 from adapters.store.sqlite_key_store import SqliteKeyStore
-from adapters.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
+from adapters.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, run_step
 from community_api.errors import Conflict
 from community_api.oauth_model import TOKEN_ACCESS, TOKEN_REFRESH, AuthorizationCode, OAuthClient, OAuthToken
 from community_api.ports import KeyStore
@@ -84,7 +84,7 @@ def test_codes_issued_before_version_9_still_need_their_redirect_uri_repeated(tm
     with sqlite3.connect(path) as conn:
         for step in MIGRATIONS[:8]:
             for statement in step:
-                conn.execute(statement)
+                run_step(conn, statement)
         old = code()
         conn.execute(
             "INSERT INTO oauth_codes (code_hash, client_id, account_id, redirect_uri, code_challenge, resource,"
@@ -176,7 +176,7 @@ def test_a_version_1_file_is_migrated_with_its_records_kept(tmp_path: Path) -> N
     path = tmp_path / "v1.sqlite3"
     with sqlite3.connect(path) as conn:
         for statement in MIGRATIONS[0]:
-            conn.execute(statement)
+            run_step(conn, statement)
         conn.execute(
             "INSERT INTO accounts (id, email, email_key, password_hash, created_at) VALUES (?, ?, ?, ?, ?)",
             ("acc_1", "a@example.com", "a@example.com", "hash", T0.isoformat(timespec="microseconds")),
@@ -222,7 +222,7 @@ def test_clients_registered_before_approvals_were_kept_count_as_approved(tmp_pat
     with sqlite3.connect(path) as conn:
         for step in MIGRATIONS[:5]:
             for statement in step:
-                conn.execute(statement)
+                run_step(conn, statement)
         conn.execute(
             "INSERT INTO oauth_clients (id, name, redirect_uris, created_at) VALUES (?, ?, ?, ?)",
             ("ocl_old", "Old", '["https://b.example/cb"]', T0.isoformat(timespec="microseconds")),

@@ -15,7 +15,16 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.e2e.dashboard_support import PASSWORD, chromium, fill, heading, press, running_service, screenshot
+from tests.e2e.dashboard_support import (
+    PASSWORD,
+    SECRET,
+    chromium,
+    fill,
+    heading,
+    press,
+    running_service,
+    screenshot,
+)
 from tests.sandbox_support import SandboxProcess, running_sandbox
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -149,3 +158,27 @@ def test_the_dashboard_refuses_a_form_posted_from_another_site(site: Site) -> No
     )
     WebDriverWait(site.driver, 10).until(lambda d: "Request refused" in d.title)
     assert "only from this site" in site.driver.page_source or "Sign in again" in site.driver.page_source
+
+
+def test_an_account_whose_email_domain_is_outside_ascii_signs_in_from_the_browser(site: Site) -> None:
+    """Chromium submits an email field's domain in its IDNA form (``max@xn--bcher-kva.example`` for what
+    the person typed, ``max@bücher.example``): an account the operator made with the command line, as
+    typed, answered "wrong email or password" to its owner's every sign-in."""
+    from adapters.store.sqlite_key_store import SqliteKeyStore
+    from community_api.accounts import create_account_unchecked
+    from community_api.clock import SystemClock
+
+    store = SqliteKeyStore(str(site.log.parent / "service.sqlite3"), SECRET)
+    try:
+        create_account_unchecked(store, SystemClock(), "max@bücher.example", PASSWORD)
+    finally:
+        store.close()
+    driver = site.driver
+    driver.delete_all_cookies()  # signed out
+    site.open("/login")
+    fill(driver, "email", "max@bücher.example")
+    assert driver.execute_script("return document.getElementById('email').value") == "max@xn--bcher-kva.example"
+    fill(driver, "password", PASSWORD)
+    press(driver, "form[action='/login'] button[type=submit]")
+    assert driver.current_url == site.url + "/connections", driver.page_source[:2000]
+    assert "max@bücher.example" in driver.find_element(By.CLASS_NAME, "who").text

@@ -24,7 +24,7 @@ import attrs
 import pytest
 
 from adapters.store.sqlite_key_store import READY_VOUCH_SECONDS, SqliteKeyStore
-from adapters.store.sqlite_schema import SCHEMA_VERSION
+from adapters.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, run_step
 from community_api.keys import display_prefix, generate_secret, hash_secret
 from community_api.model import (
     CONNECTION_ACTIVE,
@@ -155,6 +155,44 @@ def test_connections_linked_before_version_8_keep_their_session_and_have_no_end_
         ends = T0 + timedelta(days=365)
         upgraded.save_connection(attrs.evolve(a_connection(), session_expires_at=ends), "relinked")
         assert upgraded.get_connection("con_1").session_expires_at == ends  # type: ignore[union-attr]
+    finally:
+        upgraded.close()
+    with closing(raw(db_path)) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_accounts_kept_before_version_10_are_found_however_their_domain_is_written(db_path: str) -> None:
+    """Upgrading to version 10: an account whose email's domain is outside ASCII was keyed by that text
+    alone, so a browser's sign-in (which sends the IDNA form) never found it. Where an account of the IDNA
+    form exists too (made from a browser), both are kept, and that one keeps the key."""
+    with closing(raw(db_path)) as conn:  # the file as version 9 left it, keyed by the old rule (casefold)
+        for step in MIGRATIONS[:9]:
+            for statement in step:
+                run_step(conn, statement)
+        rows = [
+            ("acc_1", "max@bücher.example"),
+            ("acc_2", "eva@straße.example"),
+            ("acc_3", "eva@xn--strae-oqa.example"),  # the same address, made from a browser
+            ("acc_4", "ada@example.com"),
+        ]
+        for account_id, email in rows:
+            conn.execute(
+                "INSERT INTO accounts (id, email, email_key, password_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+                (account_id, email, email.casefold(), "hash", T0.isoformat(timespec="microseconds")),
+            )
+        conn.execute("PRAGMA user_version = 9")
+    upgraded = SqliteKeyStore(db_path, SECRET)
+    try:
+        found = {email: upgraded.find_account_by_email(email) for email in (
+            "max@xn--bcher-kva.example", "Max@Bücher.example", "eva@xn--strae-oqa.example", "ada@EXAMPLE.com"
+        )}  # fmt: skip
+        assert {email: f[0].id if f else None for email, f in found.items()} == {
+            "max@xn--bcher-kva.example": "acc_1",
+            "Max@Bücher.example": "acc_1",
+            "eva@xn--strae-oqa.example": "acc_3",
+            "ada@EXAMPLE.com": "acc_4",
+        }
+        assert upgraded.count_accounts() == 4
     finally:
         upgraded.close()
     with closing(raw(db_path)) as conn:

@@ -10,6 +10,7 @@ import pytest
 
 from adapters.wire import rfc3339
 from community_api.account_lifecycle import account_summaries
+from community_api.errors import Conflict
 from community_api.model import CONNECTION_EXPIRED
 from fakes.platform_sessions import SESSION_LIFETIME
 from tests.unit.world_support import PASSWORD, World
@@ -37,6 +38,37 @@ def test_first_account_then_signup_closed(world: World) -> None:
 )
 def test_account_validation(world: World, body: dict) -> None:  # type: ignore[type-arg]
     assert world.client.simulate_post("/v1/accounts", json=body).status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("signed_up", "signs_in"),
+    [
+        ("max@bücher.example", "max@xn--bcher-kva.example"),  # the form a browser's email field sends
+        ("max@xn--bcher-kva.example", "Max@Bücher.Example"),
+        ("max@straße.example", "max@xn--strae-oqa.example"),  # ß kept, as browsers map it (UTS #46)
+    ],
+)
+def test_an_email_domain_outside_ascii_is_one_account_however_it_is_written(
+    world: World, signed_up: str, signs_in: str
+) -> None:
+    """A browser submits an email field's domain in its IDNA form: an account made with the other form
+    (the command line, this API) answered "wrong email or password" to every sign-in from the dashboard."""
+    created = world.client.simulate_post("/v1/accounts", json={"email": signed_up, "password": PASSWORD})
+    assert created.status_code == 201 and created.json["account"]["email"] == signed_up.lower()
+    signed_in = world.client.simulate_post("/v1/session", json={"email": signs_in, "password": PASSWORD})
+    assert signed_in.status_code == 200, signed_in.text
+    assert signed_in.json["account"]["id"] == created.json["account"]["id"]
+    with pytest.raises(Conflict):  # as the command line makes one: never a second account for one address
+        world.add_account(signs_in)
+
+
+@pytest.mark.parametrize(
+    "email",
+    ["max@bücher..example", "max@bücher-.example", "max@bü\u200dcher.example", "max@" + "ü" * 70 + ".example"],
+)
+def test_a_domain_outside_ascii_without_an_idna_form_is_not_an_address(world: World, email: str) -> None:
+    refused = world.client.simulate_post("/v1/accounts", json={"email": email, "password": PASSWORD})
+    assert refused.status_code == 400 and refused.json["error"]["details"]["field"] == "email"
 
 
 def test_session_cookie_is_httponly_and_lax(world: World) -> None:
