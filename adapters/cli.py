@@ -157,36 +157,36 @@ def accounts_list(args: argparse.Namespace) -> int:
 
 
 def accounts_delete(args: argparse.Namespace) -> int:
-    from community_api.account_lifecycle import delete_account_unchecked
+    from community_api.account_lifecycle import account_named, delete_account_unchecked
     from community_api.clock import SystemClock
     from community_api.email_address import email_key
 
     _apply_common(args)
     settings = load_settings()
     store = open_store(settings)
-    email = args.email.strip().lower()
     if sys.stdin.isatty():  # a person at a terminal confirms; a script (stdin not a terminal) is not asked
-        if store.find_account_by_email(email) is None:
-            raise SettingsError(f"no account with the email {email}")
+        named = account_named(store, args.account)  # an unknown one: one line (main), nothing asked
         typed = input(
-            f"Delete {email}: its keys and grants revoked, its connections erased. Type the email to confirm: "
+            f"Delete {named.email} ({named.id}): its keys and grants revoked, its connections erased. "
+            "Type the email to confirm: "
         )
-        if email_key(typed) != email_key(email):
+        if email_key(typed) != email_key(named.email):
             raise SettingsError("not confirmed: nothing was deleted")
-    account = delete_account_unchecked(store, SystemClock(), email)  # an unknown email: one line (main)
+    account = delete_account_unchecked(store, SystemClock(), args.account)
     print(f"account {account.id} deleted: its keys and grants revoked, its connections erased")
     return 0
 
 
 def accounts_set_password(args: argparse.Namespace) -> int:
-    from community_api.account_lifecycle import reset_password_unchecked
+    from community_api.account_lifecycle import account_named, reset_password_unchecked
     from community_api.clock import SystemClock
 
     _apply_common(args)
     settings = load_settings()
     store = open_store(settings)  # a database it cannot use is said before the password is asked
-    password = read_password(args.email)
-    account = reset_password_unchecked(store, SystemClock(), args.email, password)
+    named = account_named(store, args.account)  # so is an account it has not
+    password = read_password(named.email)
+    account = reset_password_unchecked(store, SystemClock(), named.id, password)
     print(f"password of {account.email} set: every web session of the account ended, its API keys kept")
     return 0
 
@@ -287,6 +287,9 @@ def demo(args: argparse.Namespace) -> int:
     return run_demo(bind=args.bind, sandbox_bind=args.sandbox_bind, exit_after_setup=args.exit_after_setup)
 
 
+_NAMED = "the account's email, or its id (acc_…) as `accounts list` shows it"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="community-api", description=" ".join(__doc__.split("\n\n")[0].split()))
     commands = parser.add_subparsers(dest="command", required=True)
@@ -344,11 +347,11 @@ def build_parser() -> argparse.ArgumentParser:
         "ends, its API keys are kept",
     )
     _add_common(p)
-    p.add_argument("email")
+    p.add_argument("account", metavar="EMAIL_OR_ID", help=_NAMED)
     p.set_defaults(func=accounts_set_password)
     p = sub.add_parser("delete", help="delete an account: its keys and grants revoked, its connections erased")
     _add_common(p)
-    p.add_argument("email")
+    p.add_argument("account", metavar="EMAIL_OR_ID", help=_NAMED)
     p.set_defaults(func=accounts_delete)
 
     p = commands.add_parser("keys", help="manage API keys")

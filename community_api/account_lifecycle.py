@@ -80,12 +80,13 @@ def change_password(
 
 
 def reset_password_unchecked(
-    store: KeyStore, clock: Clock, email: str, new_password: str, *, hasher: PasswordHasher = DEFAULT_HASHER
+    store: KeyStore, clock: Clock, name: str, new_password: str, *, hasher: PasswordHasher = DEFAULT_HASHER
 ) -> Account:
     """For the operator's command line: no current password asked. Every web session of the account
-    ends; its keys are kept. ``NotFound`` for an unknown email, ``InvalidRequest`` for a weak password."""
+    ends; its keys are kept. ``name`` as ``account_named`` reads it: ``NotFound`` for an unknown one,
+    ``InvalidRequest`` for a weak password."""
     reset = PasswordReset(new_password)
-    account = _account_by_email(store, email)
+    account = account_named(store, name)
     new_hash = hasher.hash(reset.password)  # slow on purpose: before the step, not inside it
     with store.unit_of_work() as uow:
         uow.accounts.set_password_hash(account.id, new_hash)
@@ -146,17 +147,26 @@ def account_summaries(store: KeyStore, clock: Clock) -> list[AccountSummary]:
     return summaries
 
 
-def delete_account_unchecked(store: KeyStore, clock: Clock, email: str) -> Account:
-    """For the operator's command line: no password asked."""
-    account = _account_by_email(store, email)
+def delete_account_unchecked(store: KeyStore, clock: Clock, name: str) -> Account:
+    """For the operator's command line: no password asked. ``name`` as ``account_named`` reads it."""
+    account = account_named(store, name)
     _erase(store, clock, account)
     return account
 
 
-def _account_by_email(store: KeyStore, email: str) -> Account:
-    found = store.find_account_by_email(email)
+def account_named(store: KeyStore, name: str) -> Account:
+    """The account the operator names: by its email (found however its domain is written), or by its id
+    (``acc_…``, as ``accounts list`` shows it). The id is the one way to name either of two accounts that
+    a file kept for one address from before schema version 10 (``email_address``): their email finds one."""
+    name = name.strip()
+    if "@" not in name:
+        account = store.get_account(name)
+        if account is None:
+            raise NotFound(f"no account with the id {name} (name an account by its email or its id)")
+        return account
+    found = store.find_account_by_email(name)
     if found is None:
-        raise NotFound(f"no account with the email {email.strip()}")
+        raise NotFound(f"no account with the email {name}")
     return found[0]
 
 

@@ -228,6 +228,24 @@ def test_deleting_an_account_at_a_terminal_asks_for_its_email_first(tmp_path: Pa
     assert status == 0 and "deleted" in shown, shown
 
 
+def test_an_account_is_named_by_its_id_too(tmp_path: Path) -> None:
+    """Two accounts a file kept for one address from before schema version 10 (one made as typed, one from
+    a browser) are both found by that address as the browser's: the other can only be named by its id."""
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
+    assert run("accounts", "create", "ops@example.com", stdin="a strong password\n", env=env).returncode == 0
+    account_id = run("accounts", "list", env=env).stdout.splitlines()[1].split()[1]
+    assert account_id.startswith("acc_")
+    reset = run("accounts", "set-password", account_id, stdin="another strong one\n", env=env)
+    assert reset.returncode == 0 and "password of ops@example.com set" in reset.stdout, reset.stderr
+    unknown = run("accounts", "delete", "acc_nobody", env=env)
+    assert unknown.returncode == 2 and unknown.stderr.strip() == (
+        "community-api: no account with the id acc_nobody (name an account by its email or its id)"
+    )
+    status, shown = at_a_terminal(["accounts", "delete", account_id], env, ["ops@example.com"])
+    assert status == 0 and f"Delete ops@example.com ({account_id})" in shown and "deleted" in shown, shown
+    assert "no accounts yet" in run("accounts", "list", env=env).stdout
+
+
 def test_two_services_on_one_host_leave_no_control_socket_behind(tmp_path: Path) -> None:
     """gunicorn 25.1+ opens a control socket at one path per user ($XDG_RUNTIME_DIR or ~/.gunicorn) by
     default: a second service took it from the first (its commands went to the wrong service) and removed

@@ -25,6 +25,7 @@ import pytest
 
 from adapters.store.sqlite_key_store import READY_VOUCH_SECONDS, SqliteKeyStore
 from adapters.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, run_step
+from community_api.account_lifecycle import delete_account_unchecked
 from community_api.keys import display_prefix, generate_secret, hash_secret
 from community_api.model import (
     CONNECTION_ACTIVE,
@@ -35,6 +36,7 @@ from community_api.model import (
     Connection,
     IdempotencyRecord,
 )
+from fakes.clock import FakeClock
 from tests.integration.store_support import T0 as WORKERS_T0
 from tests.integration.store_support import two_workers
 
@@ -193,6 +195,10 @@ def test_accounts_kept_before_version_10_are_found_however_their_domain_is_writt
             "ada@EXAMPLE.com": "acc_4",
         }
         assert upgraded.count_accounts() == 4
+        # The operator names the other by its id (`accounts list` shows it): its address finds the browser's.
+        assert delete_account_unchecked(upgraded, FakeClock(T0), "acc_2").email == "eva@straße.example"
+        kept = upgraded.find_account_by_email("eva@straße.example")
+        assert kept is not None and kept[0].id == "acc_3" and upgraded.count_accounts() == 3
     finally:
         upgraded.close()
     with closing(raw(db_path)) as conn:
