@@ -116,6 +116,9 @@ def read_form(req: falcon.Request) -> Form:
         raise InvalidRequest("the form could not be read") from None
 
 
+_URI_DELIMITERS = ":/?#[]@!$&'()*+,;=%"  # RFC 3986's reserved characters, and the escapes' %
+
+
 def security_headers(resp: falcon.Response, *, https: bool, form_targets: Iterable[str] = ()) -> None:
     """The headers of every answer of the web side. ``form_targets`` are origins (or schemes) a form may
     lead to besides this site: Chromium applies ``form-action`` to the redirect after a POST too, and the
@@ -198,7 +201,11 @@ class WebResource:
 
     def redirect(self, req: falcon.Request, resp: falcon.Response, location: str) -> None:
         resp.status = falcon.HTTP_303
-        resp.location = location
+        # Not through ``resp.location``: Falcon percent-encodes a value that holds a character outside ASCII
+        # whole, its escapes too, so the answer to a client whose redirect URI holds one
+        # (``https://app.example/é/cb``) carried its ``state``, ``iss`` and error text encoded twice. Here
+        # only what a URI may not hold is encoded (``é`` as ``%C3%A9``); escapes and delimiters are kept.
+        resp.set_header("Location", quote(location, safe=_URI_DELIMITERS))
         security_headers(resp, https=self.https(req))
 
     def set_cookie(self, req: falcon.Request, resp: falcon.Response, name: str, value: str, max_age: int) -> None:

@@ -3,6 +3,8 @@ consent page, tokens, refresh rotation, and the grant as a connector key (listed
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import falcon.testing
 import pytest
 
@@ -327,6 +329,37 @@ def test_deny_answers_access_denied_with_the_state(world: World, owner: WebBrows
         "iss": ORIGIN,
     }
     assert [k for k in world.store.list_keys(account_id(world)) if k.kind == "connector"] == []
+
+
+@pytest.mark.parametrize("redirect_uri", ["http://127.0.0.1:33418/callback/é", "https://app.example/cb?from=bücher"])
+def test_a_redirect_uri_holding_a_character_outside_ascii_gets_its_answer_encoded_once(
+    world: World, owner: WebBrowser, redirect_uri: str
+) -> None:
+    """Falcon encodes a Location that holds a character outside ASCII whole, its escapes too: such a
+    client got ``iss=http%253A…`` and its state and error text encoded twice, and its check of ``iss``
+    (RFC 9207) or of ``state`` failed."""
+    connector = Connector(world)
+    connector.redirect_uri = redirect_uri
+    assert connector.register().status_code == 201
+    _, challenge = pkce()
+    page = owner.get(connector.authorize_path(challenge, state="s 9/%+&"))
+    denied = owner.submit(page, "/oauth/authorize", button=("decision", "deny"))
+    location = denied.headers["location"]
+    assert location.isascii() and location.startswith(quote(redirect_uri, safe=":/?=&"))
+    assert query_of(location) | {"from": None} == {
+        "error": "access_denied",
+        "error_description": "the person declined to connect this application",
+        "state": "s 9/%+&",
+        "iss": ORIGIN,
+        "from": None,
+    }
+    verifier, challenge = pkce()
+    page = owner.get(connector.authorize_path(challenge, state="s 9/%+&"))
+    approved = owner.submit(page, "/oauth/authorize", button=("decision", "approve"))
+    answer = query_of(approved.headers["location"])
+    assert answer["state"] == "s 9/%+&" and answer["iss"] == ORIGIN
+    tokens = connector.redeem(Grant(answer["code"], verifier, answer["state"]), redirect_uri=redirect_uri)
+    assert tokens.status_code == 200, tokens.text
 
 
 def test_consent_needs_a_scope_and_an_own_connection(world: World, owner: WebBrowser, connector: Connector) -> None:
