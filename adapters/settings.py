@@ -13,9 +13,9 @@ import urllib.parse
 from collections.abc import Mapping
 
 import attrs
-import idna
 
 from adapters.throttle.mmap_limits_storage import DEFAULT_CAPACITY, MAX_CAPACITY
+from community_api.email_address import ascii_domain
 from community_api.pace import DEFAULT_READS_PER_MINUTE, DEFAULT_WRITES_PER_MINUTE
 
 PREFIX = "COMMUNITY_API_"
@@ -286,11 +286,8 @@ def _ascii_hint(parts: urllib.parse.SplitResult) -> str:
     name = parts.hostname or ""
     if name.isascii():
         return ""
-    try:
-        # UTS #46, non-transitional, as browsers map a name (``straße`` stays ß: ``xn--strae-oqa``), not
-        # Python's own IDNA 2003 codec (``strasse``).
-        ascii_name = idna.encode(name, uts46=True).decode("ascii")
-    except idna.IDNAError:
+    ascii_name = ascii_domain(name)  # as browsers map a name (UTS #46: ``straße`` keeps its ß)
+    if ascii_name is None:
         return "; a host name outside ASCII is written in its ASCII (xn--) form"
     return f"; a host name outside ASCII is written in its ASCII form, as requests carry it: {ascii_name}"
 

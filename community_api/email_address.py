@@ -13,8 +13,10 @@ import idna
 
 
 def ascii_domain(domain: str) -> str | None:
-    """``domain`` as requests carry it, in lower case: an ASCII one as it is, another in its IDNA form; None
-    when it has no IDNA form (an empty label, a character IDNA refuses)."""
+    """``domain`` (an email's, or any host name) as requests carry it, in lower case: an ASCII one as it is,
+    another in its IDNA form (UTS #46, non-transitional, as browsers map it; not Python's own IDNA 2003 codec,
+    which makes ``straße`` ``strasse``); None when it has no IDNA form (an empty label, a character IDNA
+    refuses)."""
     if domain.isascii():
         return domain.lower()
     try:

@@ -373,6 +373,19 @@ def test_a_chunked_body_is_read_whole(service: Service, alice: dict[str, Any]) -
     assert minted.status_code == 201 and minted.json()["name"] == "minted in chunks"
 
 
+def exchange(service: Service, raw: bytes) -> bytes:
+    """Send ``raw`` bytes as a request on a connection of their own and read the whole answer. Nothing more
+    is sent after them (the socket's write side is shut): a body shorter than it said meets its end."""
+    port = int(service.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(raw)
+        sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
 @pytest.mark.parametrize("case", ["shorter than its Content-Length", "chunk size not hexadecimal"])
 def test_a_body_that_does_not_arrive_whole_is_refused_and_does_nothing(
     service: Service, alice: dict[str, Any], case: str
@@ -393,13 +406,7 @@ def test_a_body_that_does_not_arrive_whole_is_refused_and_does_nothing(
         raw = head + b"Content-Length: %d\r\n\r\n" % (len(body) + 40) + body
     else:
         raw = head + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n" + body + b"\r\n0\r\n\r\n"
-    port = int(service.url.rsplit(":", 1)[1])
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(raw)
-        sock.shutdown(socket.SHUT_WR)  # nothing more comes: the server's reader meets the end
-        answer = b""
-        while chunk := sock.recv(65536):
-            answer += chunk
+    answer = exchange(service, raw)
     assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
     error = json.loads(answer.partition(b"\r\n\r\n")[2])["error"]
     assert error["code"] == "invalid_request" and "did not arrive whole" in error["message"]
@@ -426,12 +433,7 @@ def test_requests_gunicorn_cannot_read_are_answered_in_the_services_json(
 ) -> None:
     """gunicorn answers these itself, before the application runs; it wrote a small HTML page, and a JSON
     client could not read why (DESIGN: never HTML). What the client sent is never echoed back."""
-    port = int(service.url.rsplit(":", 1)[1])
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(raw)
-        answer = b""
-        while chunk := sock.recv(65536):
-            answer += chunk
+    answer = exchange(service, raw)
     head, _, body = answer.partition(b"\r\n\r\n")
     lines = head.decode("latin1").split("\r\n")
     assert lines[0].startswith(f"HTTP/1.1 {status} ")
