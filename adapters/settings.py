@@ -299,8 +299,8 @@ def _hosts(name: str, value: str, *, any_port: bool = False) -> tuple[str, ...]:
     for host in hosts:
         written = host[:-2] + ":1" if any_port and host.endswith(":*") else host
         parts = _split("//" + written)
-        name_ok = bool(parts.hostname and _host_name_ok(written, parts.hostname))
-        if not (parts.netloc == written and name_ok and "@" not in written and _port_ok(parts)):
+        # ``api.example.com:`` (no port after its colon) matches no Host a client sends for that host
+        if not (parts.netloc == written and _names_a_host(parts) and "@" not in written and _port_ok(parts)):
             example = "api.example.com, api.example.com:8443" + (" or api.example.com:*" if any_port else "")
             raise SettingsError(f"{PREFIX}{name} lists host names ({example}), not {host!r}{_ascii_hint(parts)}")
     return tuple(_plain_host(host) for host in hosts)

@@ -224,6 +224,8 @@ def test_url_settings_keep_their_path_and_lose_a_trailing_slash() -> None:
         ("ALLOWED_HOSTS", ".example.com"),  # not a pattern: Django's wildcard form matches nothing here
         ("ALLOWED_HOSTS", "[api.example.com]"),  # brackets hold an IPv6 address
         ("ALLOWED_HOSTS", "[::g]:8000"),
+        ("ALLOWED_HOSTS", "api.example.com:"),  # a colon with no port: no client sends that Host
+        ("MCP_ALLOWED_HOSTS", "[::1]:"),
         ("MCP_ALLOWED_HOSTS", "localhost:*, https://api.example.com"),
         ("MCP_ALLOWED_HOSTS", "user@api.example.com"),
     ],
