@@ -66,6 +66,12 @@ def test_accounts_create_and_keys_mint_then_serve(tmp_path: Path) -> None:
     assert secret.startswith("cda_") and len(secret) == 53
     unknown = run("keys", "mint", "--email", "nobody@example.com", env=env)
     assert unknown.returncode == 2 and "no account" in unknown.stderr
+    # Named by its id, as `accounts delete` and `set-password` name one (before: "no account with the email")
+    account_id = created.stdout.split()[1]
+    by_id = run("keys", "mint", "--account", account_id, "--name", "by id", env=env)
+    assert by_id.returncode == 0 and by_id.stdout.strip().startswith("cda_"), by_id.stderr
+    unknown_id = run("keys", "mint", "--account", "acc_nothing", env=env)
+    assert unknown_id.returncode == 2 and "no account with the id acc_nothing" in unknown_id.stderr
     bad_scope = run("keys", "mint", "--email", "ops@example.com", "--scope", "root", env=env)
     # Refused before anything is opened, with the scopes there are (before: "unknown scope: root" alone).
     assert bad_scope.returncode == 2 and "invalid choice: 'root'" in bad_scope.stderr
