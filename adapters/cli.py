@@ -164,15 +164,17 @@ def accounts_delete(args: argparse.Namespace) -> int:
     _apply_common(args)
     settings = load_settings()
     store = open_store(settings)
+    name = args.account
     if sys.stdin.isatty():  # a person at a terminal confirms; a script (stdin not a terminal) is not asked
-        named = account_named(store, args.account)  # an unknown one: one line (main), nothing asked
+        named = account_named(store, name)  # an unknown one: one line (main), nothing asked
         typed = input(
             f"Delete {named.email} ({named.id}): its keys and grants revoked, its connections erased. "
             "Type the email to confirm: "
         )
         if email_key(typed) != email_key(named.email):
             raise SettingsError("not confirmed: nothing was deleted")
-    account = delete_account_unchecked(store, SystemClock(), args.account)
+        name = named.id  # the account confirmed, even if its email names another one by now
+    account = delete_account_unchecked(store, SystemClock(), name)
     print(f"account {account.id} deleted: its keys and grants revoked, its connections erased")
     return 0
 
