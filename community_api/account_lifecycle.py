@@ -21,11 +21,12 @@ import attrs
 from argon2 import PasswordHasher
 
 from community_api import idempotency
-from community_api.accounts import DEFAULT_HASHER, MAX_PASSWORD, MIN_PASSWORD, password_matches
+from community_api.accounts import DEFAULT_HASHER, MAX_PASSWORD, MIN_PASSWORD
 from community_api.commands import at_least, at_most, blank_as_none, filled
 from community_api.connections import count_to_link_again
 from community_api.errors import Forbidden, NotFound
 from community_api.model import KEY_CONNECTOR, Account, AuditEvent, WebSession
+from community_api.passwords import hash_password, password_matches
 from community_api.ports import Clock, KeyStore
 
 WRONG_PASSWORD = "the password is wrong"  # noqa: S105 - a message, not a password
@@ -71,7 +72,7 @@ def change_password(
     hasher: PasswordHasher = DEFAULT_HASHER,
 ) -> None:
     _check_password(store, account, change.current_password, hasher)
-    new_hash = hasher.hash(change.new_password)  # slow on purpose: before the step, not inside it
+    new_hash = hash_password(hasher, change.new_password)  # slow on purpose: before the step, not inside it
     with store.unit_of_work() as uow:
         uow.accounts.set_password_hash(account.id, new_hash)
         uow.accounts.delete_web_sessions(account.id, keep=session.token_hash)
@@ -87,7 +88,7 @@ def reset_password_unchecked(
     ``InvalidRequest`` for a weak password."""
     reset = PasswordReset(new_password)
     account = account_named(store, name)
-    new_hash = hasher.hash(reset.password)  # slow on purpose: before the step, not inside it
+    new_hash = hash_password(hasher, reset.password)  # slow on purpose: before the step, not inside it
     with store.unit_of_work() as uow:
         uow.accounts.set_password_hash(account.id, new_hash)
         uow.accounts.delete_web_sessions(account.id)

@@ -3,7 +3,8 @@
 Rules (DESIGN §2):
 - sign-up through the API is open only while the service has no account, or when sign-up is enabled;
   the command line can always create one;
-- passwords are hashed with Argon2id (argon2-cffi's defaults); at least 10 characters;
+- passwords are hashed with Argon2id (argon2-cffi's defaults), in their NFKC form (``passwords``); at
+  least 10 characters;
 - a session is a random cookie value of which only the SHA-256 is stored, with its own CSRF token that
   unsafe management requests must echo in ``X-CSRF-Token``; sessions last 14 days;
 - sign-in attempts are throttled by ``sign_in_guard``: per (email, address), per address and per email,
@@ -22,7 +23,6 @@ from datetime import timedelta
 
 import attrs
 from argon2 import PasswordHasher
-from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
 from community_api import sign_in_guard as guard
 from community_api.commands import BadField, at_least, at_most, expects, filled
@@ -30,6 +30,7 @@ from community_api.email_address import ascii_domain, email_key
 from community_api.errors import Conflict, Forbidden, RateLimited, Unauthorized
 from community_api.ids import new_id
 from community_api.model import Account, WebSession
+from community_api.passwords import check_password, hash_password
 from community_api.ports import Clock, KeyStore
 from community_api.readable import is_readable
 from community_api.sign_in_guard import DeviceCookies
@@ -113,7 +114,7 @@ def create_account(
     for event, bound in ((SIGNUP_TAKEN, taken_by), (SIGNUP_CREATED, created_by)):
         if bound is not None and _count(store, clock, event, bound) >= bound.limit:
             raise _refusal(event, bound)  # before the slow hash
-    password_hash = hasher.hash(password)  # slow on purpose: before the step, not inside it
+    password_hash = hash_password(hasher, password)  # slow on purpose: before the step, not inside it
     # One step: "no account yet" and "this email is free" still hold when the account is written, so
     # two first sign-ups at once cannot both find the service empty; the counts are checked and added in
     # it, so sign-ups sent at once cannot pass a bound.
@@ -176,11 +177,13 @@ def sign_in(
     guard.admit(store, clock, bounds)
     found = store.find_account_by_email(email)
     # An unknown email is verified against a throw-away hash, so both failures take the same time.
-    ok = password_matches(hasher, found[1] if found else _dummy_hash(hasher), password)
-    if not ok or found is None:
+    check = check_password(hasher, found[1] if found else _dummy_hash(hasher), password)
+    if not check.matches or found is None:
         raise Unauthorized("wrong email or password")
     account = found[0]
     guard.succeeded(store, clock, bounds, account.id)
+    if check.needs_rehash:
+        _rehash(store, email, account.id, found[1], hash_password(hasher, password))
     cookie_value = secrets.token_urlsafe(32)
     session = WebSession(
         token_hash=_hash_token(cookie_value),
@@ -198,12 +201,14 @@ def sign_in(
     )
 
 
-def password_matches(hasher: PasswordHasher, password_hash: str, password: str) -> bool:
-    """Whether ``password`` is the one ``password_hash`` was made from (a broken hash matches nothing)."""
-    try:
-        return bool(hasher.verify(password_hash, password))
-    except (VerifyMismatchError, VerificationError, InvalidHashError):
-        return False
+def _rehash(store: KeyStore, email: str, account_id: str, checked: str, new_hash: str) -> None:
+    """Keep ``new_hash`` (the password just checked, hashed as passwords now are) unless the account's hash
+    is no longer the one checked: a password changed meanwhile is never put back."""
+    with store.unit_of_work() as uow:
+        current = uow.accounts.find_account_by_email(email)
+        if current is not None and current[0].id == account_id and current[1] == checked:
+            uow.accounts.set_password_hash(account_id, new_hash)
+            uow.commit()
 
 
 @functools.cache

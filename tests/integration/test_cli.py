@@ -149,7 +149,8 @@ def test_accounts_set_password_for_a_person_who_forgot_it(tmp_path: Path) -> Non
     """The service sends no mail: the operator sets the new password. It follows the sign-up rules, is
     read from standard input (never an argument: it would show in `ps`), and ends every web session."""
     from adapters.store.sqlite_key_store import SqliteKeyStore
-    from community_api.accounts import DEFAULT_HASHER, password_matches
+    from community_api.accounts import DEFAULT_HASHER
+    from community_api.passwords import password_matches
 
     env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
     assert run("accounts", "create", "ops@example.com", stdin="a strong password\n", env=env).returncode == 0
@@ -169,6 +170,11 @@ def test_accounts_set_password_for_a_person_who_forgot_it(tmp_path: Path) -> Non
     assert run("accounts", "set-password", "ops@example.com", stdin="from windows 123\r\n", env=env).returncode == 0
     found = SqliteKeyStore(str(tmp_path / "db.sqlite3"), SECRET).find_account_by_email("ops@example.com")
     assert found is not None and password_matches(DEFAULT_HASHER, found[1], "from windows 123")
+    # Hashed in its NFKC form (``passwords``): typed with a combining accent, it is the one-character é's.
+    decomposed = "cafe\u0301 cre\u0300me 123"
+    assert run("accounts", "set-password", "ops@example.com", stdin=decomposed + "\n", env=env).returncode == 0
+    found = SqliteKeyStore(str(tmp_path / "db.sqlite3"), SECRET).find_account_by_email("ops@example.com")
+    assert found is not None and DEFAULT_HASHER.verify(found[1], "caf\u00e9 cr\u00e8me 123")
 
 
 def at_a_terminal(args: list[str], env: dict[str, str], answers: list[str]) -> tuple[int, str]:
@@ -215,7 +221,8 @@ def test_a_password_typed_at_a_terminal_is_asked_twice_and_never_shown(tmp_path:
     status, shown = at_a_terminal(["accounts", "set-password", "ops@example.com"], env, ["new one here", "a typo"])
     assert status == 2 and "differ" in shown and "new one" not in shown
     from adapters.store.sqlite_key_store import SqliteKeyStore
-    from community_api.accounts import DEFAULT_HASHER, password_matches
+    from community_api.accounts import DEFAULT_HASHER
+    from community_api.passwords import password_matches
 
     found = SqliteKeyStore(str(tmp_path / "db.sqlite3"), SECRET).find_account_by_email("ops@example.com")
     assert found is not None and password_matches(DEFAULT_HASHER, found[1], "typed secretly")  # unchanged
