@@ -4,7 +4,8 @@ Rules (spec §2, §4):
 - post detail is the post and every comment in one answer; the comment list is flat, each comment with
   ``post_id`` (the root post), ``parent_id`` (None at top level) and ``author_id``;
 - a new post needs a ``title``; ``content`` and ``label`` are optional; a label is named by id or by name
-  (case-insensitive) and must be a label of the group, else ``invalid_request``;
+  (in any case, its letters written any way Unicode holds the same: ``_name_key``) and must be a label of
+  the group, else ``invalid_request``;
 - the answer to a new post has null author fields (the platform does not return them);
 - a comment needs ``content``; ``parent_id``, when given, must be a comment of the same post (the
   platform checks it and the gateway reports ``invalid_request``).
@@ -12,6 +13,7 @@ Rules (spec §2, §4):
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -90,7 +92,7 @@ def _label_id(deps: Deps, actor: Actor, group: str, wanted: str) -> str:
     for label in labels:
         if label.id == wanted:
             return label.id
-    matches = [label for label in labels if label.name.casefold() == wanted.strip().casefold()]
+    matches = [label for label in labels if _name_key(label.name) == _name_key(wanted)]
     if len(matches) == 1:
         return matches[0].id
     raise InvalidRequest(
@@ -98,6 +100,13 @@ def _label_id(deps: Deps, actor: Actor, group: str, wanted: str) -> str:
         field="label",
         allowed=[{"id": label.id, "name": label.name} for label in labels],
     )
+
+
+def _name_key(name: str) -> str:
+    """A label's name as names are compared: the same words however they are written — case folded, and
+    in NFKC (``é`` one character or ``e`` with a combining accent, as keyboards differ; full-width letters),
+    the compatibility caseless match of Unicode (§3.13, D146) but for its NFD steps, which NFKC subsumes."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name.strip()).casefold())
 
 
 def delete_post(deps: Deps, actor: Actor, post_id: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from community_api.errors import PlatformUnavailable
-from fakes.platform_seed import platform_id
+from fakes.platform_seed import LabelRec, platform_id
 from tests.unit.world_support import Ready
 
 FEED = "/v1/groups/builders-club/posts"
@@ -84,6 +84,25 @@ def test_unknown_label_is_400_and_lists_labels(ready: Ready) -> None:
         label["name"] for label in result.json["error"]["details"]["allowed"]
     }
     assert ready.world.gateway.created_posts() == []
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "\u00e9v\u00e9nements",  # lower case
+        "E\u0301ve\u0301nements",  # É and é each as a letter and a combining accent
+        "  \u00c9V\u00c9NEMENTS ",
+        "\uff25\u0301v\u00e9nements",  # a full-width E (an input method), then its accent
+    ],
+)
+def test_a_label_is_found_by_its_name_however_its_letters_are_written(ready: Ready, typed: str) -> None:
+    """Before, the name was compared case folded only: "Événements" with its accents written as combining
+    marks (as some keyboards write them) was an unknown label."""
+    group = next(g for g in ready.world.gateway.world.groups.values() if g.slug == "builders-club")
+    group.labels.append(LabelRec("e" * 32, "\u00c9v\u00e9nements"))  # as the platform names it: é one character
+    result = ready.world.post(FEED, ready.key, {"title": "See you there", "label": typed})
+    assert result.status_code == 201, result.json
+    assert result.json["labelId"] == "e" * 32
 
 
 def test_delete_post_then_it_is_gone(ready: Ready) -> None:
