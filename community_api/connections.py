@@ -26,6 +26,7 @@ import attrs
 from community_api import sign_in_guard as guard
 from community_api.commands import Matches, at_most, blank_as_none, expects
 from community_api.deps import Deps
+from community_api.email_address import email_key
 from community_api.errors import InvalidRequest, NotFound, RateLimited
 from community_api.ids import new_id, no_such
 from community_api.model import CONNECTION_ACTIVE, KEY_CONNECTOR, ApiKey, AuditEvent, Connection, LinkedAccount
@@ -121,7 +122,8 @@ def _link_bounds(account_id: str, link: LinkRequest, client_address: str | None)
     if client_address is not None:
         bounds.append(guard.Bound("link-addr", guard.client_key(client_address), *LINK_PER_ADDRESS))
     if link.email is not None:
-        bounds.append(guard.Bound("link-email", link.email.strip().casefold(), *LINK_PER_PLATFORM_EMAIL))
+        # However it is written (case, its domain in IDNA form or not), as the platform's login reads it
+        bounds.append(guard.Bound("link-email", email_key(link.email), *LINK_PER_PLATFORM_EMAIL))
     return tuple(bounds)
 
 

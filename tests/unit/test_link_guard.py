@@ -49,6 +49,19 @@ def test_the_sixth_refused_password_for_one_platform_email_is_held_back(world: W
     assert link(world, owner, email=ALICE, password="sandbox").status_code == 201
 
 
+def test_the_email_bound_counts_an_address_however_it_is_written(world: World) -> None:
+    """Before, each spelling had its own count: a guesser alternating the case, or the domain as typed and in
+    the IDNA form a browser submits it in (which the platform's login form sends alike), had twice the five."""
+    owner = world.sign_up()
+    spellings = ["max@b\u00fccher.example", "MAX@xn--bcher-kva.example", " Max@B\u00dcCHER.example "]
+    for n in range(5):
+        assert link(world, owner, email=spellings[n % 3], password="a guess").status_code == 400
+    for spelling in spellings:
+        held = link(world, owner, email=spelling, password="a guess")
+        assert held.status_code == 429 and held.json["error"]["details"]["bound"] == "link-email"
+    assert world.gateway.calls["login"] == 5
+
+
 def test_an_account_is_held_back_after_ten_refusals_over_any_emails(world: World) -> None:
     owner = world.sign_up()
     for n in range(10):
