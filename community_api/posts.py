@@ -104,8 +104,8 @@ def _label_id(deps: Deps, actor: Actor, group: str, wanted: str) -> str:
 
 def _name_key(name: str) -> str:
     """A label's name as names are compared: the same words however they are written — case folded, and
-    in NFKC (``é`` one character or ``e`` with a combining accent, as keyboards differ; full-width letters),
-    the compatibility caseless match of Unicode (§3.13, D146) but for its NFD steps, which NFKC subsumes."""
+    in NFKC (``é`` one character or ``e`` with a combining accent, as keyboards differ; full-width letters);
+    close to Unicode's compatibility caseless match (§3.13, D146), in NFKC rather than NFKD."""
     return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name.strip()).casefold())
 
 

@@ -26,10 +26,15 @@ def sign_in_status(world: World, password: str, email: str = EMAIL) -> int:
     return world.client.simulate_post("/v1/session", json={"email": email, "password": password}).status_code
 
 
-def stored_hash(world: World, email: str = EMAIL) -> str:
+def stored(world: World, email: str = EMAIL) -> tuple[str, str]:
+    """The account's id and its password hash, as kept."""
     found = world.store.find_account_by_email(email)
     assert found is not None
-    return found[1]
+    return found[0].id, found[1]
+
+
+def stored_hash(world: World) -> str:
+    return stored(world)[1]
 
 
 @pytest.mark.parametrize(
@@ -70,7 +75,7 @@ def test_a_hash_of_the_password_as_typed_is_made_again_normalised_at_its_next_si
     """An account from before: its hash is of the password as it was typed (decomposed, here). It signs in
     as before; that sign-in keeps the normalised hash, and the composed spelling works from then on."""
     world.sign_up(EMAIL, "placeholder password")
-    account_id = world.store.find_account_by_email(EMAIL)[0].id  # type: ignore[index]
+    account_id, _ = stored(world)
     world.store.set_password_hash(account_id, world.deps.password_hasher.hash(DECOMPOSED))  # as it was kept
     assert sign_in_status(world, COMPOSED) == 401  # not yet: only the spelling hashed then matches
     assert sign_in_status(world, DECOMPOSED) == 200
@@ -81,7 +86,7 @@ def test_a_hash_of_the_password_as_typed_is_made_again_normalised_at_its_next_si
 
 def test_a_hash_made_with_older_parameters_is_made_again_with_the_hashers(world: World) -> None:
     world.sign_up(EMAIL, COMPOSED)
-    account_id = world.store.find_account_by_email(EMAIL)[0].id  # type: ignore[index]
+    account_id, _ = stored(world)
     older = argon2.PasswordHasher(time_cost=2, memory_cost=16, parallelism=1)
     world.store.set_password_hash(account_id, older.hash(COMPOSED))
     assert sign_in_status(world, COMPOSED) == 200
@@ -95,7 +100,7 @@ def test_a_rehash_never_puts_back_a_password_changed_meanwhile(world: World) -> 
     """The sign-in checked the old hash; if the password changed before the new hash is written (another
     browser, the operator), the change stands."""
     world.sign_up(EMAIL, DECOMPOSED)
-    account_id = world.store.find_account_by_email(EMAIL)[0].id  # type: ignore[index]
+    account_id, _ = stored(world)
     checked = stored_hash(world)
     reset_password_unchecked(world.store, world.clock, EMAIL, "the new password", hasher=world.deps.password_hasher)
     accounts._rehash(world.store, EMAIL, account_id, checked, world.deps.password_hasher.hash(COMPOSED))
