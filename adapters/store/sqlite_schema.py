@@ -187,21 +187,26 @@ _V8 = ("ALTER TABLE connections ADD COLUMN session_expires_at TEXT",)
 _V9 = ("ALTER TABLE oauth_codes ADD COLUMN redirect_uri_sent INTEGER NOT NULL DEFAULT 1",)
 
 
-def _key_emails_by_ascii_domain(conn: sqlite3.Connection) -> None:
-    """Version 10: an email is found however its domain is written (``community_api.email_address``): the
-    key of an account whose email's domain is outside ASCII becomes that of its IDNA form. Where an account
-    of that very form exists already (made from a browser, which sends that form), that one keeps the key
-    and the other keeps its own: no account is merged or lost (``UPDATE OR IGNORE``)."""
+def _key_emails_again(conn: sqlite3.Connection) -> None:
+    """Each account whose email is outside ASCII takes the key ``email_address.email_key`` now gives it (an
+    ASCII email's key never changed). Where another account holds that key already (the same address
+    written the other way, made from a browser or another keyboard), that one keeps it and this one its own:
+    no account is merged or lost (``UPDATE OR IGNORE``); the operator can name it by its id."""
     rows = conn.execute("SELECT id, email FROM accounts").fetchall()
     for account_id, email in rows:
         if not email.isascii():
             conn.execute("UPDATE OR IGNORE accounts SET email_key = ? WHERE id = ?", (email_key(email), account_id))
 
 
-_V10 = (_key_emails_by_ascii_domain,)
+# Version 10: an email is found however its domain is written: a domain outside ASCII is keyed in its IDNA
+# form, which browsers send. Version 11: and however its local part's letters are (NFC: ``é`` as one
+# character or as ``e`` and a combining accent). Both re-key with the rule of the code that runs them, so
+# a file coming from before version 10 is re-keyed twice, the same way.
+_V10 = (_key_emails_again,)
+_V11 = (_key_emails_again,)
 
 Step = str | Callable[[sqlite3.Connection], None]  # a statement, or a data migration SQL cannot write
-MIGRATIONS: tuple[tuple[Step, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10)
+MIGRATIONS: tuple[tuple[Step, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

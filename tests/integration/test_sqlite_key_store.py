@@ -205,6 +205,44 @@ def test_accounts_kept_before_version_10_are_found_however_their_domain_is_writt
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
+def test_accounts_kept_before_version_11_are_found_however_their_local_part_is_written(db_path: str) -> None:
+    """Upgrading to version 11: an account whose local part was typed with combining accents was keyed by
+    that text, so a sign-in typing é as one character never found it. Where the other spelling has an
+    account too, both are kept, and the one that holds the key keeps it."""
+    with closing(raw(db_path)) as conn:  # the file as version 10 left it: local parts keyed as typed
+        for step in MIGRATIONS[:10]:
+            for statement in step:
+                run_step(conn, statement)
+        rows = [
+            ("acc_1", "jose\u0301@example.com"),  # é as e and a combining accent
+            ("acc_2", "zoe\u0308@example.com"),
+            ("acc_3", "zo\u00eb@example.com"),  # the same address as acc_2, ë as one character
+            ("acc_4", "ada@example.com"),
+        ]
+        for account_id, email in rows:
+            conn.execute(
+                "INSERT INTO accounts (id, email, email_key, password_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+                (account_id, email, email.casefold(), "hash", T0.isoformat(timespec="microseconds")),
+            )
+        conn.execute("PRAGMA user_version = 10")
+    upgraded = SqliteKeyStore(db_path, SECRET)
+    try:
+        found = {email: upgraded.find_account_by_email(email) for email in (
+            "jos\u00e9@example.com", "JOSE\u0301@example.com", "zoe\u0308@example.com", "ada@EXAMPLE.com"
+        )}  # fmt: skip
+        assert {email: f[0].id if f else None for email, f in found.items()} == {
+            "jos\u00e9@example.com": "acc_1",
+            "JOSE\u0301@example.com": "acc_1",
+            "zoe\u0308@example.com": "acc_3",
+            "ada@EXAMPLE.com": "acc_4",
+        }
+        assert upgraded.count_accounts() == 4 and upgraded.get_account("acc_2") is not None
+    finally:
+        upgraded.close()
+    with closing(raw(db_path)) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 11
+
+
 def test_empty_secret_and_memory_databases_are_refused(db_path: str) -> None:
     with pytest.raises(ValueError):
         SqliteKeyStore(db_path, "")

@@ -63,6 +63,34 @@ def test_an_email_domain_outside_ascii_is_one_account_however_it_is_written(
 
 
 @pytest.mark.parametrize(
+    ("signed_up", "signs_in"),
+    [
+        ("jos\u00e9@example.com", "jose\u0301@example.com"),  # é as one character, then as e and an accent
+        ("jose\u0301@caf\u00e9.example", "JOS\u00c9@xn--caf-dma.example"),
+    ],
+)
+def test_a_local_part_outside_ascii_is_one_account_however_its_letters_are_written(
+    world: World, signed_up: str, signs_in: str
+) -> None:
+    """Keyboards write é as one character or as e and a combining accent: an account made on one answered
+    "wrong email or password" to a sign-in typed on the other. Compared in NFC (RFC 6532 §3.1)."""
+    created = world.client.simulate_post("/v1/accounts", json={"email": signed_up, "password": PASSWORD})
+    assert created.status_code == 201
+    signed_in = world.client.simulate_post("/v1/session", json={"email": signs_in, "password": PASSWORD})
+    assert signed_in.status_code == 200, signed_in.text
+    assert signed_in.json["account"]["id"] == created.json["account"]["id"]
+    with pytest.raises(Conflict):
+        world.add_account(signs_in)
+
+
+def test_a_full_width_local_part_is_another_address(world: World) -> None:
+    """NFC, not NFKC: ｊｏｓｅ is another mailbox than jose, not another way of writing it."""
+    world.add_account("jose@example.com")
+    world.add_account("\uff4a\uff4f\uff53\uff45@example.com")
+    assert world.store.count_accounts() == 2
+
+
+@pytest.mark.parametrize(
     "email",
     ["max@bücher..example", "max@bücher-.example", "max@bü\u200dcher.example", "max@" + "ü" * 70 + ".example"],
 )
