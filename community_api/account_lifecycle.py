@@ -158,7 +158,8 @@ def delete_account_unchecked(store: KeyStore, clock: Clock, name: str) -> Accoun
 def account_named(store: KeyStore, name: str) -> Account:
     """The account the operator names: by its email (found however its domain is written), or by its id
     (``acc_…``, as ``accounts list`` shows it). The id is the one way to name either of two accounts that
-    a file kept for one address from before schema version 10 (``email_address``): their email finds one."""
+    a file kept for one address from before schema version 10 or 11 (``email_address``): their email finds
+    one."""
     name = name.strip()
     if "@" not in name:
         account = store.get_account(name)

@@ -66,7 +66,7 @@ class Credentials:
 
     @property
     def key(self) -> str:
-        """The email as accounts are found (``email_address.email_key``): however its domain is written."""
+        """The email as accounts are found (``email_address.email_key``): however it is written."""
         return email_key(self.email)
 
 

@@ -1,4 +1,4 @@
-"""One account, one email, however its domain is written.
+"""One account, one email, however it is written.
 
 A browser sends an ``<input type="email">`` whose domain is outside ASCII in its IDNA form: Chromium submits
 ``max@bücher.example`` as ``max@xn--bcher-kva.example``. An account made with one form (the command line,

@@ -25,18 +25,20 @@ from community_api.oauth_model import AuthorizationCode, OAuthClient, OAuthToken
 
 
 class AccountRecords(Protocol):
-    """Accounts (emails compared case-insensitively) and web sessions (by the hash of their token)."""
+    """Accounts (emails compared by ``email_address.email_key``) and web sessions (by the hash of their
+    token)."""
 
     def add_account(self, account: Account, password_hash: str) -> None:
-        """``Conflict`` if the email is taken, compared by ``email_address.email_key`` (case folded, the
-        domain in its ASCII form)."""
+        """``Conflict`` if the email is taken, compared by ``email_address.email_key`` (case folded, in NFC,
+        the domain in its ASCII form)."""
         ...
 
     def get_account(self, account_id: str) -> Account | None: ...
 
     def find_account_by_email(self, email: str) -> tuple[Account, str] | None:
         """The account and its password hash, the email compared by ``email_address.email_key``: found
-        however its domain is written (``bücher.example`` or ``xn--bcher-kva.example``) or cased."""
+        however its domain is written (``bücher.example`` or ``xn--bcher-kva.example``), cased, or its
+        letters composed (``é`` one character or ``e`` and a combining accent)."""
         ...
 
     def count_accounts(self) -> int: ...
