@@ -1,10 +1,25 @@
-"""Putting a SQLite file in WAL mode when several connections open it at once (the key store's file, the
-throttles' ``sqlite://`` storage), shared by both."""
+"""A SQLite file that several connections open at once (the key store's file, the throttles' ``sqlite://``
+storage): made readable by its owner only, and put in WAL mode. Shared by both."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import time
+
+
+def create_owner_only(path: str) -> None:
+    """Create the file ``path`` (and its folder) readable and writable by its owner only, if it does not
+    exist yet; a file that exists keeps the mode its operator gave it.
+
+    sqlite3 would create it with the process's umask (commonly 0644: every local user could read the
+    accounts' password hashes and sealed platform sessions). SQLite makes the file's ``-wal`` and ``-shm``
+    with the database file's own mode, so they are owner-only too. ``O_EXCL``: never through a link placed
+    there."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
 
 
 def use_wal(conn: sqlite3.Connection, patience: float) -> None:

@@ -18,9 +18,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 
-from adapters.sqlite_wal import use_wal
+from adapters.sqlite_wal import create_owner_only, use_wal
 from community_api.email_address import email_key
 
 _V1 = (
@@ -216,7 +215,7 @@ def connect(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
     ``BEGIN`` can sneak in. ``check_same_thread`` is off only so that ``close()`` may close the
     connections of other threads; each thread otherwise uses its own."""
     # The settings name a path whose folder may not exist yet (``./var/...`` on a fresh checkout).
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    create_owner_only(path)
     conn = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")

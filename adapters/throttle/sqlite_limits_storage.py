@@ -48,7 +48,7 @@ from typing import TypeVar
 from limits.errors import ConfigurationError
 from limits.storage import MovingWindowSupport, Storage
 
-from adapters.sqlite_wal import use_wal
+from adapters.sqlite_wal import create_owner_only, use_wal
 from adapters.throttle.storage_uri import file_and_query
 
 T = TypeVar("T")
@@ -155,9 +155,7 @@ class SQLiteStorage(Storage, MovingWindowSupport):
         return db
 
     def _open(self) -> sqlite3.Connection:
-        directory = os.path.dirname(self.path)
-        if directory:
-            os.makedirs(directory, exist_ok=True)
+        create_owner_only(self.path)
         # isolation_level=None: the sqlite3 module opens no transaction behind our back; we say when.
         db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
         # Not a bare "PRAGMA journal_mode=WAL": on a fresh file, threads or workers opening it together

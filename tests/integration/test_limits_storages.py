@@ -6,8 +6,10 @@ in ``test_limits_mmap_storage.py``."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import random
 import sqlite3
+import stat
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -161,6 +163,18 @@ def test_sqlite_deletes_the_rows_of_expired_keys(
     with sqlite3.connect(db_path) as db:
         keys = [key for (key,) in db.execute("SELECT DISTINCT key FROM throttle_marks")]
     assert keys == ["other"]
+
+
+def test_a_new_storage_file_is_readable_by_its_owner_only(storage: AnyStorage, db_path: Path) -> None:
+    before = os.umask(0o022)  # the umask most shells give, not the test runner's
+    try:
+        assert storage.acquire_entry("k", 3, 100)
+    finally:
+        os.umask(before)
+    files = [p for p in db_path.parent.iterdir() if p.name.startswith(db_path.stem)]
+    assert files
+    for path in files:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path.name
 
 
 def test_counters_for_the_fixed_window_strategy(storage: AnyStorage, frozen: FrozenDateTimeFactory) -> None:

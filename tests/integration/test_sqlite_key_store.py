@@ -9,7 +9,9 @@ remedy once the service secret has changed.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -272,6 +274,39 @@ def test_the_constructor_creates_folder_and_schema_at_first_use(tmp_path: Path) 
     try:
         store.add_account(Account("acc_1", "ada@example.com", T0), "h")
         assert path.exists() and store.count_accounts() == 1
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def common_umask() -> Iterator[None]:
+    """The umask most shells give (files 0644), not whatever the test runner has."""
+    before = os.umask(0o022)
+    yield
+    os.umask(before)
+
+
+def test_a_new_file_and_its_wal_are_readable_by_their_owner_only(tmp_path: Path, common_umask: None) -> None:
+    # The file holds password hashes and sealed platform sessions: no other local user reads it.
+    path = tmp_path / "var" / "keys.db"
+    store = SqliteKeyStore(str(path), SECRET)
+    try:
+        store.add_account(Account("acc_1", "ada@example.com", T0), "h")
+        for name in ("keys.db", "keys.db-wal", "keys.db-shm"):
+            assert stat.S_IMODE((path.parent / name).stat().st_mode) == 0o600, name
+    finally:
+        store.close()
+
+
+def test_an_existing_file_keeps_the_mode_its_operator_gave_it(db_path: str, common_umask: None) -> None:
+    made = SqliteKeyStore(db_path, SECRET)
+    made.count_accounts()  # the file is made at first use
+    made.close()
+    os.chmod(db_path, 0o640)  # say, readable by a backup group
+    store = SqliteKeyStore(db_path, SECRET)
+    try:
+        assert store.count_accounts() == 0
+        assert stat.S_IMODE(os.stat(db_path).st_mode) == 0o640
     finally:
         store.close()
 
