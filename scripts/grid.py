@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -64,6 +66,10 @@ class Grid:
         self.config.write_text(node_config(max_sessions, session_timeout))
         self.http = requests.Session()
         self.http.trust_env = False
+        # The temporary folder of the Grid and of the browsers it starts: a browser ended by signal leaves
+        # folders there (as ``adapters/platform/browser.py`` says), removed with this one by ``close``.
+        # Short, beside /tmp's own: Chromium's single-instance socket is made in it.
+        self.temp = Path(tempfile.mkdtemp(prefix="cda-grid-"))
 
     def start(self) -> None:
         secret = os.urandom(16).hex()  # the hub accepts only nodes that know it
@@ -88,6 +94,11 @@ class Grid:
             if started is not None and start_time(pid) == started:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        """Stop it for good: its temporary folder goes too."""
+        self.stop()
+        shutil.rmtree(self.temp, ignore_errors=True)
 
     def pids(self) -> list[int]:
         return [process.pid for process in self.processes]
@@ -114,8 +125,9 @@ class Grid:
             # A small heap: the Grid routes sessions, the browsers run outside the JVM.
             self.processes.append(
                 subprocess.Popen(
-                    [JAVA, "-Xmx256m", "-jar", str(GRID_JAR), role, *args],
+                    [JAVA, "-Xmx256m", f"-Djava.io.tmpdir={self.temp}", "-jar", str(GRID_JAR), role, *args],
                     cwd=self.folder,
+                    env={**os.environ, "TMPDIR": str(self.temp)},
                     stdout=out,
                     stderr=subprocess.STDOUT,
                 )
@@ -145,4 +157,4 @@ def running_grid(layout: str, folder: Path, session_timeout: int = 300, max_sess
         grid.start()
         yield grid
     finally:
-        grid.stop()
+        grid.close()

@@ -182,13 +182,40 @@ def chrome_options(user_data_dir: str | None, trusted_spki: tuple[str, ...] = ()
     return options
 
 
+def driver_environment(profile: str) -> dict[str, str] | None:
+    """chromedriver's environment, which Chromium inherits: its temporary folder is the browser's own profile
+    folder, so that what the two leave there goes with the profile.
+
+    Each browser makes two folders in the temporary folder: chromedriver a ``scoped_dir``, Chromium one
+    for its single-instance socket. Both remove them when they end normally, but not when ended by
+    signal, as a browser that failed or hung is (``Browser.quit``), or by the stop signal a terminal or
+    systemd sends the whole process group: two folders left in ``/tmp`` per such browser, for ever. In the
+    profile they are removed with it, and by the master's sweep of abandoned profiles.
+
+    Chromium aborts when its socket's path does not fit a Unix socket address ("Socket path too long"):
+    where a profile's path is too long for that (a long ``TMPDIR``), the temporary folder is left as it
+    is (None: the process's own environment)."""
+    if len(os.path.join(profile, _SINGLETON_SOCKET)) > _SOCKET_PATH_MAX:
+        return None
+    return {**os.environ, "TMPDIR": profile}
+
+
+# Where Chromium puts its single-instance socket, under the temporary folder (its folder's name as Debian's
+# Chromium makes it, six random characters), and the most a Unix socket's path may hold (``sun_path``
+# with its final NUL).
+_SINGLETON_SOCKET = "org.chromium.Chromium.XXXXXX/SingletonSocket"
+_SOCKET_PATH_MAX = 107
+
+
 def local_browser(timeout: float, trusted_spki: tuple[str, ...] = ()) -> Browser:
-    """Debian's Chromium with a fresh profile directory (removed when the browser is closed)."""
+    """Debian's Chromium with a fresh profile directory (removed when the browser is closed), which is also
+    its temporary folder (``driver_environment``)."""
     profile = tempfile.mkdtemp(prefix=profile_prefix())
     options = chrome_options(profile, trusted_spki)
     options.binary_location = CHROMIUM
     try:
-        driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+        service = Service(executable_path=CHROMEDRIVER, env=driver_environment(profile))
+        driver = webdriver.Chrome(service=service, options=options)
         ready_driver(driver, timeout)
     except Exception:
         shutil.rmtree(profile, ignore_errors=True)

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
-from adapters.platform.browser import local_browser
+from adapters.platform.browser import driver_environment, local_browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -21,6 +27,38 @@ def test_a_new_browser_visits_nothing_but_about_blank() -> None:
         assert len(browser.driver.window_handles) == 1
     finally:
         browser.quit()
+
+
+@pytest.fixture
+def system_temp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A temporary folder of this test's own (``TMPDIR``), short as ``/tmp`` is: what any process puts
+    there is seen, whatever other tests' browsers do meanwhile."""
+    folder = Path(tempfile.mkdtemp(prefix="t", dir="/tmp"))  # noqa: S108 - a path as short as the usual one
+    monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("polite", [True, False], ids=["asked to quit", "ended by signal"])
+def test_a_closed_browser_leaves_nothing_in_the_temporary_folder(system_temp: Path, polite: bool) -> None:
+    """Ended by signal (a browser that failed or hung), chromedriver and Chromium used to leave two folders
+    each in ``/tmp`` (``org.chromium.Chromium.scoped_dir.*`` and the single-instance socket's), for ever."""
+    browser = local_browser(timeout=30)
+    try:
+        assert len(list(system_temp.iterdir())) == 1  # the profile: what they make is in it
+    finally:
+        browser.quit(polite=polite)
+    assert list(system_temp.iterdir()) == []
+
+
+def test_the_temporary_folder_is_the_profile_only_where_chromiums_socket_path_fits() -> None:
+    short = "/tmp/cda-chromium-w4242-abcdefgh"  # noqa: S108
+    env = driver_environment(short)
+    assert env is not None and env["TMPDIR"] == short and env.get("PATH") == os.environ.get("PATH")
+    # Chromium aborts when .../org.chromium.Chromium.XXXXXX/SingletonSocket exceeds a socket address.
+    assert driver_environment("/" + "x" * 62) is None
+    assert driver_environment("/" + "x" * 61) is not None
 
 
 def test_ready_starts_a_browser_when_none_runs_and_says_why_one_cannot_start() -> None:
