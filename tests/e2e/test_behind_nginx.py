@@ -151,7 +151,6 @@ def deployment(tmp_path_factory: pytest.TempPathFactory, resolve_public_name: No
         # What deploy/nginx/community-api.conf asks of the service:
         "COMMUNITY_API_PUBLIC_URL": public_url,
         "COMMUNITY_API_TRUSTED_PROXIES": "127.0.0.1",
-        "COMMUNITY_API_MCP_ALLOWED_HOSTS": f"{NAME}:{listen}",
     }
     args = gunicorn_args("tests.e2e.app_factory:get_app()", upstream, workers=2, worker_class="gthread")
     args[-1:-1] = ["--forwarded-allow-ips", "127.0.0.1"]  # as `community-api serve` passes TRUSTED_PROXIES
