@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from adapters.gunicorn_command import check_serve_args, exposure_warning, gunicorn_argv
 from adapters.settings import PREFIX, Settings, SettingsError, load_settings
+from adapters.version import service_version
 from community_api.scopes import ALL_SCOPES, DEFAULT_SCOPES
 
 if TYPE_CHECKING:
@@ -293,6 +294,7 @@ _NAMED = "the account's email, or its id (acc_…) as `accounts list` shows it"
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="community-api", description=" ".join(__doc__.split("\n\n")[0].split()))
+    parser.add_argument("--version", action="version", version=f"%(prog)s {service_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     p = commands.add_parser("serve", help="run the service under gunicorn")

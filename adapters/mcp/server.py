@@ -15,7 +15,6 @@ import functools
 import json
 import logging
 from collections.abc import Mapping
-from importlib import metadata
 from typing import Any, cast
 
 import attrs
@@ -33,6 +32,7 @@ from adapters.metrics import MCP_TOOL_CALLS
 from adapters.operations import OPERATIONS, OPERATIONS_BY_NAME, Operation
 from adapters.storage_failure import CODE as STORAGE_CODE
 from adapters.storage_failure import STORAGE_RETRY_AFTER, storage_failure, storage_message
+from adapters.version import service_version
 from adapters.wire import data_and_text, dumps
 from community_api.access import Actor, actor_for
 from community_api.deps import Deps
@@ -189,13 +189,6 @@ def _listed(spec: Operation) -> types.Tool:
     )
 
 
-def _version() -> str:
-    try:
-        return metadata.version("community-data-api")
-    except metadata.PackageNotFoundError:
-        return "0"
-
-
 def build_server(deps: Deps) -> Server[Any]:
     runner = ToolRunner(deps)
     listed = [(spec, _listed(spec)) for spec in OPERATIONS]
@@ -221,7 +214,7 @@ def build_server(deps: Deps) -> Server[Any]:
 
     return Server(
         "community-api",
-        version=_version(),
+        version=service_version(),
         title="Community Data API",
         instructions=INSTRUCTIONS,
         # The list depends on the key's scopes: a client must not share it across keys.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,10 @@ def test_gunicorn_believes_forwarded_headers_from_the_trusted_proxies_only(
 ) -> None:
     argv = serve_argv(tmp_path, monkeypatch, "127.0.0.1:8000", trusted_proxies=proxies)
     assert argv[argv.index("--forwarded-allow-ips") + 1] == allowed
+
+
+def test_version_says_the_installed_one(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as ended:
+        main(["--version"])
+    assert ended.value.code == 0
+    assert capsys.readouterr().out == f"community-api {metadata.version('community-data-api')}\n"
