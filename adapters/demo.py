@@ -151,6 +151,7 @@ def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) ->
     _refuse_if_taken(bind, "--bind")
     _refuse_if_taken(sandbox_bind, "--sandbox-bind")
     folder = Path(tempfile.mkdtemp(prefix="community-api-demo-"))
+    database = folder / "demo.sqlite3"
     print(f"demo: starting the stand-in platform on https://{sandbox_bind} and the service on {api} …", flush=True)
     end = StopOnFirstSignal()
     signal.signal(signal.SIGTERM, end)
@@ -169,7 +170,7 @@ def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) ->
         env = {
             **os.environ,
             "COMMUNITY_API_MODE": "demo",
-            "COMMUNITY_API_DB": str(folder / "demo.sqlite3"),
+            "COMMUNITY_API_DB": str(database),
             "COMMUNITY_API_PLATFORM_URL": platform,
             "COMMUNITY_API_PLATFORM_API_URL": platform + "/api2",
             "COMMUNITY_API_BROWSER_TRUSTED_SPKI": spki,
@@ -229,3 +230,9 @@ def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) ->
             _stop(service)
         if sandbox is not None:
             _stop(sandbox)
+        # The pace's mapped file beside the database (``Settings.throttle_uri``: 8 MiB, allocated) is worth
+        # nothing once the service has stopped: left, every demo run kept it in /tmp. The logs and the
+        # database (a few hundred KiB) stay, to be read.
+        database.with_suffix(".throttle.mmap").unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # its terminal gone (SIGHUP), nothing can be said
+            print(f"demo: stopped; its logs and database stay in {folder}", flush=True)

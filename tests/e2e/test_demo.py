@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -133,6 +134,11 @@ def test_demo_prints_curl_lines_that_work(stop: str, demo_env: dict[str, str]) -
     for port in (api_port, platform_port):
         probe = subprocess.run(["curl", "-s", "-o", "/dev/null", f"http://127.0.0.1:{port}/"], timeout=10)
         assert probe.returncode != 0, f"something still listens on {port}"
+    # What stays: the logs and the database, named at the end; not the pace's mapped file (8 MiB a run).
+    (folder,) = Path(demo_env["TMPDIR"]).glob("community-api-demo-*")
+    assert sorted(p.name for p in folder.iterdir()) == ["demo.sqlite3", "sandbox.log", "service.log"]
+    assert demo.stdout is not None
+    assert f"demo: stopped; its logs and database stay in {folder}" in demo.stdout.read()
 
 
 @pytest.mark.parametrize("option", ["--bind", "--sandbox-bind"])
