@@ -86,9 +86,13 @@ def open_store(settings: Settings, *, create: bool = False) -> SqliteKeyStore:
 
 
 def check_state(settings: Settings) -> None:
-    """What ``serve`` needs before it forks workers: the database, and the throttle storage answering."""
+    """What ``serve`` needs before it forks workers: the database, the throttle storage answering, and a
+    temporary folder where local browsers can start."""
+    from adapters.platform.browser import temp_folder_problem
     from adapters.throttle.limits_throttle import LimitsThrottle
 
+    if not settings.selenium_remote_url and (problem := temp_folder_problem()):
+        raise SettingsError(problem)
     open_store(settings, create=True).close()
     try:
         throttle = LimitsThrottle(settings.throttle_uri, salt=settings.secret)

@@ -207,6 +207,21 @@ _SINGLETON_SOCKET = "org.chromium.Chromium.XXXXXX/SingletonSocket"
 _SOCKET_PATH_MAX = 107
 
 
+def temp_folder_problem() -> str | None:
+    """Why no local browser could start in this process's temporary folder (``TMPDIR``), or None: where
+    even the folder itself is too long for Chromium's socket (``driver_environment``), every start aborts,
+    and all ``/readyz`` could say is that no browser started. ``serve`` asks it before it starts."""
+    folder = tempfile.gettempdir()
+    if len(os.path.join(folder, _SINGLETON_SOCKET)) <= _SOCKET_PATH_MAX:
+        return None
+    most = _SOCKET_PATH_MAX - len(_SINGLETON_SOCKET) - 1
+    return (
+        f"TMPDIR ({folder}) is {len(folder)} characters long: Chromium makes its socket in it and aborts when the "
+        f"socket's path is longer than a Unix socket address allows (107 bytes); set TMPDIR to a folder of at "
+        f"most {most} characters, such as /tmp"
+    )
+
+
 def local_browser(timeout: float, trusted_spki: tuple[str, ...] = ()) -> Browser:
     """Debian's Chromium with a fresh profile directory (removed when the browser is closed), which is also
     its temporary folder (``driver_environment``)."""

@@ -6,15 +6,20 @@ import contextlib
 import os
 import pty
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import requests
 
+from adapters.cli import check_state
+from adapters.settings import Settings
 from scripts.processes import ROOT, free_port, serving
 
 SECRET = "cli-test-secret-" + "s" * 40
@@ -384,6 +389,36 @@ def test_serve_refuses_a_throttle_storage_that_does_not_answer(tmp_path: Path, s
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("community-api: COMMUNITY_API_THROTTLE_STORAGE"), lines
     assert expected in lines[0]
+
+
+@pytest.fixture
+def long_temp_folder() -> Iterator[str]:
+    """A temporary folder of 63 characters: one too many for Chromium's socket inside it."""
+    folder = tempfile.mkdtemp(prefix="t" * 50, dir="/tmp")  # noqa: S108 - its length is the point
+    assert len(folder) == 63
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_serve_refuses_a_temporary_folder_too_long_for_chromium(
+    tmp_path: Path, long_temp_folder: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every local browser would abort at its start ("Socket path too long"), and /readyz could only say
+    that none started."""
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET, "TMPDIR": long_temp_folder}
+    result = run("serve", "--bind", "127.0.0.1:1", env=env | PLATFORM)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"community-api: TMPDIR ({long_temp_folder}) is 63 characters"), (
+        lines
+    )
+    assert "at most 62 characters" in lines[0]
+    # With a Grid the browsers start on its nodes, in their own temporary folders.
+    monkeypatch.setattr(tempfile, "tempdir", long_temp_folder)
+    grid = Settings(
+        mode="test", db=str(tmp_path / "grid.sqlite3"), secret=SECRET, selenium_remote_url="http://127.0.0.1:9"
+    )
+    check_state(grid)
 
 
 def test_the_worker_class_asked_for_is_the_one_that_runs(tmp_path: Path) -> None:
