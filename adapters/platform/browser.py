@@ -182,6 +182,18 @@ def chrome_options(user_data_dir: str | None, trusted_spki: tuple[str, ...] = ()
     return options
 
 
+# Where Chromium puts its single-instance socket, under the temporary folder (its folder's name as Debian's
+# Chromium makes it, six random characters), and the most a Unix socket's path may hold (``sun_path``
+# with its final NUL).
+_SINGLETON_SOCKET = "org.chromium.Chromium.XXXXXX/SingletonSocket"
+_SOCKET_PATH_MAX = 107
+
+
+def _socket_fits(folder: str) -> bool:
+    """Whether Chromium can make its socket with ``folder`` as its temporary folder."""
+    return len(os.path.join(folder, _SINGLETON_SOCKET)) <= _SOCKET_PATH_MAX
+
+
 def driver_environment(profile: str) -> dict[str, str] | None:
     """chromedriver's environment, which Chromium inherits: its temporary folder is the browser's own profile
     folder, so that what the two leave there goes with the profile.
@@ -195,16 +207,9 @@ def driver_environment(profile: str) -> dict[str, str] | None:
     Chromium aborts when its socket's path does not fit a Unix socket address ("Socket path too long"):
     where a profile's path is too long for that (a long ``TMPDIR``), the temporary folder is left as it
     is (None: the process's own environment)."""
-    if len(os.path.join(profile, _SINGLETON_SOCKET)) > _SOCKET_PATH_MAX:
+    if not _socket_fits(profile):
         return None
     return {**os.environ, "TMPDIR": profile}
-
-
-# Where Chromium puts its single-instance socket, under the temporary folder (its folder's name as Debian's
-# Chromium makes it, six random characters), and the most a Unix socket's path may hold (``sun_path``
-# with its final NUL).
-_SINGLETON_SOCKET = "org.chromium.Chromium.XXXXXX/SingletonSocket"
-_SOCKET_PATH_MAX = 107
 
 
 def temp_folder_problem() -> str | None:
@@ -212,13 +217,13 @@ def temp_folder_problem() -> str | None:
     even the folder itself is too long for Chromium's socket (``driver_environment``), every start aborts,
     and all ``/readyz`` could say is that no browser started. ``serve`` asks it before it starts."""
     folder = tempfile.gettempdir()
-    if len(os.path.join(folder, _SINGLETON_SOCKET)) <= _SOCKET_PATH_MAX:
+    if _socket_fits(folder):
         return None
     most = _SOCKET_PATH_MAX - len(_SINGLETON_SOCKET) - 1
     return (
-        f"TMPDIR ({folder}) is {len(folder)} characters long: Chromium makes its socket in it and aborts when the "
-        f"socket's path is longer than a Unix socket address allows (107 bytes); set TMPDIR to a folder of at "
-        f"most {most} characters, such as /tmp"
+        f"TMPDIR ({folder}) is {len(folder)} characters long: Chromium makes its socket in it and aborts when "
+        f"the socket's path is longer than a Unix socket address allows ({_SOCKET_PATH_MAX} bytes); set TMPDIR "
+        f"to a folder of at most {most} characters, such as /tmp"
     )
 
 
