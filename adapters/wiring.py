@@ -22,8 +22,9 @@ from adapters.http.head_router import HeadAsGetRouter
 from adapters.http.health import add_health_routes
 from adapters.http.host_check import AllowedHosts
 from adapters.http.metrics_resource import MetricsResource
+from adapters.http.no_store import NoStore
 from adapters.http.openapi import OpenApiResource
-from adapters.http.operation_resources import add_operation_routes
+from adapters.http.operation_resources import OperationRoute, add_operation_routes
 from adapters.http.request_log import RequestLog, configure_logging
 from adapters.mcp import add_mcp_route
 from adapters.metrics import REFUSALS, ConnectionsCollector, MeteredGateway, MeteredPace, MeteredThrottle
@@ -95,7 +96,7 @@ def app_for(deps: Deps, settings: Settings) -> falcon.App:
     middleware: list[Any] = [
         RequestLog(),
         AllowedHosts(settings.public_url, settings.allowed_hosts),
-        manage.NoStoreForManagement(),
+        NoStore(manage.ManagementResource, OperationRoute),
     ]
     app = falcon.App(media_type=falcon.MEDIA_JSON, middleware=middleware, router=HeadAsGetRouter())
     app.req_options.strip_url_path_trailing_slash = True

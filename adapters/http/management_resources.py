@@ -187,14 +187,3 @@ class SessionsResource(ManagementResource):
         account_lifecycle.sign_out_everywhere(self.deps.store, self.deps.clock, account)
         resp.unset_cookie(SESSION_COOKIE, path="/")
         resp.status = falcon.HTTP_204
-
-
-class NoStoreForManagement:
-    """Middleware: every answer of a management route, errors included, carries ``Cache-Control: no-store``.
-    They hold what no cache may keep: a key's secret (shown once), a session's CSRF token, the account."""
-
-    def process_response(
-        self, req: falcon.Request, resp: falcon.Response, resource: object, req_succeeded: bool
-    ) -> None:
-        if isinstance(resource, ManagementResource):
-            resp.set_header("Cache-Control", "no-store")

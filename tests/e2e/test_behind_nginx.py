@@ -61,9 +61,10 @@ class Deployment:
     folder: Path
 
 
-def render_nginx(folder: Path, listen: int, upstream: int, cert: Certificate) -> Path:
+def render_nginx(folder: Path, listen: int, upstream: int, cert: Certificate, http_extra: str = "") -> Path:
     """The deployment's server block with its values filled in, inside a main file that keeps every path
-    nginx writes (pid, logs, temporary bodies) in ``folder`` so that it runs without touching /etc or /var."""
+    nginx writes (pid, logs, temporary bodies) in ``folder`` so that it runs without touching /etc or /var;
+    ``http_extra``: directives an operator added to the main file's ``http`` block."""
     site = (ROOT / "deploy" / "nginx" / "community-api.conf").read_text()
     for placeholder, value in {
         "@UPSTREAM@": f"127.0.0.1:{upstream}",
@@ -84,7 +85,7 @@ def render_nginx(folder: Path, listen: int, upstream: int, cert: Certificate) ->
     main.write_text(
         f"{user}worker_processes 1;\ndaemon off;\npid {folder / 'nginx.pid'};\n"
         f"error_log {folder / 'nginx-error.log'} warn;\nevents {{ worker_connections 256; }}\n"
-        f"http {{\n    access_log off;\n{temp}\n    include {folder / 'site.conf'};\n}}\n"
+        f"http {{\n    access_log off;\n{temp}\n{http_extra}    include {folder / 'site.conf'};\n}}\n"
     )
     return main
 
@@ -381,6 +382,49 @@ def test_an_http2_body_without_a_length_reaches_the_mcp_endpoint_whole(deploymen
     assert status == "2 200", (status, body, result.stderr)
     answer = json.loads(body)
     assert answer["id"] == 9 and answer["result"]["structuredContent"]["handle"] == "alice", body
+
+
+def test_an_operator_who_turns_on_nginx_cache_still_gets_each_key_its_own_answers(deployment: Deployment) -> None:
+    """nginx's ``proxy_cache`` keys its entries on the URL alone, not on ``Authorization``: turned on for the
+    whole site (as one turns it on "for speed"), it served the second key to ask for ``/v1/whoami`` or
+    ``/v1/dms`` the first key's answer, another account's inbox. The data API's answers now say
+    ``Cache-Control: no-store``, which nginx obeys; what is the same for everyone is still cached."""
+    deployment_key(deployment)  # the owner, alice linked
+    owner, url = client(deployment), deployment.public_url
+    signed = owner.post(url + "/v1/session", json={"email": EMAIL, "password": PASSWORD}, timeout=10)
+    csrf = {"X-CSRF-Token": signed.json()["csrfToken"]}
+    linked = owner.post(
+        url + "/v1/connections", json={"email": "bob@sandbox.test", "password": "sandbox"}, headers=csrf, timeout=30
+    )
+    assert linked.status_code == 201, linked.text
+    keys = {}
+    for connection in owner.get(url + "/v1/connections", timeout=10).json()["connections"]:
+        wanted = {"name": connection["handle"], "connectionId": connection["id"], "scopes": ["groups:read", "dms:read"]}
+        minted = owner.post(url + "/v1/keys", json=wanted, headers=csrf, timeout=10)
+        assert minted.status_code == 201, minted.text
+        keys[connection["handle"]] = minted.json()["secret"]
+    assert set(keys) == {"alice", "bob"}
+
+    folder = deployment.folder / "cached"
+    folder.mkdir()
+    listen, upstream = free_port(), int(deployment.direct_url.rsplit(":", 1)[1])
+    cache = (
+        f"    proxy_cache_path {folder / 'cache'} keys_zone=community_api_cache:1m;\n"
+        "    proxy_cache community_api_cache;\n    proxy_cache_valid 200 10m;\n"
+        "    add_header X-Cache-Status $upstream_cache_status always;\n"
+    )
+    with nginx(folder, render_nginx(folder, listen, upstream, deployment.cert, http_extra=cache), listen):
+        cached, reader = f"https://{NAME}:{listen}", client(deployment)
+        public = [reader.get(cached + "/v1/openapi.json", timeout=10) for _ in range(2)]
+        assert [answer.headers["x-cache-status"] for answer in public] == ["MISS", "HIT"]  # the cache is on
+        for path, mine in (("/v1/whoami", "handle"), ("/v1/dms", "conversations")):
+            first = reader.get(cached + path, headers={"Authorization": f"Bearer {keys['alice']}"}, timeout=10)
+            second = reader.get(cached + path, headers={"Authorization": f"Bearer {keys['bob']}"}, timeout=10)
+            assert first.status_code == second.status_code == 200, (first.text, second.text)
+            assert first.json()[mine] != second.json()[mine], path
+            assert second.headers["x-cache-status"] != "HIT" and second.headers["cache-control"] == "no-store"
+        again = reader.get(cached + "/v1/whoami", headers={"Authorization": f"Bearer {keys['bob']}"}, timeout=10)
+        assert again.json()["handle"] == "bob"
 
 
 def _wire_bytes(session: requests.Session, method: str, url: str, **kwargs: Any) -> tuple[requests.Response, bytes]:
