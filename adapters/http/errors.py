@@ -119,7 +119,11 @@ MAX_PATH_REPEATED = 200
 
 
 def handle_http_error(
-    req: falcon.Request, resp: falcon.Response, error: falcon.HTTPError, params: dict[str, Any]
+    req: falcon.Request,
+    resp: falcon.Response,
+    error: falcon.HTTPError,
+    params: dict[str, Any],
+    page: PageRenderer | None = None,
 ) -> None:
     status = error.status_code
     code = _CODE_BY_STATUS.get(status, "invalid_request" if status < 500 else "internal_error")
@@ -134,6 +138,12 @@ def handle_http_error(
     resp.set_headers(error.headers or {})
     if status >= 500:
         log_error(req, status, code, message, error)
+    shown = _page_for(req, page) if status == 404 and not error.description else None
+    if shown is not None:
+        # A mistyped or stale address of the dashboard (``/setings``), opened in a browser: a page of the
+        # dashboard that says so and leads back, not the API's JSON.
+        shown(req, resp, 404, f"there is no page at {path}")
+        return
     _respond(resp, status, code, message, {})
 
 
@@ -172,17 +182,21 @@ def _answer(
     message: str,
     details: dict[str, Any],
 ) -> None:
-    """The error body; a page instead for a person's browser on the dashboard (never on the API's
-    ``/v1/`` routes, whose answers are JSON whoever asks)."""
-    if page is not None and not req.path.startswith("/v1/") and _prefers_html(req):
-        page(req, resp, status, message)
+    """The error body; a page instead for a person's browser on the dashboard."""
+    shown = _page_for(req, page)
+    if shown is not None:
+        shown(req, resp, status, message)
         return
     _respond(resp, status, code, message, details)
 
 
-def _prefers_html(req: falcon.Request) -> bool:
-    # A browser navigating or posting a form lists text/html first; a script sends */* or JSON.
-    return req.client_prefers(("application/json", "text/html")) == "text/html"
+def _page_for(req: falcon.Request, page: PageRenderer | None) -> PageRenderer | None:
+    """``page`` when an error is shown as a page, else None (JSON): for a person's browser (navigating or
+    posting a form, it lists text/html first; a script sends */* or JSON), never on the API's ``/v1``
+    routes, whose answers are JSON whoever asks."""
+    if page is None or req.path == "/v1" or req.path.startswith("/v1/"):
+        return None
+    return page if req.client_prefers(("application/json", "text/html")) == "text/html" else None
 
 
 def install(app: falcon.App, page: PageRenderer | None = None) -> None:
@@ -193,5 +207,9 @@ def install(app: falcon.App, page: PageRenderer | None = None) -> None:
 
     # Falcon picks the most specific handler for an exception's class.
     app.add_error_handler(Exception, unexpected)
-    app.add_error_handler(falcon.HTTPError, handle_http_error)
+
+    def http_error(req: falcon.Request, resp: falcon.Response, error: falcon.HTTPError, params: dict[str, Any]) -> None:
+        handle_http_error(req, resp, error, params, page)
+
+    app.add_error_handler(falcon.HTTPError, http_error)
     app.add_error_handler(ServiceError, handle_service_error)

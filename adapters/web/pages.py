@@ -327,11 +327,12 @@ def _notice_page(
 
 
 def failure_page(settings: Settings) -> Callable[[falcon.Request, falcon.Response, int, str], None]:
-    """A failure of the service (a bug, or storage that cannot write) as a page, for a person's browser:
-    the dashboard's own look and message, not the API's JSON (``adapters/http/errors.install``)."""
+    """A failure of the service (a bug, or storage that cannot write), or an address with no page, as a
+    page for a person's browser: the dashboard's own look and message, not the API's JSON
+    (``adapters/http/errors.install``)."""
 
     def render_failure(req: falcon.Request, resp: falcon.Response, status: int, message: str) -> None:
-        title = "Service unavailable" if status == 503 else "Something went wrong"
+        title = {503: "Service unavailable", 404: "Page not found"}.get(status, "Something went wrong")
         _notice_page(req, resp, settings, status, title, message[:1].upper() + message[1:] + ".")
 
     return render_failure

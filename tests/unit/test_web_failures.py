@@ -59,3 +59,28 @@ def test_the_api_answers_json_even_to_a_browser(world: World, monkeypatch: pytes
     break_key_listing(world, monkeypatch, OSError(errno.ENOSPC, "No space left on device"))
     answer = browser.get("/v1/me", Accept=BROWSER_ACCEPT)  # lists the keys too
     assert answer.status_code == 503 and answer.json["error"]["code"] == "service_unavailable"
+
+
+@pytest.mark.parametrize("path", ["/setings", "/keys/extra/parts/here", "/%3Cscript%3Ealert(1)%3C%2Fscript%3E"])
+def test_an_address_with_no_page_is_a_page_saying_so(world: World, path: str) -> None:
+    """A mistyped or stale address of the dashboard, opened in a browser, showed the API's raw JSON."""
+    page = WebBrowser(world).get(path, Accept=BROWSER_ACCEPT)
+    assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
+    assert "Page not found" in page.text and 'href="/"' in page.text  # leads back to the dashboard
+    assert "There is no page at " in page.text and "<script>" not in page.text  # the path shown, escaped
+    assert "content-security-policy" in page.headers and page.headers["cache-control"] == "no-store"
+
+
+@pytest.mark.parametrize(
+    ("path", "accept"),
+    [
+        ("/setings", "application/json"),  # a script
+        ("/setings", "*/*"),  # curl
+        ("/v1/nothing", BROWSER_ACCEPT),  # the API answers JSON whoever asks
+        ("/v1", BROWSER_ACCEPT),
+        ("/static/nothing.css", BROWSER_ACCEPT),  # a file the dashboard does not have: its own message
+    ],
+)
+def test_a_missing_address_is_json_for_a_script_and_on_the_api(world: World, path: str, accept: str) -> None:
+    answer = world.client.simulate_get(path, headers={"Accept": accept})
+    assert answer.status_code == 404 and answer.json["error"]["code"] == "not_found"
