@@ -229,7 +229,13 @@ def remove_connection(deps: Deps, account_id: str, connection_id: str) -> Connec
         if connection.active and left:
             uow.connections.set_active_connection(account_id, left[0].id)
         uow.audit.add_audit(
-            AuditEvent(at=now, event="connection.removed", account_id=account_id, subject=connection_id)
+            AuditEvent(
+                at=now,
+                event="connection.removed",
+                account_id=account_id,
+                subject=connection_id,
+                detail=connection.handle,  # the account's Account page names it: the connection is gone
+            )
         )
         uow.commit()
     return connection

@@ -168,6 +168,11 @@ class AuditLog(Protocol):
         """Oldest first."""
         ...
 
+    def recent_audit(self, account_id: str, limit: int) -> list[AuditEvent]:
+        """The account's newest ``limit`` lines, newest first (of lines written at the same time, the one
+        written last first). Reads only those: an account's trail only grows."""
+        ...
+
 
 # Web sessions an account keeps at once: a sign-in past them ends the oldest. Sign-in takes the password,
 # so only the owner (or a script of theirs signing in on every run) makes them; unbounded, each lasted 14

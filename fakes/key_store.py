@@ -335,6 +335,11 @@ class FakeKeyStore(FakeOAuthRecords):
             mine = [e for e in self._audit if e.account_id == account_id]
         return sorted(mine, key=lambda e: e.at)
 
+    def recent_audit(self, account_id: str, limit: int) -> list[AuditEvent]:
+        with self._lock:
+            mine = [(e.at, n, e) for n, e in enumerate(self._audit) if e.account_id == account_id]
+        return [e for _, _, e in sorted(mine, key=lambda row: row[:2], reverse=True)[:limit]]
+
     def audit_trail(self) -> list[AuditEvent]:
         """For tests: every line, of any account or none, in the order written."""
         with self._lock:

@@ -384,6 +384,15 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteAttemptCounts, SqliteOAuthRecor
         )
         return [AuditEvent(_dt(r[0]), r[1], r[2], r[3], r[4], r[5]) for r in rows]
 
+    def recent_audit(self, account_id: str, limit: int) -> list[AuditEvent]:
+        # The index audit_account (account_id, at) read backwards: the newest lines only.
+        rows = self._db.execute(
+            "SELECT at, event, account_id, key_id, subject, detail FROM audit WHERE account_id = ?"
+            " ORDER BY at DESC, id DESC LIMIT ?",
+            (account_id, limit),
+        )
+        return [AuditEvent(_dt(r[0]), r[1], r[2], r[3], r[4], r[5]) for r in rows]
+
     # --- idempotency -----------------------------------------------------------------------------
 
     def claim_idempotency(self, record: IdempotencyRecord) -> IdempotencyRecord | None:

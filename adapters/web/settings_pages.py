@@ -1,4 +1,5 @@
-"""``/account``: the signed-in person's own account — change the password, sign out everywhere, delete it.
+"""``/account``: the signed-in person's own account — its recent activity; change the password, sign out
+everywhere, delete it.
 
 Each action is a form of this site (CSRF token, same-site check) that calls the same core use case as the
 management API (``community_api.account_lifecycle``).
@@ -12,7 +13,7 @@ from adapters.commands import structure_body
 from adapters.http.auth import SESSION_COOKIE
 from adapters.http.errors import STATUS_BY_CODE
 from adapters.web.pages import WebResource
-from community_api import account_lifecycle
+from community_api import account_lifecycle, activity
 from community_api.errors import ServiceError
 from community_api.model import Account
 
@@ -46,6 +47,8 @@ class AccountPage(WebResource):
             notice=notice,
             error=error,
             error_form=error_form,
+            activity=activity.recent_activity(self.deps.store, account.id),
+            max_activity=activity.RECENT_LINES,
         )
 
 

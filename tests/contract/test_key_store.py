@@ -492,6 +492,17 @@ def test_list_audit_of_an_account_oldest_first(store: KeyStore) -> None:
     assert store.list_audit("acc_404") == []
 
 
+def test_recent_audit_of_an_account_newest_first_and_at_most_the_limit(store: KeyStore) -> None:
+    lines = [AuditEvent(at=T0 + timedelta(seconds=n), event=f"e.{n}", account_id="acc_1") for n in range(5)]
+    same_time = [AuditEvent(at=T0 + timedelta(seconds=9), event=f"same.{n}", account_id="acc_1") for n in range(2)]
+    for line in [lines[3], lines[0], lines[4], lines[1], lines[2], *same_time]:
+        store.add_audit(line)
+    store.add_audit(AuditEvent(at=T0 + timedelta(days=1), event="other", account_id="acc_2"))
+    assert store.recent_audit("acc_1", 3) == [same_time[1], same_time[0], lines[4]]  # last written first
+    assert store.recent_audit("acc_1", 100) == [same_time[1], same_time[0], *reversed(lines)]
+    assert store.recent_audit("acc_404", 10) == []
+
+
 # --- idempotency ---------------------------------------------------------------------------------
 
 

@@ -1,8 +1,12 @@
-"""The dashboard's Account page: change the password, sign out everywhere, delete the account."""
+"""The dashboard's Account page: recent activity, change the password, sign out everywhere, delete the account."""
 
 from __future__ import annotations
 
-from tests.unit.web_support import WebBrowser, form
+import html
+import re
+
+from community_api.activity import RECENT_LINES
+from tests.unit.web_support import WebBrowser, account_id, form, key_id_of
 from tests.unit.world_support import PASSWORD, World
 
 NEW = "a brand new passphrase"
@@ -72,3 +76,64 @@ def test_deleting_the_account_from_the_page_asks_for_the_password(world: World) 
     assert gone.status_code == 303 and gone.headers["location"] == "/signup"
     assert world.store.count_accounts() == 0
     assert here.get("/keys").status_code == 303
+
+
+def activity_rows(page_html: str) -> list[tuple[str, str]]:
+    """The Account page's activity table, newest first: (when, what), the text unescaped."""
+    table = page_html.split('id="activity"', 1)[1].split("</table>", 1)[0]
+    cells = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td></tr>", table)
+    return [(when, html.unescape(what)) for when, what in cells]
+
+
+def test_the_account_page_shows_what_happened_newest_first_in_words(world: World) -> None:
+    owner = WebBrowser(world)
+    owner.sign_up()
+    assert "Nothing yet." not in owner.get("/account").text  # the sign-up signed in: a line already
+    owner.link("alice")
+    world.clock.advance(minutes=1)
+    old = owner.mint({"name": "nightly script"})
+    key_id = key_id_of(world, old)
+    prefix = old[4:12]
+    world.clock.advance(minutes=1)
+    owner.submit(owner.get(f"/keys/{key_id}/rotate"), f"/keys/{key_id}/rotate", {"grace": "0"})
+    world.clock.advance(minutes=1)
+    assert world.get("/v1/whoami", old).status_code == 401  # the script still sends the old value
+
+    rows = activity_rows(owner.get("/account").text)
+    assert [what for _, what in rows] == [
+        f"A request with key “nightly script” (cda_{prefix}…) was refused: it was replaced by a rotation",
+        f"Key “nightly script” (cda_{prefix}…) rotated; the old value stopped at once",
+        f"Key “nightly script” (cda_{prefix}…) created",
+        "Signed in",
+    ]
+    assert rows[0][0] == world.clock.now().strftime("%Y-%m-%d %H:%M UTC")
+
+
+def test_the_activity_names_unlinked_accounts_and_password_changes_and_is_the_accounts_own(world: World) -> None:
+    owner, stranger = WebBrowser(world), WebBrowser(world)
+    owner.sign_up()
+    owner.link("alice")
+    connection = world.store.list_connections(account_id(world))[0]
+    page = owner.get(f"/connections/{connection.id}/remove")
+    owner.submit(page, f"/connections/{connection.id}/remove")
+    token = csrf(owner.get("/account").text, "/account/password")
+    changed = owner.post(
+        "/account/password",
+        [("csrf_token", token), ("current_password", PASSWORD), ("new_password", NEW), ("new_password_again", NEW)],
+    )
+    assert changed.status_code == 303, changed.text
+    texts = [what for _, what in activity_rows(owner.get("/account").text)]
+    assert texts[:2] == ["Password changed; every other browser was signed out", "Platform account “alice” unlinked"]
+
+    world.add_account("stranger@example.com")
+    stranger.sign_in("stranger@example.com")
+    assert [what for _, what in activity_rows(stranger.get("/account").text)] == ["Signed in"]
+
+
+def test_the_activity_shows_the_newest_lines_only(world: World) -> None:
+    owner = WebBrowser(world)
+    owner.sign_up()
+    for _ in range(RECENT_LINES + 5):
+        WebBrowser(world).sign_in()  # another browser each time: this one is signed in
+    page = owner.get("/account").text
+    assert len(activity_rows(page)) == RECENT_LINES and f"The last {RECENT_LINES} events" in page

@@ -1,0 +1,93 @@
+"""An account's recent activity: the newest lines of its audit trail, each said in words a person reads.
+
+The audit table is written for every sign-in, password change, key minted, rotated, revoked or refused,
+connection removed and connector approved (never a secret), and until now only the operator could read
+it, with ``sqlite3``. The owner sees it on the dashboard's Account page: a sign-in they did not make, a
+key they did not mint, and above all a script still sending a key that was revoked or whose grace ended —
+"why does my script get 401?" — which is the refused-use line (written at most once a minute per key:
+``refusal_audit.py``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import attrs
+
+from community_api.model import KEY_CONNECTOR, ApiKey, AuditEvent
+from community_api.ports import KeyStore
+
+RECENT_LINES = 30  # what the Account page shows: enough for a month of a quiet account's sign-ins and keys
+
+# Why a key or a connector's token was refused, as ``keys.authenticate_key`` and ``oauth`` write it.
+_REFUSAL_REASONS = {
+    "revoked": "it was revoked",
+    "expired": "it was replaced by a rotation",  # with no grace, or after its 24 hours
+    "unknown": "no key has that value",
+    "other resource": "it was sent to another address than the one it was issued for",
+}
+
+# Lines whose words depend on nothing but the event.
+_PLAIN = {
+    "login.succeeded": "Signed in",
+    "account.password_changed": "Password changed; every other browser was signed out",
+    "account.password_reset": "Password set by the operator; every browser was signed out",
+    "account.signed_out_everywhere": "Signed out everywhere",
+    "oauth.code_replayed": "A connector's authorization code was used a second time: that connector was revoked",
+    "oauth.refresh_replayed": "A connector's refresh token was used a second time: that connector was revoked",
+}
+
+
+@attrs.frozen
+class ActivityLine:
+    at: datetime
+    text: str
+
+
+def recent_activity(store: KeyStore, account_id: str, limit: int = RECENT_LINES) -> list[ActivityLine]:
+    """The account's newest ``limit`` audit lines, newest first, in words."""
+    events = store.recent_audit(account_id, limit)
+    keys = {key.id: key for key in store.list_keys(account_id)} if events else {}
+    return [ActivityLine(event.at, describe(store, event, keys)) for event in events]
+
+
+def describe(store: KeyStore, event: AuditEvent, keys: dict[str, ApiKey]) -> str:
+    """One audit line in words. An event this module does not know yet is named as it is written."""
+    plain = _PLAIN.get(event.event)
+    if plain is not None:
+        return plain
+    key = _key_name(keys, event)
+    key_first = key[:1].upper() + key[1:]
+    match event.event:
+        case "key.minted":
+            return f"{key_first} created"
+        case "key.rotated":
+            ended = "grace=0" in (event.detail or "")
+            return f"{key_first} rotated; " + (
+                "the old value stopped at once" if ended else "the old value keeps working for 24 hours"
+            )
+        case "key.revoked":
+            by_operator = (event.detail or "").startswith("leaked")
+            return f"{key_first} revoked" + (" by the operator, as leaked" if by_operator else "")
+        case "key.refused":
+            why = _REFUSAL_REASONS.get(event.detail or "", event.detail or "refused")
+            return f"A request with {key} was refused: {why}"
+        case "oauth.token_refused":
+            why = _REFUSAL_REASONS.get(event.detail or "", event.detail or "refused")
+            return f"A request with an access token of {key} was refused: {why}"
+        case "oauth.consented":
+            client = store.get_oauth_client(event.detail) if event.detail else None
+            return f"Connector “{client.name}” approved" if client else "A connector was approved"
+        case "connection.removed":
+            # The line names the platform account's handle since session 35; older lines do not.
+            return f"Platform account “{event.detail}” unlinked" if event.detail else "A platform account was unlinked"
+    return event.event
+
+
+def _key_name(keys: dict[str, ApiKey], event: AuditEvent) -> str:
+    key = keys.get(event.key_id or "")
+    if key is None:  # not the account's (a line written before its key was known): never guessed at
+        return "a key"
+    if key.kind == KEY_CONNECTOR:
+        return f"connector “{key.name}”"
+    return f"key “{key.name}” (cda_{key.prefix}…)"
