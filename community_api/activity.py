@@ -1,11 +1,10 @@
 """An account's recent activity: the newest lines of its audit trail, each said in words a person reads.
 
-The audit table is written for every sign-in, password change, key minted, rotated, revoked or refused,
-connection removed and connector approved (never a secret), and until now only the operator could read
-it, with ``sqlite3``. The owner sees it on the dashboard's Account page: a sign-in they did not make, a
-key they did not mint, and above all a script still sending a key that was revoked or whose grace ended —
-"why does my script get 401?" — which is the refused-use line (written at most once a minute per key:
-``refusal_audit.py``).
+The audit table holds a line for every sign-in, password change, key minted, rotated, revoked or refused,
+connection removed and connector approved (never a secret). The owner reads the newest of them on the
+dashboard's Account page: a sign-in they did not make, a key they did not mint, and above all a script
+still sending a key that was revoked or replaced — "why does my script get 401?" — which is the refused-use
+line (written at most once a minute per key: ``refusal_audit.py``).
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import attrs
 from community_api.model import KEY_CONNECTOR, ApiKey, AuditEvent
 from community_api.ports import KeyStore
 
-RECENT_LINES = 30  # what the Account page shows: enough for a month of a quiet account's sign-ins and keys
+RECENT_LINES = 30  # what the Account page shows
 
 # Why a key or a connector's token was refused, as ``keys.authenticate_key`` and ``oauth`` write it.
 _REFUSAL_REASONS = {
@@ -86,7 +85,7 @@ def describe(store: KeyStore, event: AuditEvent, keys: dict[str, ApiKey]) -> str
 
 def _key_name(keys: dict[str, ApiKey], event: AuditEvent) -> str:
     key = keys.get(event.key_id or "")
-    if key is None:  # not the account's (a line written before its key was known): never guessed at
+    if key is None:  # no key of this account's (not expected: keys are never deleted): named by nothing
         return "a key"
     if key.kind == KEY_CONNECTOR:
         return f"connector “{key.name}”"
