@@ -16,7 +16,10 @@ import attrs
 from community_api.model import KEY_CONNECTOR, ApiKey, AuditEvent
 from community_api.ports import KeyStore
 
-RECENT_LINES = 30  # what the Account page shows
+RECENT_LINES = 30  # rows the Account page shows
+# Audit lines read to fill them: the same line repeated in a row is one row (a script signing in on every
+# run, or sending a revoked key every second, writes many), so that a flood does not hide the rest.
+SCANNED_LINES = 500
 
 # Why a key or a connector's token was refused, as ``keys.authenticate_key`` and ``oauth`` write it.
 _REFUSAL_REASONS = {
@@ -39,15 +42,32 @@ _PLAIN = {
 
 @attrs.frozen
 class ActivityLine:
+    """One row: what happened, and when (the newest time); ``times`` lines in a row said the same, the
+    oldest of them at ``since``."""
+
     at: datetime
     text: str
+    times: int = 1
+    since: datetime | None = None
 
 
-def recent_activity(store: KeyStore, account_id: str, limit: int = RECENT_LINES) -> list[ActivityLine]:
-    """The account's newest ``limit`` audit lines, newest first, in words."""
-    events = store.recent_audit(account_id, limit)
+def recent_activity(
+    store: KeyStore, account_id: str, limit: int = RECENT_LINES, scanned: int = SCANNED_LINES
+) -> list[ActivityLine]:
+    """The account's newest audit lines in words, newest first: at most ``limit`` rows, the same words
+    repeated in a row one row with its count, from the newest ``scanned`` lines."""
+    events = store.recent_audit(account_id, scanned)
     keys = {key.id: key for key in store.list_keys(account_id)} if events else {}
-    return [ActivityLine(event.at, describe(store, event, keys)) for event in events]
+    rows: list[ActivityLine] = []
+    for event in events:
+        text = describe(store, event, keys)
+        if rows and rows[-1].text == text:
+            rows[-1] = attrs.evolve(rows[-1], times=rows[-1].times + 1, since=event.at)
+        elif len(rows) == limit:
+            break
+        else:
+            rows.append(ActivityLine(event.at, text))
+    return rows
 
 
 def describe(store: KeyStore, event: AuditEvent, keys: dict[str, ApiKey]) -> str:

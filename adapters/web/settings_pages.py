@@ -48,7 +48,6 @@ class AccountPage(WebResource):
             error=error,
             error_form=error_form,
             activity=activity.recent_activity(self.deps.store, account.id),
-            max_activity=activity.RECENT_LINES,
         )
 
 

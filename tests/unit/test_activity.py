@@ -93,8 +93,41 @@ def test_each_line_in_words(store: FakeKeyStore, line: AuditEvent, words: str) -
 
 
 def test_newest_first_and_at_most_the_limit(store: FakeKeyStore) -> None:
-    for minute in range(5):
-        store.add_audit(AuditEvent(T0 + timedelta(minutes=minute), "login.succeeded", ACCOUNT))
+    for minute in range(6):  # alternating: six rows
+        event = "login.succeeded" if minute % 2 else "account.signed_out_everywhere"
+        store.add_audit(AuditEvent(T0 + timedelta(minutes=minute), event, ACCOUNT))
     shown = recent_activity(store, ACCOUNT, limit=3)
-    assert [line.at for line in shown] == [T0 + timedelta(minutes=m) for m in (4, 3, 2)]
+    assert [(line.at, line.text) for line in shown] == [
+        (T0 + timedelta(minutes=5), "Signed in"),
+        (T0 + timedelta(minutes=4), "Signed out everywhere"),
+        (T0 + timedelta(minutes=3), "Signed in"),
+    ]
     assert recent_activity(store, "acc_nobody") == []
+
+
+def test_the_same_words_in_a_row_are_one_row_with_their_count(store: FakeKeyStore) -> None:
+    store.add_audit(AuditEvent(T0, "key.minted", ACCOUNT, key_id="key_script"))
+    for second in range(1, 61):  # a script sending its revoked key: a line a minute, here denser
+        store.add_audit(
+            AuditEvent(T0 + timedelta(seconds=second), "key.refused", ACCOUNT, "key_script", detail="revoked")
+        )
+    store.add_audit(AuditEvent(T0 + timedelta(minutes=2), "login.succeeded", ACCOUNT))
+    shown = recent_activity(store, ACCOUNT)
+    assert [(line.text, line.times, line.since) for line in shown] == [
+        ("Signed in", 1, None),
+        (
+            "A request with key “nightly script” (cda_AbCd1234…) was refused: it was revoked",
+            60,
+            T0 + timedelta(seconds=1),
+        ),
+        ("Key “nightly script” (cda_AbCd1234…) created", 1, None),
+    ]
+    assert shown[1].at == T0 + timedelta(seconds=60)
+
+
+def test_only_the_scanned_lines_are_read(store: FakeKeyStore) -> None:
+    store.add_audit(AuditEvent(T0, "key.minted", ACCOUNT, key_id="key_script"))
+    for second in range(1, 11):
+        store.add_audit(AuditEvent(T0 + timedelta(seconds=second), "login.succeeded", ACCOUNT))
+    shown = recent_activity(store, ACCOUNT, scanned=10)
+    assert [(line.text, line.times) for line in shown] == [("Signed in", 10)]
