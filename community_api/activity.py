@@ -79,7 +79,9 @@ def describe(store: KeyStore, event: AuditEvent, keys: dict[str, ApiKey]) -> str
     key_first = key[:1].upper() + key[1:]
     match event.event:
         case "key.minted":
-            return f"{key_first} created"
+            # A connector's key is minted when its client first redeems the code the person approved.
+            found = keys.get(event.key_id or "")
+            return f"{key_first} " + ("connected" if found and found.kind == KEY_CONNECTOR else "created")
         case "key.rotated":
             ended = "grace=0" in (event.detail or "")
             return f"{key_first} rotated; " + (

@@ -62,6 +62,7 @@ def store() -> FakeKeyStore:
             AuditEvent(T0, "key.refused", key_id="key_script", subject="AbCd1234", detail="revoked"),
             "A request with key “nightly script” (cda_AbCd1234…) was refused: it was revoked",
         ),
+        (AuditEvent(T0, "key.minted", key_id="key_claude"), "Connector “Claude” connected"),
         (AuditEvent(T0, "key.revoked", key_id="key_claude"), "Connector “Claude” revoked"),
         (
             AuditEvent(T0, "oauth.token_refused", key_id="key_claude", detail="other resource"),

@@ -3,6 +3,8 @@ consent page, tokens, refresh rotation, and the grant as a connector key (listed
 
 from __future__ import annotations
 
+import html
+import re
 from urllib.parse import quote
 
 import falcon.testing
@@ -480,3 +482,19 @@ def test_registrations_nobody_approves_are_bounded_and_forgotten_after_a_day(
     assert world.store.count_unapproved_oauth_clients() == 1
     assert world.store.get_oauth_client(used.client_id) is not None  # the approved one is kept
     used.approve(owner)  # and still works
+
+
+def test_the_owner_sees_the_connector_approved_connected_and_revoked(
+    world: World, owner: WebBrowser, connector: Connector
+) -> None:
+    tokens = connector.redeem(connector.approve(owner)).json
+    key = next(k for k in world.store.list_keys(account_id(world)) if k.kind == "connector")
+    owner.submit(owner.get(f"/keys/{key.id}/revoke"), f"/keys/{key.id}/revoke")
+    assert not accepted(world, tokens["access_token"])
+    page = owner.get("/account").text
+    rows = [html.unescape(cell) for cell in re.findall(r"<tr><td>[^<]*</td><td>([^<]*)", page)]
+    assert rows[:3] == [
+        "Connector “Test Agent” revoked",
+        "Connector “Test Agent” connected",
+        "Connector “Test Agent” approved",
+    ], rows
