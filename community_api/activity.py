@@ -1,10 +1,10 @@
 """An account's recent activity: the newest lines of its audit trail, each said in words a person reads.
 
 The audit table holds a line for every sign-in, password change, key minted, rotated, revoked or refused,
-connection removed and connector approved (never a secret). The owner reads the newest of them on the
-dashboard's Account page: a sign-in they did not make, a key they did not mint, and above all a script
-still sending a key that was revoked or replaced — "why does my script get 401?" — which is the refused-use
-line (written at most once a minute per key: ``refusal_audit.py``).
+platform session ended, connection removed and connector approved (never a secret). The owner reads the
+newest of them on the dashboard's Account page: a sign-in they did not make, a key they did not mint, and
+above all a script whose key stopped working — "why does my script get 401 (or 409)?" — which is the
+refused-use line (written at most once a minute per key: ``refusal_audit.py``) or the ended session's.
 """
 
 from __future__ import annotations
@@ -99,6 +99,11 @@ def describe(store: KeyStore, event: AuditEvent, keys: dict[str, ApiKey]) -> str
         case "oauth.consented":
             client = store.get_oauth_client(event.detail) if event.detail else None
             return f"Connector “{client.name}” approved" if client else "A connector was approved"
+        case "connection.expired":
+            return (
+                f"The platform ended the session of “{event.detail}”: requests through it answer "
+                "connection_expired until it is linked again"
+            )
         case "connection.removed":
             # The line names the platform account's handle since session 35; older lines do not.
             return f"Platform account “{event.detail}” unlinked" if event.detail else "A platform account was unlinked"

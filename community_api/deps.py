@@ -14,7 +14,7 @@ from community_api import platform_meter
 from community_api.errors import ConnectionExpired, RateLimited, ServiceError
 from community_api.in_flight import InFlight
 from community_api.in_flight import linking as in_flight_linking
-from community_api.model import CONNECTION_EXPIRED, Connection
+from community_api.model import CONNECTION_EXPIRED, AuditEvent, Connection
 from community_api.platform_meter import PlatformMeter
 from community_api.ports import Clock, KeyStore, PlatformGateway, PlatformPace, Throttle
 from community_api.refusal_audit import RefusalAudit
@@ -56,6 +56,26 @@ OPEN_AND_SEND_WRITES = 2  # the chat request that opens (or finds) the conversat
 OUR_PACE = ("read_pace", "write_pace")
 
 
+def _mark_expired(deps: Deps, connection: Connection) -> None:
+    """The connection's platform session ended: mark it, and write one audit line when it turns so (the
+    account's Account page then says why its keys answer ``connection_expired``). Calls that met the end
+    at once write one line between them; a connection unlinked meanwhile is left alone."""
+    with deps.store.unit_of_work() as uow:
+        current = uow.connections.get_connection(connection.id)
+        if current is None or current.status == CONNECTION_EXPIRED:
+            return
+        uow.connections.set_connection_status(connection.id, CONNECTION_EXPIRED)
+        event = AuditEvent(
+            at=deps.clock.now(),
+            event="connection.expired",
+            account_id=connection.account_id,
+            subject=connection.id,
+            detail=connection.handle,
+        )
+        uow.audit.add_audit(event)
+        uow.commit()
+
+
 @contextmanager
 def on_platform(
     deps: Deps, connection: Connection, *, reads: int = 0, writes: int = 0, counted: int = 0
@@ -91,7 +111,7 @@ def on_platform(
             if isinstance(error, RateLimited) and error.details.get("source") == "platform":
                 deps.pace.hold(connection.platform_user_id, error.retry_after)
             elif isinstance(error, ConnectionExpired):
-                deps.store.set_connection_status(connection.id, CONNECTION_EXPIRED)
+                _mark_expired(deps, connection)
                 error.details.setdefault("connectionId", connection.id)
             raise
         finally:

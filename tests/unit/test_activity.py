@@ -75,6 +75,11 @@ def store() -> FakeKeyStore:
             AuditEvent(T0, "oauth.refresh_replayed", key_id="key_claude"),
             "A connector's refresh token was used a second time: that connector was revoked",
         ),
+        (
+            AuditEvent(T0, "connection.expired", subject="con_1", detail="alice"),
+            "The platform ended the session of “alice”: requests through it answer connection_expired until it is "
+            "linked again",
+        ),
         (AuditEvent(T0, "connection.removed", subject="con_1", detail="alice"), "Platform account “alice” unlinked"),
         (AuditEvent(T0, "connection.removed", subject="con_1"), "A platform account was unlinked"),  # before session 35
         # Another account's key is never named, nor a key the store no longer has.

@@ -9,6 +9,7 @@ import json
 import pytest
 from gunicorn.http.errors import InvalidChunkSize
 
+from community_api.activity import recent_activity
 from tests.unit.world_support import Ready
 
 
@@ -266,6 +267,14 @@ def test_expired_platform_session_marks_the_connection(ready: Ready) -> None:
     assert first.json["error"]["details"]["connectionId"] == ready.connection["id"]
     listed = world.client.simulate_get("/v1/connections", headers=ready.browser.headers()).json
     assert listed["connections"][0]["status"] == "expired"
+    assert_error(world.get("/v1/whoami", ready.key), 409, "connection_expired")  # at once, the platform unasked
+    # The account's activity says it once, naming the platform account (the Account page shows it).
+    ended = (
+        "The platform ended the session of “alice”: requests through it answer connection_expired until it is "
+        "linked again"
+    )
+    activity = recent_activity(world.store, ready.browser.account["id"])
+    assert [(line.text, line.times) for line in activity if "session" in line.text] == [(ended, 1)]
     # Re-linking refreshes the same connection in place and it works again.
     again = world.link(ready.browser)
     assert again["id"] == ready.connection["id"] and again["status"] == "active"
