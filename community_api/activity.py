@@ -21,11 +21,15 @@ RECENT_LINES = 30  # rows the Account page shows
 # run, or sending a revoked key every second, writes many), so that a flood does not hide the rest.
 SCANNED_LINES = 500
 
-# Why a key or a connector's token was refused, as ``keys.authenticate_key`` and ``oauth`` write it.
-_REFUSAL_REASONS = {
+# Why a key was refused, as ``keys.authenticate_key`` writes it.
+_KEY_REFUSALS = {
     "revoked": "it was revoked",
     "expired": "it was replaced by a rotation",  # with no grace, or after its 24 hours
-    "unknown": "no key has that value",
+}
+# Why a connector's access token was refused, as ``oauth.authenticate_bearer`` writes it. An expired one is
+# not shown: an access token lives an hour and its client then refreshes it, nothing the owner must do.
+_TOKEN_REFUSALS = {
+    "revoked": "the connector was revoked",
     "other resource": "it was sent to another address than the one it was issued for",
 }
 
@@ -60,6 +64,8 @@ def recent_activity(
     keys = {key.id: key for key in store.list_keys(account_id)} if events else {}
     rows: list[ActivityLine] = []
     for event in events:
+        if event.event == "oauth.token_refused" and event.detail == "expired":
+            continue
         text = describe(store, event, keys)
         if rows and rows[-1].text == text:
             rows[-1] = attrs.evolve(rows[-1], times=rows[-1].times + 1, since=event.at)
@@ -91,10 +97,10 @@ def describe(store: KeyStore, event: AuditEvent, keys: dict[str, ApiKey]) -> str
             by_operator = (event.detail or "").startswith("leaked")
             return f"{key_first} revoked" + (" by the operator, as leaked" if by_operator else "")
         case "key.refused":
-            why = _REFUSAL_REASONS.get(event.detail or "", event.detail or "refused")
+            why = _KEY_REFUSALS.get(event.detail or "", event.detail or "refused")
             return f"A request with {key} was refused: {why}"
         case "oauth.token_refused":
-            why = _REFUSAL_REASONS.get(event.detail or "", event.detail or "refused")
+            why = _TOKEN_REFUSALS.get(event.detail or "", event.detail or "refused")
             return f"A request with an access token of {key} was refused: {why}"
         case "oauth.consented":
             client = store.get_oauth_client(event.detail) if event.detail else None

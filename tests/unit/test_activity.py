@@ -65,6 +65,10 @@ def store() -> FakeKeyStore:
         (AuditEvent(T0, "key.minted", key_id="key_claude"), "Connector “Claude” connected"),
         (AuditEvent(T0, "key.revoked", key_id="key_claude"), "Connector “Claude” revoked"),
         (
+            AuditEvent(T0, "oauth.token_refused", key_id="key_claude", detail="revoked"),
+            "A request with an access token of connector “Claude” was refused: the connector was revoked",
+        ),
+        (
             AuditEvent(T0, "oauth.token_refused", key_id="key_claude", detail="other resource"),
             "A request with an access token of connector “Claude” was refused: it was sent to another address "
             "than the one it was issued for",
@@ -96,6 +100,13 @@ def test_each_line_in_words(store: FakeKeyStore, line: AuditEvent, words: str) -
     store.add_audit(AuditEvent(line.at, line.event, ACCOUNT, line.key_id, line.subject, line.detail))
     [shown] = recent_activity(store, ACCOUNT)
     assert shown.text == words and shown.at == T0
+
+
+def test_an_expired_access_token_is_not_shown(store: FakeKeyStore) -> None:
+    """A connector's access token lives an hour; its client then refreshes it: nothing to tell the owner."""
+    store.add_audit(AuditEvent(T0, "login.succeeded", ACCOUNT))
+    store.add_audit(AuditEvent(T0, "oauth.token_refused", ACCOUNT, "key_claude", detail="expired"))
+    assert [line.text for line in recent_activity(store, ACCOUNT)] == ["Signed in"]
 
 
 def test_newest_first_and_at_most_the_limit(store: FakeKeyStore) -> None:
