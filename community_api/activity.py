@@ -81,12 +81,12 @@ def describe(store: KeyStore, event: AuditEvent, keys: dict[str, ApiKey]) -> str
     plain = _PLAIN.get(event.event)
     if plain is not None:
         return plain
-    key = _key_name(keys, event)
+    found = keys.get(event.key_id or "")
+    key = _key_name(found)
     key_first = key[:1].upper() + key[1:]
     match event.event:
         case "key.minted":
             # A connector's key is minted when its client first redeems the code the person approved.
-            found = keys.get(event.key_id or "")
             return f"{key_first} " + ("connected" if found and found.kind == KEY_CONNECTOR else "created")
         case "key.rotated":
             ended = "grace=0" in (event.detail or "")
@@ -116,8 +116,7 @@ def describe(store: KeyStore, event: AuditEvent, keys: dict[str, ApiKey]) -> str
     return event.event
 
 
-def _key_name(keys: dict[str, ApiKey], event: AuditEvent) -> str:
-    key = keys.get(event.key_id or "")
+def _key_name(key: ApiKey | None) -> str:
     if key is None:  # no key of this account's (not expected: keys are never deleted): named by nothing
         return "a key"
     if key.kind == KEY_CONNECTOR:

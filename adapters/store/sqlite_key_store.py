@@ -77,6 +77,11 @@ T = TypeVar("T")
 READY_VOUCH_SECONDS = 1.0
 
 
+def _audit_event(row: tuple[Any, ...]) -> AuditEvent:
+    """An ``audit`` row read as (at, event, account_id, key_id, subject, detail)."""
+    return AuditEvent(_dt(row[0]), row[1], row[2], row[3], row[4], row[5])
+
+
 class SqliteKeyStore(SqliteAccountRecords, SqliteAttemptCounts, SqliteOAuthRecords):
     """``SqliteKeyStore(path, secret)``: ``path`` is the database file (its folder is created and the
     file opened lazily, per thread), ``secret`` the service secret from which the session encryption
@@ -382,7 +387,7 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteAttemptCounts, SqliteOAuthRecor
             "SELECT at, event, account_id, key_id, subject, detail FROM audit WHERE account_id = ? ORDER BY at, id",
             (account_id,),
         )
-        return [AuditEvent(_dt(r[0]), r[1], r[2], r[3], r[4], r[5]) for r in rows]
+        return [_audit_event(row) for row in rows]
 
     def recent_audit(self, account_id: str, limit: int) -> list[AuditEvent]:
         # The index audit_account (account_id, at) read backwards: the newest lines only.
@@ -391,7 +396,7 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteAttemptCounts, SqliteOAuthRecor
             " ORDER BY at DESC, id DESC LIMIT ?",
             (account_id, limit),
         )
-        return [AuditEvent(_dt(r[0]), r[1], r[2], r[3], r[4], r[5]) for r in rows]
+        return [_audit_event(row) for row in rows]
 
     # --- idempotency -----------------------------------------------------------------------------
 

@@ -3,8 +3,6 @@ consent page, tokens, refresh rotation, and the grant as a connector key (listed
 
 from __future__ import annotations
 
-import html
-import re
 from urllib.parse import quote
 
 import falcon.testing
@@ -15,7 +13,7 @@ from adapters.wiring import app_for
 from community_api import oauth_clients
 from community_api.keys import hash_secret
 from tests.unit.oauth_support import REDIRECT_URI, RESOURCE, Connector, Grant, accepted, pkce, redirect_query
-from tests.unit.web_support import HOST, ORIGIN, WebBrowser, account_id, form, query_of
+from tests.unit.web_support import HOST, ORIGIN, WebBrowser, account_id, activity_rows, form, query_of
 from tests.unit.world_support import PASSWORD, World
 
 
@@ -491,8 +489,7 @@ def test_the_owner_sees_the_connector_approved_connected_and_revoked(
     key = next(k for k in world.store.list_keys(account_id(world)) if k.kind == "connector")
     owner.submit(owner.get(f"/keys/{key.id}/revoke"), f"/keys/{key.id}/revoke")
     assert not accepted(world, tokens["access_token"])
-    page = owner.get("/account").text
-    rows = [html.unescape(cell) for cell in re.findall(r"<tr><td>[^<]*</td><td>([^<]*)", page)]
+    rows = [what for _, what in activity_rows(owner.get("/account").text)]
     assert rows[:3] == [
         "Connector “Test Agent” revoked",
         "Connector “Test Agent” connected",

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import html
-import re
 from datetime import timedelta
 
 from community_api.activity import RECENT_LINES
-from tests.unit.web_support import WebBrowser, account_id, form, key_id_of
+from tests.unit.web_support import WebBrowser, account_id, activity_rows, form, key_id_of
 from tests.unit.world_support import PASSWORD, World
 
 NEW = "a brand new passphrase"
@@ -77,13 +75,6 @@ def test_deleting_the_account_from_the_page_asks_for_the_password(world: World) 
     assert gone.status_code == 303 and gone.headers["location"] == "/signup"
     assert world.store.count_accounts() == 0
     assert here.get("/keys").status_code == 303
-
-
-def activity_rows(page_html: str) -> list[tuple[str, str]]:
-    """The Account page's activity table, newest first: (when, what), the text unescaped."""
-    table = page_html.split('id="activity"', 1)[1].split("</table>", 1)[0]
-    cells = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td></tr>", table)
-    return [(when, html.unescape(re.sub(r"<[^>]+>", "", what))) for when, what in cells]
 
 
 def test_the_account_page_shows_what_happened_newest_first_in_words(world: World) -> None:

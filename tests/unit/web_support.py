@@ -4,6 +4,7 @@ pressed), and the headers a browser sends with a same-site form (``Origin``, ``S
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Mapping, Sequence
 from html.parser import HTMLParser
@@ -217,3 +218,10 @@ def secret_on(html: str) -> str:
 
 def query_of(location: str) -> dict[str, str]:
     return {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
+
+
+def activity_rows(page_html: str) -> list[tuple[str, str]]:
+    """The Account page's activity table, newest first: (when, what), the text unescaped."""
+    table = page_html.split('id="activity"', 1)[1].split("</table>", 1)[0]
+    cells = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td></tr>", table)
+    return [(when, html.unescape(re.sub(r"<[^>]+>", "", what))) for when, what in cells]
