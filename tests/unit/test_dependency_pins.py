@@ -68,6 +68,9 @@ def test_what_runs_the_suite_is_exactly_what_is_pinned() -> None:
     pinned = pins()
     present = installed()
     unpinned = sorted(name for name in set(present) - set(pinned) - {PROJECT} - TOOLING)
-    assert not unpinned, f"installed but not pinned in constraints.txt (run `make lock`): {unpinned}"
+    assert not unpinned, (
+        f"installed but not pinned in constraints.txt: {unpinned} (a new dependency of pyproject.toml: run `make lock`;"
+        " a tool installed by hand: uninstall it, or use a virtualenv of its own)"
+    )
     other = {name: (present[name], version) for name, version in pinned.items() if present.get(name) != version}
     assert not other, f"installed and pinned versions differ (run `make install`): {other}"
