@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from adapters.gunicorn_command import check_serve_args, exposure_warning, gunicorn_argv
+from adapters.gunicorn_command import check_serve_args, exposure_warning, gunicorn_argv, startup_summary
 from adapters.settings import PREFIX, Settings, SettingsError, load_settings
 from adapters.version import service_version
 from community_api.scopes import ALL_SCOPES, DEFAULT_SCOPES
@@ -56,6 +56,7 @@ def serve(args: argparse.Namespace) -> int:
             f"{PREFIX}PLATFORM_URL must be set to the platform's web address (and {PREFIX}PLATFORM_API_URL to "
             "its API's); the default, the stand-in's, serves demo and test modes only"
         )
+    print(startup_summary(args, settings), file=sys.stderr, flush=True)
     warning = exposure_warning(args.bind, settings.trusted_proxies)
     if warning:
         print(warning, file=sys.stderr, flush=True)

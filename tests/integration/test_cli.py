@@ -437,6 +437,20 @@ def test_the_worker_class_asked_for_is_the_one_that_runs(tmp_path: Path) -> None
     assert run("serve", "--threads", "0", env=env).returncode == 2
 
 
+def test_serve_says_in_its_log_what_it_runs_with(tmp_path: Path) -> None:
+    """The operator reads the journal, not the environment: the first line says which settings took effect."""
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET, **PLATFORM}
+    port = free_port()
+    log = tmp_path / "serve.log"
+    args = ["-m", "adapters.cli", "serve", "--bind", f"127.0.0.1:{port}", "--workers", "1"]
+    with serving(args, f"http://127.0.0.1:{port}/healthz", env, log):
+        pass
+    first = log.read_text().splitlines()[0]
+    assert first.startswith(f"community-api: starting in production mode on 127.0.0.1:{port}, 1 worker of 4 threads;")
+    assert f"database {tmp_path / 'db.sqlite3'};" in first and "platform http://127.0.0.1:9 " in first
+    assert SECRET not in log.read_text()
+
+
 def test_keys_revoke_ends_leaked_keys_given_by_value(tmp_path: Path) -> None:
     """The key's shape is there so that secret scanners find leaked keys; the operator who gets such a
     report had no way to act on it without the owner's dashboard password."""

@@ -1,5 +1,5 @@
 """The command as an operator first meets it: ``--help`` says what it does, in full, naming every command;
-``serve`` warns when strangers would reach gunicorn itself."""
+``serve`` says what it runs with, and warns when strangers would reach gunicorn itself."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from adapters.cli import build_parser, main
-from adapters.gunicorn_command import exposure_warning
+from adapters.gunicorn_command import exposure_warning, masked, startup_summary
+from adapters.settings import Settings
 
 
 def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -56,7 +57,13 @@ def test_serving_where_strangers_reach_gunicorn_itself_is_warned_of(
         assert bind in warning and "nginx" in warning
 
 
-def serve_argv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bind: str, trusted_proxies: str = "") -> list[str]:
+def serve_argv(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    bind: str,
+    trusted_proxies: str = "",
+    **settings: str,
+) -> list[str]:
     """The gunicorn command ``community-api serve --bind BIND`` would run (``os.execv`` caught)."""
     for name in [name for name in os.environ if name.startswith("COMMUNITY_API_")]:
         monkeypatch.delenv(name)
@@ -64,6 +71,8 @@ def serve_argv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bind: str, trust
     monkeypatch.setenv("COMMUNITY_API_SECRET", "w" * 64)
     monkeypatch.setenv("COMMUNITY_API_PLATFORM_URL", "https://www.example-community.com")
     monkeypatch.setenv("COMMUNITY_API_TRUSTED_PROXIES", trusted_proxies)
+    for name, value in settings.items():
+        monkeypatch.setenv("COMMUNITY_API_" + name, value)
     started: list[list[str]] = []
 
     def execv(path: str, argv: list[str]) -> None:
@@ -82,6 +91,82 @@ def test_serve_prints_the_warning_before_gunicorn_starts(
 ) -> None:
     assert "0.0.0.0:8000" in serve_argv(tmp_path, monkeypatch, "0.0.0.0:8000")
     assert "put nginx in front" in capsys.readouterr().err
+
+
+def test_serve_says_what_it_runs_with_and_never_a_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    token = "m" * 40
+    serve_argv(
+        tmp_path,
+        monkeypatch,
+        "127.0.0.1:8000",
+        PLATFORM_API_URL="https://api2.example-community.com",
+        PUBLIC_URL="https://api.example.com",
+        BROWSER_POOL_SIZE="3",
+        METRICS_TOKEN=token,
+    )
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("community-api: starting in production mode on 127.0.0.1:8000, 2 workers of 4 threads;")
+    for shown in (
+        "platform https://www.example-community.com (API https://api2.example-community.com)",
+        f"database {tmp_path / 'db.sqlite3'}",
+        f"throttle mmap://{tmp_path / 'db.throttle.mmap'}",
+        "browsers: local Chromium, up to 3 per worker, closed after 900 s unused",
+        "platform pace 60 reads and 20 writes a minute per platform account",
+        "public URL https://api.example.com",
+        "trusted proxies none",
+        "sign-up closed after the first account",
+    ):
+        assert shown in line
+    assert "w" * 64 not in line and token not in line
+
+
+def test_the_summary_names_a_grid_a_relative_database_whole_and_no_public_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    settings = Settings(
+        db="var/db.sqlite3",
+        selenium_remote_url="http://grid.internal:4444",
+        browser_idle_seconds=0,
+        trusted_proxies=("10.0.0.0/8",),
+        signup=True,
+        throttle_storage="redis://:hunter2@redis.internal:6379/0",
+    )
+    args = argparse.Namespace(bind="0.0.0.0:8000", workers=1, worker_class="sync", threads=None)
+    line = startup_summary(args, settings)
+    assert "1 worker of 1 thread;" in line
+    assert f"database {tmp_path / 'var' / 'db.sqlite3'};" in line  # where it is, whatever the working folder
+    assert "browsers: a Selenium Grid at http://grid.internal:4444, up to 4 per worker, kept until evicted" in line
+    assert "public URL none (absolute URLs from the request's Host" in line
+    assert "trusted proxies 10.0.0.0/8;" in line and "sign-up open" in line
+    assert "throttle redis://:***@redis.internal:6379/0;" in line and "hunter2" not in line
+
+
+@pytest.mark.parametrize(
+    ("uri", "shown"),
+    [
+        ("mmap:///var/lib/community-api/db.throttle.mmap?capacity=200", None),
+        ("sqlite:///var/lib/community-api/throttle.sqlite3", None),
+        ("memory://", None),
+        ("redis://redis.internal:6379/0", None),
+        ("redis://:hunter2@redis.internal:6379/0", "redis://:***@redis.internal:6379/0"),
+        ("redis://default:hunter2@redis.internal", "redis://default:***@redis.internal"),
+        ("rediss://hunter2@redis.internal", "rediss://***@redis.internal"),  # a lone name may be the password
+        ("redis://u:p%40hunter2@redis.internal", "redis://u:***@redis.internal"),
+        ("redis://:hun/ter@2@redis.internal/0", "redis://:***@redis.internal/0"),  # written unencoded
+        (
+            "redis+sentinel://:hunter2@a:26379,b:26379/main?sentinel_password=hunter2&db=1",
+            "redis+sentinel://:***@a:26379,b:26379/main?sentinel_password=***&db=1",
+        ),
+        ("redis://redis.internal/0?password=hunter2", "redis://redis.internal/0?password=***"),
+        ("redis://redis.internal/0?Pass%77ord=hunter2", "redis://redis.internal/0?Pass%77ord=***"),
+    ],
+)
+def test_a_storage_uri_is_shown_without_its_credentials(uri: str, shown: str | None) -> None:
+    assert masked(uri) == (shown or uri)
+    assert "hunter2" not in masked(uri) and "hun/ter" not in masked(uri)
 
 
 @pytest.mark.parametrize(
