@@ -104,6 +104,20 @@ def test_demo_prints_curl_lines_that_work(stop: str, demo_env: dict[str, str]) -
             result = subprocess.run(shlex.split(command), capture_output=True, text=True, timeout=120)
             body = json.loads(result.stdout)
             assert "error" not in body, (command, body)
+        if stop == "SIGTERM":  # once: the README's example script, run as a user runs it against the demo
+            key = re.search(r"cda_[A-Za-z0-9]{49}", output)
+            assert key, output
+            digest = subprocess.run(
+                [sys.executable, "scripts/examples/digest.py", "--group", "builders-club", "--pages", "1"],
+                cwd=ROOT,
+                env=demo_env | {"CDA_URL": f"http://127.0.0.1:{api_port}", "CDA_KEY": key.group(0)},
+                capture_output=True,
+                text=True,
+                timeout=180,
+            )
+            assert digest.returncode == 0, digest.stderr
+            assert digest.stdout.startswith("As @alice (Alice Andersen), since 24h:\nbuilders-club: "), digest.stdout
+            assert re.search(r"^Waiting for your reply: [1-9]\d* conversations$", digest.stdout, re.MULTILINE)
         config_start = output.index("{", output.index("MCP client configuration"))
         config = json.loads(output[config_start : output.index("\nOpenAPI")])
         assert config["mcpServers"]["community"]["url"].endswith("/v1/mcp")
