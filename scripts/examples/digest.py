@@ -75,7 +75,11 @@ def digest(session: requests.Session, base: str, since: str, pages: int, groups:
             {"since": since, "sort": "newest", "pages": str(pages)},
         )
         posts = feed["posts"]
-        more = "" if feed["stoppedEarly"] or feed["pagesFetched"] < pages else f" (the first {pages} pages)"
+        more = (
+            ""
+            if feed["stoppedEarly"] or feed["pagesFetched"] < pages
+            else f" (in the first {count(pages, 'page')}: there may be more)"
+        )
         lines.append(f"{slug}: {count(len(posts), 'new post')}{more}")
         for post in posts:
             author = f"@{post['author']['handle']}" if post.get("author") else "you"
