@@ -58,6 +58,7 @@ def call(
         wait = int(answer.headers.get("Retry-After", "0") or 0)
         if answer.status_code != 429 or attempt == WAITS or wait > LONGEST_WAIT:
             raise ApiError(answer.status_code, code, message)
+        print(f"digest: waiting {max(wait, 1)} s. {message}", file=sys.stderr, flush=True)
         sleep(max(wait, 1))
     raise AssertionError("unreachable")  # pragma: no cover
 

@@ -54,11 +54,16 @@ def refused(code: str, retry_after: int | None = None, status: int = 429) -> tup
 WHOAMI = (200, {}, {"id": "a" * 32, "handle": "alice", "name": "Alice"})
 
 
-def test_a_429_is_waited_out_for_its_retry_after_then_the_answer_is_read() -> None:
+def test_a_429_is_waited_out_for_its_retry_after_then_the_answer_is_read(capsys: pytest.CaptureFixture[str]) -> None:
     adapter = Canned(refused("rate_limited", 7), refused("rate_limited", 2), WHOAMI)
     slept: list[float] = []
     assert call(session_with(adapter), URL, sleep=slept.append)["handle"] == "alice"
     assert slept == [7, 2] and len(adapter.sent) == 3
+    # The person running it is told why it pauses.
+    assert capsys.readouterr().err.splitlines() == [
+        "digest: waiting 7 s. rate_limited message",
+        "digest: waiting 2 s. rate_limited message",
+    ]
 
 
 def test_waiting_stops_after_a_few_tries_and_the_refusal_is_reported() -> None:
