@@ -4,6 +4,8 @@ Rules (DESIGN §2):
 - a retry with the same key and the same request within 24 hours answers the first answer again and
   does not act again; the same key with a different request is a ``Conflict``;
 - a retry that arrives while the first request is still in flight is a ``Conflict`` (try again later);
+  each of these conflicts says which it is in ``details.reason`` (``IN_PROGRESS``, ``OTHER_REQUEST``,
+  ``NEVER_FINISHED``);
 - keys are scoped to the account, so two accounts never see each other's answers; an account's
   records go with it when it is deleted, and every record goes once past its 24 hours;
 - an answer is kept when it is a success, or when the outcome on the platform is unknown, so a client
@@ -41,6 +43,10 @@ CREATED = 201
 STALE_CLAIM = timedelta(minutes=10)
 CHECK_FIRST = "what it asked for may have been done: look before sending it again under a new Idempotency-Key"
 MAY_HAVE_ACTED = "it may have been done all the same: look before sending it again"
+# ``details.reason`` of the 409s a reused key meets.
+IN_PROGRESS = "in_progress"  # the first request runs still: ask again in a moment, with the same key
+OTHER_REQUEST = "different_request"  # the key was used for another request: a bug of the client's
+NEVER_FINISHED = "never_finished"  # the service stopped during the first: it may have acted, look first
 
 
 class InterruptedRequest(ServiceError):
@@ -97,14 +103,19 @@ def run_once(
     claim = IdempotencyRecord(key=record_key, fingerprint=fingerprint, status=0, body="", created_at=clock.now())
     existing = store.claim_idempotency(claim)
     if existing is not None:
+        # ``details.reason`` tells a client's code the three apart: only "in_progress" is worth asking again.
         if existing.fingerprint != fingerprint:
-            raise Conflict("this Idempotency-Key was used with a different request")
+            raise Conflict("this Idempotency-Key was used with a different request", reason=OTHER_REQUEST)
         if existing.status == IN_FLIGHT:
             if clock.now() - existing.created_at < STALE_CLAIM:
-                raise Conflict("a request with this Idempotency-Key is still in progress; retry later")
+                raise Conflict(
+                    "a request with this Idempotency-Key is still in progress; retry later", reason=IN_PROGRESS
+                )
             raise Conflict(
                 f"a request with this Idempotency-Key started at {existing.created_at.isoformat(timespec='seconds')}"
-                f" and never finished (the service stopped during it); {CHECK_FIRST}"
+                f" and never finished (the service stopped during it); {CHECK_FIRST}",
+                reason=NEVER_FINISHED,
+                outcomeUnknown=True,
             )
         return Answer(existing.status, existing.body, replayed=True)
     try:

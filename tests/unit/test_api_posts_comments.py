@@ -170,6 +170,7 @@ def test_idempotency_key_replays_the_first_answer(ready: Ready) -> None:
     assert len(world.gateway.created_posts()) == 1
     different = world.post(FEED, ready.key, {"title": "Twice?"}, headers=headers)
     assert different.status_code == 409
+    assert different.json["error"]["details"] == {"reason": "different_request"}  # a client's bug: not to retry
     assert len(world.gateway.created_posts()) == 1
     world.clock.advance(hours=24, seconds=1)
     later = world.post(FEED, ready.key, {"title": "Once"}, headers=headers)

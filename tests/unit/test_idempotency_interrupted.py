@@ -93,12 +93,14 @@ def test_a_claim_left_by_a_killed_worker_says_so_and_never_acts() -> None:
         )
 
     clock.advance(seconds=STALE_CLAIM.total_seconds() - 1)
-    with pytest.raises(Conflict, match="still in progress; retry later"):
+    with pytest.raises(Conflict, match="still in progress; retry later") as running:
         retry()
+    assert running.value.details == {"reason": "in_progress"}  # the one worth asking again, with the same key
     clock.advance(seconds=1)
     with pytest.raises(Conflict, match=r"started at 2026-11-01T12:00:00\+00:00 and never finished") as refused:
         retry()
     assert "look before sending it again under a new Idempotency-Key" in refused.value.message
+    assert refused.value.details == {"reason": "never_finished", "outcomeUnknown": True}
     clock.advance(hours=23)
     with pytest.raises(Conflict, match="never finished"):
         retry()
