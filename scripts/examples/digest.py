@@ -4,19 +4,13 @@ conversations waiting for the account's reply. It only reads: a key with the def
 
     CDA_URL=http://127.0.0.1:8000 CDA_KEY=cda_… python scripts/examples/digest.py --since 24h
 
-It is also how a script should meet the API's answers:
-- 429 ``rate_limited`` is waited out for its ``Retry-After`` (the pace keeps the platform account safe: a
-  retry sooner is refused again), a few times at most, then reported;
-- 409 ``connection_expired``: the account's owner must link the platform account again; retrying is no use;
-- every other error is ``{"error": {"code", "message", "details"}}``: print the message, it says what to do.
-Only ``requests`` is needed. Its settings are not named ``COMMUNITY_API_…``: the service refuses a variable of
-that prefix it does not know, and a shell may run both.
+It meets the API's refusals as ``api_client.py`` says: a 429 is waited out for its ``Retry-After``, a
+401 or a ``connection_expired`` is reported with what to do.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 import urllib.parse
@@ -25,17 +19,9 @@ from typing import Any
 
 import requests
 
-WAITS = 3  # times a 429 is waited out before the script gives up
+from scripts.examples.api_client import ApiError, request, session_from_environment
+
 SHOWN = 20  # conversations listed; the rest are counted
-LONGEST_WAIT = 120  # seconds: a longer Retry-After is reported rather than slept through
-
-
-class ApiError(Exception):
-    """An answer of the API that is not a success: its status, error code and message."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(f"{code} ({status}): {message}")
-        self.status, self.code, self.message = status, code, message
 
 
 def call(
@@ -45,22 +31,8 @@ def call(
     *,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Any:
-    """GET ``url`` and answer its JSON, waiting out a 429 for its ``Retry-After`` (``WAITS`` times at most)."""
-    for attempt in range(WAITS + 1):
-        answer = session.get(url, params=params, timeout=60)
-        if answer.ok:
-            return answer.json()
-        try:
-            error = answer.json()["error"]
-            code, message = str(error["code"]), str(error["message"])
-        except (ValueError, KeyError, TypeError):  # not the API's error body: a proxy's page, say
-            code, message = "http_error", answer.text[:200]
-        wait = int(answer.headers.get("Retry-After", "0") or 0)
-        if answer.status_code != 429 or attempt == WAITS or wait > LONGEST_WAIT:
-            raise ApiError(answer.status_code, code, message)
-        print(f"digest: waiting {max(wait, 1)} s. {message}", file=sys.stderr, flush=True)
-        sleep(max(wait, 1))
-    raise AssertionError("unreachable")  # pragma: no cover
+    """GET ``url`` and answer its JSON (a 429 waited out)."""
+    return request(session, "GET", url, params=params, sleep=sleep).json()
 
 
 def digest(session: requests.Session, base: str, since: str, pages: int, groups: list[str]) -> list[str]:
@@ -120,19 +92,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pages", type=int, default=3, help="feed pages read per group, 1 to 30 (default 3)")
     parser.add_argument("--group", action="append", default=[], help="a group's slug or id (default: every group)")
     args = parser.parse_args(argv)
-    base, key = os.environ.get("CDA_URL", "").rstrip("/"), os.environ.get("CDA_KEY", "")
-    if not base or not key:
-        parser.error("set CDA_URL (the service, e.g. http://127.0.0.1:8000) and CDA_KEY")
-    session = requests.Session()
-    session.headers["Authorization"] = f"Bearer {key}"
+    found = session_from_environment()
+    if found is None:
+        parser.error("set CDA_URL (the service, e.g. http://127.0.0.1:8000) and CDA_KEY (an API key)")
+    session, base = found
     try:
         lines = digest(session, base, args.since, args.pages, args.group)
     except ApiError as error:
-        hint = {
-            "unauthorized": " (the key is unknown, revoked or rotated: the dashboard's Account page says which)",
-            "connection_expired": " (link the platform account again on the dashboard's Connections page)",
-        }.get(error.code, "")
-        print(f"digest: {error}{hint}", file=sys.stderr)
+        print(f"digest: {error}", file=sys.stderr)
         return 1
     except requests.RequestException as error:
         print(f"digest: cannot reach {base}: {error}", file=sys.stderr)

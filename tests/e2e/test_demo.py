@@ -104,13 +104,14 @@ def test_demo_prints_curl_lines_that_work(stop: str, demo_env: dict[str, str]) -
             result = subprocess.run(shlex.split(command), capture_output=True, text=True, timeout=120)
             body = json.loads(result.stdout)
             assert "error" not in body, (command, body)
-        if stop == "SIGTERM":  # once: the README's example script, run as a user runs it against the demo
+        if stop == "SIGTERM":  # once: the README's example scripts, run as a user runs them against the demo
             key = re.search(r"cda_[A-Za-z0-9]{49}", output)
             assert key, output
+            env = demo_env | {"CDA_URL": f"http://127.0.0.1:{api_port}", "CDA_KEY": key.group(0)}
             digest = subprocess.run(
                 [sys.executable, "scripts/examples/digest.py", "--group", "builders-club", "--pages", "1"],
                 cwd=ROOT,
-                env=demo_env | {"CDA_URL": f"http://127.0.0.1:{api_port}", "CDA_KEY": key.group(0)},
+                env=env,
                 capture_output=True,
                 text=True,
                 timeout=180,
@@ -118,6 +119,34 @@ def test_demo_prints_curl_lines_that_work(stop: str, demo_env: dict[str, str]) -
             assert digest.returncode == 0, digest.stderr
             assert digest.stdout.startswith("As @alice (Alice Andersen), since 24h:\nbuilders-club: "), digest.stdout
             assert re.search(r"^Waiting for your reply: [1-9]\d* conversations$", digest.stdout, re.MULTILINE)
+            # The comment example, run twice under one Idempotency-Key (a run cut short, finished): one comment.
+            post = re.search(r"/v1/posts/([0-9a-f]{32})", output)
+            assert post, output
+            text = f"From the example, {api_port}"
+            example = [sys.executable, "scripts/examples/comment.py", post.group(1), text, "--idempotency-key", "e2e-1"]
+            runs = [
+                subprocess.run(example, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60) for _ in "12"
+            ]
+            assert [run.returncode for run in runs] == [0, 0], [run.stderr for run in runs]
+            made = re.fullmatch(r"Commented: ([0-9a-f]{32})\n", runs[0].stdout)
+            assert (
+                made
+                and runs[1].stdout
+                == f"Commented: {made.group(1)} (made by an earlier run: answered again, not posted twice)\n"
+            )
+            comments = subprocess.run(
+                [
+                    "curl",
+                    "-s",
+                    "-H",
+                    f"Authorization: Bearer {key.group(0)}",
+                    f"http://127.0.0.1:{api_port}/v1/posts/{post.group(1)}/comments",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert [c["content"] for c in json.loads(comments.stdout)["comments"]].count(text) == 1
         config_start = output.index("{", output.index("MCP client configuration"))
         config = json.loads(output[config_start : output.index("\nOpenAPI")])
         assert config["mcpServers"]["community"]["url"].endswith("/v1/mcp")
