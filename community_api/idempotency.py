@@ -4,7 +4,7 @@ Rules (DESIGN §2):
 - a retry with the same key and the same request within 24 hours answers the first answer again and
   does not act again; the same key with a different request is a ``Conflict``;
 - a retry that arrives while the first request is still in flight is a ``Conflict`` (try again later);
-  each of these conflicts says which it is in ``details.reason`` (``IN_PROGRESS``, ``OTHER_REQUEST``,
+  each of these conflicts says which it is in ``details.reason`` (``IN_PROGRESS``, ``DIFFERENT_REQUEST``,
   ``NEVER_FINISHED``);
 - keys are scoped to the account, so two accounts never see each other's answers; an account's
   records go with it when it is deleted, and every record goes once past its 24 hours;
@@ -45,7 +45,7 @@ CHECK_FIRST = "what it asked for may have been done: look before sending it agai
 MAY_HAVE_ACTED = "it may have been done all the same: look before sending it again"
 # ``details.reason`` of the 409s a reused key meets.
 IN_PROGRESS = "in_progress"  # the first request runs still: ask again in a moment, with the same key
-OTHER_REQUEST = "different_request"  # the key was used for another request: a bug of the client's
+DIFFERENT_REQUEST = "different_request"  # the key was used for another request: a bug of the client's
 NEVER_FINISHED = "never_finished"  # the service stopped during the first: it may have acted, look first
 
 
@@ -105,7 +105,7 @@ def run_once(
     if existing is not None:
         # ``details.reason`` tells a client's code the three apart: only "in_progress" is worth asking again.
         if existing.fingerprint != fingerprint:
-            raise Conflict("this Idempotency-Key was used with a different request", reason=OTHER_REQUEST)
+            raise Conflict("this Idempotency-Key was used with a different request", reason=DIFFERENT_REQUEST)
         if existing.status == IN_FLIGHT:
             if clock.now() - existing.created_at < STALE_CLAIM:
                 raise Conflict(

@@ -55,7 +55,7 @@ def digest(session: requests.Session, base: str, since: str, pages: int, groups:
         )
         lines.append(f"{slug}: {count(len(posts), 'new post')}{more}")
         for post in posts:
-            author = f"@{post['author']['handle']}" if post.get("author") else "you"
+            author = f"@{post['author']['handle']}" if post.get("author") else "author unknown"
             lines.append(f"  - {post['title']} — {author}, {count(post['commentCount'], 'comment')}  {post['url']}")
     try:
         waiting, cursor = [], None
