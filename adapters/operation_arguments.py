@@ -49,7 +49,10 @@ IDEMPOTENCY_KEY = {
     "type": "string",
     "pattern": idempotency.KEY_PATTERN,
     "description": "Optional. Retrying with the same key and the same arguments within 24 hours returns the "
-    "first result instead of acting again: use one when a call may be retried after a time-out.",
+    "first result instead of acting again: use one when a call may be retried after a time-out. A retry refused "
+    f"as conflict says why in details.reason: {idempotency.IN_PROGRESS} (the first call still runs: ask again "
+    f"shortly, with the same key), {idempotency.DIFFERENT_REQUEST} (the key was used with other arguments), "
+    f"{idempotency.NEVER_FINISHED} (it may have acted: look before acting again).",
 }
 FEED_ARGS = arguments(
     {
