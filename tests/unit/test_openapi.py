@@ -69,7 +69,11 @@ def test_feed_parameters_carry_the_spec_constraints(world: World) -> None:
 def test_the_idempotency_key_says_what_each_conflict_of_a_reused_key_means(world: World) -> None:
     """A client's author reads here which 409 to retry under the same key (``details.reason``)."""
     document = world.client.simulate_get("/v1/openapi.json").json
-    for path, method in [("/v1/groups/{gid}/posts", "post"), ("/v1/posts/{id}/comments", "post"), ("/v1/dms", "post")]:
+    for path, method in [
+        ("/v1/groups/{gid}/posts", "post"),
+        ("/v1/posts/{post_id}/comments", "post"),
+        ("/v1/dms", "post"),
+    ]:
         (header,) = [p for p in document["paths"][path][method]["parameters"] if p["name"] == "Idempotency-Key"]
         for reason in ("in_progress", "different_request", "never_finished"):
             assert reason in header["description"], (path, reason)
