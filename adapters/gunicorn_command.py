@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
-import urllib.parse
 from collections.abc import Sequence
 
 from adapters.settings import Settings, SettingsError
+from adapters.throttle.storage_uri import masked
 
 
 def exposure_warning(bind: str, trusted_proxies: Sequence[str]) -> str | None:
@@ -46,9 +45,10 @@ def startup_summary(args: argparse.Namespace, settings: Settings) -> str:
     idle = settings.browser_idle_seconds
     closed = f"closed after {idle:g} s unused" if idle else "kept until evicted"
     public = settings.public_url or "none (absolute URLs from the request's Host: loopback and ALLOWED_HOSTS)"
+    per_worker = threads(args)
     parts = [
         f"starting in {settings.mode} mode on {args.bind}, {args.workers} worker{'s' if args.workers != 1 else ''}"
-        f" of {threads(args)} thread{'s' if threads(args) != 1 else ''}",
+        f" of {per_worker} thread{'s' if per_worker != 1 else ''}",
         f"platform {settings.platform_url} (API {settings.platform_api_url})",
         f"database {os.path.abspath(settings.db)}",
         f"throttle {masked(settings.throttle_uri)}",
@@ -60,28 +60,6 @@ def startup_summary(args: argparse.Namespace, settings: Settings) -> str:
         f"sign-up {'open' if settings.signup else 'closed after the first account'}",
     ]
     return "community-api: " + "; ".join(parts)
-
-
-# Query parameters of a storage URI whose values are credentials (redis-py's and limits' option names).
-_SECRET_OPTION = re.compile(r"pass|secret|token|key", re.IGNORECASE)
-
-
-def masked(uri: str) -> str:
-    """``uri`` with its password (``redis://user:PASSWORD@host``) and credential options masked."""
-    scheme, sep, rest = uri.partition("://")
-    if not sep:
-        return uri
-    main, question, query = rest.partition("?")
-    if "@" in main:  # the last "@" before the query: a password written unencoded may hold "/" or "@"
-        userinfo, _, place = main.rpartition("@")
-        user, colon, _password = userinfo.partition(":")
-        # ``redis://:PASSWORD@host`` and ``user:PASSWORD``; a lone name may be a password too.
-        main = f"{user}:***@{place}" if colon else f"***@{place}"
-    options = []
-    for option in query.split("&") if question else []:
-        name, equals, value = option.partition("=")
-        options.append(f"{name}{equals}***" if equals and _SECRET_OPTION.search(urllib.parse.unquote(name)) else option)
-    return f"{scheme}://{main}{question}{'&'.join(options)}"
 
 
 def check_serve_args(args: argparse.Namespace) -> None:

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from adapters.cli import build_parser, main
-from adapters.gunicorn_command import exposure_warning, masked, startup_summary
+from adapters.gunicorn_command import exposure_warning, startup_summary
 from adapters.settings import Settings
+from adapters.throttle.storage_uri import masked
 
 
 def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
