@@ -12,8 +12,10 @@ The worker, killed a second after the abort while it closed its browser, left th
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,16 +32,19 @@ WORKER_TIMEOUT = 10  # gunicorn's --timeout: the send below outlasts it
 SEND_LATENCY_MS = 16_000  # the platform's delay on the DM (shorter than the gateway's own 20 s time-out)
 
 
+@pytest.fixture
+def temp() -> Iterator[Path]:
+    """A temporary folder for the service, short enough for Chromium's socket (as ``/tmp`` is)."""
+    folder = Path(tempfile.mkdtemp(prefix="t", dir="/tmp"))  # noqa: S108 - a path as short as the usual one
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def messages(sandbox: SandboxProcess) -> int:
     return int(sandbox.control("state")["counts"]["sent"])
 
 
-def profiles() -> set[Path]:
-    return set(Path(tempfile.gettempdir()).glob(PROFILE_PREFIX + "*"))
-
-
-def test_a_dm_whose_worker_is_stopped_mid_send_is_not_sent_again(tmp_path: Path) -> None:
-    before_profiles = profiles()
+def test_a_dm_whose_worker_is_stopped_mid_send_is_not_sent_again(tmp_path: Path, temp: Path) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with running_sandbox() as sandbox:
@@ -51,6 +56,7 @@ def test_a_dm_whose_worker_is_stopped_mid_send_is_not_sent_again(tmp_path: Path)
             "COMMUNITY_API_PLATFORM_API_URL": sandbox.api_url,
             "COMMUNITY_API_BROWSER_TRUSTED_SPKI": ",".join(sandbox.trusted_spki),
             "COMMUNITY_API_BROWSER_POOL_SIZE": "1",
+            "TMPDIR": str(temp),  # the service's browser profiles, apart from other tests' (run at the same time)
         }
         args = gunicorn_args("adapters.wiring:get_app()", port, workers=1, worker_class="sync")
         args[args.index("--timeout") + 1] = str(WORKER_TIMEOUT)
@@ -69,6 +75,9 @@ def test_a_dm_whose_worker_is_stopped_mid_send_is_not_sent_again(tmp_path: Path)
             key = owner.post(
                 url + "/v1/keys", json={"name": "agent", "scopes": ["dms:write", "dms:read"]}, headers=headers
             ).json()["secret"]
+            inbox = requests.get(url + "/v1/dms", headers={"Authorization": f"Bearer {key}"}, timeout=60)
+            assert inbox.status_code == 200, inbox.text
+            assert list(temp.glob(PROFILE_PREFIX + "*")), "the worker's browser keeps its profile in TMPDIR"
             before = messages(sandbox)
             sandbox.control("latency", {"route": "^/api2/channels/[^/]+/messages$", "ms": SEND_LATENCY_MS})
 
@@ -91,4 +100,4 @@ def test_a_dm_whose_worker_is_stopped_mid_send_is_not_sent_again(tmp_path: Path)
             assert retry.headers.get("Idempotent-Replayed") == "true"
             assert "look before sending it again under a new Idempotency-Key" in retry.json()["error"]["message"]
             assert messages(sandbox) == before + 1  # a second send would have been made within the retry
-    assert profiles() - before_profiles == set()  # the killed worker's profile did not stay behind
+    assert list(temp.glob(PROFILE_PREFIX + "*")) == []  # the killed worker's profile did not stay behind

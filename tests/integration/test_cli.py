@@ -19,6 +19,7 @@ import pytest
 import requests
 
 from adapters.cli import check_state
+from adapters.platform import procfs
 from adapters.settings import Settings
 from scripts.processes import ROOT, free_port, serving
 
@@ -513,10 +514,13 @@ def test_the_metrics_files_live_in_shared_memory_not_on_the_disk(
         f"http://127.0.0.1:{port}/healthz",
         env=env,
         log_path=tmp_path / "serve.log",
-    ):
+    ) as service:
         assert requests.get(f"http://127.0.0.1:{port}/v1/whoami", timeout=10).status_code == 401  # counted
-        [made] = set(shm.glob("community-api-metrics-*")) - before
-        assert list(made.glob("*.db"))
+        # This service's folder: the one holding its worker's files (prometheus_client names them by PID).
+        # Another test's service may be making its own meanwhile (`make test` runs two at once).
+        workers = procfs.children(service.pid)
+        new = set(shm.glob("community-api-metrics-*")) - before
+        [made] = [folder for folder in new if any(any(folder.glob(f"*_{pid}.db")) for pid in workers)]
     assert not made.exists()
 
 
