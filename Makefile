@@ -60,8 +60,13 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# Two processes, each given a whole test file at a time (its servers, browsers and Grid start once): most
+# of the suite's time is spent waiting on real processes, so two halve it even on two cores.
+# `make test TEST_PROCESSES=0` runs it in one process.
+TEST_PROCESSES ?= 2
+
 test: lint
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_PROCESSES) --dist loadfile
 
 demo: install
 	$(BIN)/community-api demo $(DEMO_ARGS)
