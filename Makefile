@@ -61,7 +61,7 @@ lint: install
 	$(BIN)/mypy
 
 # Two processes, each given a whole test file at a time (its servers, browsers and Grid start once): most
-# of the suite's time is spent waiting on real processes, so two halve it even on two cores.
+# of the suite's time is spent waiting on real processes, so two cut it by about 40 % even on two cores.
 # `make test TEST_PROCESSES=0` runs it in one process.
 TEST_PROCESSES ?= 2
 
