@@ -181,7 +181,7 @@ def sign_in(
     if not check.matches or found is None:
         raise Unauthorized("wrong email or password")
     account = found[0]
-    guard.succeeded(store, clock, bounds, account.id)
+    guard.succeeded(store, clock, bounds, account.id, detail=None if device_id else guard.NEW_BROWSER)
     if check.needs_rehash:
         _rehash(store, email, account.id, found[1], hash_password(hasher, password))
     cookie_value = secrets.token_urlsafe(32)

@@ -15,6 +15,7 @@ import attrs
 
 from community_api.model import KEY_CONNECTOR, ApiKey, AuditEvent
 from community_api.ports import KeyStore
+from community_api.sign_in_guard import NEW_BROWSER
 
 RECENT_LINES = 30  # rows the Account page shows
 # Audit lines read to fill them: the same line repeated in a row is one row (a script signing in on every
@@ -35,7 +36,6 @@ _TOKEN_REFUSALS = {
 
 # Lines whose words depend on nothing but the event.
 _PLAIN = {
-    "login.succeeded": "Signed in",
     "account.password_changed": "Password changed; every other browser was signed out",
     "account.password_reset": "Password set by the operator; every browser was signed out",
     "account.signed_out_everywhere": "Signed out everywhere",
@@ -85,6 +85,8 @@ def describe(store: KeyStore, event: AuditEvent, keys: dict[str, ApiKey]) -> str
     key = _key_name(found)
     key_first = key[:1].upper() + key[1:]
     match event.event:
+        case "login.succeeded":
+            return "Signed in from a browser new to this account" if event.detail == NEW_BROWSER else "Signed in"
         case "key.minted":
             # A connector's key is minted when its client first redeems the code the person approved.
             return f"{key_first} " + ("connected" if found and found.kind == KEY_CONNECTOR else "created")

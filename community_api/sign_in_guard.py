@@ -37,6 +37,10 @@ from community_api.ports import Clock, KeyStore
 
 ATTEMPT = "login.attempt"
 SUCCEEDED = "login.succeeded"
+# ``detail`` of a ``SUCCEEDED`` line when the browser showed no valid device cookie for the email: it had not
+# signed in to this account (in the cookie's 180 days), or its cookies were cleared. It is what tells the
+# owner's own sign-ins from someone else's on the Account page; no address is kept for that.
+NEW_BROWSER = "new-browser"
 DEVICE_COOKIE_LIFETIME = timedelta(days=180)
 _MAX_COOKIE = 256
 
@@ -161,13 +165,14 @@ def succeeded(
     *,
     event: str = SUCCEEDED,
     trail: bool = True,
+    detail: str | None = None,
 ) -> None:
     """The attempt was right (or failed for no fault of its credentials): it no longer counts. ``trail``:
-    the account's audit trail gets one ``event`` line too (a sign-in)."""
+    the account's audit trail gets one ``event`` line too (a sign-in), with ``detail``."""
     now = clock.now()
     with store.unit_of_work() as uow:
         for bound in bounds:
             uow.attempts.add_attempt(event, bound.subject, now)
         if trail:
-            uow.audit.add_audit(AuditEvent(at=now, event=event, account_id=account_id))
+            uow.audit.add_audit(AuditEvent(at=now, event=event, account_id=account_id, detail=detail))
         uow.commit()

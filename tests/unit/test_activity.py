@@ -46,6 +46,7 @@ def store() -> FakeKeyStore:
     ("line", "words"),
     [
         (AuditEvent(T0, "login.succeeded"), "Signed in"),
+        (AuditEvent(T0, "login.succeeded", detail="new-browser"), "Signed in from a browser new to this account"),
         (AuditEvent(T0, "account.password_reset"), "Password set by the operator; every browser was signed out"),
         (AuditEvent(T0, "account.signed_out_everywhere"), "Signed out everywhere"),
         (AuditEvent(T0, "key.minted", key_id="key_script"), "Key “nightly script” (cda_AbCd1234…) created"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from adapters.http.auth import DEVICE_COOKIE, SESSION_COOKIE
 from community_api.activity import RECENT_LINES
 from tests.unit.web_support import WebBrowser, account_id, activity_rows, form, key_id_of
 from tests.unit.world_support import PASSWORD, World
@@ -96,7 +97,7 @@ def test_the_account_page_shows_what_happened_newest_first_in_words(world: World
         f"A request with key “nightly script” (cda_{prefix}…) was refused: it was replaced by a rotation",
         f"Key “nightly script” (cda_{prefix}…) rotated; the old value stopped at once",
         f"Key “nightly script” (cda_{prefix}…) created",
-        "Signed in",
+        "Signed in from a browser new to this account",
     ]
     assert rows[0][0] == world.clock.now().strftime("%Y-%m-%d %H:%M UTC")
 
@@ -119,7 +120,27 @@ def test_the_activity_names_unlinked_accounts_and_password_changes_and_is_the_ac
 
     world.add_account("stranger@example.com")
     stranger.sign_in("stranger@example.com")
-    assert [what for _, what in activity_rows(stranger.get("/account").text)] == ["Signed in"]
+    assert [what for _, what in activity_rows(stranger.get("/account").text)] == [
+        "Signed in from a browser new to this account"
+    ]
+
+
+def test_a_sign_in_from_a_browser_that_signed_in_before_is_told_from_one_from_a_new_browser(world: World) -> None:
+    """The browser that signed in before shows its device cookie; one that never did (someone else's, or
+    the owner's after clearing its cookies) is said to be new: the owner can tell a sign-in they did not make."""
+    owner = WebBrowser(world)
+    owner.sign_up()
+    owner.submit(owner.get("/account"), "/logout")
+    assert SESSION_COOKIE not in owner.cookies and DEVICE_COOKIE in owner.cookies  # signed out; it stays
+    world.clock.advance(minutes=1)
+    owner.sign_in()
+    world.clock.advance(minutes=1)
+    WebBrowser(world).sign_in()
+    assert [what for _, what in activity_rows(owner.get("/account").text)] == [
+        "Signed in from a browser new to this account",
+        "Signed in",
+        "Signed in from a browser new to this account",
+    ]
 
 
 def test_a_flood_of_one_event_is_one_row_and_hides_nothing_older(world: World) -> None:
@@ -134,7 +155,7 @@ def test_a_flood_of_one_event_is_one_row_and_hides_nothing_older(world: World) -
     rows = activity_rows(owner.get("/account").text)
     since = (first + timedelta(minutes=1)).strftime("%Y-%m-%d %H:%M UTC")
     assert [what for _, what in rows[:2]] == [
-        f"Signed in ({RECENT_LINES + 10} times since {since})",
+        f"Signed in from a browser new to this account ({RECENT_LINES + 10} times since {since})",
         f"Key “before the flood” (cda_{prefix}…) created",
     ]
     assert rows[0][0] == world.clock.now().strftime("%Y-%m-%d %H:%M UTC")
