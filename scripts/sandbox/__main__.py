@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
         workers=1,
         blocking_threads=args.threads,
         http="1" if args.http1 or args.plain_http else "auto",  # type: ignore[arg-type]
-        log_level=args.log_level,  # type: ignore[arg-type]
+        log_level=args.log_level,
         **tls,  # type: ignore[arg-type]
     )
     server.serve()

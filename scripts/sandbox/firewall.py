@@ -90,7 +90,7 @@ class RequestLogMiddleware:
         if req.path.startswith("/__sandbox/"):
             return
         raw = req.env.get("RAW_URI") or req.env.get("PATH_INFO", "")
-        entry = {
+        entry: dict[str, object] = {
             "method": req.method,
             "path": req.path,
             "rawPath": str(raw).split("?", 1)[0],

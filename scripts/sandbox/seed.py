@@ -194,8 +194,8 @@ def _seed_group(world: World, rng: random.Random, group: Group, count: int, auth
 
 def _seed_comments(world: World, rng: random.Random, post: Post, authors: list[str], tops: int = 0) -> None:
     span = max(1, min(world.now_us - post.created_us, 30 * DAY_US))
-    tops = sorted(post.created_us + rng.randint(1, span) for _ in range(tops or rng.randint(1, 6)))
-    for t in tops:
+    times = sorted(post.created_us + rng.randint(1, span) for _ in range(tops or rng.randint(1, 6)))
+    for t in times:
         cid = hexid(rng)
         world.add_post(
             Post(
