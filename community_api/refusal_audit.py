@@ -22,11 +22,18 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from datetime import datetime, timedelta
+from typing import Protocol
 
 import attrs
 
 from community_api.model import AuditEvent
-from community_api.store_ports import AuditLog
+
+
+class AuditWriter(Protocol):
+    """All ``record`` needs of the audit trail (``store_ports.AuditLog`` is one): it only appends."""
+
+    def add_audit(self, event: AuditEvent) -> None: ...
+
 
 WINDOW = timedelta(minutes=1)
 MAX_BUCKETS = 10_000
@@ -49,7 +56,7 @@ class RefusalAudit:
         self._buckets: OrderedDict[tuple[str, ...], _Bucket] = OrderedDict()
         self._lock = threading.Lock()
 
-    def record(self, audit: AuditLog, event: AuditEvent) -> bool:
+    def record(self, audit: AuditWriter, event: AuditEvent) -> bool:
         """Write ``event`` (a refusal) unless its bucket wrote one less than a window ago; answers whether
         it was written. The bucket is the event with its key id, or, for a value that names no key, the
         event alone."""

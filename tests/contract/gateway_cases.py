@@ -20,7 +20,7 @@ import attrs
 import pytest
 
 from community_api.errors import ConnectionExpired, Forbidden, InvalidRequest, NotFound
-from community_api.model import LinkedAccount, PlatformSession, PlatformUser, Post
+from community_api.model import Comment, LinkedAccount, PlatformSession, PlatformUser, Post
 from community_api.platform_meter import metered
 from community_api.ports import PlatformGateway
 from fakes.clock import FakeClock
@@ -299,7 +299,9 @@ class TestReportedVariants:
             == [(c.id, c.post_id, c.parent_id, c.content, c.author) for c in detail.comments]
             == [(top.id, post.id, None, "Top level.", me), (reply.id, post.id, top.id, "A reply.", me)]
         )
-        for made, shown in ((post, read), *zip((top, reply), detail.comments, strict=True)):
+        made_and_shown: list[tuple[Post | Comment, Post | Comment]] = [(post, read)]
+        made_and_shown += zip((top, reply), detail.comments, strict=True)
+        for made, shown in made_and_shown:
             assert before - SLACK <= made.created_at <= platform.now() + SLACK
             assert abs(made.created_at - shown.created_at) <= SLACK
 

@@ -128,11 +128,11 @@ def resolve_public_name() -> Iterator[None]:
         named = host.decode("idna") if isinstance(host, bytes) else host  # anyio passes IDNA bytes
         return real("127.0.0.1" if named == NAME else host, *args, **kwargs)
 
-    socket.getaddrinfo = getaddrinfo  # type: ignore[assignment]
+    socket.getaddrinfo = getaddrinfo
     try:
         yield
     finally:
-        socket.getaddrinfo = real  # type: ignore[assignment]
+        socket.getaddrinfo = real
 
 
 @pytest.fixture(scope="module")

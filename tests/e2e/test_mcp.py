@@ -208,11 +208,12 @@ def test_every_tool_in_both_modes_on_several_workers(service: Service) -> None:
 def test_refusals_are_tool_errors(service: Service) -> None:
     async def refusals(client: Client) -> list[str]:
         texts = []
-        for name, args in [
+        calls: list[tuple[str, dict[str, Any]]] = [
             ("get_feed", {"group": GROUP, "pages": 31}),
             ("send_dm", {"to": platform_id("usr-bob"), "conversationId": platform_id("cnv-00001"), "content": "hi"}),
             ("send_dm", {"to": service.bob.platform_user_id, "content": "too soon"}),
-        ]:
+        ]
+        for name, args in calls:
             result = await client.call_tool(name, args)
             assert result.is_error is True
             texts.append(result.content[0].text)  # type: ignore[union-attr]

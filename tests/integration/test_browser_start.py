@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from selenium.webdriver.remote.webdriver import WebDriver
 
 from adapters.platform.browser import driver_environment, local_browser
 
@@ -21,7 +22,7 @@ def test_a_new_browser_visits_nothing_but_about_blank() -> None:
     where that host does not resolve. The first tab must open about:blank and nothing else."""
     browser = local_browser(timeout=30)
     try:
-        history = browser.driver.execute_cdp_cmd("Page.getNavigationHistory", {})  # type: ignore[attr-defined]
+        history = browser.driver.execute_cdp_cmd("Page.getNavigationHistory", {})
         visited = [entry["url"] for entry in history["entries"]]
         assert visited and set(visited) == {"about:blank"}, visited
         assert len(browser.driver.window_handles) == 1
@@ -71,12 +72,12 @@ def test_ready_starts_a_browser_when_none_runs_and_says_why_one_cannot_start() -
     finally:
         gateway.close()
 
-    def no_chromium() -> object:
+    def no_chromium() -> WebDriver:
         raise FileNotFoundError("/usr/bin/chromium")
 
     broken = SeleniumPlatformGateway(
         "https://127.0.0.1:9", "https://127.0.0.1:9/api2", pool_size=1, timeout=5, driver_factory=no_chromium
-    )  # type: ignore[arg-type]
+    )
     assert broken.ready() == "no browser could be started (FileNotFoundError)"
 
 

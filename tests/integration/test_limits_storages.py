@@ -248,7 +248,7 @@ def test_random_moving_window_calls_answer_as_the_redis_storage_does(
     against ``limits``' Redis storage, whose list semantics this storage copies. Frozen time stays within
     the keys' life (Redis expires keys on its own clock) and off exact window edges (random fractions)."""
     flush_redis(redis_uri)
-    redis_storage = storage_from_string(redis_uri)
+    redis_storage = cast(AnyStorage, storage_from_string(redis_uri))
     rng = random.Random(seed)
     for step in range(120):
         key = rng.choice(("a", "b"))
@@ -260,6 +260,6 @@ def test_random_moving_window_calls_answer_as_the_redis_storage_does(
         else:
             limit, expiry = rng.choice((1, 2, 3, 6, 9)), rng.choice((1, 2, 4, 7, 100))
             ours = storage.get_moving_window(key, limit, expiry)
-            theirs = redis_storage.get_moving_window(key, limit, expiry)  # type: ignore[attr-defined]
+            theirs = redis_storage.get_moving_window(key, limit, expiry)
             assert ours[1] == theirs[1] and abs(ours[0] - theirs[0]) < 1e-3, (step, key, limit, expiry, ours, theirs)
         frozen.tick(rng.uniform(0.05, 0.7))

@@ -29,6 +29,7 @@ from community_api.errors import (
     NotFound,
     PlatformError,
     PlatformUnavailable,
+    ServiceError,
 )
 from community_api.model import PlatformSession
 from scripts.processes import alive
@@ -163,7 +164,7 @@ def test_whether_a_failed_dm_send_may_have_gone_out(
     alice: PlatformSession,
     sandbox: SandboxProcess,
     status: int,
-    error: type[Exception],
+    error: type[ServiceError],
     may_have_acted: bool,
 ) -> None:
     """What the DM quota and the Idempotency-Key go by: a refusal (4xx) sent nothing, a 5xx may have."""

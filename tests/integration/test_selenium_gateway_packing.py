@@ -5,7 +5,6 @@ JSON and HTML, errors and failed fetches included, and a feed of 30 pages is rea
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -46,7 +45,7 @@ def unpacked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     seen: list[int] = []
     original = page_fetch.unpack
 
-    def counting(packed: object, count: int) -> list[dict[str, Any]]:
+    def counting(packed: object, count: int) -> list[page_fetch.Resp]:
         seen.append(count)
         return original(packed, count)
 

@@ -294,7 +294,7 @@ def test_mcp_write_tools_act_on_the_platform(api: Api, sandbox: SandboxProcess) 
         alice = next(c for c in inbox["conversations"] if c["with"]["handle"] == "alice")
         sent = await call("send_dm", {"conversationId": alice["id"], "content": "hello over MCP"})
         refused = await client.call_tool("send_dm", {"conversationId": alice["id"], "content": "again"})
-        assert refused.is_error and '"rate_limited"' in refused.content[0].text
+        assert refused.is_error and '"rate_limited"' in refused.content[0].text  # type: ignore[union-attr]
         await call("delete_post", {"postId": post["id"]})
         return {"me": me, "post": post, "top": top, "reply": reply, "sent": sent}
 

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from tests.sandbox.conftest import BIG, group_id, user_id
+from falcon import testing
+
+from scripts.sandbox.model import Group, Post
+from scripts.sandbox.state import Sandbox
+from tests.sandbox.conftest import BIG, Browser, group_id, user_id
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -14,13 +19,13 @@ def micros(iso: str) -> int:
     return (datetime.strptime(iso, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC) - EPOCH) // timedelta(microseconds=1)
 
 
-def big_posts(alice, query: str = "s=newest") -> list[dict]:
+def big_posts(alice: Browser, query: str = "s=newest") -> list[dict]:
     """Page 1 without its leading pinned block."""
     trees = alice.data(f"/{BIG}", query_string=query).json["pageProps"]["postTrees"]
     return [t["post"] for t in trees[3:]]
 
 
-def test_self_has_private_fields(alice):
+def test_self_has_private_fields(alice: Browser) -> None:
     me = alice.get("/api2/self").json
     assert me["name"] == "alice" and me["first_name"] == "Alice" and me["last_name"] == "Andersen"
     assert me["email"] == "alice@sandbox.test" and me["api_keys"][0].startswith("sk_live_")
@@ -33,7 +38,7 @@ def test_self_has_private_fields(alice):
     assert me["metadata"]["unread_chats"] == unread > 0
 
 
-def test_user_groups_and_limits(client, alice):
+def test_user_groups_and_limits(client: testing.TestClient, alice: Browser) -> None:
     me = user_id(client, "alice")
     groups = alice.get(f"/api2/users/{me}/groups", query_string="offset=0&limit=30").json["groups"]
     assert [g["name"] for g in groups] == ["builders-club", "night-owls", "quiet-garden"]
@@ -60,7 +65,7 @@ def test_user_groups_and_limits(client, alice):
     ]
 
 
-def test_group_and_labels(client, sb, alice):
+def test_group_and_labels(client: testing.TestClient, sb: Sandbox, alice: Browser) -> None:
     gid = group_id(client)
     group = alice.get(f"/api2/groups/{gid}").json
     assert group["id"] == gid and group["name"] == BIG and group["metadata"]["description"]
@@ -79,7 +84,7 @@ def test_group_and_labels(client, sb, alice):
     assert alice.get("/api2/groups/nope").status_code == 404
 
 
-def test_comments_are_a_snake_case_tree_two_deep_and_paged(client, alice):
+def test_comments_are_a_snake_case_tree_two_deep_and_paged(client: testing.TestClient, alice: Browser) -> None:
     gid = group_id(client)
     post = next(p for p in big_posts(alice, "s=best") if p["metadata"]["comments"] >= 6)
     r = alice.get(f"/api2/posts/{post['id']}/comments", query_string=f"group-id={gid}&limit=2&pinned=true")
@@ -108,7 +113,7 @@ def test_comments_are_a_snake_case_tree_two_deep_and_paged(client, alice):
     assert len({n["post"]["id"] for n in seen}) == len(seen)
 
 
-def test_comments_errors(client, alice):
+def test_comments_errors(client: testing.TestClient, alice: Browser) -> None:
     assert alice.get("/api2/posts/nope/comments").json == {"message": "not found"}
     assert alice.get("/api2/posts/nope/comments").status_code == 404
     post = big_posts(alice)[0]
@@ -116,7 +121,7 @@ def test_comments_errors(client, alice):
     assert r.status_code == 400 and r.json == {"message": "invalid limit"}
 
 
-def test_create_post_then_comment_reply_and_readouts(client, alice):
+def test_create_post_then_comment_reply_and_readouts(client: testing.TestClient, alice: Browser) -> None:
     gid = group_id(client)
     label = alice.get(f"/api2/groups/{gid}/labels").json["labels"][2]["id"]
     body = {
@@ -180,7 +185,9 @@ def test_create_post_then_comment_reply_and_readouts(client, alice):
     assert out[2]["rootId"] == created["id"] and out[2]["parentId"] == comment["id"]
 
 
-def test_in_one_group_creates_are_answered_with_no_more_than_id_and_name(client, alice):
+def test_in_one_group_creates_are_answered_with_no_more_than_id_and_name(
+    client: testing.TestClient, alice: Browser
+) -> None:
     # PLATFORM.md promises ``{id, name, …}``: quiet-garden answers exactly that, elsewhere the whole post.
     from scripts.sandbox.posts import BARE_CREATE_ANSWER_GROUP
 
@@ -203,7 +210,7 @@ def test_in_one_group_creates_are_answered_with_no_more_than_id_and_name(client,
     ]
 
 
-def test_create_refusals(client, alice, browser):
+def test_create_refusals(client: testing.TestClient, alice: Browser, browser: Callable[..., Browser]) -> None:
     gid = group_id(client)
     r = alice.post(
         "/api2/posts",
@@ -228,7 +235,7 @@ def test_create_refusals(client, alice, browser):
     assert client.simulate_get("/__sandbox/created").json["created"] == []
 
 
-def test_delete_post_and_comment(client, alice, browser):
+def test_delete_post_and_comment(client: testing.TestClient, alice: Browser, browser: Callable[..., Browser]) -> None:
     gid = group_id(client)
     new = alice.post(
         "/api2/posts", json={"post_type": "generic", "group_id": gid, "metadata": {"title": "Temp", "content": "x"}}
@@ -255,25 +262,25 @@ def test_delete_post_and_comment(client, alice, browser):
     assert all(c["deleted"] for c in client.simulate_get("/__sandbox/created").json["created"])
 
 
-def test_seeded_post_of_someone_else_cannot_be_deleted(client, alice):
+def test_seeded_post_of_someone_else_cannot_be_deleted(client: testing.TestClient, alice: Browser) -> None:
     me = user_id(client, "alice")
     post = next(p for p in big_posts(alice) if p["userId"] != me)
     assert alice.delete(f"/api2/posts/{post['id']}").status_code == 403
 
 
-def test_unknown_api2_route_is_json_404(alice):
+def test_unknown_api2_route_is_json_404(alice: Browser) -> None:
     for path in ("/api2/nope", "/api2/nope/deeper"):
         r = alice.get(path)
         assert r.status_code == 404 and r.json == {"message": "not found"}
 
 
-def test_home_lists_the_users_groups(alice):
+def test_home_lists_the_users_groups(alice: Browser) -> None:
     page = alice.get("/")
     assert page.status_code == 200
     assert 'href="/builders-club"' in page.text and 'href="/design-guild"' not in page.text
 
 
-def test_deleting_a_post_takes_its_replies_with_it(client, alice):
+def test_deleting_a_post_takes_its_replies_with_it(client: testing.TestClient, alice: Browser) -> None:
     gid = group_id(client)
     new = alice.post(
         "/api2/posts", json={"post_type": "generic", "group_id": gid, "metadata": {"title": "Thread", "content": "x"}}
@@ -292,7 +299,7 @@ def test_deleting_a_post_takes_its_replies_with_it(client, alice):
     assert created[r1["id"]]["deleted"] and created[c1["id"]]["deleted"]
 
 
-def test_the_busy_post_pages_its_comments_with_last_and_has_more(client, alice):
+def test_the_busy_post_pages_its_comments_with_last_and_has_more(client: testing.TestClient, alice: Browser) -> None:
     from scripts.sandbox.seed import BUSY_TITLE
 
     seen, cursor, pages = [], 0, 0
@@ -322,13 +329,16 @@ def test_the_busy_post_pages_its_comments_with_last_and_has_more(client, alice):
     assert tail["meta"]["has_more"] is False and tail["last"] == answer["last"]
 
 
-def _pinned_post(sb, slug: str):
+def _pinned_post(sb: Sandbox, slug: str) -> tuple[Post, Group]:
     group = sb.world.group_by_slug(slug)
+    assert group is not None
     roots = [sb.world.posts[pid] for pid in sb.world.group_posts[group.id]]
     return next(p for p in roots if any(sb.world.posts[c].pinned for c in p.children)), group
 
 
-def test_a_pinned_comment_comes_apart_when_asked_with_pinned_true(client, sb, alice):
+def test_a_pinned_comment_comes_apart_when_asked_with_pinned_true(
+    client: testing.TestClient, sb: Sandbox, alice: Browser
+) -> None:
     """PLATFORM.md: the first comments page is asked with ``pinned=true``, and the answer may hold a
     ``pinned_post_tree``. In builders-club it is the pinned comment's own tree, left out of the pages."""
     post, group = _pinned_post(sb, BIG)
@@ -351,7 +361,9 @@ def test_a_pinned_comment_comes_apart_when_asked_with_pinned_true(client, sb, al
     assert "pinned_post_tree" not in without
 
 
-def test_a_pinned_comment_under_its_post_and_in_its_place_in_another_group(client, sb, browser):
+def test_a_pinned_comment_under_its_post_and_in_its_place_in_another_group(
+    client: testing.TestClient, sb: Sandbox, browser: Callable[..., Browser]
+) -> None:
     """The other reading of ``pinned_post_tree``: the post's tree holding the pinned comment's, and the
     comment also in its place among the pages."""
     from scripts.sandbox.posts import PINNED_UNDER_ROOT_GROUP
@@ -364,7 +376,9 @@ def test_a_pinned_comment_under_its_post_and_in_its_place_in_another_group(clien
     assert pin.id in [n["post"]["id"] for n in answer["post_tree"]["children"]]
 
 
-def test_top_level_comments_name_the_post_as_parent_or_nothing_by_group(client, alice):
+def test_top_level_comments_name_the_post_as_parent_or_nothing_by_group(
+    client: testing.TestClient, alice: Browser
+) -> None:
     """PLATFORM.md: a top-level comment's ``parent_id`` is the post's id or ``""``; both are served."""
     parents = {}
     for slug in (BIG, "quiet-garden"):
@@ -380,7 +394,7 @@ def test_top_level_comments_name_the_post_as_parent_or_nothing_by_group(client, 
     assert parents["quiet-garden"][0] == {""}
 
 
-def test_times_trim_their_fraction_and_last_comment_is_in_nanoseconds(alice):
+def test_times_trim_their_fraction_and_last_comment_is_in_nanoseconds(alice: Browser) -> None:
     """PLATFORM.md: 1 to 6 fraction digits, trailing zeros trimmed; ``lastComment`` integer nanoseconds."""
     posts = [t["post"] for t in alice.data(f"/{BIG}", query_string="s=newest-cm").json["pageProps"]["postTrees"]]
     stamps = [p["createdAt"] for p in posts] + [p["updatedAt"] for p in posts]

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
-from tests.sandbox.conftest import BIG, Browser, group_id
+from falcon import testing
+
+from tests.sandbox.conftest import BIG, Browser, Clock, group_id
 
 
 def next_data(html: str) -> dict:
@@ -14,7 +17,7 @@ def next_data(html: str) -> dict:
     return json.loads(match.group(1))
 
 
-def test_login_page_has_the_form_and_the_firewall_script(browser):
+def test_login_page_has_the_form_and_the_firewall_script(browser: Callable[..., Browser]) -> None:
     page = browser().get("/login?next=/builders-club")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     for needle in (
@@ -30,7 +33,9 @@ def test_login_page_has_the_form_and_the_firewall_script(browser):
         assert needle in page.text
 
 
-def test_login_sets_http_only_session_and_client_id(client, browser):
+def test_login_sets_http_only_session_and_client_id(
+    client: testing.TestClient, browser: Callable[..., Browser]
+) -> None:
     b = browser()
     b.pass_firewall()
     r = b.post("/api2/auth/login", json={"email": "alice@sandbox.test", "password": "sandbox"})
@@ -41,13 +46,15 @@ def test_login_sets_http_only_session_and_client_id(client, browser):
     assert b.get("/api2/self").json["name"] == "alice"
 
 
-def test_wrong_password_is_401_invalid_credentials(browser):
+def test_wrong_password_is_401_invalid_credentials(browser: Callable[..., Browser]) -> None:
     r = browser().login("bob", password="nope")
     assert r.status_code == 401 and r.json == {"message": "invalid credentials"}
     assert "auth_token" not in r.cookies
 
 
-def test_a_user_made_to_meet_a_captcha_gets_one_and_no_cookie(client, browser):
+def test_a_user_made_to_meet_a_captcha_gets_one_and_no_cookie(
+    client: testing.TestClient, browser: Callable[..., Browser]
+) -> None:
     assert client.simulate_post("/__sandbox/captcha", json={"user": "carol"}).status_code == 200
     r = browser().login("carol")
     assert r.status_code == 200 and r.json == {"requiresCaptcha": True}
@@ -58,14 +65,14 @@ def test_a_user_made_to_meet_a_captcha_gets_one_and_no_cookie(client, browser):
     assert "auth_token" in browser().login("carol").cookies
 
 
-def test_two_factor_user_gets_a_prompt_and_no_cookie(browser):
+def test_two_factor_user_gets_a_prompt_and_no_cookie(browser: Callable[..., Browser]) -> None:
     r = browser().login("mallory")
     assert r.status_code == 200 and r.json == {"requires2fa": True}
     assert "auth_token" not in r.cookies
     assert 'box.id = "two-factor"' in browser().get("/login").text
 
 
-def test_json_routes_without_firewall_cookie_are_blocked_with_html(alice):
+def test_json_routes_without_firewall_cookie_are_blocked_with_html(alice: Browser) -> None:
     del alice.cookies["aws-waf-token"]
     for path in ("/api2/self", f"/_next/data/x/{BIG}.json"):
         r = alice.get(path)
@@ -75,7 +82,7 @@ def test_json_routes_without_firewall_cookie_are_blocked_with_html(alice):
     assert r.status_code == 403 and "Request blocked" in r.text
 
 
-def test_non_browser_user_agents_are_blocked_even_with_cookies(alice):
+def test_non_browser_user_agents_are_blocked_even_with_cookies(alice: Browser) -> None:
     for agent in ("python-requests/2.32.3", "curl/8.5.0"):
         alice.user_agent = agent
         r = alice.get("/api2/self")
@@ -84,7 +91,9 @@ def test_non_browser_user_agents_are_blocked_even_with_cookies(alice):
     assert alice.get("/login").status_code == 200  # pages are served, only JSON is blocked
 
 
-def test_forged_or_expired_firewall_tokens_are_blocked(client, alice, clock):
+def test_forged_or_expired_firewall_tokens_are_blocked(
+    client: testing.TestClient, alice: Browser, clock: Clock
+) -> None:
     token = alice.cookies["aws-waf-token"]
     alice.cookies["aws-waf-token"] = token[:-2] + ("AA" if not token.endswith("AA") else "BB")
     assert alice.get("/api2/self").status_code == 403
@@ -98,14 +107,14 @@ def test_forged_or_expired_firewall_tokens_are_blocked(client, alice, clock):
     assert alice.get("/api2/self").status_code == 403
 
 
-def test_firewall_ttl_is_configurable(client, alice, clock):
+def test_firewall_ttl_is_configurable(client: testing.TestClient, alice: Browser, clock: Clock) -> None:
     client.simulate_post("/__sandbox/ttl", json={"firewallSeconds": 60})
     alice.pass_firewall()
     clock.advance(61)
     assert alice.get("/api2/self").status_code == 403
 
 
-def test_pages_are_served_without_firewall_cookie(client, browser):
+def test_pages_are_served_without_firewall_cookie(client: testing.TestClient, browser: Callable[..., Browser]) -> None:
     b = browser("alice")
     del b.cookies["aws-waf-token"]
     page = b.get(f"/{BIG}")
@@ -114,14 +123,14 @@ def test_pages_are_served_without_firewall_cookie(client, browser):
     assert next_data(page.text)["props"]["pageProps"]["self"]["name"] == "alice"
 
 
-def test_forged_session_is_no_session(alice):
+def test_forged_session_is_no_session(alice: Browser) -> None:
     header, payload, sig = alice.cookies["auth_token"].split(".")
     alice.cookies["auth_token"] = f"{header}.{payload}.{'A' * len(sig)}"
     r = alice.get("/api2/self")
     assert r.status_code == 200 and r.content == b""
 
 
-def test_expired_session_self_is_empty_200_others_401(client, alice):
+def test_expired_session_self_is_empty_200_others_401(client: testing.TestClient, alice: Browser) -> None:
     gid = group_id(client)
     assert alice.get(f"/api2/groups/{gid}").status_code == 200
     client.simulate_post("/__sandbox/expire-session", json={"user": "alice"})
@@ -133,14 +142,16 @@ def test_expired_session_self_is_empty_200_others_401(client, alice):
     assert alice.get(f"/api2/groups/{gid}").status_code == 200
 
 
-def test_session_exp_is_honoured(alice, clock):
+def test_session_exp_is_honoured(alice: Browser, clock: Clock) -> None:
     clock.advance(366 * 86400)
     alice.pass_firewall()
     assert alice.get("/api2/self").content == b""
     assert alice.get("/api2/self/chat-channels").json == {"message": "unauthorized"}
 
 
-def test_not_a_member_is_action_not_permitted_not_unauthorized(client, browser):
+def test_not_a_member_is_action_not_permitted_not_unauthorized(
+    client: testing.TestClient, browser: Callable[..., Browser]
+) -> None:
     dave: Browser = browser("dave")
     quiet = group_id(client, "quiet-garden")
     for path in (f"/api2/groups/{quiet}", f"/api2/groups/{quiet}/labels"):
@@ -149,7 +160,7 @@ def test_not_a_member_is_action_not_permitted_not_unauthorized(client, browser):
     assert dave.get("/api2/self").json["name"] == "dave"  # the session itself is fine
 
 
-def test_expired_session_feed_data_is_the_about_page(client, alice):
+def test_expired_session_feed_data_is_the_about_page(client: testing.TestClient, alice: Browser) -> None:
     client.simulate_post("/__sandbox/expire-session", json={"user": "alice"})
     r = alice.data(f"/{BIG}")
     assert r.status_code == 200

@@ -6,6 +6,7 @@ import tempfile
 from collections.abc import Iterator
 
 import pytest
+from selenium.webdriver.remote.webdriver import WebDriver
 
 from tests.sandbox.server import RunningSandbox, sandbox_server
 
@@ -28,7 +29,7 @@ def running() -> Iterator[RunningSandbox]:
 
 
 @pytest.fixture
-def driver(running: RunningSandbox) -> Iterator[object]:
+def driver(running: RunningSandbox) -> Iterator[WebDriver]:
     """Chromium trusting exactly the stand-in's certificate key (never every certificate)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -56,7 +57,7 @@ def driver(running: RunningSandbox) -> Iterator[object]:
             drv.quit()
 
 
-def submit_login(driver, base: str, email: str, password: str = "sandbox", query: str = "") -> None:  # noqa: S107
+def submit_login(driver: WebDriver, base: str, email: str, password: str = "sandbox", query: str = "") -> None:  # noqa: S107
     from selenium.webdriver.common.by import By
 
     driver.get(f"{base}/login{query}")
@@ -65,7 +66,7 @@ def submit_login(driver, base: str, email: str, password: str = "sandbox", query
     driver.find_element(By.CSS_SELECTOR, 'button[type="submit"]').click()
 
 
-def test_login_form_firewall_and_concurrent_page_data(driver, running):
+def test_login_form_firewall_and_concurrent_page_data(driver: WebDriver, running: RunningSandbox) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from tests.sandbox.conftest import group_id, user_id
+from collections.abc import Callable
+
+from falcon import testing
+
+from tests.sandbox.conftest import Browser, Clock, group_id, user_id
 
 
-def inbox(b, offset: int = 0, limit: int = 30, unread_only: bool = False) -> list[dict]:
+def inbox(b: Browser, offset: int = 0, limit: int = 30, unread_only: bool = False) -> list[dict]:
     q = f"offset={offset}&limit={limit}&last=true&unread-only={'true' if unread_only else 'false'}"
     return b.get("/api2/self/chat-channels", query_string=q).json["channels"] or []  # past the end: null
 
 
-def all_channels(b) -> list[dict]:
+def all_channels(b: Browser) -> list[dict]:
     out, offset = [], 0
     while page := inbox(b, offset):
         out += page
@@ -18,12 +22,12 @@ def all_channels(b) -> list[dict]:
     return out
 
 
-def channel_with(b, handle: str) -> dict:
+def channel_with(b: Browser, handle: str) -> dict:
     """The viewer's channel with a fixed user, named by handle (or, in carol's lean channels, first name)."""
     return next(c for c in all_channels(b) if c["user"].get("name", c["user"]["first_name"].lower()) == handle)
 
 
-def test_inbox_is_big_ordered_and_mixed(alice, client):
+def test_inbox_is_big_ordered_and_mixed(alice: Browser, client: testing.TestClient) -> None:
     channels = all_channels(alice)
     me = user_id(client, "alice")
     assert 190 <= len(channels) <= 210 and len({c["id"] for c in channels}) == len(channels)
@@ -39,7 +43,9 @@ def test_inbox_is_big_ordered_and_mixed(alice, client):
     assert {c["id"] for c in all_unread(alice)} == {c["id"] for c in unread}
 
 
-def test_carol_sees_the_other_member_only_as_platform_md_promises(client, browser):
+def test_carol_sees_the_other_member_only_as_platform_md_promises(
+    client: testing.TestClient, browser: Callable[..., Browser]
+) -> None:
     """PLATFORM.md: ``user: {first_name, last_name, …}`` beside ``user_ids``; no id or handle in carol's."""
     channels = all_channels(browser("carol"))
     assert channels
@@ -51,16 +57,16 @@ def test_carol_sees_the_other_member_only_as_platform_md_promises(client, browse
     assert {("Alice", "Andersen"), ("Bob", "Brennan")} <= names
 
 
-def all_unread(b) -> list[dict]:
+def all_unread(b: Browser) -> list[dict]:
     return inbox(b, 0, 30, True) + inbox(b, 30, 30, True) + inbox(b, 60, 30, True)
 
 
-def test_inbox_limit_over_30_is_400(alice):
+def test_inbox_limit_over_30_is_400(alice: Browser) -> None:
     r = alice.get("/api2/self/chat-channels", query_string="offset=0&limit=31")
     assert r.status_code == 400 and r.json == {"message": "invalid limit"}
 
 
-def test_long_thread_pages_backwards_around_an_anchor(alice):
+def test_long_thread_pages_backwards_around_an_anchor(alice: Browser) -> None:
     """PLATFORM.md: ``before``/``after`` are counts; older messages are read around the oldest seen."""
     bob = channel_with(alice, "bob")
     url = f"/api2/channels/{bob['id']}/messages"
@@ -86,7 +92,7 @@ def test_long_thread_pages_backwards_around_an_anchor(alice):
     assert set(everything[0]["metadata"]) == {"content", "src", "dst", "attachments", "attachments_data"}
 
 
-def test_thread_counts_and_anchors_are_checked(alice):
+def test_thread_counts_and_anchors_are_checked(alice: Browser) -> None:
     bob = channel_with(alice, "bob")
     url = f"/api2/channels/{bob['id']}/messages"
     assert alice.get(url, query_string="before=51").status_code == 400
@@ -99,13 +105,13 @@ def test_thread_counts_and_anchors_are_checked(alice):
     assert both["has_more_before"] is True and both["has_more_after"] is True
 
 
-def test_someone_elses_channel_is_404(alice, browser):
+def test_someone_elses_channel_is_404(alice: Browser, browser: Callable[..., Browser]) -> None:
     bob_carol = channel_with(browser("bob"), "carol")
     assert alice.get(f"/api2/channels/{bob_carol['id']}/messages").status_code == 404
     assert alice.post(f"/api2/channels/{bob_carol['id']}/read").status_code == 404
 
 
-def test_reading_does_not_mark_read_but_read_does(alice):
+def test_reading_does_not_mark_read_but_read_does(alice: Browser) -> None:
     channel = next(c for c in all_channels(alice) if c["metadata"]["num_unread"] > 0)
     alice.get(f"/api2/channels/{channel['id']}/messages")
     assert channel_with(alice, channel["user"]["name"])["metadata"]["num_unread"] == channel["metadata"]["num_unread"]
@@ -113,7 +119,7 @@ def test_reading_does_not_mark_read_but_read_does(alice):
     assert channel_with(alice, channel["user"]["name"])["metadata"]["num_unread"] == 0
 
 
-def test_send_and_sent_readout(client, alice, browser):
+def test_send_and_sent_readout(client: testing.TestClient, alice: Browser, browser: Callable[..., Browser]) -> None:
     client.simulate_post("/__sandbox/antispam", json={"enabled": False})
     channel = channel_with(alice, "carol")
     r = alice.post(
@@ -134,7 +140,7 @@ def test_send_and_sent_readout(client, alice, browser):
     assert alice.post(f"/api2/channels/{channel['id']}/messages", json={"content": " "}).status_code == 400
 
 
-def test_chat_request(client, alice, browser):
+def test_chat_request(client: testing.TestClient, alice: Browser, browser: Callable[..., Browser]) -> None:
     gid = group_id(client)
     bob = user_id(client, "bob")
     existing = alice.post(f"/api2/users/{bob}/chat-request", query_string=f"g={gid}").json["channel"]
@@ -158,7 +164,7 @@ def test_chat_request(client, alice, browser):
     assert r.status_code == 401 and r.json == {"message": "action not permitted"}
 
 
-def test_antispam_refuses_bursts_and_flags(client, alice, clock):
+def test_antispam_refuses_bursts_and_flags(client: testing.TestClient, alice: Browser, clock: Clock) -> None:
     channel = channel_with(alice, "bob")
     url = f"/api2/channels/{channel['id']}/messages"
     assert alice.post(url, json={"content": "one"}).status_code == 200
@@ -175,7 +181,7 @@ def test_antispam_refuses_bursts_and_flags(client, alice, clock):
     assert not any(u["flagged"] for u in client.simulate_get("/__sandbox/users").json["users"])
 
 
-def test_antispam_hourly_limit_and_settings(client, alice, clock):
+def test_antispam_hourly_limit_and_settings(client: testing.TestClient, alice: Browser, clock: Clock) -> None:
     client.simulate_post("/__sandbox/antispam", json={"minGapSeconds": 1, "perHour": 3})
     url = f"/api2/channels/{channel_with(alice, 'bob')['id']}/messages"
     for _ in range(3):
@@ -190,6 +196,6 @@ def test_antispam_hourly_limit_and_settings(client, alice, clock):
         assert alice.post(url, json={"content": "fast"}).status_code == 200
 
 
-def test_an_inbox_page_past_the_end_is_null(alice):
+def test_an_inbox_page_past_the_end_is_null(alice: Browser) -> None:
     q = "offset=3000&limit=30&last=true&unread-only=false"
     assert alice.get("/api2/self/chat-channels", query_string=q).json == {"channels": None}

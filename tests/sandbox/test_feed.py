@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
+from falcon import testing
 
 from tests.sandbox.conftest import BIG, Browser
 from tests.sandbox.test_auth_firewall import next_data
@@ -17,7 +19,7 @@ def ts(iso: str) -> float:
 
 def walk(b: Browser, query: str = "", slug: str = BIG, limit: int = 100) -> list[list[dict]]:
     """Every page of the feed until an empty one, as lists of posts."""
-    pages = []
+    pages: list[list[dict]] = []
     for p in range(1, limit):
         r = b.data(f"/{slug}", params_csv=False, query_string=f"group={slug}&p={p}{query}")
         assert r.status_code == 200
@@ -43,7 +45,7 @@ def regular(pages: list[list[dict]]) -> list[dict]:
     return pages[0][lead:] + [p for page in pages[1:] for p in page]
 
 
-def test_page_shape_and_private_self(alice):
+def test_page_shape_and_private_self(alice: Browser) -> None:
     r = alice.data(f"/{BIG}", query_string=f"group={BIG}")
     props = r.json["pageProps"]
     assert r.json["__N_SSP"] is True
@@ -79,7 +81,7 @@ def test_page_shape_and_private_self(alice):
     assert post["createdAt"].endswith("Z")
 
 
-def test_html_page_embeds_the_same_page_props(alice):
+def test_html_page_embeds_the_same_page_props(alice: Browser) -> None:
     page = alice.get(f"/{BIG}", query_string="s=newest&p=2")
     data = next_data(page.text)
     assert data["buildId"] == alice.client.simulate_get("/__sandbox/state").json["buildId"]
@@ -90,7 +92,7 @@ def test_html_page_embeds_the_same_page_props(alice):
     assert html_ids == json_ids and len(html_ids) == 30
 
 
-def test_big_group_has_over_1000_posts_and_recent_ones(alice):
+def test_big_group_has_over_1000_posts_and_recent_ones(alice: Browser) -> None:
     posts = unique(walk(alice, "&s=newest"))
     assert len(posts) > 1000
     now = datetime.now(UTC).timestamp()
@@ -99,7 +101,7 @@ def test_big_group_has_over_1000_posts_and_recent_ones(alice):
     assert max(ages) > 600 * 86400
 
 
-def test_newest_and_default_orders(alice):
+def test_newest_and_default_orders(alice: Browser) -> None:
     newest = regular(walk(alice, "&s=newest"))
     created = [ts(p["createdAt"]) for p in newest]
     assert created == sorted(created, reverse=True)
@@ -113,7 +115,7 @@ def test_newest_and_default_orders(alice):
 @pytest.mark.parametrize(
     ("sort", "days"), [("best-1d", 1), ("best-1w", 7), ("best-1m", 30), ("best-1y", 365), ("best", None)]
 )
-def test_best_sorts(alice, sort, days):
+def test_best_sorts(alice: Browser, sort: str, days: int) -> None:
     everything = unique(walk(alice, "&s=newest"))
     pages = walk(alice, f"&s={sort}")
     posts = regular(pages)
@@ -125,12 +127,12 @@ def test_best_sorts(alice, sort, days):
     assert expected <= got and len(got - expected) <= 1  # a post may sit right on the window's edge
 
 
-def test_unknown_sort_is_the_default_and_unread_forces_newest(alice):
+def test_unknown_sort_is_the_default_and_unread_forces_newest(alice: Browser) -> None:
     assert alice.data(f"/{BIG}", query_string="s=bogus").json["pageProps"]["sortType"] == "newest-cm"
     assert alice.data(f"/{BIG}", query_string="s=best&fl=unr").json["pageProps"]["sortType"] == "newest"
 
 
-def test_pinned_lead_page_one_and_repeat_in_place(alice):
+def test_pinned_lead_page_one_and_repeat_in_place(alice: Browser) -> None:
     for query in ("", "&s=newest", "&s=best"):
         pages = walk(alice, query)
         first = pages[0]
@@ -141,7 +143,7 @@ def test_pinned_lead_page_one_and_repeat_in_place(alice):
         assert pinned <= set(later)  # again in their own place
 
 
-def test_in_one_group_pinned_posts_lead_every_page(alice):
+def test_in_one_group_pinned_posts_lead_every_page(alice: Browser) -> None:
     """PLATFORM.md: a third client reports pinned posts resurfacing at the top of later pages too; the
     stand-in serves that in night-owls (its repeat in its own place stays as well). Past page 1 they are
     repeats, which carry no ``metadata.pinned``. A page past the end stays empty, so a walk still ends."""
@@ -158,7 +160,7 @@ def test_in_one_group_pinned_posts_lead_every_page(alice):
     assert set(pinned) <= set(own_places) and len(own_places) == len(set(own_places))
 
 
-def test_page_past_the_end_is_empty(alice):
+def test_page_past_the_end_is_empty(alice: Browser) -> None:
     pages = walk(alice, "&s=newest")
     r = alice.data(f"/{BIG}", query_string=f"s=newest&p={len(pages) + 5}")
     assert r.status_code == 200 and r.json["pageProps"]["postTrees"] == []
@@ -168,7 +170,7 @@ def test_page_past_the_end_is_empty(alice):
     )
 
 
-def test_label_filter(alice):
+def test_label_filter(alice: Browser) -> None:
     label = alice.data(f"/{BIG}").json["pageProps"]["currentGroup"]["labels"][1]
     posts = unique(walk(alice, f"&s=newest&c={label['id']}"))
     assert posts and all(p["labelId"] == label["id"] for p in posts)
@@ -176,7 +178,7 @@ def test_label_filter(alice):
     assert alice.data(f"/{BIG}", query_string="c=nope").json["pageProps"]["postTrees"] == []
 
 
-def test_unread_filter_and_read_state(alice, browser):
+def test_unread_filter_and_read_state(alice: Browser, browser: Callable[..., Browser]) -> None:
     unread = unique(walk(alice, "&s=newest&fl=unr"))
     everything = unique(walk(alice, "&s=newest"))
     assert 0 < len(unread) < len(everything)
@@ -191,7 +193,7 @@ def test_unread_filter_and_read_state(alice, browser):
     assert target2["id"] not in {p["id"] for p in unique(walk(alice, "&s=newest&fl=unr"))}
 
 
-def test_ordering_readout_matches_pages(alice):
+def test_ordering_readout_matches_pages(alice: Browser) -> None:
     for query in ("", "&s=best-1w", "&s=newest&fl=unr"):
         pages = walk(alice, query)
         order = alice.client.simulate_get(
@@ -201,7 +203,7 @@ def test_ordering_readout_matches_pages(alice):
         assert order["ids"] == [p["id"] for p in unique(pages)]
 
 
-def test_stale_build_id_is_404_and_changes_with_deploys(client, alice):
+def test_stale_build_id_is_404_and_changes_with_deploys(client: testing.TestClient, alice: Browser) -> None:
     old = client.simulate_get("/__sandbox/state").json["buildId"]
     assert alice.get(f"/_next/data/{old}/{BIG}.json").status_code == 200
     new = client.simulate_post("/__sandbox/build-id").json["buildId"]
@@ -213,14 +215,14 @@ def test_stale_build_id_is_404_and_changes_with_deploys(client, alice):
     assert alice.get(f"/_next/data/deploy-7/{BIG}.json").status_code == 200
 
 
-def test_unknown_group_and_post(alice):
+def test_unknown_group_and_post(alice: Browser) -> None:
     assert alice.data("/no-such-group").status_code == 404
     assert alice.data("/no-such-group").json["notFound"] is True
     assert alice.data(f"/{BIG}/no-such-post").status_code == 404
     assert alice.get("/no-such-group").status_code == 404
 
 
-def test_post_page_has_the_comment_tree(alice):
+def test_post_page_has_the_comment_tree(alice: Browser) -> None:
     posts = unique(walk(alice, "&s=newest"))
     post = next(p for p in posts if p["metadata"]["comments"] >= 4)
     tree = alice.data(f"/{BIG}/{post['name']}").json["pageProps"]["postTree"]
@@ -228,7 +230,7 @@ def test_post_page_has_the_comment_tree(alice):
     assert all(c["post"]["parentId"] == post["id"] for c in tree["children"])
 
 
-def test_a_non_members_feed_is_the_groups_about_page(browser):
+def test_a_non_members_feed_is_the_groups_about_page(browser: Callable[..., Browser]) -> None:
     """PLATFORM.md: Next serves the about page in the feed's place, with no posts and no ``self``."""
     dave = browser("dave")
     r = dave.data("/quiet-garden")
@@ -241,7 +243,7 @@ def test_a_non_members_feed_is_the_groups_about_page(browser):
     assert about["currentGroup"]["name"] == "quiet-garden" and "postTree" not in about
 
 
-def test_a_non_members_post_page_is_redirected_to_about(browser):
+def test_a_non_members_post_page_is_redirected_to_about(browser: Callable[..., Browser]) -> None:
     """The other variant reported: Next's redirect, on a post page."""
     dave, alice = browser("dave"), browser("alice")
     post = alice.data("/quiet-garden").json["pageProps"]["postTrees"][0]["post"]
@@ -250,14 +252,14 @@ def test_a_non_members_post_page_is_redirected_to_about(browser):
     assert r.json["pageProps"] == {"__N_REDIRECT": "/quiet-garden/about", "__N_REDIRECT_STATUS": 307}
 
 
-def test_signed_out_the_feed_is_the_groups_about_page(browser):
+def test_signed_out_the_feed_is_the_groups_about_page(browser: Callable[..., Browser]) -> None:
     b = browser()
     page = next_data(b.get(f"/{BIG}").text)
     assert page["page"] == "/[group]/about" and "postTrees" not in page["props"]["pageProps"]
     assert b.get("/").status_code == 302
 
 
-def test_a_pinned_repeat_loses_its_pinned_field_and_in_one_group_its_id(alice):
+def test_a_pinned_repeat_loses_its_pinned_field_and_in_one_group_its_id(alice: Browser) -> None:
     """PLATFORM.md: the repeat of a pinned post (in its own place, past the pinned posts that lead page 1)
     carries no ``metadata.pinned``; one client saw it under another id with the same slug (quiet-garden)."""
     appearances: dict[str, list[dict]] = {}
@@ -269,7 +271,7 @@ def test_a_pinned_repeat_loses_its_pinned_field_and_in_one_group_its_id(alice):
     assert repeat["id"] != leader["id"] and repeat["name"] == leader["name"]
 
 
-def test_page_data_carries_total_and_one_group_lists_no_labels(browser):
+def test_page_data_carries_total_and_one_group_lists_no_labels(browser: Callable[..., Browser]) -> None:
     bob = browser("bob")
     props = bob.data("/quiet-garden", query_string="s=newest").json["pageProps"]
     pages = [

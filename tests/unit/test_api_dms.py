@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import falcon.testing
 import pytest
 
 from community_api.errors import InvalidRequest, PlatformUnavailable
@@ -112,7 +113,7 @@ def test_someone_elses_thread_is_404(ready: Ready) -> None:
     assert ready.world.get("/v1/dms/not-a-conversation", ready.key).status_code == 404
 
 
-def send(ready: Ready, body: dict, **kwargs):  # type: ignore[no-untyped-def,type-arg]
+def send(ready: Ready, body: dict[str, Any], **kwargs: Any) -> falcon.testing.Result:
     return ready.world.post("/v1/dms", ready.key, body, **kwargs)
 
 
@@ -158,7 +159,7 @@ def test_a_sent_message_brings_its_conversation_up_to_date(ready: Ready) -> None
         {"to": "u", "content": "x" * 10_001},
     ],
 )
-def test_send_validation(ready: Ready, body: dict) -> None:  # type: ignore[type-arg]
+def test_send_validation(ready: Ready, body: dict) -> None:
     assert send(ready, body).status_code == 400
     assert ready.world.gateway.sent_messages() == []
     # A refused request used no quota.

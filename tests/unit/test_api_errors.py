@@ -219,7 +219,7 @@ def test_a_body_that_does_not_arrive_whole_does_nothing(ready: Ready, case: str)
         ({"title": "x" * 301}, "title"),
     ],
 )
-def test_post_body_validation(ready: Ready, body: dict, field: str) -> None:  # type: ignore[type-arg]
+def test_post_body_validation(ready: Ready, body: dict, field: str) -> None:
     result = ready.world.post("/v1/groups/builders-club/posts", ready.key, body)
     assert_error(result, 400, "invalid_request")
     assert result.json["error"]["details"]["field"] == field

@@ -12,7 +12,7 @@ FEED = "/v1/groups/builders-club/posts"
 GROUP_ID = platform_id("grp-builders-club")
 
 
-def some_post_with_comments(ready: Ready) -> dict:  # type: ignore[type-arg]
+def some_post_with_comments(ready: Ready) -> dict:
     posts = ready.world.get(FEED, ready.key, params={"pages": "3"}).json["posts"]
     return next(p for p in posts if p["commentCount"] >= 3)
 
@@ -154,7 +154,7 @@ def test_delete_comment_with_a_post_id_is_404(ready: Ready) -> None:
 
 
 @pytest.mark.parametrize("body", [{}, {"content": ""}, {"content": 1}, {"content": "x", "parentId": 5}, {"text": "x"}])
-def test_comment_body_validation(ready: Ready, body: dict) -> None:  # type: ignore[type-arg]
+def test_comment_body_validation(ready: Ready, body: dict) -> None:
     post = some_post_with_comments(ready)
     assert ready.world.post(f"/v1/posts/{post['id']}/comments", ready.key, body).status_code == 400
 

@@ -24,5 +24,5 @@ def test_only_the_first_stop_signal_interrupts(first: int, second: int) -> None:
         end(first, None)
     # Arriving while the first unwinds (before the demo's `finally` ignores signals), a second interrupt
     # ended the demo there and left its stand-in and service running on their ports.
-    assert end(second, None) is None
-    assert end(first, None) is None
+    end(second, None)  # returns: no KeyboardInterrupt
+    end(first, None)

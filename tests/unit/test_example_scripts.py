@@ -62,7 +62,7 @@ def refused(code: str, retry_after: int | None = None, status: int = 429) -> tup
     return status, headers, {"error": {"code": code, "message": f"{code} message", "details": {}}}
 
 
-WHOAMI = (200, {}, {"id": "a" * 32, "handle": "alice", "name": "Alice"})
+WHOAMI: tuple[int, dict[str, str], Any] = (200, {}, {"id": "a" * 32, "handle": "alice", "name": "Alice"})
 
 
 def test_a_429_is_waited_out_for_its_retry_after_then_the_answer_is_read(capsys: pytest.CaptureFixture[str]) -> None:
@@ -115,7 +115,11 @@ def test_other_refusals_are_reported_by_their_code_and_never_retried(
 
 
 POST = "0a06a296f7cd4d28b5da867098733415"
-MADE = (201, {}, {"id": "1" * 32, "postId": POST, "parentId": None, "content": "Thanks"})
+MADE: tuple[int, dict[str, str], Any] = (
+    201,
+    {},
+    {"id": "1" * 32, "postId": POST, "parentId": None, "content": "Thanks"},
+)
 REPLAYED = (201, {"Idempotent-Replayed": "true"}, MADE[2])
 
 

@@ -3,6 +3,8 @@ not serve answers 400; with it, every absolute URL comes from the setting."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import falcon.testing
 import pytest
 
@@ -17,7 +19,7 @@ from fakes.throttle import FakeThrottle
 METADATA = "/.well-known/oauth-authorization-server"
 
 
-def client(**settings: object) -> falcon.testing.TestClient:
+def client(**settings: Any) -> falcon.testing.TestClient:
     clock = FakeClock()
     deps = bootstrap(
         key_store=FakeKeyStore(),

@@ -28,7 +28,7 @@ def lines(caplog: pytest.LogCaptureFixture, logger: str) -> list[dict[str, Any]]
 
 def test_the_request_line_names_the_tool_and_the_connection(world: McpWorld, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
-    world.ok("whoami", {}, **{"X-Request-Id": "mcp-1"})
+    world.ok("whoami", {}, headers={"X-Request-Id": "mcp-1"})
     [line] = lines(caplog, "community_api.requests")
     assert line["requestId"] == "mcp-1" and line["route"] == "/v1/mcp" and line["status"] == 200
     assert line["keyId"] == world.all_key.key.id
@@ -50,7 +50,7 @@ def test_a_tool_call_failed_by_the_platform_gets_the_error_line(
     error = PlatformUnavailable("the platform did not answer in 20 s")
     error.__cause__ = TimeoutError("script timeout after 20000 ms")
     world.gateway.fail_next("whoami", error)
-    assert world.fail("whoami", {}, **{"X-Request-Id": "mcp-2"})["code"] == "platform_unavailable"
+    assert world.fail("whoami", {}, headers={"X-Request-Id": "mcp-2"})["code"] == "platform_unavailable"
     [line] = lines(caplog, "community_api.errors")
     assert line["requestId"] == "mcp-2" and line["route"] == "/v1/mcp" and line["tool"] == "whoami"
     assert line["status"] == 503 and line["code"] == "platform_unavailable" and line["viaPlatform"] is True
@@ -62,7 +62,7 @@ def test_a_bug_in_a_tool_call_gets_the_error_line_and_shows_nothing_of_it(
 ) -> None:
     caplog.set_level(logging.INFO)
     world.gateway.fail_next("whoami", KeyError("secret-internal-name"))
-    error = world.fail("whoami", {}, **{"X-Request-Id": "mcp-3"})
+    error = world.fail("whoami", {}, headers={"X-Request-Id": "mcp-3"})
     assert error["code"] == "internal_error" and "secret-internal-name" not in json.dumps(error)
     [line] = lines(caplog, "community_api.errors")
     assert line["requestId"] == "mcp-3" and line["tool"] == "whoami" and line["status"] == 500

@@ -383,17 +383,17 @@ def test_a_tool_outside_the_keys_scopes_is_refused_naming_the_scope(world: McpWo
 
 def test_connection_header_and_bound_keys_behave_as_on_rest(world: McpWorld) -> None:
     header = {"X-Community-Connection": world.bob.id}
-    assert world.ok("whoami", {}, **header)["handle"] == "bob"
+    assert world.ok("whoami", {}, headers=header)["handle"] == "bob"
     assert world.ok("whoami", {}, key=world.bound_key)["handle"] == "alice"
     same = {"X-Community-Connection": world.alice.id}
-    assert world.ok("whoami", {}, key=world.bound_key, **same)["handle"] == "alice"
-    mismatch = world.fail("whoami", {}, key=world.bound_key, **header)
+    assert world.ok("whoami", {}, key=world.bound_key, headers=same)["handle"] == "alice"
+    mismatch = world.fail("whoami", {}, key=world.bound_key, headers=header)
     assert mismatch["code"] == "connection_mismatch"
     assert mismatch["details"]["boundConnectionId"] == world.alice.id
     carol = platform_id("usr-carol")
-    refused = world.fail("send_dm", {"to": carol, "content": "hi"}, key=world.bound_key, **header)
+    refused = world.fail("send_dm", {"to": carol, "content": "hi"}, key=world.bound_key, headers=header)
     assert refused["code"] == "connection_mismatch"
-    assert world.fail("whoami", {}, **{"X-Community-Connection": "con_other"})["code"] == "not_found"
+    assert world.fail("whoami", {}, headers={"X-Community-Connection": "con_other"})["code"] == "not_found"
     assert world.gateway.sent_messages() == []
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import anyio
@@ -98,7 +98,7 @@ class McpWorld:
 
     # --- raw JSON-RPC (the handshake-era wire, which needs no initialize in stateless mode) ---------------
 
-    def headers(self, key: IssuedKey | str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
+    def headers(self, key: IssuedKey | str | None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         headers = {
             "Host": HOST,
             "Accept": "application/json, text/event-stream",
@@ -113,7 +113,7 @@ class McpWorld:
         method: str,
         params: dict[str, Any] | None = None,
         key: IssuedKey | str | None = None,
-        headers: dict[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> falcon.testing.Result:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": method}
         if params is not None:
@@ -125,23 +125,29 @@ class McpWorld:
         assert result.status_code == 200, result.text
         return {tool["name"] for tool in result.json["result"]["tools"]}
 
-    def call(self, tool: str, args: dict[str, Any], key: IssuedKey | None = None, **headers: str) -> dict[str, Any]:
+    def call(
+        self, tool: str, args: dict[str, Any], key: IssuedKey | None = None, headers: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
         result = self.rpc("tools/call", {"name": tool, "arguments": args}, key=key, headers=headers)
         assert result.status_code == 200, result.text
         return dict(result.json["result"])
 
-    def ok(self, tool: str, args: dict[str, Any], key: IssuedKey | None = None, **headers: str) -> Any:
+    def ok(
+        self, tool: str, args: dict[str, Any], key: IssuedKey | None = None, headers: Mapping[str, str] | None = None
+    ) -> Any:
         """The structured result of a successful call, checked against the tool's output schema and text."""
-        result = self.call(tool, args, key, **headers)
+        result = self.call(tool, args, key, headers)
         assert result["isError"] is False, result["content"][0]["text"]
         payload = result["structuredContent"]
         jsonschema.validate(payload, OPERATIONS_BY_NAME[tool].output_schema)
         assert json.loads(result["content"][0]["text"]) == payload
         return payload
 
-    def fail(self, tool: str, args: dict[str, Any], key: IssuedKey | None = None, **headers: str) -> dict[str, Any]:
+    def fail(
+        self, tool: str, args: dict[str, Any], key: IssuedKey | None = None, headers: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
         """The error body of a failed call: ``{"code", "message", "details"}``."""
-        result = self.call(tool, args, key, **headers)
+        result = self.call(tool, args, key, headers)
         assert result["isError"] is True, result
         assert "structuredContent" not in result
         return dict(json.loads(result["content"][0]["text"])["error"])

@@ -3,6 +3,7 @@ consent page, tokens, refresh rotation, and the grant as a connector key (listed
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import quote
 
 import falcon.testing
@@ -141,7 +142,7 @@ def test_registration_refuses_bad_metadata_in_rfc_7591_terms(
 
 def test_registration_reads_what_it_knows_and_ignores_the_rest(world: World) -> None:
     """RFC 7591 §2: unknown metadata is ignored; a null is a value not given; the name is shown folded."""
-    body = {
+    body: dict[str, Any] = {
         "redirect_uris": [REDIRECT_URI, REDIRECT_URI],
         "client_name": None,
         "grant_types": ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"],

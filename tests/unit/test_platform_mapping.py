@@ -198,7 +198,9 @@ PATHS = (
     "user.firstName",
     "user.lastName",
 )
-VALUES = (
+# A post read without the authors' map, and with an empty one.
+NO_AUTHORS: tuple[m.Authors | None, ...] = (None, {})
+VALUES: tuple[Any, ...] = (
     MISSING,
     None,
     True,
@@ -258,7 +260,7 @@ def test_the_usual_shape_is_read_in_one_go_as_field_by_field() -> None:
         pinned=True,
         url="https://x/club/post-one-p1",
     )
-    for authors in (None, {}):
+    for authors in NO_AUTHORS:
         assert m.post(record, "https://x", "club", authors=authors) == expected
         assert m.checked_post(record, "https://x", "club", authors=authors) == expected
         assert read(m.checked_post, snake(record), authors) == repr(expected)  # api2's spelling
@@ -270,7 +272,7 @@ def test_any_change_to_a_field_reads_the_same_both_ways_or_fails_both_ways(path:
     for value in VALUES:
         record = at(usual_record(), path, value)
         assert read(m.post, record, shared) == read(m.checked_post, record, None), (path, value)
-        for authors in (None, {}):
+        for authors in NO_AUTHORS:
             checked = read(m.checked_post, record, authors)
             try:
                 usual = read(by_usual_post, record, authors)
@@ -300,7 +302,7 @@ def test_hostile_records_are_platform_errors_both_ways() -> None:
         at(usual_record(), "user.name", {"first": "ann"}),
     ]
     for record in hostile:
-        for authors in (None, {}):
+        for authors in NO_AUTHORS:
             with pytest.raises(PlatformError):
                 m.post(record, "https://x", "club", authors=authors)
             with pytest.raises(PlatformError):
@@ -327,7 +329,7 @@ def test_odd_but_readable_records_read_the_same_both_ways() -> None:
         {**at(usual_record(), "labelId", None), "label_id": "l9"},  # a null camelCase name: its twin is read
     ]
     for record in odd:
-        for authors in (None, {}):
+        for authors in NO_AUTHORS:
             assert read(m.post, record, authors) == read(m.checked_post, record, authors) != PlatformError
 
 

@@ -148,7 +148,7 @@ def test_the_request_line_goes_straight_to_the_configured_stream(
             logging.getLogger("adapters.test").warning("before")  # a record of another logger, in order
             ready.world.get("/v1/whoami", ready.key, headers={"X-Request-Id": "req-direct"})
             stream.flush()
-            text = (tmp_path / "log").read_text() if stream is file else stream.getvalue()  # type: ignore[attr-defined]
+            text = (tmp_path / "log").read_text() if stream is file else stream.getvalue()  # type: ignore[union-attr]
             before, line = [json.loads(each) for each in text.splitlines()]
             assert before["message"] == "before"
             assert line["requestId"] == "req-direct" and line["route"] == "/v1/whoami" and line["status"] == 200

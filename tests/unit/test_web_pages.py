@@ -265,7 +265,9 @@ def test_a_rotation_sent_again_from_a_stale_tab_says_why_and_offers_no_form(worl
     again = owner.submit(confirm, f"/keys/{key_id}/rotate")  # the same form, from another tab
     assert again.status_code == 409 and "This key was already rotated; rotate its successor." in again.text
     assert f'action="/keys/{key_id}/rotate"' not in again.text
-    account_id = world.store.get_key(key_id).account_id
+    key = world.store.get_key(key_id)
+    assert key is not None
+    account_id = key.account_id
     assert len(world.store.list_keys(account_id)) == 2  # the key and one successor: nothing issued twice
 
 
