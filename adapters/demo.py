@@ -207,7 +207,7 @@ def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) ->
             f"The service: {api}   the stand-in platform: {platform} (log in there as alice@sandbox.test / sandbox;"
             f" its certificate is self-signed: {certificate})"
         )
-        print(f"Dashboard account: {DEMO_EMAIL} / {DEMO_PASSWORD}   logs: {folder}")
+        print(f"The dashboard: {api}/login (sign in as {DEMO_EMAIL} / {DEMO_PASSWORD})   logs: {folder}")
         print(f"\nYour key (every scope, acting as alice):\n  {key}\n")
         print("Try:")
         for line in curl_lines(api, key, group, post_id, conversation_id, bob_id):

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import requests
 
 from adapters.platform.procfs import descendants, process_table
 from scripts.processes import ROOT, alive, free_port
@@ -96,6 +97,16 @@ def test_demo_prints_curl_lines_that_work(stop: str, demo_env: dict[str, str]) -
             timeout=10,
         )
         assert protocol.stdout == "2"
+        # The dashboard's address and account, as printed, sign in.
+        dashboard = re.search(r"The dashboard: (http://\S+) \(sign in as (\S+) / (\S+)\)", output)
+        assert dashboard, output
+        signed_in = requests.post(
+            dashboard.group(1).removesuffix("/login") + "/v1/session",
+            json={"email": dashboard.group(2), "password": dashboard.group(3)},
+            timeout=30,
+        )
+        assert signed_in.status_code == 200, signed_in.text
+        assert requests.get(dashboard.group(1), timeout=30).status_code == 200
         curls = [line.strip() for line in lines if line.strip().startswith("curl ")]
         assert len(curls) >= 13
         for command in curls:
