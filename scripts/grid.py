@@ -55,7 +55,7 @@ class Grid:
         if layout not in LAYOUTS:
             raise ValueError(f"no Grid layout {layout!r}")
         if not GRID_JAR.exists():
-            raise RuntimeError(f"{GRID_JAR} is missing: `make install` fetches it")
+            raise RuntimeError(f"{GRID_JAR} is missing: `make test-deps` fetches it")
         self.layout = layout
         self.folder = folder
         self.port = free_port()

@@ -34,8 +34,8 @@ minutes.
 
     .venv/bin/python scripts/bench/feed.py [--rounds 5] [--samples 5] [--cold 4] [--latency-ms 150] [--grid]
 
-``--grid`` runs the same with the browsers on a Selenium Grid (standalone on 127.0.0.1, the jar `make`
-fetched): the services get ``SELENIUM_REMOTE_URL``, and the browsers' CPU and memory are found under the
+``--grid`` runs the same with the browsers on a Selenium Grid (standalone on 127.0.0.1, the jar `make
+test-deps` fetches): the services get ``SELENIUM_REMOTE_URL``, and the browsers' CPU and memory are found under the
 Grid's Java process (whose own CPU is shown as "Grid").
 """
 

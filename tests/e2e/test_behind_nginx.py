@@ -138,7 +138,7 @@ def resolve_public_name() -> Iterator[None]:
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory: pytest.TempPathFactory, resolve_public_name: None) -> Iterator[Deployment]:
     if not Path(NGINX).exists():
-        pytest.fail("nginx is missing: `make install` installs Debian's nginx")
+        pytest.fail("nginx is missing: `make test-deps` installs Debian's nginx")
     folder = tmp_path_factory.mktemp("nginx")
     cert = make_certificate(folder, dns_names=(NAME,), stem="proxy", common_name="community-api test proxy")
     listen, upstream = free_port(), free_port()

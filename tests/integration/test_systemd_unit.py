@@ -68,7 +68,7 @@ def one(name: str) -> str:
 
 def test_systemd_accepts_the_unit(tmp_path: Path) -> None:
     if shutil.which("systemd-analyze") is None:
-        pytest.fail("systemd-analyze is missing: `make install` installs Debian's systemd package")
+        pytest.fail("systemd-analyze is missing: `make test-deps` installs Debian's systemd package")
     settings = tmp_path / "env"
     settings.write_text(ENV_FILE.read_text())
     unit = tmp_path / "community-api.service"

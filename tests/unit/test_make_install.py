@@ -1,0 +1,34 @@
+"""`make install` puts on the box what the service needs, and nothing only the tests need: deployment.md has an
+operator run it on the production box (`sudo make install`), where Debian's nginx and redis-server packages
+would each start a daemon nobody asked for. `make test-deps` (which `make test` runs) adds those."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from scripts.processes import ROOT
+
+TEST_ONLY = ("redis-server", "nginx", "default-jre-headless", "systemd", "selenium-server")
+
+
+def planned(target: str) -> str:
+    """What `make TARGET` would run from scratch (-B: as if nothing were made yet; -n: nothing is run)."""
+    if shutil.which("make") is None:
+        pytest.fail("make is missing: the README's commands need it")
+    done = subprocess.run(["make", "-n", "-B", target], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_install_brings_only_what_the_service_needs() -> None:
+    plan = planned("install")
+    assert "chromium chromium-driver" in plan and "pip install" in plan
+    assert [name for name in TEST_ONLY if name in plan] == []
+
+
+def test_the_tests_bring_the_rest() -> None:
+    plan = planned("test-deps")
+    assert [name for name in TEST_ONLY if name not in plan] == []
