@@ -9,6 +9,7 @@ and in force in the virtualenv the suite runs in.
 from __future__ import annotations
 
 import importlib.metadata
+import re
 import tomllib
 from pathlib import Path
 
@@ -74,3 +75,23 @@ def test_what_runs_the_suite_is_exactly_what_is_pinned() -> None:
     )
     other = {name: (present[name], version) for name, version in pinned.items() if present.get(name) != version}
     assert not other, f"installed and pinned versions differ (run `make install`): {other}"
+
+
+def test_every_throttle_storage_the_readme_offers_works_with_the_services_own_dependencies() -> None:
+    """A plain `pip install .` (the README's "Running it for real") once lacked redis-py, a development
+    dependency then: `THROTTLE_STORAGE=redis://…` stopped every worker at start with "The minimum version of
+    3.0 for 'redis' could not be found"."""
+    from limits.storage import SCHEMES
+
+    import adapters.throttle.mmap_limits_storage  # noqa: F401 - registers mmap://
+    import adapters.throttle.sqlite_limits_storage  # noqa: F401 - registers sqlite://
+
+    readme = (ROOT / "README.md").read_text()
+    [row] = [line for line in readme.splitlines() if line.startswith("| `THROTTLE_STORAGE` |")]
+    schemes = set(re.findall(r"`([a-z]+)://", row))
+    assert schemes == {"mmap", "sqlite", "redis"}
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    runtime = {canonicalize_name(Requirement(line).name) for line in project["dependencies"]}
+    for scheme in sorted(schemes):
+        needs = {canonicalize_name(name) for name in getattr(SCHEMES[scheme], "DEPENDENCIES", [])}
+        assert not needs or needs & runtime, f"{scheme}:// needs one of {sorted(needs)}, not a runtime dependency"
