@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+DEV_STAMP := $(VENV)/.dev-installed-stamp
 # What the service needs on the box (`make install`; curl for the demo's lines to paste), and what only the
 # tests need besides (`make test-deps`): a production box is never given a Redis or nginx daemon it did
 # not ask for.
@@ -21,7 +22,7 @@ GRID_TGZ_SHA512 := RGFuwfnKjY1xA/+7AemAxG0FKJ2OfPc2WYUTfZDGiV1RXIX7J8DPleki32tzO
 install: system-deps $(STAMP)
 
 # Everything `make test` needs besides what the service does.
-test-deps: install test-system-deps $(GRID_JAR)
+test-deps: install test-system-deps $(DEV_STAMP) $(GRID_JAR)
 
 # Debian packages named in $(1) that are missing, installed (as root, or through sudo).
 apt-install = missing=""; \
@@ -44,11 +45,17 @@ test-system-deps:
 
 # The versions in constraints.txt are the ones the suite passed with: a fresh install gets exactly them,
 # not whatever the registry published since (`make lock` moves them on purpose; docs/decisions.md).
+# `make install` installs the service's own dependencies; the tests' and linters' (the `dev` extra) come with
+# `make lint` and `make test`, so that a production box's virtualenv holds no test tooling.
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -U pip
-	$(BIN)/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	$(BIN)/pip install -q --disable-pip-version-check -c constraints.txt -e .
 	touch $(STAMP)
+
+$(DEV_STAMP): $(STAMP)
+	$(BIN)/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	touch $(DEV_STAMP)
 
 # Every dependency at the newest version pyproject.toml allows, written to constraints.txt; then run
 # `make test` (it reinstalls from the new pins) and commit the file with whatever the upgrade needed.
@@ -69,7 +76,7 @@ $(GRID_JAR):
 	rm build/grid/server.tgz.part
 	touch $@
 
-lint: install
+lint: install $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

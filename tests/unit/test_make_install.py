@@ -1,6 +1,7 @@
 """`make install` puts on the box what the service needs, and nothing only the tests need: deployment.md has an
 operator run it on the production box (`sudo make install`), where Debian's nginx and redis-server packages
-would each start a daemon nobody asked for. `make test-deps` (which `make test` runs) adds those."""
+would each start a daemon nobody asked for, and the virtualenv would hold the test tooling (the `dev` extra).
+`make test-deps` (which `make test` runs) adds those."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from scripts.processes import ROOT
 
-TEST_ONLY = ("redis-server", "nginx", "default-jre-headless", "systemd", "selenium-server")
+TEST_ONLY = ("redis-server", "nginx", "default-jre-headless", "systemd", "selenium-server", "'.[dev]'")
 
 
 def planned(target: str) -> str:
