@@ -33,7 +33,7 @@ apt-install = missing=""; \
 	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-# Debian's Chromium and its driver (the browser gateway).
+# Debian's Chromium and its driver (the browser gateway), and curl (the demo's lines to paste).
 system-deps:
 	@$(call apt-install,$(DEBIAN_PACKAGES))
 
