@@ -12,8 +12,6 @@ The worker, killed a second after the abort while it closed its browser, left th
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +22,7 @@ import requests
 from adapters.platform.orphans import PROFILE_PREFIX
 from scripts.processes import free_port, gunicorn_args, serving
 from tests.sandbox_support import SandboxProcess, running_sandbox
+from tests.short_temp import short_temp_folder
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SECRET = "interrupted-send-secret-" + "i" * 40
@@ -34,10 +33,9 @@ SEND_LATENCY_MS = 16_000  # the platform's delay on the DM (shorter than the gat
 
 @pytest.fixture
 def temp() -> Iterator[Path]:
-    """A temporary folder for the service, short enough for Chromium's socket (as ``/tmp`` is)."""
-    folder = Path(tempfile.mkdtemp(prefix="t", dir="/tmp"))  # noqa: S108 - a path as short as the usual one
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+    """The service's ``TMPDIR``: its browser profiles, apart from other tests'."""
+    with short_temp_folder() as folder:
+        yield folder
 
 
 def messages(sandbox: SandboxProcess) -> int:

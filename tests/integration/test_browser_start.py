@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from adapters.platform.browser import driver_environment, local_browser
+from tests.short_temp import short_temp_folder
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -34,11 +34,10 @@ def test_a_new_browser_visits_nothing_but_about_blank() -> None:
 def system_temp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A temporary folder of this test's own (``TMPDIR``), short as ``/tmp`` is: what any process puts
     there is seen, whatever other tests' browsers do meanwhile."""
-    folder = Path(tempfile.mkdtemp(prefix="t", dir="/tmp"))  # noqa: S108 - a path as short as the usual one
-    monkeypatch.setenv("TMPDIR", str(folder))
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+    with short_temp_folder() as folder:
+        monkeypatch.setenv("TMPDIR", str(folder))
+        monkeypatch.setattr(tempfile, "tempdir", str(folder))
+        yield folder
 
 
 @pytest.mark.parametrize("polite", [True, False], ids=["asked to quit", "ended by signal"])

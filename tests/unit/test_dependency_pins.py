@@ -13,8 +13,12 @@ import re
 import tomllib
 from pathlib import Path
 
+from limits.storage import SCHEMES
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+import adapters.throttle.mmap_limits_storage  # noqa: F401 - registers mmap://
+import adapters.throttle.sqlite_limits_storage  # noqa: F401 - registers sqlite://
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "community-data-api"
@@ -81,11 +85,6 @@ def test_every_throttle_storage_the_readme_offers_works_with_the_services_own_de
     """A plain `pip install .` (the README's "Running it for real") once lacked redis-py, a development
     dependency then: `THROTTLE_STORAGE=redis://…` stopped every worker at start with "The minimum version of
     3.0 for 'redis' could not be found"."""
-    from limits.storage import SCHEMES
-
-    import adapters.throttle.mmap_limits_storage  # noqa: F401 - registers mmap://
-    import adapters.throttle.sqlite_limits_storage  # noqa: F401 - registers sqlite://
-
     readme = (ROOT / "README.md").read_text()
     [row] = [line for line in readme.splitlines() if line.startswith("| `THROTTLE_STORAGE` |")]
     schemes = set(re.findall(r"`([a-z]+)://", row))
