@@ -44,26 +44,33 @@ test-system-deps:
 	@$(call apt-install,$(TEST_DEBIAN_PACKAGES))
 
 # The versions in constraints.txt are the ones the suite passed with: a fresh install gets exactly them,
-# not whatever the registry published since (`make lock` moves them on purpose; docs/decisions.md).
+# not whatever the registry published since (`make lock` moves them on purpose; docs/decisions.md). So do
+# the pip that installs them and the setuptools that builds the project (build-constraints.txt).
 # `make install` installs the service's own dependencies; the tests' and linters' (the `dev` extra) come with
 # `make lint` and `make test`, so that a production box's virtualenv holds no test tooling.
-$(STAMP): pyproject.toml constraints.txt
+PIP_INSTALL := $(BIN)/pip install -q --disable-pip-version-check
+PINNED := -c constraints.txt --build-constraint build-constraints.txt
+
+$(STAMP): pyproject.toml constraints.txt build-constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check -U pip
-	$(BIN)/pip install -q --disable-pip-version-check -c constraints.txt -e .
+	$(PIP_INSTALL) -c build-constraints.txt -U pip
+	$(PIP_INSTALL) $(PINNED) -e .
 	touch $(STAMP)
 
 $(DEV_STAMP): $(STAMP)
-	$(BIN)/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	$(PIP_INSTALL) $(PINNED) -e '.[dev]'
 	touch $(DEV_STAMP)
 
-# Every dependency at the newest version pyproject.toml allows, written to constraints.txt; then run
-# `make test` (it reinstalls from the new pins) and commit the file with whatever the upgrade needed.
+# Every dependency at the newest version pyproject.toml allows, written to constraints.txt, and the newest
+# pip and setuptools to build-constraints.txt; then run `make test` (it reinstalls from the new pins) and
+# commit both files with whatever the upgrade needed.
 lock:
 	rm -rf build/lock-venv
 	$(PYTHON) -m venv build/lock-venv
-	build/lock-venv/bin/pip install -q --disable-pip-version-check -U pip
-	build/lock-venv/bin/pip install -q --disable-pip-version-check '.[dev]'
+	build/lock-venv/bin/pip install -q --disable-pip-version-check -U pip setuptools
+	{ echo '# Written by `make lock`: the pip that installs constraints.txt and the setuptools that builds the project.'; \
+	  build/lock-venv/bin/pip freeze --all | grep -E '^(pip|setuptools)=='; } > build-constraints.txt
+	build/lock-venv/bin/pip install -q --disable-pip-version-check --build-constraint build-constraints.txt '.[dev]'
 	{ echo '# Written by `make lock` from pyproject.toml: the exact versions `make install` installs.'; \
 	  build/lock-venv/bin/pip freeze --exclude community-data-api; } > constraints.txt
 	rm -rf build/lock-venv

@@ -3,7 +3,8 @@
 pyproject.toml states ranges (what the code supports); without exact pins a fresh machine installs
 whatever the registry published since the suite last ran, and the service a user installs (or CI's
 clean clone) is not the one that was tested. These tests keep the pins complete, within the ranges,
-and in force in the virtualenv the suite runs in.
+and in force in the virtualenv the suite runs in. build-constraints.txt does the same for the two tools that
+install and build: pip, and the setuptools of the project's build environment.
 """
 
 from __future__ import annotations
@@ -26,15 +27,17 @@ PROJECT = "community-data-api"
 TOOLING = {"pip", "setuptools", "wheel"}
 
 
-def pins() -> dict[str, str]:
+def pins(file: str = "constraints.txt") -> dict[str, str]:
     found: dict[str, str] = {}
-    for number, raw in enumerate((ROOT / "constraints.txt").read_text().splitlines(), start=1):
+    for number, raw in enumerate((ROOT / file).read_text().splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         requirement = Requirement(line)
         specifiers = list(requirement.specifier)
-        assert len(specifiers) == 1 and specifiers[0].operator == "==", f"line {number} is not an exact pin: {raw}"
+        assert len(specifiers) == 1 and specifiers[0].operator == "==", (
+            f"{file} line {number} is not an exact pin: {raw}"
+        )
         name = canonicalize_name(requirement.name)
         assert name not in found, f"{requirement.name} is pinned twice"
         found[name] = specifiers[0].version
@@ -79,6 +82,23 @@ def test_what_runs_the_suite_is_exactly_what_is_pinned() -> None:
     )
     other = {name: (present[name], version) for name, version in pinned.items() if present.get(name) != version}
     assert not other, f"installed and pinned versions differ (run `make install`): {other}"
+
+
+def test_the_tools_that_install_and_build_are_pinned_too() -> None:
+    # `pip install -U pip` and a build environment's `setuptools>=77` took whatever the registry published
+    # last: a new pip or setuptools could have changed a fresh install (or CI's clean clone) overnight.
+    build_pins = pins("build-constraints.txt")
+    assert set(build_pins) == {"pip", "setuptools"}
+    build_system = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    [setuptools] = [
+        Requirement(line) for line in build_system if canonicalize_name(Requirement(line).name) == "setuptools"
+    ]
+    assert setuptools.specifier.contains(build_pins["setuptools"]), (
+        f"setuptools=={build_pins['setuptools']} is outside pyproject.toml's build-system {setuptools.specifier}"
+    )
+    assert importlib.metadata.version("pip") == build_pins["pip"], (
+        "the virtualenv's pip is not the pinned one: run `make install`"
+    )
 
 
 def test_every_throttle_storage_the_readme_offers_works_with_the_services_own_dependencies() -> None:

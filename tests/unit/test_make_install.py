@@ -33,3 +33,16 @@ def test_install_brings_only_what_the_service_needs() -> None:
 def test_the_tests_bring_the_rest() -> None:
     plan = planned("test-deps")
     assert [name for name in TEST_ONLY if name not in plan] == []
+
+
+def test_every_pip_install_takes_the_pinned_versions() -> None:
+    # pip itself from build-constraints.txt; the project and its dependencies from constraints.txt, built by
+    # the setuptools build-constraints.txt names (pip does not hold a build environment to `-c`).
+    installs = [line.split() for line in planned("test-deps").splitlines() if "pip install" in line]
+    assert len(installs) == 3
+    for words in installs:
+        if words[-2:] == ["-U", "pip"]:
+            assert "-c build-constraints.txt" in " ".join(words)
+        else:
+            assert words[-2] == "-e"
+            assert "-c constraints.txt --build-constraint build-constraints.txt" in " ".join(words)
