@@ -60,11 +60,12 @@ def serving(
     health_url: str,
     env: Mapping[str, str] | None = None,
     log_path: Path | None = None,
+    cwd: Path = ROOT,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """Run ``python args…`` from the project root until the block ends; its output goes to ``log_path``."""
+    """Run ``python args…`` in ``cwd`` (the project root) until the block ends; its output goes to ``log_path``."""
     full_env = {**os.environ, **(env or {})}
     log = open(log_path, "wb") if log_path else subprocess.DEVNULL  # noqa: SIM115
-    process = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen([sys.executable, *args], cwd=cwd, env=full_env, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_for_http(health_url, process)
         yield process
