@@ -19,6 +19,7 @@ Rules:
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import secrets
@@ -82,6 +83,29 @@ ENVIRONMENT = jinja2.Environment(
 )
 ENVIRONMENT.filters["when"] = _when
 ENVIRONMENT.filters["duration"] = _duration
+
+_STATIC_TYPES = {"dashboard.css": "text/css; charset=utf-8", "copy.js": "text/javascript; charset=utf-8"}
+
+
+@functools.cache  # the files are part of the release: read once per process
+def _static_file(name: str) -> tuple[str, bytes, str] | None:
+    """A static file's media type, bytes and digest (16 hex of its SHA-256), or None if it is not one."""
+    media = _STATIC_TYPES.get(name)
+    if media is None:
+        return None
+    data = (STATIC / name).read_bytes()
+    return media, data, hashlib.sha256(data).hexdigest()[:16]
+
+
+def static_url(name: str) -> str:
+    """The URL a page links a static file by: it changes whenever the file's content does."""
+    found = _static_file(name)
+    if found is None:
+        raise KeyError(name)
+    return f"/static/{name}?v={found[2]}"
+
+
+ENVIRONMENT.globals["static_url"] = static_url
 
 
 class Form:
@@ -348,15 +372,20 @@ def refusal_handler(settings: Settings) -> Any:
 
 
 class StaticResource:
-    """The dashboard's CSS and its one script, from files of this package (nothing else is served)."""
+    """The dashboard's CSS and its one script, from files of this package (nothing else is served).
 
-    TYPES = {"dashboard.css": "text/css; charset=utf-8", "copy.js": "text/javascript; charset=utf-8"}
+    Pages link each file with its content's digest in the query (``static_url``): a browser may keep that
+    URL for a year, and a release that changes the file links a new URL, so no browser runs last release's
+    script or styles against this release's page (with a plain URL kept for an hour, it did until then).
+    A URL without the current digest (an old page, a hand-typed one) is kept for a few minutes only."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
-        media = self.TYPES.get(name)
-        if media is None:
+        found = _static_file(name)
+        if found is None:
             raise falcon.HTTPNotFound(description="the dashboard has no such file")  # never echoes the name
+        media, data, digest = found
         resp.content_type = media
-        resp.data = (STATIC / name).read_bytes()
-        resp.set_header("Cache-Control", "public, max-age=3600")
+        resp.data = data
+        current = req.params.get("v") == digest
+        resp.set_header("Cache-Control", "public, max-age=31536000, immutable" if current else "public, max-age=300")
         security_headers(resp, https=req.scheme == "https")

@@ -3,12 +3,16 @@ every page and OAuth answer, cookies HttpOnly/SameSite (Secure over HTTPS), outp
 
 from __future__ import annotations
 
+import hashlib
 import re
+from pathlib import Path
 
 import falcon.testing
 import pytest
 
 from adapters.settings import Settings, load_settings
+from adapters.web import pages
+from adapters.web.pages import STATIC, static_url
 from adapters.wiring import app_for
 from tests.unit.web_support import HOST, WebBrowser, account_id, form, key_id_of
 from tests.unit.world_support import World, build_world
@@ -65,8 +69,43 @@ def test_no_page_has_an_inline_script(world: World, owner: WebBrowser) -> None:
     secret_page = owner.submit(owner.get("/keys"), "/keys")
     for page in (owner.get("/keys"), owner.get("/connections"), owner.get("/usage"), secret_page):
         scripts = re.findall(r"<script[^>]*>", page.text)
-        assert scripts == ['<script src="/static/copy.js" defer>']
+        assert scripts == [f'<script src="{static_url("copy.js")}" defer>']
         assert not re.search(r"<[^>]+\son[a-z]+=", page.text)  # no inline event handlers either
+
+
+def test_pages_link_the_static_files_by_their_content(
+    world: World, owner: WebBrowser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A browser keeps a linked file for a year, and a release that changes the file links a new URL: no
+    browser runs the last release's script or styles against this release's pages (a plain URL, kept an
+    hour, did)."""
+    links = re.findall(r'(?:href|src)="(/static/[^"]+)"', owner.get("/keys").text)
+    assert sorted(link.partition("?")[0] for link in links) == ["/static/copy.js", "/static/dashboard.css"]
+    for link in links:
+        name, _, query = link.removeprefix("/static/").partition("?")
+        data = (STATIC / name).read_bytes()
+        assert query == f"v={hashlib.sha256(data).hexdigest()[:16]}"
+        linked = owner.get(link)
+        assert linked.content == data and linked.headers["cache-control"] == "public, max-age=31536000, immutable"
+        for other in (f"/static/{name}", f"/static/{name}?v=0123456789abcdef"):  # an old page's, a typed one
+            answer = owner.get(other)
+            assert answer.content == data and answer.headers["cache-control"] == "public, max-age=300", other
+    # The next release's stylesheet: another URL.
+    release = tmp_path / "static"
+    release.mkdir()
+    for name in ("dashboard.css", "copy.js"):
+        (release / name).write_bytes((STATIC / name).read_bytes())
+    (release / "dashboard.css").write_bytes(b"body { margin: 1px; }\n")
+    before = {name: static_url(name) for name in ("dashboard.css", "copy.js")}
+    monkeypatch.setattr(pages, "STATIC", release)
+    pages._static_file.cache_clear()
+    try:
+        assert static_url("dashboard.css") != before["dashboard.css"]
+        assert static_url("copy.js") == before["copy.js"]
+        assert static_url("dashboard.css") in owner.get("/keys").text
+    finally:
+        monkeypatch.undo()
+        pages._static_file.cache_clear()
 
 
 @pytest.mark.parametrize("token", [None, "", "wrong-token"])
