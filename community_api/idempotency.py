@@ -33,8 +33,11 @@ from community_api.errors import Conflict, InvalidRequest, ServiceError
 from community_api.model import IN_FLIGHT, IdempotencyRecord
 from community_api.ports import Clock, KeyStore
 
-KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"  # published as the MCP tools' idempotencyKey pattern
-KEY_PROBLEM = "must be 1 to 255 visible ASCII characters"
+# Visible ASCII but the comma: an HTTP server hands a header sent twice to the application as one value,
+# the two joined by a comma (gunicorn does), so a client that sent two keys would have been held to a third,
+# "a,b", and a retry sending "a" alone would have acted again.
+KEY_PATTERN = r"^[\x21-\x2b\x2d-\x7e]{1,255}$"  # published as the MCP tools' idempotencyKey pattern
+KEY_PROBLEM = "must be 1 to 255 visible ASCII characters, without a comma"
 _KEY = re.compile(KEY_PATTERN)
 CREATED = 201
 # Longer than any request can run: every gateway call ends within its deadline (twice the platform
@@ -97,6 +100,8 @@ def run_once(
     if idempotency_key is None:
         return action()
     if not _KEY.fullmatch(idempotency_key):  # not match: "$" also matches before a final newline
+        if "," in idempotency_key:
+            raise InvalidRequest(f"Idempotency-Key {KEY_PROBLEM} (was the header sent twice? send one key, once)")
         raise InvalidRequest(f"Idempotency-Key {KEY_PROBLEM}")
     record_key = account_prefix(account_id) + idempotency_key
     fingerprint = hashlib.sha256(request_fingerprint).hexdigest()

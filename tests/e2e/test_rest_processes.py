@@ -414,6 +414,32 @@ def test_a_body_that_does_not_arrive_whole_is_refused_and_does_nothing(
     assert feed.status_code == 200 and title not in [post["title"] for post in feed.json()["posts"]]
 
 
+def test_an_idempotency_key_sent_twice_is_refused_and_does_nothing(service: Service, alice: dict[str, Any]) -> None:
+    """gunicorn hands the application a header sent twice as one value, joined by a comma: a post sent with
+    keys "a" and "b" was held to the key "a,b", and its retry sent with "a" alone posted it a second time."""
+    key = mint(service, name="two keys", scopes=["groups:read", "posts:read", "posts:write"])["secret"]
+    auth = {"Authorization": f"Bearer {key}"}
+    group = requests.get(service.url + "/v1/groups", headers=auth, timeout=10).json()["groups"][0]["id"]
+    body = json.dumps({"title": "Sent with two keys"}).encode()
+    raw = (
+        f"POST /v1/groups/{group}/posts HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
+        "Content-Type: application/json\r\nIdempotency-Key: two-keys-a\r\nIdempotency-Key: two-keys-b\r\n"
+        f"Connection: close\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    answer = exchange(service, raw)
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    error = json.loads(answer.partition(b"\r\n\r\n")[2])["error"]
+    assert error["code"] == "invalid_request" and "sent twice" in error["message"]
+    feed = requests.get(f"{service.url}/v1/groups/{group}/posts", headers=auth, timeout=10)
+    assert "Sent with two keys" not in [post["title"] for post in feed.json()["posts"]]
+    # The retry with one of the keys is the first request to act, and acts once.
+    retry = {**auth, "Idempotency-Key": "two-keys-a", "Content-Type": "application/json"}
+    first = requests.post(f"{service.url}/v1/groups/{group}/posts", data=body, headers=retry, timeout=10)
+    again = requests.post(f"{service.url}/v1/groups/{group}/posts", data=body, headers=retry, timeout=10)
+    assert first.status_code == again.status_code == 201 and again.headers["Idempotent-Replayed"] == "true"
+    assert first.json()["id"] == again.json()["id"]
+
+
 POST_DMS = b"POST /v1/dms HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 
 

@@ -197,10 +197,20 @@ def test_idempotency_after_a_timeout_never_double_posts(ready: Ready) -> None:
     assert world.gateway.created_posts() == []
 
 
-@pytest.mark.parametrize("bad", ["", "x" * 256, "has space", "naïve"])
+@pytest.mark.parametrize("bad", ["", "x" * 256, "has space", "naïve", "tab\there", "a,b", ","])
 def test_bad_idempotency_keys(ready: Ready, bad: str) -> None:
     result = ready.world.post(FEED, ready.key, {"title": "x"}, headers={"Idempotency-Key": bad})
-    assert result.status_code == 400 or (bad == "" and result.status_code == 201)
+    assert result.status_code == 400 and result.json["error"]["code"] == "invalid_request"
+    assert result.json["error"]["message"].startswith("Idempotency-Key must be 1 to 255 visible ASCII characters")
+    # A comma is what a header sent twice arrives as: the refusal says so.
+    assert ("sent twice" in result.json["error"]["message"]) is ("," in bad)
+    assert ready.world.gateway.created_posts() == []
+
+
+@pytest.mark.parametrize("good", ["x", "x" * 255, "550e8400-e29b-41d4-a716-446655440000", '"quoted"', "a;b=c"])
+def test_good_idempotency_keys(ready: Ready, good: str) -> None:
+    result = ready.world.post(FEED, ready.key, {"title": "x"}, headers={"Idempotency-Key": good})
+    assert result.status_code == 201
 
 
 def test_idempotency_keys_are_per_account(ready: Ready) -> None:

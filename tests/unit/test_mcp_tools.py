@@ -190,6 +190,7 @@ BAD_ARGUMENTS = [
     ("send_dm", {"to": platform_id("usr-bob"), "conversationId": platform_id("cnv-00001"), "content": "hi"}, None),
     ("send_dm", {"to": platform_id("usr-bob"), "content": ""}, "content"),
     ("send_dm", {"to": platform_id("usr-bob"), "content": "hi", "idempotencyKey": "has space"}, "idempotencyKey"),
+    ("send_dm", {"to": platform_id("usr-bob"), "content": "hi", "idempotencyKey": "a,b"}, "idempotencyKey"),
 ]
 
 
@@ -334,7 +335,7 @@ def test_every_pattern_a_tool_publishes_is_refused_in_the_cores_words() -> None:
 
 def test_an_idempotency_key_is_refused_in_the_words_of_the_header(world: McpWorld) -> None:
     error = world.fail("send_dm", {"to": platform_id("usr-bob"), "content": "hi", "idempotencyKey": "has space"})
-    assert error["message"] == "idempotencyKey must be 1 to 255 visible ASCII characters"
+    assert error["message"] == "idempotencyKey must be 1 to 255 visible ASCII characters, without a comma"
     assert error["details"]["field"] == "idempotencyKey"
 
 
