@@ -206,6 +206,13 @@ def test_every_tool_in_both_modes_on_several_workers(service: Service) -> None:
 
 
 def test_refusals_are_tool_errors(service: Service) -> None:
+    async def first_dm(client: Client) -> None:
+        # A DM of alice's, through a worker of its own (or refused: one was sent already, in the test above).
+        result = await client.call_tool("send_dm", {"to": service.bob.platform_user_id, "content": "first"})
+        assert result.is_error is False or '"rate_limited"' in result.content[0].text  # type: ignore[union-attr]
+
+    service.client(service.keys["all"], "legacy", first_dm, {"Connection": "close"})
+
     async def refusals(client: Client) -> list[str]:
         texts = []
         calls: list[tuple[str, dict[str, Any]]] = [
@@ -222,7 +229,7 @@ def test_refusals_are_tool_errors(service: Service) -> None:
     pages, xor, throttled = service.client(service.keys["all"], "auto", refusals)
     assert '"invalid_request"' in pages and "pages" in pages
     assert "exactly one of to and conversationId" in xor
-    # alice sent a DM in the previous test, through another worker: the pace is shared.
+    # alice sent a DM above on another connection, which any worker may have served: the pace is shared.
     assert '"rate_limited"' in throttled and re.search(r'"retryAfter": (\d+)', throttled)
 
     async def mismatch(client: Client) -> str:
