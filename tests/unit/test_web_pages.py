@@ -322,7 +322,7 @@ def test_usage_shows_requests_per_key_and_the_dm_quota(world: World, owner: WebB
     before = owner.get("/usage")
     assert re.search(rf'id="usage-{key_id}".*?class="num today">0<', before.text, re.S)
     assert 'class="num">0 of 20<' in before.text and "now" in before.text
-    assert 'id="writes-left-1">20 of 20<' in before.text and 'id="reads-left-1">10000 of 10000<' in before.text
+    assert 'id="writes-left-1">20 of 20<' in before.text and 'id="reads-left-1">10,000 of 10,000<' in before.text
     for _ in range(3):
         world.get("/v1/whoami", secret)
     bob = world.gateway.login("bob@sandbox.test", "sandbox").user.id
