@@ -9,6 +9,7 @@ and serves the dashboard from it.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -28,6 +29,7 @@ CHECKOUT_ONLY = {"scripts/bench/keys.lua"}
 SECRET = "wheel-test-secret-" + "s" * 40
 
 
+@functools.cache  # both tests ask
 def tracked_files() -> list[str]:
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.fail("this test builds the wheel from the files git tracks: run it in a git checkout")
@@ -74,17 +76,17 @@ def test_the_wheel_holds_every_file_of_the_packages(wheel: tuple[zipfile.ZipFile
 def test_the_service_runs_from_the_wheel_alone(wheel: tuple[zipfile.ZipFile, Path], tmp_path: Path) -> None:
     _, site = wheel
     # The wheel's code first on the path, and a working folder outside the checkout: nothing is read from it.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COMMUNITY_API_")}
-    env.update(
-        PYTHONPATH=str(site),
-        COMMUNITY_API_DB=str(tmp_path / "db.sqlite3"),
-        COMMUNITY_API_SECRET=SECRET,
-        COMMUNITY_API_PLATFORM_URL="http://127.0.0.1:9",  # nothing there: nothing is linked
-    )
+    # (``serving`` adds these to the test's own environment, as every service the tests start gets.)
+    env = {
+        "PYTHONPATH": str(site),
+        "COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"),
+        "COMMUNITY_API_SECRET": SECRET,
+        "COMMUNITY_API_PLATFORM_URL": "http://127.0.0.1:9",  # nothing there: nothing is linked
+    }
     where = subprocess.run(
         [sys.executable, "-c", "import adapters, community_api; print(adapters.__file__, community_api.__file__)"],
         cwd=tmp_path,
-        env=env,
+        env={**os.environ, **env},
         capture_output=True,
         text=True,
         timeout=60,
