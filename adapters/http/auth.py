@@ -39,7 +39,7 @@ def device_cookie(req: falcon.Request) -> str | None:
 
 CONNECTION_HEADER = "X-Community-Connection"
 CSRF_HEADER = "X-CSRF-Token"
-_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _SECRET_PREFIXES = ("cda_", ACCESS_PREFIX, REFRESH_PREFIX)
 PROTECTED_RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
 
@@ -121,6 +121,6 @@ def web_session(deps: Deps, req: falcon.Request) -> tuple[Account, WebSession]:
     req.context.web_route = True
     cookies = req.get_cookie_values(SESSION_COOKIE) or []
     account, session = accounts.session_account(deps.store, deps.clock, cookies[0] if cookies else None)
-    if req.method not in _SAFE_METHODS:
+    if req.method not in SAFE_METHODS:
         accounts.check_csrf(session, req.get_header(CSRF_HEADER))
     return account, session

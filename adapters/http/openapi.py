@@ -19,6 +19,7 @@ from typing import Any
 import falcon
 
 from adapters.commands import command_schema
+from adapters.http.auth import CSRF_HEADER, SAFE_METHODS
 from adapters.http.openapi_mcp import MCP_MESSAGE, mcp_responses
 from adapters.http.openapi_oauth import oauth_paths
 from adapters.operations import OPERATIONS, Operation
@@ -84,6 +85,14 @@ _CONNECTION_ID = _param(
     description="The connection's id (`con_…`), as linking answers it and `GET /v1/me` lists it.",
 )
 _CONNECTION = _param("X-Community-Connection", "header", description="Connection to act through (unbound keys only).")
+# A web-session request that changes something echoes the session's CSRF token (``web_session`` in
+# ``auth.py``); a cookie alone, which a browser attaches to any site's request, is not enough.
+_CSRF = _param(
+    CSRF_HEADER,
+    "header",
+    required=True,
+    description="The session's CSRF token: the `csrfToken` that signing in (`POST /v1/session`) answered.",
+)
 
 # (method, path, summary, security: "key:<scope>" | "session" | "none", parameters, body, success status)
 ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | None, int]] = [
@@ -330,7 +339,9 @@ def document() -> dict[str, Any]:
             "operationId": OPERATION_IDS[(method, path)],
             "tags": ["mcp" if path == "/v1/mcp" else "meta" if path == "/v1/openapi.json" else "account"],
             "summary": summary,
-            "parameters": ([_CONNECTION] if security.startswith("key:") else []) + parameters,
+            "parameters": ([_CONNECTION] if security.startswith("key:") else [])
+            + ([_CSRF] if security == "session" and method not in SAFE_METHODS else [])
+            + parameters,
             "responses": {
                 str(status): {"description": "success"}
                 if status == 204
@@ -357,7 +368,13 @@ def document() -> dict[str, Any]:
         "components": {
             "securitySchemes": {
                 "apiKey": {"type": "http", "scheme": "bearer"},
-                "webSession": {"type": "apiKey", "in": "cookie", "name": "cda_session"},
+                "webSession": {
+                    "type": "apiKey",
+                    "in": "cookie",
+                    "name": "cda_session",
+                    "description": f"The cookie that signing in (`POST /v1/session`) sets. A request that changes "
+                    f"something also sends {CSRF_HEADER}: the `csrfToken` that signing in answered.",
+                },
             },
             "schemas": {
                 **dict(sorted(refs.items())),

@@ -229,6 +229,29 @@ def test_a_body_the_document_calls_required_is_refused_when_missing_and_only_the
     assert ("post", "/v1/keys") in checked and ("delete", "/v1/me") in checked and len(checked) >= 6
 
 
+def test_the_document_names_the_csrf_header_wherever_the_service_requires_it(world: World) -> None:
+    """A web-session request that changes something must echo the session's CSRF token (the ``csrfToken``
+    that signing in answers) in ``X-CSRF-Token``. A client written from the document sends it only if the
+    document names it: it is a required header of exactly the operations that refuse a request without it."""
+    document = world.client.simulate_get("/v1/openapi.json").json
+    browser = world.sign_up()
+    cookie_only = {"Cookie": f"cda_session={browser.cookie}"}
+    seen = []
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            if operation.get("security") != [{"webSession": []}]:
+                continue
+            named = [p for p in operation.get("parameters", []) if p["in"] == "header" and p["name"] == "X-CSRF-Token"]
+            assert all(p["required"] and "csrfToken" in p["description"] for p in named), (method, path)
+            url = re.sub(r"\{(\w+)\}", "nothing", path)
+            answer = world.client.simulate_request(method.upper(), url, headers=cookie_only)
+            refused = answer.status_code == 403 and "X-CSRF-Token" in answer.json["error"]["message"]
+            assert refused is bool(named), (method, path, answer.status_code, answer.text)
+            seen.append((method, path, refused))
+    assert ("delete", "/v1/keys/{key_id}", True) in seen and ("get", "/v1/me", False) in seen
+    assert "X-CSRF-Token" in document["components"]["securitySchemes"]["webSession"]["description"]
+
+
 def test_client_registration_is_described_by_the_fields_the_service_reads(world: World) -> None:
     """RFC 7591 metadata is described beside the registry: its fields are ``ClientMetadata``'s, by RFC names."""
     import attrs
