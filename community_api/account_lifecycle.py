@@ -12,15 +12,25 @@ Rules (issue 17):
 - the operator may set a forgotten password from the command line (the service sends no mail): the
   new one follows the sign-up rules, every web session of the account ends (whoever held the old password
   may be signed in), API keys are kept;
-- each writes an audit line, without secrets.
+- each writes an audit line, without secrets;
+- the password asked by a change or a deletion cannot be guessed through a session: a session cookie taken
+  from a browser acts as the account, and the password it lacks is what would let it sign the owner out
+  (a change) or erase everything (a deletion). Wrong passwords are counted on the session that sent them
+  (``sign_in_guard``'s one-step count, as sign-ins are): five in 15 minutes, then 429 with ``Retry-After``
+  before any password is checked, the right one included. Counted per session, not per account, so that
+  whoever holds a session cannot hold back the owner's own; "sign out everywhere" ends the session and its
+  guesses with it. Each wrong password leaves an audit line, so the owner sees the guessing.
 """
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 import attrs
 from argon2 import PasswordHasher
 
 from community_api import idempotency
+from community_api import sign_in_guard as guard
 from community_api.accounts import DEFAULT_HASHER, MAX_PASSWORD, MIN_PASSWORD
 from community_api.commands import at_least, at_most, blank_as_none, filled
 from community_api.connections import count_to_link_again
@@ -30,6 +40,10 @@ from community_api.passwords import hash_password, password_matches
 from community_api.ports import Clock, KeyStore
 
 WRONG_PASSWORD = "the password is wrong"  # noqa: S105 - a message, not a password
+# The counted events of a password asked again (``guard.admit``): a try, and a right one, which no longer counts.
+PASSWORD_CHECK_EVENTS = ("password.check", "password.check_passed")
+PASSWORD_CHECKS_PER_SESSION = (5, timedelta(minutes=15))
+PASSWORD_REFUSED = "account.password_refused"  # noqa: S105 - the audit line of a wrong one, not a password
 
 
 @attrs.frozen
@@ -56,10 +70,20 @@ class AccountDeletion:
     )
 
 
-def _check_password(store: KeyStore, account: Account, password: str, hasher: PasswordHasher) -> None:
+def _check_password(
+    store: KeyStore, clock: Clock, account: Account, session: WebSession, password: str, hasher: PasswordHasher
+) -> None:
+    """``Forbidden`` when ``password`` is not the account's; ``RateLimited`` when the session gave five wrong
+    ones in 15 minutes (counted before the slow check, so guesses sent at once cannot pass the bound)."""
+    bounds = (guard.Bound("session", session.token_hash, *PASSWORD_CHECKS_PER_SESSION),)
+    guard.admit(store, clock, bounds, events=PASSWORD_CHECK_EVENTS, refusal="too many wrong passwords")
     found = store.find_account_by_email(account.email)
     if found is None or found[0].id != account.id or not password_matches(hasher, found[1], password):
+        with store.unit_of_work() as uow:
+            uow.audit.add_audit(AuditEvent(at=clock.now(), event=PASSWORD_REFUSED, account_id=account.id))
+            uow.commit()
         raise Forbidden(WRONG_PASSWORD)
+    guard.succeeded(store, clock, bounds, account.id, event=PASSWORD_CHECK_EVENTS[1], trail=False)
 
 
 def change_password(
@@ -71,7 +95,7 @@ def change_password(
     *,
     hasher: PasswordHasher = DEFAULT_HASHER,
 ) -> None:
-    _check_password(store, account, change.current_password, hasher)
+    _check_password(store, clock, account, session, change.current_password, hasher)
     new_hash = hash_password(hasher, change.new_password)  # slow on purpose: before the step, not inside it
     with store.unit_of_work() as uow:
         uow.accounts.set_password_hash(account.id, new_hash)
@@ -108,13 +132,14 @@ def delete_account(
     store: KeyStore,
     clock: Clock,
     account: Account,
+    session: WebSession,
     deletion: AccountDeletion,
     *,
     hasher: PasswordHasher = DEFAULT_HASHER,
 ) -> None:
     if deletion.password is None:
         raise Forbidden("give the account's password to delete it")
-    _check_password(store, account, deletion.password, hasher)
+    _check_password(store, clock, account, session, deletion.password, hasher)
     _erase(store, clock, account)
 
 

@@ -39,6 +39,8 @@ _PLAIN = {
     "account.password_changed": "Password changed; every other browser was signed out",
     "account.password_reset": "Password set by the operator; every browser was signed out",
     "account.signed_out_everywhere": "Signed out everywhere",
+    # A signed-in browser that is not the owner's may be guessing: "sign out everywhere" ends it.
+    "account.password_refused": "A wrong password was given to change the password or delete the account",
     "oauth.code_replayed": "A connector's authorization code was used a second time: that connector was revoked",
     "oauth.refresh_replayed": "A connector's refresh token was used a second time: that connector was revoked",
 }

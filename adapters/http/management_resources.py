@@ -155,12 +155,12 @@ class MeResource(ManagementResource):
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response) -> None:
         """Delete the account (its password in the body): keys and grants revoked, connections erased."""
-        account, _ = web_session(self.deps, req)
+        account, session = web_session(self.deps, req)
         query(req, ())
         body, _ = read_json(req)
         deletion = structure_body(body, account_lifecycle.AccountDeletion)
         account_lifecycle.delete_account(
-            self.deps.store, self.deps.clock, account, deletion, hasher=self.deps.password_hasher
+            self.deps.store, self.deps.clock, account, session, deletion, hasher=self.deps.password_hasher
         )
         resp.unset_cookie(SESSION_COOKIE, path="/")
         resp.status = falcon.HTTP_204

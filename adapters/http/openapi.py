@@ -157,7 +157,8 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
     (
         "DELETE",
         "/v1/me",
-        "Delete the account: keys and grants revoked, connections and their platform sessions erased",
+        "Delete the account: keys and grants revoked, connections and their platform sessions erased "
+        "(403 for a wrong password; 429 after five wrong ones from this session in 15 minutes)",
         "session",
         [],
         _body(account_lifecycle.AccountDeletion, required=("password",)),
@@ -166,7 +167,8 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
     (
         "POST",
         "/v1/me/password",
-        "Change the password; every other web session ends",
+        "Change the password; every other web session ends (403 for a wrong current password; 429 after five "
+        "wrong ones from this session in 15 minutes)",
         "session",
         [],
         _body(account_lifecycle.PasswordChange),

@@ -80,12 +80,13 @@ class SignOutEverywhere(AccountPage):
 
 class AccountDeletion(AccountPage):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        account, _, form = self.form_session(req)
+        account, session, form = self.form_session(req)
         try:
             account_lifecycle.delete_account(
                 self.deps.store,
                 self.deps.clock,
                 account,
+                session,
                 structure_body({"password": form.get("password") or ""}, account_lifecycle.AccountDeletion),
                 hasher=self.deps.password_hasher,
             )

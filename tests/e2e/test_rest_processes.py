@@ -328,6 +328,39 @@ def test_deleting_an_account_over_http_stops_its_keys_in_every_worker_rest_and_m
     assert browser.get(service.url + "/v1/me").status_code == 401
 
 
+def test_password_guesses_through_a_stolen_session_sent_at_once_are_checked_five_times(service: Service) -> None:
+    """A session cookie taken from a browser guesses the password that would let it change the password
+    (signing the owner out): twelve guesses at once, over both workers, are checked five times; the right
+    password is then held back too, while the owner's own session changes the password."""
+    from adapters.store.sqlite_key_store import SqliteKeyStore
+    from community_api.accounts import create_account_unchecked
+    from community_api.clock import SystemClock
+
+    create_account_unchecked(SqliteKeyStore(service.db, SECRET), SystemClock(), "guessed@example.com", PASSWORD)
+
+    def signed_in() -> tuple[dict[str, str], dict[str, str]]:
+        answer = requests.post(
+            service.url + "/v1/session", json={"email": "guessed@example.com", "password": PASSWORD}, timeout=10
+        )
+        return {"X-CSRF-Token": answer.json()["csrfToken"], "Connection": "close"}, dict(answer.cookies)
+
+    stolen_headers, stolen_cookies = signed_in()
+    owner_headers, owner_cookies = signed_in()
+    new_password = "the owner's new passphrase"
+
+    def change(current: str, headers: dict[str, str], cookies: dict[str, str]) -> int:
+        body = {"currentPassword": current, "newPassword": new_password}
+        url = service.url + "/v1/me/password"
+        return requests.post(url, json=body, headers=headers, cookies=cookies, timeout=60).status_code
+
+    with ThreadPoolExecutor(12) as pool:
+        statuses = sorted(pool.map(lambda n: change(f"guess {n}", stolen_headers, stolen_cookies), range(12)))
+    assert statuses == [403] * 5 + [429] * 7
+    assert change(PASSWORD, stolen_headers, stolen_cookies) == 429
+    assert change(PASSWORD, owner_headers, owner_cookies) == 204
+    assert requests.get(service.url + "/v1/me", cookies=stolen_cookies, timeout=10).status_code == 401
+
+
 def chunked(body: bytes) -> Iterator[bytes]:
     """A body requests sends with ``Transfer-Encoding: chunked`` (no Content-Length), in small pieces."""
     for start in range(0, len(body), 7):

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+
+import falcon.testing
 import pytest
 
+from community_api import account_lifecycle, accounts
 from community_api.account_lifecycle import reset_password_unchecked
-from community_api.errors import InvalidRequest, NotFound
+from community_api.errors import InvalidRequest, NotFound, ServiceError
 from community_api.model import IdempotencyRecord
 from community_api.scopes import ALL_SCOPES
 from tests.unit.world_support import PASSWORD, Browser, World
@@ -122,3 +126,83 @@ def test_the_operator_sets_a_forgotten_password_and_every_session_ends(world: Wo
     assert old.status_code == 401
     world.sign_in("owner@example.com", NEW_PASSWORD)
     assert "account.password_reset" in [e.event for e in world.store.list_audit(account.id)]
+
+
+def change(world: World, browser: Browser, current: str) -> falcon.testing.Result:
+    return world.client.simulate_post(
+        "/v1/me/password", headers=browser.headers(), json={"currentPassword": current, "newPassword": NEW_PASSWORD}
+    )
+
+
+def delete(world: World, browser: Browser, password: str) -> falcon.testing.Result:
+    return world.client.simulate_delete("/v1/me", headers=browser.headers(), json={"password": password})
+
+
+def test_a_stolen_session_cannot_guess_the_password_it_needs_to_take_the_account(world: World) -> None:
+    """A session cookie taken from a browser acts as the account, but changing the password (which signs the
+    owner out) or deleting the account needs the password. Its guesses are counted on that session: five
+    wrong ones in 15 minutes, the change and the deletion alike, then 429 with Retry-After, even for the
+    right password, before anything is checked. The owner's own session is not held back, and the Account
+    page shows the wrong passwords."""
+    owner = world.sign_up()
+    stolen = world.sign_in("owner@example.com")
+    for guess in range(3):
+        assert change(world, stolen, f"guess number {guess}").status_code == 403
+    assert delete(world, stolen, "guess number 3").status_code == 403
+    assert change(world, stolen, "guess number 4").status_code == 403
+    held = change(world, stolen, PASSWORD)
+    assert held.status_code == 429, held.text
+    assert held.json["error"]["code"] == "rate_limited" and held.headers["Retry-After"] == "900"
+    assert "wrong passwords" in held.json["error"]["message"]
+    assert delete(world, stolen, PASSWORD).status_code == 429
+    assert me(world, owner) == 200 and me(world, stolen) == 200  # nothing changed, nothing deleted
+    world.sign_in("owner@example.com")  # the password is still the old one
+    rows = world.client.simulate_get("/account", headers=owner.headers()).text
+    assert "A wrong password was given" in rows and "5 times" in rows
+    # The owner's session has bounds of its own; a right password does not count.
+    for _ in range(3):
+        assert change(world, owner, "the owner mistypes").status_code == 403
+    assert change(world, owner, PASSWORD).status_code == 204
+    world.clock.advance(minutes=15)
+    assert change(world, stolen, "guess number 5").status_code == 401  # the change signed it out
+
+
+def test_the_guess_bound_lets_a_session_try_again_after_15_minutes(world: World) -> None:
+    owner = world.sign_up()
+    for guess in range(5):
+        assert delete(world, owner, f"guess number {guess}").status_code == 403
+    assert delete(world, owner, PASSWORD).status_code == 429
+    world.clock.advance(minutes=14, seconds=59)
+    assert delete(world, owner, PASSWORD).status_code == 429
+    world.clock.advance(seconds=1)
+    assert delete(world, owner, PASSWORD).status_code == 204
+
+
+def test_twenty_guesses_at_once_through_one_session_are_checked_five_times(world: World) -> None:
+    """Counting and checking are one step: guesses sent at once cannot all pass before any is counted."""
+    world.sign_up()
+    stolen = world.sign_in("owner@example.com")
+    account, session = accounts.session_account(world.store, world.clock, stolen.cookie)
+    barrier = threading.Barrier(20)
+    outcomes: list[str] = []
+
+    def guess(number: int) -> None:
+        barrier.wait(10)
+        try:
+            account_lifecycle.change_password(
+                world.store,
+                world.clock,
+                account,
+                session,
+                account_lifecycle.PasswordChange(f"guess number {number}", NEW_PASSWORD),
+                hasher=world.deps.password_hasher,
+            )
+        except ServiceError as error:
+            outcomes.append(error.code)
+
+    threads = [threading.Thread(target=guess, args=(number,)) for number in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(outcomes) == ["forbidden"] * 5 + ["rate_limited"] * 15

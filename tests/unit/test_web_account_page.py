@@ -78,6 +78,25 @@ def test_deleting_the_account_from_the_page_asks_for_the_password(world: World) 
     assert here.get("/keys").status_code == 303
 
 
+def test_the_page_holds_back_a_browser_guessing_the_password_and_says_so(world: World) -> None:
+    """Five wrong passwords from one signed-in browser (the change and the deletion forms count together),
+    then the forms answer 429 with the wait, and the account's activity shows the guesses."""
+    here = WebBrowser(world)
+    here.sign_up()
+    token = csrf(here.get("/account").text, "/account/delete")
+    for guess in range(4):
+        refused = here.post("/account/delete", [("csrf_token", token), ("password", f"guess {guess}")])
+        assert refused.status_code == 403
+    wrong = [("csrf_token", token), ("current_password", "guess 4"), ("new_password", NEW), ("new_password_again", NEW)]
+    assert here.post("/account/password", wrong).status_code == 403
+    held = here.post("/account/delete", [("csrf_token", token), ("password", PASSWORD)])
+    assert held.status_code == 429 and 'id="delete-error"' in held.text
+    assert "too many wrong passwords: try again in 15 minutes" in held.text
+    assert world.store.count_accounts() == 1
+    rows = activity_rows(here.get("/account").text)
+    assert rows[0][1].startswith("A wrong password was given to change the password or delete the account (5 times")
+
+
 def test_the_account_page_shows_what_happened_newest_first_in_words(world: World) -> None:
     owner = WebBrowser(world)
     owner.sign_up()
