@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import falcon
 
+from adapters.http.errors import SAFE_METHODS
 from adapters.settings import Settings
 from community_api import accounts
 from community_api.access import Actor, actor_for
@@ -39,7 +40,6 @@ def device_cookie(req: falcon.Request) -> str | None:
 
 CONNECTION_HEADER = "X-Community-Connection"
 CSRF_HEADER = "X-CSRF-Token"
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _SECRET_PREFIXES = ("cda_", ACCESS_PREFIX, REFRESH_PREFIX)
 PROTECTED_RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
 

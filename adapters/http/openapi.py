@@ -19,7 +19,8 @@ from typing import Any
 import falcon
 
 from adapters.commands import command_schema
-from adapters.http.auth import CSRF_HEADER, SAFE_METHODS
+from adapters.http.auth import CSRF_HEADER
+from adapters.http.errors import SAFE_METHODS
 from adapters.http.openapi_mcp import MCP_MESSAGE, mcp_responses
 from adapters.http.openapi_oauth import oauth_paths
 from adapters.operations import OPERATIONS, Operation
@@ -30,6 +31,22 @@ from community_api.me import Me
 from community_api.model import Account, ApiKey, Connection
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
+# A limit reached: every data operation (the connected account's platform pace, its calls in progress, the
+# platform's own 429, the DM throttle) and the management routes below. The wait is in a header as well
+# as in the body, so that a client need not read the body to back off.
+_RATE_LIMITED = {
+    "description": "rate_limited: a limit was reached; nothing was done. Wait Retry-After seconds (also "
+    "details.retryAfter) before trying again; details.reason names the limit where there are several "
+    "(read_pace, write_pace, platform_hold, busy).",
+    "headers": {
+        "Retry-After": {
+            "description": "Seconds to wait before trying again.",
+            "required": True,
+            "schema": {"type": "integer", "minimum": 1},
+        }
+    },
+    "content": {"application/json": {"schema": _ERROR}},
+}
 _OBJECT: dict[str, Any] = {"type": "object"}
 _STR = {"type": "string"}
 
@@ -216,6 +233,17 @@ OPERATION_IDS = {
 }
 
 
+# The management routes that answer 429: sign-up and sign-in (their guards), linking (its guard, one link at
+# a time), and the two that ask for the password again (counted per session).
+RATE_LIMITED_ROUTES = {
+    ("POST", "/v1/accounts"),
+    ("POST", "/v1/session"),
+    ("POST", "/v1/connections"),
+    ("DELETE", "/v1/me"),
+    ("POST", "/v1/me/password"),
+}
+
+
 # What the management routes answer, written from the same attrs classes as the data operations' answers.
 RESULTS: dict[tuple[str, str], Result] = {
     ("POST", "/v1/accounts"): Fields({"account": Account}),
@@ -302,6 +330,7 @@ def _data_operation(spec: Operation, refs: Refs) -> dict[str, Any]:
             str(http.status): {"description": "success"}
             if http.status == 204
             else {"description": "success", "content": _json(result_schema(spec.result, refs))},
+            "429": _RATE_LIMITED,
             "default": {"description": "error", "content": _json(_ERROR)},
         },
     }
@@ -351,6 +380,8 @@ def document() -> dict[str, Any]:
                 "default": {"description": "error", "content": {"application/json": {"schema": _ERROR}}},
             },
         }
+        if (method, path) in RATE_LIMITED_ROUTES:
+            operation["responses"]["429"] = _RATE_LIMITED
         if path == "/v1/mcp":
             operation["responses"] = mcp_responses(_ERROR)
         if security.startswith("key:"):

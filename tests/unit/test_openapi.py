@@ -333,3 +333,61 @@ def test_every_link_names_something_its_target_finds(ready: Ready) -> None:
     # The links that end something, on what the account made: they name it rightly.
     assert world.delete(f"/v1/comments/{comment['id']}", key).status_code == 204
     assert world.delete(f"/v1/posts/{post['id']}", key).status_code == 204
+
+
+def test_every_429_the_service_answers_is_documented_with_its_retry_after(world: World) -> None:
+    """A generated client learns from the document that it may be told to wait, and where the wait is: each
+    data operation and each management route with a limit documents 429 with a ``Retry-After`` header, and
+    the 429s the service gives (the read pace, the sign-in guard, the password asked again) are those."""
+    import jsonschema
+
+    from tests.unit.world_support import build_world
+
+    document = world.client.simulate_get("/v1/openapi.json").json
+    limited = {
+        (method.upper(), path)
+        for path, operations in document["paths"].items()
+        for method, operation in operations.items()
+        if "429" in operation["responses"]
+    }
+    data = {
+        (method.upper(), path)
+        for path, operations in document["paths"].items()
+        for method, operation in operations.items()
+        if operation.get("tags") == ["data"]
+    }
+    assert len(data) == 13 and data <= limited
+    assert limited - data == {
+        ("POST", "/v1/accounts"),
+        ("POST", "/v1/session"),
+        ("POST", "/v1/connections"),
+        ("DELETE", "/v1/me"),
+        ("POST", "/v1/me/password"),
+    }
+
+    def documented(method: str, path: str, answer: falcon.testing.Result) -> None:
+        assert answer.status_code == 429, (method, path, answer.text)
+        described = document["paths"][path][method.lower()]["responses"]["429"]
+        header = described["headers"]["Retry-After"]
+        assert header["required"] and int(answer.headers["Retry-After"]) >= header["schema"]["minimum"]
+        schema = described["content"]["application/json"]["schema"]
+        jsonschema.validate(answer.json, {**schema, "components": document["components"]})
+        assert int(answer.headers["Retry-After"]) == answer.json["error"]["details"]["retryAfter"]
+
+    slow = build_world(reads_per_minute=1)
+    browser = slow.sign_up()
+    slow.link(browser)
+    key = slow.mint(browser, scopes=["groups:read"])["secret"]
+    answers = [slow.get("/v1/whoami", key) for _ in range(3)]
+    documented("GET", "/v1/whoami", answers[-1])
+    for guess in range(5):
+        slow.client.simulate_delete("/v1/me", headers=browser.headers(), json={"password": f"guess {guess}"})
+    held = slow.client.simulate_delete("/v1/me", headers=browser.headers(), json={"password": PASSWORD})
+    documented("DELETE", "/v1/me", held)
+    for guess in range(5):
+        slow.client.simulate_post("/v1/session", json={"email": "owner@example.com", "password": f"guess {guess}"})
+    documented(
+        "POST",
+        "/v1/session",
+        slow.client.simulate_post("/v1/session", json={"email": "owner@example.com", "password": PASSWORD}),
+    )
