@@ -2,7 +2,11 @@
 
 Rules (issue 17):
 - a password change needs the current password (403 and nothing changed when wrong); the new one follows
-  the sign-up rules; every other web session of the account ends, the one that made the change goes on;
+  the sign-up rules; every other web session of the account ends, and the one that made the change goes on
+  under a new cookie (OWASP: a session id is renewed when its privileges change): a copy of its old
+  cookie, taken by whoever the owner is changing the password against, is signed out with the rest. Its
+  CSRF token is kept, so that a JSON client goes on with the token it holds (the answer is a 204, with no
+  body to carry a new one); the token alone is worth nothing without a session cookie;
 - "sign out everywhere" ends every web session of the account, this one included; API keys are kept;
 - deleting the account needs its password (403 and nothing deleted when wrong or missing) and is one unit
   of work: every key and OAuth grant is revoked (REST and MCP answer 401 at once in every worker), the
@@ -31,7 +35,7 @@ from argon2 import PasswordHasher
 
 from community_api import idempotency
 from community_api import sign_in_guard as guard
-from community_api.accounts import DEFAULT_HASHER, MAX_PASSWORD, MIN_PASSWORD
+from community_api.accounts import DEFAULT_HASHER, MAX_PASSWORD, MIN_PASSWORD, new_session
 from community_api.commands import at_least, at_most, blank_as_none, filled
 from community_api.connections import count_to_link_again
 from community_api.errors import Forbidden, NotFound
@@ -94,14 +98,18 @@ def change_password(
     change: PasswordChange,
     *,
     hasher: PasswordHasher = DEFAULT_HASHER,
-) -> None:
+) -> str:
+    """Change the password; answer the value of the session cookie that replaces ``session``'s."""
     _check_password(store, clock, account, session, change.current_password, hasher)
     new_hash = hash_password(hasher, change.new_password)  # slow on purpose: before the step, not inside it
+    cookie_value, renewed = new_session(account.id, clock.now(), csrf_token=session.csrf_token)
     with store.unit_of_work() as uow:
         uow.accounts.set_password_hash(account.id, new_hash)
-        uow.accounts.delete_web_sessions(account.id, keep=session.token_hash)
+        uow.accounts.delete_web_sessions(account.id)
+        uow.accounts.add_web_session(renewed)
         uow.audit.add_audit(AuditEvent(at=clock.now(), event="account.password_changed", account_id=account.id))
         uow.commit()
+    return cookie_value
 
 
 def reset_password_unchecked(

@@ -19,7 +19,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import attrs
 from argon2 import PasswordHasher
@@ -184,14 +184,7 @@ def sign_in(
     guard.succeeded(store, clock, bounds, account.id, detail=None if device_id else guard.NEW_BROWSER)
     if check.needs_rehash:
         _rehash(store, email, account.id, found[1], hash_password(hasher, password))
-    cookie_value = secrets.token_urlsafe(32)
-    session = WebSession(
-        token_hash=_hash_token(cookie_value),
-        account_id=account.id,
-        csrf_token=secrets.token_urlsafe(32),
-        created_at=now,
-        expires_at=now + SESSION_LIFETIME,
-    )
+    cookie_value, session = new_session(account.id, now)
     store.add_web_session(session)
     return SignedIn(
         account=account,
@@ -199,6 +192,20 @@ def sign_in(
         cookie_value=cookie_value,
         device_cookie=device_cookies.issue(email, now, device_id),
     )
+
+
+def new_session(account_id: str, now: datetime, *, csrf_token: str | None = None) -> tuple[str, WebSession]:
+    """A new session cookie's value, and the session to store for it (only the value's hash is kept);
+    its CSRF token ``csrf_token``, or a new one."""
+    cookie_value = secrets.token_urlsafe(32)
+    session = WebSession(
+        token_hash=_hash_token(cookie_value),
+        account_id=account_id,
+        csrf_token=csrf_token or secrets.token_urlsafe(32),
+        created_at=now,
+        expires_at=now + SESSION_LIFETIME,
+    )
+    return cookie_value, session
 
 
 def _rehash(store: KeyStore, email: str, account_id: str, checked: str, new_hash: str) -> None:

@@ -173,9 +173,10 @@ class PasswordResource(ManagementResource):
         query(req, ())
         body, _ = read_json(req)
         change = structure_body(body, account_lifecycle.PasswordChange)
-        account_lifecycle.change_password(
+        renewed = account_lifecycle.change_password(
             self.deps.store, self.deps.clock, account, session, change, hasher=self.deps.password_hasher
         )
+        self._set_cookie(req, resp, SESSION_COOKIE, renewed, accounts.SESSION_LIFETIME)
         resp.status = falcon.HTTP_204
 
 

@@ -184,8 +184,9 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
     (
         "POST",
         "/v1/me/password",
-        "Change the password; every other web session ends (403 for a wrong current password; 429 after five "
-        "wrong ones from this session in 15 minutes)",
+        "Change the password; every other web session ends, and this one goes on under a new session cookie "
+        "(set by the answer; its CSRF token is kept). 403 for a wrong current password; 429 after five wrong "
+        "ones from this session in 15 minutes",
         "session",
         [],
         _body(account_lifecycle.PasswordChange),

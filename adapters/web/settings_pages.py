@@ -13,7 +13,7 @@ from adapters.commands import structure_body
 from adapters.http.auth import SESSION_COOKIE
 from adapters.http.errors import STATUS_BY_CODE
 from adapters.web.pages import WebResource
-from community_api import account_lifecycle, activity
+from community_api import account_lifecycle, accounts, activity
 from community_api.errors import ServiceError
 from community_api.model import Account
 
@@ -60,13 +60,14 @@ class PasswordChange(AccountPage):
             return
         try:
             change = structure_body(body, account_lifecycle.PasswordChange)
-            account_lifecycle.change_password(
+            renewed = account_lifecycle.change_password(
                 self.deps.store, self.deps.clock, account, session, change, hasher=self.deps.password_hasher
             )
         except ServiceError as error:
             status = STATUS_BY_CODE.get(error.code, 400)
             self.show(req, resp, account, error=error.message, error_form="password", status=status)
             return
+        self.set_cookie(req, resp, SESSION_COOKIE, renewed, max_age=int(accounts.SESSION_LIFETIME.total_seconds()))
         self.redirect(req, resp, "/account?done=password")
 
 

@@ -348,10 +348,14 @@ def test_password_guesses_through_a_stolen_session_sent_at_once_are_checked_five
     owner_headers, owner_cookies = signed_in()
     new_password = "the owner's new passphrase"
 
+    renewed: dict[str, str] = {}
+
     def change(current: str, headers: dict[str, str], cookies: dict[str, str]) -> int:
         body = {"currentPassword": current, "newPassword": new_password}
         url = service.url + "/v1/me/password"
-        return requests.post(url, json=body, headers=headers, cookies=cookies, timeout=60).status_code
+        answer = requests.post(url, json=body, headers=headers, cookies=cookies, timeout=60)
+        renewed.update(answer.cookies)
+        return answer.status_code
 
     with ThreadPoolExecutor(12) as pool:
         statuses = sorted(pool.map(lambda n: change(f"guess {n}", stolen_headers, stolen_cookies), range(12)))
@@ -359,6 +363,9 @@ def test_password_guesses_through_a_stolen_session_sent_at_once_are_checked_five
     assert change(PASSWORD, stolen_headers, stolen_cookies) == 429
     assert change(PASSWORD, owner_headers, owner_cookies) == 204
     assert requests.get(service.url + "/v1/me", cookies=stolen_cookies, timeout=10).status_code == 401
+    # The owner's browser goes on under the new cookie the change set; its old one is signed out too.
+    assert requests.get(service.url + "/v1/me", cookies=owner_cookies, timeout=10).status_code == 401
+    assert requests.get(service.url + "/v1/me", cookies=renewed, timeout=10).status_code == 200
 
 
 def chunked(body: bytes) -> Iterator[bytes]:

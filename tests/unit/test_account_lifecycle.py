@@ -27,8 +27,11 @@ def key_works(world: World, key: str) -> bool:
 
 
 def test_a_password_change_ends_every_other_session_and_keeps_this_one(world: World) -> None:
+    """This browser goes on under a new session cookie (its CSRF token kept); every other session ends, and
+    so does a copy of this browser's old cookie, held by whoever the owner changes the password against."""
     here = world.sign_up()
     elsewhere = world.sign_in("owner@example.com")
+    copied = Browser(here.cookie, here.csrf, here.account)
     key = world.mint(here)["secret"]
     wrong = world.client.simulate_post(
         "/v1/me/password",
@@ -44,7 +47,12 @@ def test_a_password_change_ends_every_other_session_and_keeps_this_one(world: Wo
         "/v1/me/password", headers=here.headers(), json={"currentPassword": PASSWORD, "newPassword": NEW_PASSWORD}
     )
     assert changed.status_code == 204
-    assert me(world, here) == 200 and me(world, elsewhere) == 401
+    renewed = changed.cookies["cda_session"]
+    assert renewed.value != here.cookie and renewed.http_only and renewed.same_site == "Lax" and renewed.path == "/"
+    assert me(world, copied) == 401 and me(world, elsewhere) == 401
+    here = Browser(renewed.value, here.csrf, here.account)
+    assert me(world, here) == 200
+    assert world.client.simulate_post("/v1/keys", json={}, headers=here.headers()).status_code == 201  # same CSRF
     assert key_works(world, key)  # API keys are not sessions
     assert (
         world.client.simulate_post("/v1/session", json={"email": "owner@example.com", "password": PASSWORD}).status_code

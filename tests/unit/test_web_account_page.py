@@ -17,9 +17,10 @@ def csrf(page_html: str, action: str) -> str:
 
 
 def test_the_account_page_changes_the_password_and_signs_out_other_browsers(world: World) -> None:
-    here, elsewhere = WebBrowser(world), WebBrowser(world)
+    here, elsewhere, copied = WebBrowser(world), WebBrowser(world), WebBrowser(world)
     here.sign_up()
     elsewhere.sign_in()
+    copied.cookies = dict(here.cookies)  # this browser's cookie, taken by whoever the password is changed against
     page = here.get("/account")
     assert page.status_code == 200 and 'aria-current="page">Account' in page.text
     token = csrf(page.text, "/account/password")
@@ -50,7 +51,8 @@ def test_the_account_page_changes_the_password_and_signs_out_other_browsers(worl
     assert done.status_code == 303 and done.headers["location"] == "/account?done=password"
     assert 'id="notice"' in here.follow(done).text
     assert elsewhere.get("/keys").status_code == 303  # signed out: sent to sign in
-    assert here.get("/keys").status_code == 200
+    assert copied.get("/keys").status_code == 303  # this browser goes on under a new cookie; a copy does not
+    assert here.get("/keys").status_code == 200 and here.cookies[SESSION_COOKIE] != copied.cookies[SESSION_COOKIE]
 
 
 def test_sign_out_everywhere_from_the_page(world: World) -> None:
