@@ -38,7 +38,7 @@ from community_api import sign_in_guard as guard
 from community_api.accounts import DEFAULT_HASHER, MAX_PASSWORD, MIN_PASSWORD, new_session
 from community_api.commands import at_least, at_most, blank_as_none, filled
 from community_api.connections import count_to_link_again
-from community_api.errors import Forbidden, NotFound
+from community_api.errors import Forbidden, NotFound, Unauthorized
 from community_api.model import KEY_CONNECTOR, Account, AuditEvent, WebSession
 from community_api.passwords import hash_password, password_matches
 from community_api.ports import Clock, KeyStore
@@ -104,6 +104,10 @@ def change_password(
     new_hash = hash_password(hasher, change.new_password)  # slow on purpose: before the step, not inside it
     cookie_value, renewed = new_session(account.id, clock.now(), csrf_token=session.csrf_token)
     with store.unit_of_work() as uow:
+        if uow.accounts.get_web_session(session.token_hash) is None:
+            # Ended while the password was checked ("sign out everywhere" from another browser): the request
+            # acts as if it came after, as a signed-out one, and no session comes back to life.
+            raise Unauthorized("sign in first: this route needs a web session")
         uow.accounts.set_password_hash(account.id, new_hash)
         uow.accounts.delete_web_sessions(account.id)
         uow.accounts.add_web_session(renewed)

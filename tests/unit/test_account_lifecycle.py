@@ -6,10 +6,11 @@ import threading
 
 import falcon.testing
 import pytest
+from argon2 import PasswordHasher
 
 from community_api import account_lifecycle, accounts
 from community_api.account_lifecycle import reset_password_unchecked
-from community_api.errors import InvalidRequest, NotFound, ServiceError
+from community_api.errors import InvalidRequest, NotFound, ServiceError, Unauthorized
 from community_api.model import IdempotencyRecord
 from community_api.scopes import ALL_SCOPES
 from tests.unit.world_support import PASSWORD, Browser, World
@@ -214,3 +215,27 @@ def test_twenty_guesses_at_once_through_one_session_are_checked_five_times(world
     for thread in threads:
         thread.join(30)
     assert sorted(outcomes) == ["forbidden"] * 5 + ["rate_limited"] * 15
+
+
+def test_a_session_ended_while_its_password_change_runs_changes_nothing_and_comes_back_for_nobody(
+    world: World,
+) -> None:
+    """The new password is hashed (slowly) between the check of the current one and the write: a "sign out
+    everywhere" from another browser that lands then ends the session, and the change then acts as a
+    request that came after it (401), changing nothing and starting no session."""
+    here = world.sign_up()
+    elsewhere = world.sign_in("owner@example.com")
+
+    class SignsOutMeanwhile(PasswordHasher):
+        def hash(self, password: str | bytes, *, salt: bytes | None = None) -> str:
+            assert world.client.simulate_delete("/v1/sessions", headers=elsewhere.headers()).status_code == 204
+            return super().hash(password, salt=salt)
+
+    account, session = accounts.session_account(world.store, world.clock, here.cookie)
+    change = account_lifecycle.PasswordChange(PASSWORD, NEW_PASSWORD)
+    with pytest.raises(Unauthorized):
+        account_lifecycle.change_password(
+            world.store, world.clock, account, session, change, hasher=SignsOutMeanwhile()
+        )
+    assert me(world, here) == 401
+    world.sign_in("owner@example.com", PASSWORD)  # the password did not change
