@@ -53,6 +53,9 @@ _SELF_CSP = (
 )
 
 
+SESSION_ENDED = "Your session has ended, or this form was sent from another site. Sign in again."
+
+
 class PageRefused(Exception):
     """A request a page answers with an HTML refusal (rendered by ``render_refusal``)."""
 
@@ -267,7 +270,7 @@ class WebResource:
         form = self.same_site_form(req)
         found = self.signed_in(req)
         if found is None:
-            raise PageRefused(403, "Your session has ended, or this form was sent from another site. Sign in again.")
+            raise PageRefused(403, SESSION_ENDED)
         try:
             accounts.check_csrf(found[1], form.get("csrf_token"))
         except ServiceError:

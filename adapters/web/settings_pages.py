@@ -12,9 +12,9 @@ import falcon
 from adapters.commands import structure_body
 from adapters.http.auth import SESSION_COOKIE
 from adapters.http.errors import STATUS_BY_CODE
-from adapters.web.pages import WebResource
+from adapters.web.pages import SESSION_ENDED, PageRefused, WebResource
 from community_api import account_lifecycle, accounts, activity
-from community_api.errors import ServiceError
+from community_api.errors import ServiceError, Unauthorized
 from community_api.model import Account
 
 NOTICES = {"password": "Your password is changed. Every other browser signed in to this account is signed out."}
@@ -63,6 +63,8 @@ class PasswordChange(AccountPage):
             renewed = account_lifecycle.change_password(
                 self.deps.store, self.deps.clock, account, session, change, hasher=self.deps.password_hasher
             )
+        except Unauthorized:  # the session ended while the change ran: nothing changed, nothing to show
+            raise PageRefused(403, SESSION_ENDED) from None
         except ServiceError as error:
             status = STATUS_BY_CODE.get(error.code, 400)
             self.show(req, resp, account, error=error.message, error_form="password", status=status)

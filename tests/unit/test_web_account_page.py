@@ -180,3 +180,28 @@ def test_a_flood_of_one_event_is_one_row_and_hides_nothing_older(world: World) -
         f"Key “before the flood” (cda_{prefix}…) created",
     ]
     assert rows[0][0] == world.clock.now().strftime("%Y-%m-%d %H:%M UTC")
+
+
+def test_a_password_change_whose_session_ended_meanwhile_says_so_and_shows_nothing(world: World) -> None:
+    """ "Sign out everywhere" from another browser lands while the new password is hashed: the page answers
+    as to a signed-out browser (no account page, no activity), and the password is unchanged."""
+    from argon2 import PasswordHasher
+
+    here, elsewhere = WebBrowser(world), WebBrowser(world)
+    here.sign_up()
+    elsewhere.sign_in()
+    token = csrf(here.get("/account").text, "/account/password")
+    out = csrf(elsewhere.get("/account").text, "/account/sessions")
+
+    class SignsOutMeanwhile(PasswordHasher):
+        def hash(self, password: str | bytes, *, salt: bytes | None = None) -> str:
+            assert elsewhere.post("/account/sessions", [("csrf_token", out)]).status_code == 303
+            return super().hash(password, salt=salt)
+
+    world.deps.password_hasher = SignsOutMeanwhile()
+    pairs = [("csrf_token", token), ("current_password", PASSWORD), ("new_password", NEW), ("new_password_again", NEW)]
+    refused = here.post("/account/password", pairs)
+    assert refused.status_code == 403 and "Your session has ended" in refused.text
+    assert 'id="activity"' not in refused.text
+    assert here.get("/keys").status_code == 303
+    WebBrowser(world).sign_in()  # with the old password
