@@ -157,8 +157,8 @@ def _write(title: str, *, destructive: bool, idempotent: bool) -> ToolAnnotation
 
 _DM_PACE = (
     "DMs are throttled per connected account: about one send every 30 to 45 seconds, at most 20 an hour "
-    "and 100 a day. A refused send is a tool error with code rate_limited and details.retryAfter, the "
-    "seconds to wait before the next send is allowed; it did not go out."
+    "and 100 a day. A refused send is a tool error with code rate_limited, details.reason dm_throttle and "
+    "details.retryAfter, the seconds to wait before the next send is allowed; it did not go out."
 )
 
 

@@ -132,6 +132,11 @@ class PlatformGateway(Protocol):
         ...
 
 
+# ``details.reason`` of the DM throttle's refusal: POST /v1/dms may also be refused by the write pace (for a
+# shorter wait), and a client tells the two apart by it.
+DM_THROTTLE = "dm_throttle"
+
+
 class Throttle(Protocol):
     """The DM throttle of a platform account: one send per drawn gap of 30-45 s (drawn anew after each
     send), 20 per rolling hour, 100 per rolling day. Shared by every worker process of the service.
@@ -148,7 +153,7 @@ class Throttle(Protocol):
 
     def reserve(self, platform_user_id: str) -> object:
         """Answer an opaque reservation, or raise ``RateLimited`` with the seconds until the next
-        allowed send."""
+        allowed send and ``details.reason`` ``DM_THROTTLE``."""
         ...
 
     def commit(self, reservation: object) -> None: ...

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 
 from community_api.errors import RateLimited
 from community_api.model import DmQuota
-from community_api.ports import Clock
+from community_api.ports import DM_THROTTLE, Clock
 
 MIN_GAP, MAX_GAP = 30, 45
 HOURLY_LIMIT, DAILY_LIMIT = 20, 100
@@ -79,6 +79,7 @@ class FakeThrottle:
                 raise RateLimited(
                     f"Too many direct messages from this platform account; retry in {retry_after} s.",
                     retry_after=retry_after,
+                    reason=DM_THROTTLE,
                 )
             gap = min(MAX_GAP, max(MIN_GAP, math.ceil(self._draw(platform_user_id, now))))
             self._pace[platform_user_id] = _Pace(now, gap)

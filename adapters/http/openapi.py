@@ -37,7 +37,7 @@ _ERROR = {"$ref": "#/components/schemas/Error"}
 _RATE_LIMITED = {
     "description": "rate_limited: a limit was reached; nothing was done. Wait Retry-After seconds (also "
     "details.retryAfter) before trying again; details.reason names the limit where there are several "
-    "(read_pace, write_pace, platform_hold, busy).",
+    "(dm_throttle, read_pace, write_pace, platform_hold, busy).",
     "headers": {
         "Retry-After": {
             "description": "Seconds to wait before trying again.",

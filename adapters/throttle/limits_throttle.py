@@ -56,6 +56,7 @@ import adapters.throttle.sqlite_limits_storage  # noqa: F401  (registers the sql
 from adapters.throttle.mmap_limits_storage import require_capacity  # (and registers mmap://)
 from community_api.errors import RateLimited
 from community_api.model import DmQuota
+from community_api.ports import DM_THROTTLE
 
 MIN_GAP = 30
 MAX_GAP = 45
@@ -105,6 +106,7 @@ def refusal(wait: float, reason: str) -> RateLimited:
     return RateLimited(
         f"Too many direct messages from this platform account ({reason}); retry in {retry_after} s.",
         retry_after=retry_after,
+        reason=DM_THROTTLE,
     )
 
 

@@ -96,6 +96,9 @@ def refused_after(throttle: Throttle, connection_id: str = "c1") -> int:
         throttle.reserve(connection_id)
     assert refused.value.code == "rate_limited"
     assert refused.value.details["retryAfter"] == refused.value.retry_after
+    # The DM throttle's refusal names itself, as the platform pace's and ``busy`` do: a client of POST /v1/dms
+    # tells it from the write pace, which may refuse the same route for a shorter wait.
+    assert refused.value.details["reason"] == "dm_throttle"
     return refused.value.retry_after
 
 

@@ -176,6 +176,7 @@ def test_second_send_inside_the_gap_gets_429_with_exact_retry_after(ready: Ready
     assert refused.json["error"]["code"] == "rate_limited"
     assert refused.headers["Retry-After"] == str(int(DM_GAP - 10))
     assert refused.json["error"]["details"]["retryAfter"] == int(DM_GAP - 10)
+    assert refused.json["error"]["details"]["reason"] == "dm_throttle"  # not the write pace: a longer wait
     assert len(world.gateway.sent_messages()) == 1
 
 
