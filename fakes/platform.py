@@ -404,7 +404,7 @@ class FakePlatformGateway:
         if other is None:
             raise NotFound(f"no user {user_id}")
         if other.id == me:
-            raise InvalidRequest("cannot open a conversation with yourself")
+            raise InvalidRequest("cannot open a conversation with yourself", field="to")
         shared = [self._group_rec(me, group)] if group is not None else list(self.world.groups.values())
         if not any(me in g.members and other.id in g.members for g in shared):
             raise NotFound(f"no user {user_id} in a group you share")

@@ -160,7 +160,7 @@ class PlatformDms:
     def open_conversation(self, session: PlatformSession, user_id: str, group: str | None) -> Conversation:
         me = self._client.me(session)
         if user_id == me.id:
-            raise InvalidRequest("cannot open a conversation with yourself")
+            raise InvalidRequest("cannot open a conversation with yourself", field="to")
         if group is not None:
             group_id = self._client.group_ref(session, group).id
         else:

@@ -549,6 +549,12 @@ class TestDirectMessages:
         with pytest.raises(NotFound):
             platform.gateway.open_conversation(alice, "no-such-user", None)
 
+    def test_a_conversation_with_oneself_is_refused_naming_the_recipient(self, platform: PlatformHarness) -> None:
+        alice = platform.login("alice")
+        with pytest.raises(InvalidRequest, match="cannot open a conversation with yourself") as refused:
+            platform.gateway.open_conversation(alice, platform.gateway.whoami(alice).id, GROUP)
+        assert refused.value.details == {"field": "to"}
+
     def test_sent_message_arrives_once(self, platform: PlatformHarness) -> None:
         alice, carol = platform.login("alice"), platform.login("carol")
         alice_id = platform.gateway.whoami(alice).id

@@ -180,6 +180,16 @@ def test_second_send_inside_the_gap_gets_429_with_exact_retry_after(ready: Ready
     assert len(world.gateway.sent_messages()) == 1
 
 
+def test_a_dm_to_oneself_is_refused_naming_the_field_and_uses_no_quota(ready: Ready) -> None:
+    me = ready.world.get("/v1/whoami", ready.key).json["id"]
+    refused = send(ready, {"to": me, "content": "a note to self"})
+    assert refused.status_code == 400, refused.text
+    assert refused.json["error"]["details"] == {"field": "to"}
+    assert "yourself" in refused.json["error"]["message"]
+    bob = ready.world.gateway.user("bob")
+    assert send(ready, {"to": bob.id, "content": "then to bob"}).status_code == 201  # no DM pace was taken
+
+
 def test_a_send_the_platform_refuses_uses_no_quota(ready: Ready) -> None:
     world = ready.world
     bob = world.gateway.user("bob")
