@@ -19,7 +19,7 @@ from typing import Any
 import falcon
 
 from adapters.commands import command_schema
-from adapters.http.auth import CSRF_HEADER
+from adapters.http.auth import CONNECTION_HEADER, CSRF_HEADER
 from adapters.http.errors import SAFE_METHODS
 from adapters.http.openapi_mcp import MCP_MESSAGE, mcp_responses
 from adapters.http.openapi_oauth import oauth_paths
@@ -101,7 +101,7 @@ _CONNECTION_ID = _param(
     "path",
     description="The connection's id (`con_…`), as linking answers it and `GET /v1/me` lists it.",
 )
-_CONNECTION = _param("X-Community-Connection", "header", description="Connection to act through (unbound keys only).")
+_CONNECTION = _param(CONNECTION_HEADER, "header", description="Connection to act through (unbound keys only).")
 # A web-session request that changes something echoes the session's CSRF token (``web_session`` in
 # ``auth.py``); a cookie alone, which a browser attaches to any site's request, is not enough.
 _CSRF = _param(

@@ -19,6 +19,16 @@ def memory_kib(pid: int) -> tuple[int, int]:
     return fields.get("Pss", 0), fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
 
 
+def rss_kib(pid: int) -> int:
+    """A process's resident memory in KiB (``VmRSS``), 0 once it has ended."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    found = re.search(r"^VmRSS:\s+(\d+) kB", text, re.M)
+    return int(found.group(1)) if found else 0
+
+
 def browsers_memory(master: int) -> list[tuple[int, int, int, int]]:
     """For each chromedriver under the gunicorn master: (Chromium processes, their PSS and USS in KiB,
     the chromedriver's own PSS in KiB)."""

@@ -26,31 +26,13 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from adapters.platform.procfs import children  # noqa: E402
 from scripts.bench.apps import prepare_keys  # noqa: E402
+from scripts.bench.proc_stats import rss_kib  # noqa: E402
 from scripts.processes import free_port, gunicorn_args, serving  # noqa: E402
 
 SECRET = "bench-secret-" + "m" * 40
 MCP_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}}
-
-
-def workers_of(master: int) -> list[int]:
-    """The gunicorn master's children (its workers), from /proc."""
-    found = []
-    for status in Path("/proc").glob("[0-9]*/status"):
-        try:
-            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
-        except OSError:
-            continue  # ended meanwhile
-        if fields.get("PPid", "").strip() == str(master):
-            found.append(int(status.parent.name))
-    return sorted(found)
-
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise ValueError(f"no VmRSS for {pid}")
 
 
 def load(base: str, keys: list[str], group: str, until: float, sent: list[int]) -> None:
@@ -110,7 +92,7 @@ def main() -> None:
         with serving(service_args, base + "/v1/openapi.json", env=env, log_path=Path(folder) / "service.log") as master:
             groups = requests.get(base + "/v1/groups", headers={"Authorization": f"Bearer {keys[0]}"}, timeout=30)
             group = groups.json()["groups"][0]["slug"]
-            workers = workers_of(master.pid)
+            workers = children(master.pid)  # gunicorn's workers
             sent = [0]
             until = time.monotonic() + args.warm_up + args.seconds
             threads = [
@@ -120,12 +102,12 @@ def main() -> None:
             for thread in threads:
                 thread.start()
             time.sleep(args.warm_up)
-            first = {pid: rss_mib(pid) for pid in workers}
+            first = {pid: rss_kib(pid) / 1024 for pid in workers}
             print(f"after {args.warm_up} s of warm-up ({sent[0]} requests): " + _said(first), flush=True)
             last = first
             for elapsed in range(args.every, args.seconds + 1, args.every):
                 time.sleep(args.every)
-                last = {pid: rss_mib(pid) for pid in workers}
+                last = {pid: rss_kib(pid) / 1024 for pid in workers}
                 print(f"+{elapsed} s ({sent[0]} requests): " + _said(last), flush=True)
             for thread in threads:
                 thread.join()
