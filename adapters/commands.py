@@ -215,7 +215,10 @@ def _refusal(error: ClassValidationError, command: type, kind: str, named: Calla
     for problem in error.exceptions:
         if isinstance(problem, ForbiddenExtraKeysError):
             said, unknown = unknown_names(problem.extra_fields)
-            return InvalidRequest(f"unknown field: {said}", unknown=unknown)
+            # The names it does take beside the ones it does not, as a tool's refusal gives them: a typo
+            # (``conversationID``) is mended from the answer alone.
+            allowed = sorted(named(field.name) for field in attrs.fields(command))
+            return InvalidRequest(f"unknown field: {said}", unknown=unknown, allowed=allowed)
     fields = {field.name: field for field in attrs.fields(command)}
     for problem in error.exceptions:
         if isinstance(problem, BadField):

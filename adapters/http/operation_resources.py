@@ -26,8 +26,8 @@ def query(req: falcon.Request, allowed: Iterable[str]) -> dict[str, str | None]:
     allowed = tuple(allowed)
     unknown = set(req.params) - set(allowed)
     if unknown:
-        said, _ = unknown_names(unknown)
-        raise InvalidRequest(f"unknown query parameter: {said}", allowed=list(allowed))
+        said, shown = unknown_names(unknown)
+        raise InvalidRequest(f"unknown query parameter: {said}", unknown=shown, allowed=list(allowed))
     values: dict[str, str | None] = {}
     for name in allowed:
         value = req.params.get(name)

@@ -27,7 +27,12 @@ A_POST = platform_id("pst-00001")
 BAD_BODIES: list[tuple[str, Any, str, dict[str, Any]]] = [
     (FEED, [], "the request body must be a JSON object", {}),
     (FEED, "title", "the request body must be a JSON object", {}),
-    (FEED, {"title": "x", "titel": "y", "Label": 1}, "unknown field: Label, titel", {"unknown": ["Label", "titel"]}),
+    (
+        FEED,
+        {"title": "x", "titel": "y", "Label": 1},
+        "unknown field: Label, titel",
+        {"unknown": ["Label", "titel"], "allowed": ["content", "label", "title"]},
+    ),
     (FEED, {}, "title is required", {"field": "title"}),
     (FEED, {"title": None}, "title is required", {"field": "title"}),
     (FEED, {"title": 5}, "title must be a string", {"field": "title"}),
@@ -57,7 +62,7 @@ BAD_BODIES: list[tuple[str, Any, str, dict[str, Any]]] = [
         f"/v1/posts/{A_POST}/comments",
         {"content": "hi", "parent_id": A_POST},
         "unknown field: parent_id",
-        {"unknown": ["parent_id"]},
+        {"unknown": ["parent_id"], "allowed": ["content", "parentId"]},
     ),
     (f"/v1/posts/{A_POST}/comments", {"parentId": A_POST}, "content is required", {"field": "content"}),
     ("/v1/dms", {"content": "hi", "conversationId": 5}, "conversationId must be a string", {"field": "conversationId"}),
@@ -71,7 +76,7 @@ BAD_BODIES: list[tuple[str, Any, str, dict[str, Any]]] = [
         "/v1/dms",
         {"content": "hi", "conversationID": A_POST},
         "unknown field: conversationID",
-        {"unknown": ["conversationID"]},
+        {"unknown": ["conversationID"], "allowed": ["content", "conversationId", "to"]},
     ),
     ("/v1/dms", {"content": "hi"}, "give exactly one of to and conversationId", {}),
     ("/v1/dms", {"content": "hi", "to": " ", "conversationId": ""}, "give exactly one of to and conversationId", {}),
@@ -393,6 +398,7 @@ def test_unknown_names_are_repeated_within_bounds(
     query = ready.world.get(FEED, ready.key, query_string=urlencode(extra))
     assert query.status_code == 400 and len(query.content) < 1024
     assert query.json["error"]["message"] == f"unknown query parameter: {said}"
+    assert query.json["error"]["details"] == {"unknown": listed, "allowed": ["pages", "sort", "since"]}
     assert ready.world.gateway.created_posts() == []
 
 
@@ -438,7 +444,7 @@ def test_each_command_has_exactly_the_fields_its_schema_publishes(operation: Any
             "/v1/me/password",
             {"current_password": "x", "newPassword": "y" * 12},
             "unknown field: current_password",
-            {"unknown": ["current_password"]},
+            {"unknown": ["current_password"], "allowed": ["currentPassword", "newPassword"]},
         ),
         (
             "POST",
