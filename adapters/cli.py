@@ -1,5 +1,5 @@
-"""The community-api command: serve, sandbox, demo, backup, accounts create, list, set-password and
-delete, keys mint and revoke.
+"""The community-api command: serve, sandbox, demo, backup, reseal, accounts create, list, set-password
+and delete, keys mint and revoke.
 
 Flags set the same ``COMMUNITY_API_*`` variables the service reads, so gunicorn workers see one source
 of settings. A wrong setting ends the command with a one-line reason, not a traceback.
@@ -81,7 +81,7 @@ def open_store(settings: Settings, *, create: bool = False) -> SqliteKeyStore:
             "`community-api accounts create EMAIL` makes a new one"
         )
     try:
-        return SqliteKeyStore.open(settings.db, settings.secret)
+        return SqliteKeyStore.open(settings.db, settings.secret, previous_secret=settings.previous_secret)
     except (OSError, sqlite3.Error, NewerSchema) as error:
         raise SettingsError(f"COMMUNITY_API_DB: cannot use {settings.db}: {error}") from None
 
@@ -284,6 +284,34 @@ def backup(args: argparse.Namespace) -> int:
     return 0
 
 
+def reseal(args: argparse.Namespace) -> int:
+    """Seal every platform session under the current secret (after the secret changed), and say how many
+    were moved, were already under it, and open under neither (exit status 1: those connections must be
+    linked again, and dropping the previous secret changes nothing for them)."""
+    _apply_common(args)
+    settings = load_settings()
+    store = open_store(settings)
+    try:
+        outcomes = store.reseal_sessions()
+    finally:
+        store.close()
+    print(
+        f"{_count(outcomes['resealed'], 'platform session')} sealed anew under COMMUNITY_API_SECRET, "
+        f"{outcomes['current']} already under it"
+        + ("" if settings.previous_secret else " (no COMMUNITY_API_PREVIOUS_SECRET set: nothing could be moved)")
+    )
+    if outcomes["lost"]:
+        print(
+            f"{_count(outcomes['lost'], 'platform session')} opened under neither secret: "
+            f"{'its connection' if outcomes['lost'] == 1 else 'their connections'} must be linked again "
+            "(the dashboard's Connections page)"
+        )
+        return 1
+    if settings.previous_secret:
+        print("every platform session opens under COMMUNITY_API_SECRET: COMMUNITY_API_PREVIOUS_SECRET may be removed")
+    return 0
+
+
 def _count(n: int, name: str) -> str:
     return f"{n} {name}" if n == 1 else f"{n} {name}s"
 
@@ -335,6 +363,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("path", help="the new file to write; an existing one is never overwritten")
     p.set_defaults(func=backup)
+
+    p = commands.add_parser(
+        "reseal",
+        help="after the secret changed: seal every platform session under COMMUNITY_API_SECRET, "
+        "opening with COMMUNITY_API_PREVIOUS_SECRET",
+    )
+    _add_common(p)
+    p.set_defaults(func=reseal)
 
     p = commands.add_parser("accounts", help="manage accounts")
     sub = p.add_subparsers(dest="action", required=True)

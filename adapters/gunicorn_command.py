@@ -59,6 +59,8 @@ def startup_summary(args: argparse.Namespace, settings: Settings) -> str:
         f"trusted proxies {', '.join(settings.trusted_proxies) or 'none'}",
         f"sign-up {'open' if settings.signup else 'closed after the first account'}",
     ]
+    if settings.previous_secret:  # said so that a forgotten one is seen; its value never is
+        parts.append("the previous secret still opens platform sessions (`community-api reseal`, then remove it)")
     return "community-api: " + "; ".join(parts)
 
 

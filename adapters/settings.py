@@ -27,6 +27,7 @@ SETTING_NAMES = (
     "MODE",
     "DB",
     "SECRET",
+    "PREVIOUS_SECRET",
     "PLATFORM_URL",
     "PLATFORM_API_URL",
     "THROTTLE_STORAGE",
@@ -57,6 +58,9 @@ class Settings:
     mode: str = "production"
     db: str = DEFAULT_DB
     secret: str = ""
+    # The secret before ``secret``, while it changes: platform sessions sealed under it still open, until
+    # ``community-api reseal`` seals them under the new one (docs/deployment.md, "Changing the secret").
+    previous_secret: str = ""
     platform_url: str = "http://127.0.0.1:8700"
     platform_api_url: str = "http://127.0.0.1:8700/api2"
     throttle_storage: str = ""  # empty: a mapped file beside the database above (``throttle_uri``)
@@ -137,6 +141,12 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             f"{PREFIX}SECRET must be set to at least 32 random characters "
             "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
         )
+    previous_secret = get("PREVIOUS_SECRET")
+    if previous_secret and previous_secret == secret:
+        raise SettingsError(
+            f"{PREFIX}PREVIOUS_SECRET is the same as {PREFIX}SECRET: the new secret goes in {PREFIX}SECRET, "
+            "the one it replaces in PREVIOUS_SECRET"
+        )
 
     def whole(name: str, default: str) -> int:
         value = get(name, default)
@@ -176,6 +186,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         mode=mode,
         db=_db_path(get("DB", defaults.db)),
         secret=secret or "insecure-demo-secret-do-not-use-in-production",
+        previous_secret=previous_secret,
         platform_url=platform_url,
         platform_api_url=_url("PLATFORM_API_URL", get("PLATFORM_API_URL")) or platform_url + "/api2",
         throttle_storage=get("THROTTLE_STORAGE"),

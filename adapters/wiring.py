@@ -139,7 +139,7 @@ def get_app(settings: Settings | None = None) -> falcon.App:
     configure_logging()
     # Opened now: a worker that cannot use the database fails to boot (gunicorn then stops) instead of
     # answering 500 to every request.
-    key_store = SqliteKeyStore.open(settings.db, settings.secret)
+    key_store = SqliteKeyStore.open(settings.db, settings.secret, previous_secret=settings.previous_secret)
     deps = bootstrap(
         key_store=key_store,
         gateway=build_gateway(settings, key_store),

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
@@ -29,7 +30,7 @@ from typing import Any, Literal, TypeVar
 from sqlite_utils import Database
 
 from adapters.store.read_cache import ReadCache
-from adapters.store.session_cipher import SessionCipher
+from adapters.store.session_cipher import Resealed, SessionCipher
 from adapters.store.sqlite_accounts import SqliteAccountRecords
 from adapters.store.sqlite_attempts import SqliteAttemptCounts
 from adapters.store.sqlite_connections import ThreadConnections
@@ -85,26 +86,31 @@ def _audit_event(row: tuple[Any, ...]) -> AuditEvent:
 class SqliteKeyStore(SqliteAccountRecords, SqliteAttemptCounts, SqliteOAuthRecords):
     """``SqliteKeyStore(path, secret)``: ``path`` is the database file (its folder is created and the
     file opened lazily, per thread), ``secret`` the service secret from which the session encryption
-    key is derived. ``SqliteKeyStore.open`` does the same eagerly."""
+    key is derived (``previous_secret``: the one before it, while the secret changes: sessions sealed
+    under it still open). ``SqliteKeyStore.open`` does the same eagerly."""
 
-    def __init__(self, path: str | os.PathLike[str], secret: str, *, busy_timeout_ms: int = 5000) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], secret: str, *, previous_secret: str = "", busy_timeout_ms: int = 5000
+    ) -> None:
         path = os.fspath(path)
         if path in ("", ":memory:") or path.startswith("file:"):
             raise ValueError("the key store needs a file path: each thread opens its own connection")
         self._path = str(Path(path).expanduser())
-        self._cipher = SessionCipher(secret)
+        self._cipher = SessionCipher(secret, previous_secret)
         self._connections = ThreadConnections(self._path, busy_timeout_ms)
         self._reads = ReadCache(lambda: self._db.conn, self._path)
         self._units = UnitDepth()
         self._ready_at = -READY_VOUCH_SECONDS  # when ``ready`` last saw a write commit (time.monotonic)
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], secret: str, *, busy_timeout_ms: int = 5000) -> SqliteKeyStore:
+    def open(
+        cls, path: str | os.PathLike[str], secret: str, *, previous_secret: str = "", busy_timeout_ms: int = 5000
+    ) -> SqliteKeyStore:
         """Open the store at a settings path now: create its folder and create or migrate the schema at
         once, so that a bad path or a newer schema fails at start rather than on the first request. (The
         constructor alone does the same lazily, at first use.) No connection is kept, so that a
         ``gunicorn --preload`` master hands none to its workers."""
-        store = cls(path, secret, busy_timeout_ms=busy_timeout_ms)
+        store = cls(path, secret, previous_secret=previous_secret, busy_timeout_ms=busy_timeout_ms)
         connect(store.path, busy_timeout_ms).close()
         return store
 
@@ -249,6 +255,20 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteAttemptCounts, SqliteOAuthRecor
     def get_platform_session(self, connection_id: str) -> str | None:
         row = self._one("SELECT session FROM connections WHERE id = ?", (connection_id,))
         return None if row is None else self._cipher.open(row[0], connection_id)
+
+    def reseal_sessions(self) -> Counter[Resealed]:
+        """Seal under the current secret every stored platform session that opens only under the previous
+        one, in one transaction (a connection linked meanwhile waits for it, and is sealed under the
+        current secret anyway). Counts each outcome: ``resealed``, ``current`` (nothing to do) and ``lost``
+        (opens under neither secret: that connection must be linked again)."""
+        outcomes: Counter[Resealed] = Counter()
+        with self._immediate() as db:
+            for connection_id, blob in db.execute("SELECT id, session FROM connections").fetchall():
+                outcome, sealed = self._cipher.reseal(blob, connection_id)
+                outcomes[outcome] += 1
+                if sealed is not None:
+                    db.execute("UPDATE connections SET session = ? WHERE id = ?", (sealed, connection_id))
+        return outcomes
 
     def one_check(self) -> AbstractContextManager[None]:
         return self._reads.one_check()

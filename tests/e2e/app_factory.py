@@ -16,12 +16,16 @@ from adapters.wiring import create_app
 from community_api.clock import SystemClock
 from fakes.platform import FakePlatformGateway
 
+# The platform signs its sessions with a key of its own, as the real site does: every worker's copy
+# accepts the others' tokens, and they stay good when the service's secret changes.
+PLATFORM_SIGNING_KEY = b"the in-memory platform's own signing key"
+
 
 def get_app() -> falcon.App:
     settings = load_settings()
     return create_app(
-        key_store=SqliteKeyStore(settings.db, settings.secret),
-        gateway=FakePlatformGateway(signing_key=settings.secret.encode()),
+        key_store=SqliteKeyStore(settings.db, settings.secret, previous_secret=settings.previous_secret),
+        gateway=FakePlatformGateway(signing_key=PLATFORM_SIGNING_KEY),
         throttle=LimitsThrottle(settings.throttle_uri, salt=settings.secret),
         pace=LimitsPlatformPace(
             settings.throttle_uri, settings.platform_reads_per_minute, settings.platform_writes_per_minute

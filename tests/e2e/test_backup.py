@@ -1,7 +1,7 @@
 """``community-api backup PATH`` while gunicorn serves and writes, then a restore into a fresh service.
 
 The service runs ``tests.e2e.app_factory`` (the real SQLite store, the in-memory platform whose sessions
-are signed with the service secret). Writers mint keys and spend usage while three backups are taken; each
+are signed with a key of its own). Writers mint keys and spend usage while three backups are taken; each
 copy is checked, and the last one is restored as docs/deployment.md says: into a new folder, with the
 same secret, where a key minted before the backup still works and the sealed platform session opens.
 """

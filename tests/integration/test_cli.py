@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -149,6 +150,47 @@ def test_backup_says_what_the_copy_holds(tmp_path: Path) -> None:
     assert "bytes: 1 account, 2 keys, 0 connections); restoring it needs the same COMMUNITY_API_SECRET" in made.stdout
     again = run("backup", str(tmp_path / "copy.sqlite3"), env=env)
     assert again.returncode == 2 and "exists" in again.stderr and "Traceback" not in again.stderr
+
+
+def test_reseal_moves_every_platform_session_to_the_new_secret(tmp_path: Path) -> None:
+    """Changing the secret without linking every connection again (docs/deployment.md): run with the new
+    secret and the old one as PREVIOUS_SECRET, reseal, and the new secret alone opens every session."""
+    from adapters.store.sqlite_key_store import SqliteKeyStore
+    from community_api.model import CONNECTION_ACTIVE, Account, Connection
+
+    db = str(tmp_path / "db.sqlite3")
+    old = SqliteKeyStore.open(db, SECRET)
+    old.add_account(Account("acc_1", "ops@example.com", datetime.now(UTC)), "argon-hash")
+    for n in (1, 2):
+        linked = Connection(
+            f"con_{n}", "acc_1", f"u{n}", f"h{n}", f"H {n}", n == 1, CONNECTION_ACTIVE, datetime.now(UTC)
+        )
+        old.save_connection(linked, f"platform-session-{n}")
+    old.close()
+    new_secret = "the-new-secret-" + "n" * 40
+    changing = {"COMMUNITY_API_DB": db, "COMMUNITY_API_SECRET": new_secret, "COMMUNITY_API_PREVIOUS_SECRET": SECRET}
+    moved = run("reseal", env=changing)
+    assert moved.returncode == 0, moved.stderr
+    assert moved.stdout.splitlines() == [
+        "2 platform sessions sealed anew under COMMUNITY_API_SECRET, 0 already under it",
+        "every platform session opens under COMMUNITY_API_SECRET: COMMUNITY_API_PREVIOUS_SECRET may be removed",
+    ]
+    assert SECRET not in moved.stdout + moved.stderr and new_secret not in moved.stdout + moved.stderr
+    after = SqliteKeyStore(db, new_secret)
+    try:
+        assert [after.get_platform_session(f"con_{n}") for n in (1, 2)] == ["platform-session-1", "platform-session-2"]
+    finally:
+        after.close()
+    checked = run("reseal", env={"COMMUNITY_API_DB": db, "COMMUNITY_API_SECRET": new_secret})
+    assert checked.returncode == 0 and checked.stdout.splitlines() == [
+        "0 platform sessions sealed anew under COMMUNITY_API_SECRET, 2 already under it"
+        " (no COMMUNITY_API_PREVIOUS_SECRET set: nothing could be moved)"
+    ]
+    wrong = run("reseal", env={"COMMUNITY_API_DB": db, "COMMUNITY_API_SECRET": "a-wrong-secret-" + "w" * 40})
+    assert wrong.returncode == 1 and wrong.stdout.splitlines()[1] == (
+        "2 platform sessions opened under neither secret: their connections must be linked again "
+        "(the dashboard's Connections page)"
+    )
 
 
 def test_accounts_set_password_for_a_person_who_forgot_it(tmp_path: Path) -> None:

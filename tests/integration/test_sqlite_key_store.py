@@ -25,6 +25,7 @@ from zoneinfo import ZoneInfo
 import attrs
 import pytest
 
+from adapters.store.session_cipher import SessionCipher
 from adapters.store.sqlite_key_store import READY_VOUCH_SECONDS, SqliteKeyStore
 from adapters.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, run_step
 from community_api.account_lifecycle import delete_account_unchecked
@@ -129,6 +130,36 @@ def test_another_secret_cannot_open_sessions(store: SqliteKeyStore, db_path: str
         assert other.get_connection("con_1") == a_connection()  # the rest stays readable
     finally:
         other.close()
+
+
+def test_a_changed_secret_keeps_every_session_through_the_previous_one_and_reseal(
+    store: SqliteKeyStore, db_path: str
+) -> None:
+    """The operator changes the secret (COMMUNITY_API_PREVIOUS_SECRET holds the old one): sessions sealed
+    under the old secret still open, a session linked now is sealed under the new one, ``reseal_sessions``
+    moves the others, and then the old secret can go without a connection linked again."""
+    store.save_connection(a_connection(1), PLATFORM_TOKEN)
+    store.save_connection(a_connection(2), "second-token")
+    with closing(raw(db_path)) as conn:  # a session no secret opens (sealed under one lost long ago)
+        conn.execute("UPDATE connections SET session = ? WHERE id = 'con_2'", (b"\x01" + os.urandom(40),))
+    store.close()
+    changing = SqliteKeyStore(db_path, "the-new-secret", previous_secret=SECRET)
+    new_only = SqliteKeyStore(db_path, "the-new-secret")
+    try:
+        assert changing.get_platform_session("con_1") == PLATFORM_TOKEN
+        changing.save_connection(a_connection(3), "third-token")
+        assert new_only.get_platform_session("con_1") is None  # not moved yet
+        assert new_only.get_platform_session("con_3") == "third-token"  # sealed under the new secret
+        assert changing.reseal_sessions() == {"resealed": 1, "current": 1, "lost": 1}
+        assert [new_only.get_platform_session(f"con_{n}") for n in (1, 2, 3)] == [PLATFORM_TOKEN, None, "third-token"]
+        assert changing.reseal_sessions() == {"current": 2, "lost": 1}  # a second run moves nothing
+        with closing(raw(db_path)) as conn:  # the old secret opens nothing any more
+            sealed = conn.execute("SELECT session FROM connections WHERE id = 'con_1'").fetchone()[0]
+        assert SessionCipher(SECRET).open(sealed, "con_1") is None
+        assert SessionCipher("the-new-secret").open(sealed, "con_1") == PLATFORM_TOKEN
+    finally:
+        changing.close()
+        new_only.close()
 
 
 def test_a_sealed_session_moved_to_another_row_does_not_open(store: SqliteKeyStore, db_path: str) -> None:

@@ -143,6 +143,16 @@ def test_the_summary_names_a_grid_a_relative_database_whole_and_no_public_url(
     assert "public URL none (absolute URLs from the request's Host" in line
     assert "trusted proxies 10.0.0.0/8;" in line and "sign-up open" in line
     assert "throttle redis://:***@redis.internal:6379/0;" in line and "hunter2" not in line
+    assert "previous secret" not in line
+
+
+def test_the_summary_says_a_previous_secret_is_set_and_never_its_value() -> None:
+    """A previous secret left set after the change goes on opening what it sealed: the journal says so."""
+    settings = Settings(secret="n" * 40, previous_secret="p" * 40)
+    args = argparse.Namespace(bind="127.0.0.1:8000", workers=2, worker_class="gthread", threads=4)
+    line = startup_summary(args, settings)
+    assert line.endswith("; the previous secret still opens platform sessions (`community-api reseal`, then remove it)")
+    assert "p" * 40 not in line and "n" * 40 not in line
 
 
 @pytest.mark.parametrize(

@@ -118,6 +118,16 @@ def test_a_setting_the_service_does_not_know_is_refused_naming_it(name: str, sug
         assert f"did you mean {suggested}?" in message
 
 
+def test_the_previous_secret_is_kept_apart_and_never_the_secret_itself() -> None:
+    assert load_settings({**BASE, "COMMUNITY_API_SECRET": "new" * 12}).previous_secret == ""
+    changing = load_settings({**BASE, "COMMUNITY_API_SECRET": "new" * 12, "COMMUNITY_API_PREVIOUS_SECRET": "old" * 12})
+    assert (changing.secret, changing.previous_secret) == ("new" * 12, "old" * 12)
+    with pytest.raises(SettingsError) as refused:  # the old one left in SECRET: nothing would change
+        load_settings({**BASE, "COMMUNITY_API_SECRET": "same" * 9, "COMMUNITY_API_PREVIOUS_SECRET": "same" * 9})
+    assert str(refused.value).startswith("COMMUNITY_API_PREVIOUS_SECRET is the same as COMMUNITY_API_SECRET")
+    assert "same" * 9 not in str(refused.value)
+
+
 def test_the_readme_lists_every_setting_and_no_other() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     rows = re.findall(r"^\| (`[A-Z_]+`(?:, `[A-Z_]+`)*) \|", readme, re.M)
