@@ -2,33 +2,33 @@
 and delete, keys mint and revoke.
 
 Flags set the same ``COMMUNITY_API_*`` variables the service reads, so gunicorn workers see one source
-of settings. A wrong setting ends the command with a one-line reason, not a traceback.
+of settings. A wrong setting ends the command with a one-line reason, not a traceback. The commands on
+what the database holds are in ``adapters/cli_store.py``; this module parses and runs the service.
 """
 
 from __future__ import annotations
 
 import argparse
-import getpass
 import os
-import sqlite3
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from adapters.cli_store import (
+    accounts_create,
+    accounts_delete,
+    accounts_list,
+    accounts_set_password,
+    apply_common,
+    backup,
+    keys_mint,
+    keys_revoke,
+    open_store,
+    reseal,
+)
 from adapters.gunicorn_command import check_serve_args, exposure_warning, gunicorn_argv, startup_summary
 from adapters.settings import PREFIX, Settings, SettingsError, load_settings
 from adapters.version import service_version
 from community_api.scopes import ALL_SCOPES, DEFAULT_SCOPES
-
-if TYPE_CHECKING:
-    from adapters.store.sqlite_key_store import SqliteKeyStore
-
-
-def _apply_common(args: argparse.Namespace) -> None:
-    for name in ("db", "secret", "platform_url", "platform_api_url", "mode"):
-        value = getattr(args, name, None)
-        if value:
-            os.environ[PREFIX + name.upper()] = value
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +45,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    _apply_common(args)
+    apply_common(args)
     check_serve_args(args)
     settings = load_settings()  # refuse to start on a bad setting before forking workers
     check_state(settings)
@@ -62,28 +62,6 @@ def serve(args: argparse.Namespace) -> int:
         print(warning, file=sys.stderr, flush=True)
     os.execv(sys.executable, gunicorn_argv(args, settings))  # noqa: S606 - replaces this process with gunicorn
     return 0  # pragma: no cover
-
-
-def open_store(settings: Settings, *, create: bool = False) -> SqliteKeyStore:
-    """The key store at ``COMMUNITY_API_DB``, opened now (its schema made or migrated): a path that cannot
-    hold a database, or a file of a newer version, is one line and exit status 2.
-
-    Only ``serve`` and ``accounts create`` make a database (and its folder) where there is none. The
-    commands that read or change what a database holds refuse a path with none: a mistyped path would
-    otherwise leave a new empty database behind and answer "no accounts yet" or "no account with the
-    email", as if the service's own database were empty."""
-    from adapters.store.sqlite_key_store import SqliteKeyStore
-    from adapters.store.sqlite_schema import NewerSchema
-
-    if not create and not os.path.isfile(settings.db):
-        raise SettingsError(
-            f"no database at {settings.db} (COMMUNITY_API_DB): set it to the service's database; "
-            "`community-api accounts create EMAIL` makes a new one"
-        )
-    try:
-        return SqliteKeyStore.open(settings.db, settings.secret, previous_secret=settings.previous_secret)
-    except (OSError, sqlite3.Error, NewerSchema) as error:
-        raise SettingsError(f"COMMUNITY_API_DB: cannot use {settings.db}: {error}") from None
 
 
 def check_state(settings: Settings) -> None:
@@ -112,208 +90,6 @@ def sandbox(args: argparse.Namespace) -> int:
     argv += ["--http1"] if args.http1 else []
     os.execv(sys.executable, argv)  # noqa: S606
     return 0  # pragma: no cover
-
-
-def read_password(email: str) -> str:
-    """The password from standard input: one line from a pipe (``echo … |``, scripts), or typed at a
-    terminal without being shown, asked twice so that a typo does not lock the person out.
-
-    The line's end is dropped whether it is ``\n`` or ``\r\n`` (a file or script written on Windows): a
-    password ending in a carriage return could never be typed into the sign-in form."""
-    if not sys.stdin.isatty():
-        return sys.stdin.readline().removesuffix("\n").removesuffix("\r")
-    first = getpass.getpass(f"Password for {email}: ")
-    if getpass.getpass("The same password again: ") != first:
-        raise SettingsError("the two passwords differ: nothing changed")
-    return first
-
-
-def accounts_create(args: argparse.Namespace) -> int:
-    from community_api.accounts import create_account_unchecked
-    from community_api.clock import SystemClock
-
-    _apply_common(args)
-    settings = load_settings()
-    store = open_store(settings, create=True)  # a database it cannot use is said before the password is asked
-    password = read_password(args.email)
-    account = create_account_unchecked(store, SystemClock(), args.email, password)
-    print(f"account {account.id} created for {account.email}")
-    return 0
-
-
-def accounts_list(args: argparse.Namespace) -> int:
-    from community_api.account_lifecycle import account_summaries
-    from community_api.clock import SystemClock
-
-    _apply_common(args)
-    store = open_store(load_settings())
-    summaries = account_summaries(store, SystemClock())
-    if not summaries:
-        print("no accounts yet: community-api accounts create EMAIL")
-        return 0
-    width = max(len("EMAIL"), *(len(s.account.email) for s in summaries))
-    print(f"{'EMAIL':<{width}}  {'ACCOUNT':<20}  {'CREATED':<20}  CONNECTIONS  TO LINK AGAIN  LIVE KEYS")
-    for s in summaries:
-        created = s.account.created_at.strftime("%Y-%m-%d %H:%M UTC")
-        print(
-            f"{s.account.email:<{width}}  {s.account.id:<20}  {created:<20}  {s.connections:>11}  "
-            f"{s.to_link_again:>13}  {s.live_keys:>9}"
-        )
-    return 0
-
-
-def accounts_delete(args: argparse.Namespace) -> int:
-    from community_api.account_lifecycle import account_named, delete_account_unchecked
-    from community_api.clock import SystemClock
-    from community_api.email_address import email_key
-
-    _apply_common(args)
-    settings = load_settings()
-    store = open_store(settings)
-    name = args.account
-    if sys.stdin.isatty():  # a person at a terminal confirms; a script (stdin not a terminal) is not asked
-        named = account_named(store, name)  # an unknown one: one line (main), nothing asked
-        typed = input(
-            f"Delete {named.email} ({named.id}): its keys and grants revoked, its connections erased. "
-            "Type the email to confirm: "
-        )
-        if email_key(typed) != email_key(named.email):
-            raise SettingsError("not confirmed: nothing was deleted")
-        name = named.id  # the account confirmed, even if its email names another one by now
-    account = delete_account_unchecked(store, SystemClock(), name)
-    print(f"account {account.id} deleted: its keys and grants revoked, its connections erased")
-    return 0
-
-
-def accounts_set_password(args: argparse.Namespace) -> int:
-    from community_api.account_lifecycle import account_named, reset_password_unchecked
-    from community_api.clock import SystemClock
-
-    _apply_common(args)
-    settings = load_settings()
-    store = open_store(settings)  # a database it cannot use is said before the password is asked
-    named = account_named(store, args.account)  # so is an account it has not
-    password = read_password(named.email)
-    account = reset_password_unchecked(store, SystemClock(), named.id, password)
-    print(f"password of {account.email} set: every web session of the account ended, its API keys kept")
-    return 0
-
-
-def keys_mint(args: argparse.Namespace) -> int:
-    from community_api.account_lifecycle import account_named
-    from community_api.clock import SystemClock
-    from community_api.keys import mint_key
-
-    _apply_common(args)
-    settings = load_settings()
-    store = open_store(settings)
-    account = account_named(store, args.account)  # an unknown one: one line (main), nothing minted
-    issued = mint_key(
-        store,
-        SystemClock(),
-        account_id=account.id,
-        name=args.name,
-        scopes=args.scope or None,
-        connection_id=args.connection,
-    )
-    print(f"key {issued.key.id} scopes={' '.join(issued.key.scopes)}", file=sys.stderr)
-    print(issued.secret)
-    return 0
-
-
-def keys_revoke(args: argparse.Namespace) -> int:
-    """Revoke leaked keys (or OAuth tokens: their grant) given by value: one per line on standard input (a
-    scanner's report piped in), or typed at a terminal without being shown. Never an argument: ``ps`` and
-    the shell's history keep those."""
-    from community_api.clock import SystemClock
-    from community_api.errors import InvalidRequest
-    from community_api.keys import revoke_leaked_key
-    from community_api.oauth import ACCESS_PREFIX, REFRESH_PREFIX, revoke_leaked_token
-
-    _apply_common(args)
-    settings = load_settings()
-    store = open_store(settings)
-    emails = {account.id: account.email for account in store.list_accounts()}
-    if not emails:  # every key belongs to an account: this is not the service's database
-        raise SettingsError(
-            f"the database {settings.db} has no accounts: set COMMUNITY_API_DB to the service's database"
-        )
-    if sys.stdin.isatty():
-        values = [getpass.getpass("The leaked key (not shown): ")]
-    else:
-        values = [line for line in sys.stdin.read().splitlines() if line.strip()]
-    if not values:
-        raise SettingsError("no key given: pipe the leaked keys in, one per line")
-    all_found = True
-    for value in values:
-        shown = f"{value.strip()[:12]}…"  # the prefix a key list shows; never the whole value
-        revoke = revoke_leaked_token if value.strip().startswith((ACCESS_PREFIX, REFRESH_PREFIX)) else revoke_leaked_key
-        try:
-            leaked = revoke(store, SystemClock(), value)
-        except InvalidRequest as error:
-            print(f"{shown}: {error.message}")
-            all_found = False
-            continue
-        if leaked.key is None:
-            print(f"{shown}: no key has this value (never issued here, or its account was deleted)")
-            all_found = False
-            continue
-        owner = emails.get(leaked.key.account_id, leaked.key.account_id)
-        done = "revoked" if leaked.was_live else "was already ended (revoked, or rotated past its grace)"
-        print(f"{shown}: key {leaked.key.id} ({leaked.key.name!r}) of {owner} {done}")
-    return 0 if all_found else 1
-
-
-def backup(args: argparse.Namespace) -> int:
-    from adapters.store.sqlite_backup import BackupError, backup_database
-
-    _apply_common(args)
-    settings = load_settings()
-    try:
-        summary = backup_database(settings.db, args.path)
-    except BackupError as error:
-        raise SettingsError(str(error)) from None
-    counts = ", ".join(
-        _count(n, name)
-        for n, name in ((summary.accounts, "account"), (summary.keys, "key"), (summary.connections, "connection"))
-    )
-    print(
-        f"backed up {settings.db} to {summary.target} ({_count(summary.size_bytes, 'byte')}: {counts}); restoring it "
-        "needs the same COMMUNITY_API_SECRET (docs/deployment.md)"
-    )
-    return 0
-
-
-def reseal(args: argparse.Namespace) -> int:
-    """Seal every platform session under the current secret (after the secret changed), and say how many
-    were moved, were already under it, and open under neither (exit status 1: those connections must be
-    linked again, and dropping the previous secret changes nothing for them)."""
-    _apply_common(args)
-    settings = load_settings()
-    store = open_store(settings)
-    try:
-        outcomes = store.reseal_sessions()
-    finally:
-        store.close()
-    print(
-        f"{_count(outcomes['resealed'], 'platform session')} sealed anew under COMMUNITY_API_SECRET, "
-        f"{outcomes['current']} already under it"
-        + ("" if settings.previous_secret else " (no COMMUNITY_API_PREVIOUS_SECRET set: nothing could be moved)")
-    )
-    if outcomes["lost"]:
-        print(
-            f"{_count(outcomes['lost'], 'platform session')} opened under neither secret: "
-            f"{'its connection' if outcomes['lost'] == 1 else 'their connections'} must be linked again "
-            "(the dashboard's Connections page)"
-        )
-        return 1
-    if settings.previous_secret:
-        print("every platform session opens under COMMUNITY_API_SECRET: COMMUNITY_API_PREVIOUS_SECRET may be removed")
-    return 0
-
-
-def _count(n: int, name: str) -> str:
-    return f"{n} {name}" if n == 1 else f"{n} {name}s"
 
 
 def demo(args: argparse.Namespace) -> int:

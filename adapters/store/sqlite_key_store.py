@@ -9,10 +9,12 @@
   caches the prepared statements per connection.
 - Platform sessions are sealed with a key derived from the service secret (``session_cipher.py``); API
   key secrets never reach the store, only their SHA-256 (column ``secret_hash``).
-- A platform session sealed under another secret reads back as None (not an error): the core treats a
-  missing session as an expired connection, and re-linking is the remedy.
-- Accounts and web sessions are in ``sqlite_accounts.py``, OAuth clients, codes and tokens in
-  ``sqlite_oauth.py`` (mixins over the same connections).
+- A platform session sealed under another secret (neither the secret nor ``previous_secret``) reads back
+  as None (not an error): the core treats a missing session as an expired connection, and re-linking is
+  the remedy.
+- Accounts and web sessions are in ``sqlite_accounts.py``, connections and their sealed sessions in
+  ``sqlite_connection_records.py``, OAuth clients, codes and tokens in ``sqlite_oauth.py`` (mixins over
+  the same connections).
 """
 
 from __future__ import annotations
@@ -20,19 +22,19 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from sqlite_utils import Database
 
 from adapters.store.read_cache import ReadCache
-from adapters.store.session_cipher import Resealed, SessionCipher
+from adapters.store.session_cipher import SessionCipher
 from adapters.store.sqlite_accounts import SqliteAccountRecords
 from adapters.store.sqlite_attempts import SqliteAttemptCounts
+from adapters.store.sqlite_connection_records import SqliteConnectionRecords
 from adapters.store.sqlite_connections import ThreadConnections
 from adapters.store.sqlite_oauth import SqliteOAuthRecords
 from adapters.store.sqlite_schema import connect
@@ -47,26 +49,13 @@ from community_api.model import (
     IN_FLIGHT,
     ApiKey,
     AuditEvent,
-    Connection,
     IdempotencyRecord,
     KeyUsage,
 )
 
-_CONNECTION = (
-    "SELECT id, account_id, platform_user_id, handle, name, active, status, created_at, session_expires_at"
-    " FROM connections"
-)
 _KEY = (
     "SELECT id, account_id, name, prefix, scopes, connection_id, kind, created_at, lineage_id,"
     " last_used_at, expires_at, revoked_at, secret_hash FROM keys"
-)
-_CONNECTION_BY_ID = _CONNECTION + " WHERE id = ?"
-_CONNECTION_BY_USER = _CONNECTION + " WHERE account_id = ? AND platform_user_id = ?"
-_CONNECTIONS_OF = _CONNECTION + " WHERE account_id = ? ORDER BY created_at, rowid"
-_CONNECTION_WITH_SESSION = _CONNECTION.replace(" FROM ", ", session FROM ", 1) + " WHERE id = ?"
-_ACTIVE_CONNECTION_WITH_SESSION = (
-    _CONNECTION.replace(" FROM ", ", session FROM ", 1)
-    + " WHERE account_id = ? ORDER BY active DESC, created_at, rowid LIMIT 1"
 )
 _KEY_BY_ID = _KEY + " WHERE id = ?"
 _KEYS_BY_PREFIX = _KEY + " WHERE prefix = ? ORDER BY created_at, rowid"
@@ -83,7 +72,7 @@ def _audit_event(row: tuple[Any, ...]) -> AuditEvent:
     return AuditEvent(_dt(row[0]), row[1], row[2], row[3], row[4], row[5])
 
 
-class SqliteKeyStore(SqliteAccountRecords, SqliteAttemptCounts, SqliteOAuthRecords):
+class SqliteKeyStore(SqliteAccountRecords, SqliteConnectionRecords, SqliteAttemptCounts, SqliteOAuthRecords):
     """``SqliteKeyStore(path, secret)``: ``path`` is the database file (its folder is created and the
     file opened lazily, per thread), ``secret`` the service secret from which the session encryption
     key is derived (``previous_secret``: the one before it, while the secret changes: sessions sealed
@@ -174,6 +163,9 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteAttemptCounts, SqliteOAuthRecor
         committed state only)."""
         return load() if self._units.local.depth else self._reads.get(key, load)
 
+    def one_check(self) -> AbstractContextManager[None]:
+        return self._reads.one_check()
+
     @contextmanager
     def _immediate(self) -> Iterator[Database]:
         """A write transaction that takes the write lock before its first read; inside a unit of work it
@@ -196,118 +188,6 @@ class SqliteKeyStore(SqliteAccountRecords, SqliteAttemptCounts, SqliteOAuthRecor
             if db.conn.in_transaction:
                 db.conn.execute("ROLLBACK")
             raise
-
-    # --- connections -----------------------------------------------------------------------------
-
-    @staticmethod
-    def _connection(row: tuple[Any, ...]) -> Connection:
-        return Connection(
-            row[0], row[1], row[2], row[3], row[4], bool(row[5]), row[6], _dt(row[7]), _dt_or_none(row[8])
-        )
-
-    def save_connection(self, connection: Connection, platform_session: str) -> Connection:
-        c = connection
-        with self._immediate() as db:
-            row = db.execute(_CONNECTION_BY_USER, (c.account_id, c.platform_user_id)).fetchone()
-            if row is not None:
-                stored_id = row[0]
-                db.execute(
-                    "UPDATE connections SET handle = ?, name = ?, status = ?, session = ?, session_expires_at = ?"
-                    " WHERE id = ?",
-                    (
-                        c.handle,
-                        c.name,
-                        c.status,
-                        self._cipher.seal(platform_session, stored_id),
-                        _ts_or_none(c.session_expires_at),
-                        stored_id,
-                    ),
-                )
-            else:
-                stored_id = c.id
-                if c.active:  # at most one active connection per account
-                    db.execute("UPDATE connections SET active = 0 WHERE account_id = ?", (c.account_id,))
-                try:
-                    db.execute(
-                        "INSERT INTO connections (id, account_id, platform_user_id, handle, name, active,"
-                        " status, created_at, session, session_expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (
-                            c.id, c.account_id, c.platform_user_id, c.handle, c.name, int(c.active),
-                            c.status, _ts(c.created_at), self._cipher.seal(platform_session, c.id),
-                            _ts_or_none(c.session_expires_at),
-                        ),
-                    )  # fmt: skip
-                except sqlite3.IntegrityError:
-                    raise Conflict(f"connection {c.id} exists") from None
-            stored = db.execute(_CONNECTION_BY_ID, (stored_id,)).fetchone()
-        return self._connection(stored)
-
-    def get_connection(self, connection_id: str) -> Connection | None:
-        row = self._one(_CONNECTION_BY_ID, (connection_id,))
-        return None if row is None else self._connection(row)
-
-    def list_connections(self, account_id: str) -> list[Connection]:
-        return [self._connection(r) for r in self._db.execute(_CONNECTIONS_OF, (account_id,))]
-
-    def all_connections(self) -> list[Connection]:
-        return [self._connection(r) for r in self._db.execute(_CONNECTION)]
-
-    def get_platform_session(self, connection_id: str) -> str | None:
-        row = self._one("SELECT session FROM connections WHERE id = ?", (connection_id,))
-        return None if row is None else self._cipher.open(row[0], connection_id)
-
-    def reseal_sessions(self) -> Counter[Resealed]:
-        """Seal under the current secret every stored platform session that opens only under the previous
-        one, in one transaction (a connection linked meanwhile waits for it, and is sealed under the
-        current secret anyway). Counts each outcome: ``resealed``, ``current`` (nothing to do) and ``lost``
-        (opens under neither secret: that connection must be linked again)."""
-        outcomes: Counter[Resealed] = Counter()
-        with self._immediate() as db:
-            for connection_id, blob in db.execute("SELECT id, session FROM connections").fetchall():
-                outcome, sealed = self._cipher.reseal(blob, connection_id)
-                outcomes[outcome] += 1
-                if sealed is not None:
-                    db.execute("UPDATE connections SET session = ? WHERE id = ?", (sealed, connection_id))
-        return outcomes
-
-    def one_check(self) -> AbstractContextManager[None]:
-        return self._reads.one_check()
-
-    def load_connection(self, account_id: str, connection_id: str | None) -> tuple[Connection, str | None] | None:
-        return self._cached(("connection", account_id, connection_id), lambda: self._load(account_id, connection_id))
-
-    def _load(self, account_id: str, connection_id: str | None) -> tuple[Connection, str | None] | None:
-        if connection_id is None:
-            row = self._one(_ACTIVE_CONNECTION_WITH_SESSION, (account_id,))
-        else:
-            row = self._one(_CONNECTION_WITH_SESSION, (connection_id,))
-        if row is None:
-            return None
-        return self._connection(row), self._cipher.open(row[9], row[0])
-
-    def set_active_connection(self, account_id: str, connection_id: str) -> None:
-        with self._immediate() as db:
-            found = db.execute(
-                "SELECT 1 FROM connections WHERE id = ? AND account_id = ?", (connection_id, account_id)
-            ).fetchone()
-            if found is None:
-                return  # nothing of that account to activate: leave the others as they are
-            db.execute("UPDATE connections SET active = (id = ?) WHERE account_id = ?", (connection_id, account_id))
-
-    def delete_connections(self, account_id: str) -> None:
-        self._erase_connections("account_id", account_id)
-
-    def delete_connection(self, connection_id: str) -> None:
-        self._erase_connections("id", connection_id)
-
-    def _erase_connections(self, column: Literal["id", "account_id"], value: str) -> None:
-        # The sealed platform session is overwritten before the row goes (secure_delete zeroes freed pages).
-        with self._immediate() as db:
-            db.execute(f"UPDATE connections SET session = NULL WHERE {column} = ?", (value,))  # noqa: S608 - a fixed column
-            db.execute(f"DELETE FROM connections WHERE {column} = ?", (value,))  # noqa: S608 - a fixed column
-
-    def set_connection_status(self, connection_id: str, status: str) -> None:
-        self._db.execute("UPDATE connections SET status = ? WHERE id = ?", (status, connection_id))
 
     # --- API keys --------------------------------------------------------------------------------
 

@@ -1,0 +1,156 @@
+"""Linked platform accounts (connections) and their sealed platform sessions: a mixin of
+``SqliteKeyStore``, over its per-thread connections and its ``SessionCipher``."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from sqlite_utils import Database
+
+from adapters.store.session_cipher import Resealed, SessionCipher
+from adapters.store.sqlite_schema import dt as _dt
+from adapters.store.sqlite_schema import dt_or_none as _dt_or_none
+from adapters.store.sqlite_schema import ts as _ts
+from adapters.store.sqlite_schema import ts_or_none as _ts_or_none
+from community_api.errors import Conflict
+from community_api.model import Connection
+
+T = TypeVar("T")
+
+_CONNECTION = (
+    "SELECT id, account_id, platform_user_id, handle, name, active, status, created_at, session_expires_at"
+    " FROM connections"
+)
+_CONNECTION_BY_ID = _CONNECTION + " WHERE id = ?"
+_CONNECTION_BY_USER = _CONNECTION + " WHERE account_id = ? AND platform_user_id = ?"
+_CONNECTIONS_OF = _CONNECTION + " WHERE account_id = ? ORDER BY created_at, rowid"
+_CONNECTION_WITH_SESSION = _CONNECTION.replace(" FROM ", ", session FROM ", 1) + " WHERE id = ?"
+_ACTIVE_CONNECTION_WITH_SESSION = (
+    _CONNECTION.replace(" FROM ", ", session FROM ", 1)
+    + " WHERE account_id = ? ORDER BY active DESC, created_at, rowid LIMIT 1"
+)
+
+
+class SqliteConnectionRecords:
+    if TYPE_CHECKING:  # provided by SqliteKeyStore
+        _cipher: SessionCipher
+
+        @property
+        def _db(self) -> Database: ...
+
+        def _one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None: ...
+
+        def _immediate(self) -> AbstractContextManager[Database]: ...
+
+        def _cached(self, key: tuple[Any, ...], load: Callable[[], T]) -> T: ...
+
+    @staticmethod
+    def _connection(row: tuple[Any, ...]) -> Connection:
+        return Connection(
+            row[0], row[1], row[2], row[3], row[4], bool(row[5]), row[6], _dt(row[7]), _dt_or_none(row[8])
+        )
+
+    def save_connection(self, connection: Connection, platform_session: str) -> Connection:
+        c = connection
+        with self._immediate() as db:
+            row = db.execute(_CONNECTION_BY_USER, (c.account_id, c.platform_user_id)).fetchone()
+            if row is not None:
+                stored_id = row[0]
+                db.execute(
+                    "UPDATE connections SET handle = ?, name = ?, status = ?, session = ?, session_expires_at = ?"
+                    " WHERE id = ?",
+                    (
+                        c.handle,
+                        c.name,
+                        c.status,
+                        self._cipher.seal(platform_session, stored_id),
+                        _ts_or_none(c.session_expires_at),
+                        stored_id,
+                    ),
+                )
+            else:
+                stored_id = c.id
+                if c.active:  # at most one active connection per account
+                    db.execute("UPDATE connections SET active = 0 WHERE account_id = ?", (c.account_id,))
+                try:
+                    db.execute(
+                        "INSERT INTO connections (id, account_id, platform_user_id, handle, name, active,"
+                        " status, created_at, session, session_expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            c.id, c.account_id, c.platform_user_id, c.handle, c.name, int(c.active),
+                            c.status, _ts(c.created_at), self._cipher.seal(platform_session, c.id),
+                            _ts_or_none(c.session_expires_at),
+                        ),
+                    )  # fmt: skip
+                except sqlite3.IntegrityError:
+                    raise Conflict(f"connection {c.id} exists") from None
+            stored = db.execute(_CONNECTION_BY_ID, (stored_id,)).fetchone()
+        return self._connection(stored)
+
+    def get_connection(self, connection_id: str) -> Connection | None:
+        row = self._one(_CONNECTION_BY_ID, (connection_id,))
+        return None if row is None else self._connection(row)
+
+    def list_connections(self, account_id: str) -> list[Connection]:
+        return [self._connection(r) for r in self._db.execute(_CONNECTIONS_OF, (account_id,))]
+
+    def all_connections(self) -> list[Connection]:
+        return [self._connection(r) for r in self._db.execute(_CONNECTION)]
+
+    def get_platform_session(self, connection_id: str) -> str | None:
+        row = self._one("SELECT session FROM connections WHERE id = ?", (connection_id,))
+        return None if row is None else self._cipher.open(row[0], connection_id)
+
+    def reseal_sessions(self) -> Counter[Resealed]:
+        """Seal under the current secret every stored platform session that opens only under the previous
+        one, in one transaction (a connection linked meanwhile waits for it, and is sealed under the
+        current secret anyway). Counts each outcome: ``resealed``, ``current`` (nothing to do) and ``lost``
+        (opens under neither secret: that connection must be linked again)."""
+        outcomes: Counter[Resealed] = Counter()
+        with self._immediate() as db:
+            for connection_id, blob in db.execute("SELECT id, session FROM connections").fetchall():
+                outcome, sealed = self._cipher.reseal(blob, connection_id)
+                outcomes[outcome] += 1
+                if sealed is not None:
+                    db.execute("UPDATE connections SET session = ? WHERE id = ?", (sealed, connection_id))
+        return outcomes
+
+    def load_connection(self, account_id: str, connection_id: str | None) -> tuple[Connection, str | None] | None:
+        return self._cached(("connection", account_id, connection_id), lambda: self._load(account_id, connection_id))
+
+    def _load(self, account_id: str, connection_id: str | None) -> tuple[Connection, str | None] | None:
+        if connection_id is None:
+            row = self._one(_ACTIVE_CONNECTION_WITH_SESSION, (account_id,))
+        else:
+            row = self._one(_CONNECTION_WITH_SESSION, (connection_id,))
+        if row is None:
+            return None
+        return self._connection(row), self._cipher.open(row[9], row[0])
+
+    def set_active_connection(self, account_id: str, connection_id: str) -> None:
+        with self._immediate() as db:
+            found = db.execute(
+                "SELECT 1 FROM connections WHERE id = ? AND account_id = ?", (connection_id, account_id)
+            ).fetchone()
+            if found is None:
+                return  # nothing of that account to activate: leave the others as they are
+            db.execute("UPDATE connections SET active = (id = ?) WHERE account_id = ?", (connection_id, account_id))
+
+    def delete_connections(self, account_id: str) -> None:
+        self._erase_connections("account_id", account_id)
+
+    def delete_connection(self, connection_id: str) -> None:
+        self._erase_connections("id", connection_id)
+
+    def _erase_connections(self, column: Literal["id", "account_id"], value: str) -> None:
+        # The sealed platform session is overwritten before the row goes (secure_delete zeroes freed pages).
+        with self._immediate() as db:
+            db.execute(f"UPDATE connections SET session = NULL WHERE {column} = ?", (value,))  # noqa: S608 - a fixed column
+            db.execute(f"DELETE FROM connections WHERE {column} = ?", (value,))  # noqa: S608 - a fixed column
+
+    def set_connection_status(self, connection_id: str, status: str) -> None:
+        self._db.execute("UPDATE connections SET status = ? WHERE id = ?", (status, connection_id))
