@@ -35,8 +35,10 @@ def normalise_scopes(requested: Iterable[str] | None) -> tuple[str, ...]:
         return DEFAULT_SCOPES
     wanted = list(requested)
     if not wanted:
-        raise InvalidRequest("scopes must name at least one scope", allowed=list(ALL_SCOPES))
+        raise InvalidRequest("scopes must name at least one scope", field="scopes", allowed=list(ALL_SCOPES))
     unknown = sorted({s for s in wanted if s not in ALL_SCOPES})
     if unknown:
-        raise InvalidRequest(f"unknown scope: {', '.join(unknown)}", unknown=unknown, allowed=list(ALL_SCOPES))
+        raise InvalidRequest(
+            f"unknown scope: {', '.join(unknown)}", field="scopes", unknown=unknown, allowed=list(ALL_SCOPES)
+        )
     return tuple(s for s in ALL_SCOPES if s in wanted)

@@ -15,6 +15,7 @@ from adapters.operations import OPERATIONS
 from community_api import dms, feed, posts
 from community_api.errors import InvalidRequest
 from community_api.platform_ids import PLATFORM_ID_PATTERN
+from community_api.scopes import ALL_SCOPES
 from fakes.platform_seed import platform_id
 from tests.unit.test_mcp_world import McpWorld
 from tests.unit.world_support import Ready
@@ -469,6 +470,20 @@ def test_each_command_has_exactly_the_fields_its_schema_publishes(operation: Any
             {"name": "n" * 101},
             "name is longer than 100 characters",
             {"field": "name", "maxLength": 100},
+        ),
+        (
+            "POST",
+            "/v1/keys",
+            {"scopes": ["posts:read", "root", "admin"]},
+            "unknown scope: admin, root",
+            {"field": "scopes", "unknown": ["admin", "root"], "allowed": list(ALL_SCOPES)},
+        ),
+        (
+            "POST",
+            "/v1/keys",
+            {"scopes": []},
+            "scopes must name at least one scope",
+            {"field": "scopes", "allowed": list(ALL_SCOPES)},
         ),
     ],
 )
