@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from adapters.cli_store import (
+    DEFAULT_KEEP,
     accounts_create,
     accounts_delete,
     accounts_list,
@@ -137,7 +138,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("backup", help="copy the database (COMMUNITY_API_DB) consistently while serving")
     _add_common(p)
-    p.add_argument("path", help="the new file to write; an existing one is never overwritten")
+    p.add_argument("path", nargs="?", help="the new file to write; an existing one is never overwritten")
+    p.add_argument(
+        "--into",
+        metavar="FOLDER",
+        help="instead of PATH: a copy named by the time (community-api-YYYYMMDDTHHMMSSZ.sqlite3) in this folder",
+    )
+    p.add_argument(
+        "--keep",
+        type=int,
+        metavar="N",
+        help=f"with --into: keep the newest N copies there, remove older ones (default {DEFAULT_KEEP})",
+    )
     p.set_defaults(func=backup)
 
     p = commands.add_parser(

@@ -13,12 +13,15 @@ import getpass
 import os
 import sqlite3
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adapters.settings import PREFIX, Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:
     from adapters.store.sqlite_key_store import SqliteKeyStore
+
+DEFAULT_KEEP = 14  # copies kept by ``backup --into`` (two weeks of a daily timer)
 
 
 def apply_common(args: argparse.Namespace) -> None:
@@ -202,12 +205,25 @@ def keys_revoke(args: argparse.Namespace) -> int:
 
 
 def backup(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from adapters.store.backup_folder import backup_into
     from adapters.store.sqlite_backup import BackupError, backup_database
 
     apply_common(args)
+    if (args.path is None) == (args.into is None):
+        raise SettingsError("backup takes a new file's PATH, or --into FOLDER (with --keep N), not both")
+    if args.keep is not None and args.into is None:
+        raise SettingsError("--keep goes with --into FOLDER: it removes older copies from that folder")
     settings = load_settings()
+    removed: tuple[Path, ...] = ()
+    keep = DEFAULT_KEEP if args.keep is None else args.keep
     try:
-        summary = backup_database(settings.db, args.path)
+        if args.into is not None:
+            done = backup_into(settings.db, args.into, keep, datetime.now(UTC))
+            summary, removed = done.made, done.removed
+        else:
+            summary = backup_database(settings.db, args.path)
     except BackupError as error:
         raise SettingsError(str(error)) from None
     counts = ", ".join(
@@ -218,6 +234,8 @@ def backup(args: argparse.Namespace) -> int:
         f"backed up {settings.db} to {summary.target} ({_count(summary.size_bytes, 'byte')}: {counts}); restoring it "
         "needs the same COMMUNITY_API_SECRET (docs/deployment.md)"
     )
+    for path in removed:
+        print(f"removed {path}, an older copy beyond the newest {keep}")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""``community-api backup PATH``: a consistent copy of the key store while the service serves.
+"""``community-api backup PATH``: a consistent copy of the key store while the service serves (``--into
+FOLDER``, dated copies with the oldest removed: ``backup_folder.py``).
 
 SQLite's online backup (``sqlite3.Connection.backup``) copies the pages within one read transaction when
 it is asked for every page at once: in WAL mode that transaction sees one committed state and never stops

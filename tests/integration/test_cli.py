@@ -152,6 +152,26 @@ def test_backup_says_what_the_copy_holds(tmp_path: Path) -> None:
     assert again.returncode == 2 and "exists" in again.stderr and "Traceback" not in again.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        ((), "backup takes a new file's PATH, or --into FOLDER (with --keep N), not both"),
+        (("copy.sqlite3", "--into", "."), "backup takes a new file's PATH, or --into FOLDER (with --keep N), not both"),
+        (("copy.sqlite3", "--keep", "3"), "--keep goes with --into FOLDER: it removes older copies from that folder"),
+        (("--into", "{tmp}", "--keep", "0"), "--keep takes a number of copies from 1 to 10000, not 0"),
+        (("--into", "{tmp}/nowhere"), "no folder {tmp}/nowhere to write the backup in"),
+    ],
+    ids=["neither", "both", "keep without into", "keep 0", "no folder"],
+)
+def test_backup_refuses_what_it_cannot_do_in_one_line(tmp_path: Path, args: tuple[str, ...], said: str) -> None:
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
+    assert run("accounts", "create", "ops@example.com", stdin="a strong password\n", env=env).returncode == 0
+    result = run("backup", *(arg.format(tmp=tmp_path) for arg in args), env=env)
+    assert result.returncode == 2, result.stdout
+    assert result.stderr.splitlines() == [f"community-api: {said.format(tmp=tmp_path)}"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["db.sqlite3"]  # no copy, nothing partial
+
+
 def test_reseal_moves_every_platform_session_to_the_new_secret(tmp_path: Path) -> None:
     """Changing the secret without linking every connection again (docs/deployment.md): run with the new
     secret and the old one as PREVIOUS_SECRET, reseal, and the new secret alone opens every session."""

@@ -16,6 +16,8 @@ import secrets
 import shutil
 import signal
 import socket
+import sqlite3
+import stat
 import struct
 import subprocess
 import time
@@ -186,3 +188,61 @@ def test_what_the_unit_starts_serves_and_stops_as_systemd_would(tmp_path: Path, 
     assert not left and process.returncode == 0, (left, process.returncode, log.read_text()[-2000:])
     assert not re.search(r"Traceback|ERROR", log.read_text()), log.read_text()[-3000:]
     assert took < stop_seconds
+
+
+BACKUP_UNIT = ROOT / "deploy" / "systemd" / "community-api-backup.service"
+BACKUP_TIMER = ROOT / "deploy" / "systemd" / "community-api-backup.timer"
+BACKUPS = "/var/lib/community-api-backups"
+
+
+def test_systemd_accepts_the_backup_service_and_its_timer(tmp_path: Path) -> None:
+    if shutil.which("systemd-analyze") is None:
+        pytest.fail("systemd-analyze is missing: `make test-deps` installs Debian's systemd package")
+    settings = tmp_path / "env"
+    settings.write_text(ENV_FILE.read_text())
+    for source in (BACKUP_UNIT, BACKUP_TIMER):
+        text = source.read_text().replace(INSTALLED, str(ROOT)).replace("/etc/community-api/env", str(settings))
+        (tmp_path / source.name).write_text(text)
+    units = [str(tmp_path / BACKUP_UNIT.name), str(tmp_path / BACKUP_TIMER.name)]
+    checked = subprocess.run(["systemd-analyze", "verify", *units], capture_output=True, text=True, timeout=60)
+    said = [line for line in (checked.stdout + checked.stderr).splitlines() if "community-api" in line]
+    assert checked.returncode == 0 and not said, said or checked.stderr
+    assert dict(directives(BACKUP_TIMER.read_text(), "Timer"))["Persistent"] in ("true", "yes")  # a missed day: made up
+
+
+def test_what_the_backup_unit_runs_copies_the_database_and_keeps_the_newest(tmp_path: Path) -> None:
+    """The backup unit's ExecStart with exactly its environment (as the service's test does), on the
+    service's database: a copy named by the time lands in the backups' folder, the oldest copies beyond
+    --keep go, and nothing else there is touched."""
+    unit = directives(BACKUP_UNIT.read_text(), "Service")
+    state, backups = tmp_path / "state", tmp_path / "backups"
+    state.mkdir(mode=0o700)
+    backups.mkdir(mode=0o700)
+
+    def moved(value: str) -> str:
+        return value.replace(INSTALLED, str(ROOT)).replace(BACKUPS, str(backups)).replace(STATE, str(state))
+
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    env.update(moved(v).split("=", 1) for n, v in unit if n == "Environment")  # type: ignore[misc]
+    settings = env_file(ENV_FILE.read_text())
+    settings[f"{PREFIX}SECRET"] = secrets.token_urlsafe(32)
+    env.update(settings)
+    [exec_start] = [moved(v).split() for n, v in unit if n == "ExecStart"]
+    made = subprocess.run(
+        [exec_start[0], "accounts", "create", "ops@example.com"], input="a long password\n", env=env, text=True
+    )
+    assert made.returncode == 0 and (state / "db.sqlite3").exists()
+    keep = int(exec_start[exec_start.index("--keep") + 1])
+    older = [f"community-api-202601{day:02d}T030000Z.sqlite3" for day in range(1, keep + 3)]  # keep + 2 old copies
+    for name in [*older, "notes.txt", "community-api-manual.sqlite3"]:
+        (backups / name).write_bytes(b"an older copy")
+    [dir_line] = [v for n, v in unit if n == "WorkingDirectory"]
+    ran = subprocess.run(exec_start, cwd=moved(dir_line), env=env, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    copies = sorted(p.name for p in backups.iterdir() if re.fullmatch(r"community-api-\d{8}T\d{6}Z\.sqlite3", p.name))
+    assert len(copies) == keep and copies[:-1] == older[3:]  # the three oldest went, the new copy is the last
+    assert {"notes.txt", "community-api-manual.sqlite3"} <= {p.name for p in backups.iterdir()}
+    assert ran.stdout.count("removed ") == 3 and "beyond the newest 14" in ran.stdout
+    assert stat.S_IMODE((backups / copies[-1]).stat().st_mode) == 0o600
+    with sqlite3.connect(backups / copies[-1]) as copy:
+        assert copy.execute("SELECT email FROM accounts").fetchall() == [("ops@example.com",)]

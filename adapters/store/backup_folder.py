@@ -1,0 +1,53 @@
+"""``community-api backup --into FOLDER --keep N``: dated backups in a folder, the oldest beyond N removed.
+
+What a timer runs every day (``deploy/systemd/community-api-backup.timer``): each copy is named by the
+moment it was taken, in UTC (``community-api-20261129T182300Z.sqlite3``), so that names sort as times do
+and two runs never name the same file (a run within the same second is refused, as any existing target
+is). Only after a copy is made and checked are older copies removed, and only files of exactly that name
+form: whatever else the folder holds is never touched, and a failing backup never costs an old one. The
+newest ``keep`` copies stay, however old: a backup that stopped working does not age the last good
+ones away.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import datetime
+from pathlib import Path
+
+import attrs
+
+from adapters.store.sqlite_backup import BackupError, BackupSummary, backup_database
+
+NAME_FORMAT = "community-api-%Y%m%dT%H%M%SZ.sqlite3"
+_NAME = re.compile(r"community-api-[0-9]{8}T[0-9]{6}Z\.sqlite3")
+MAX_KEEP = 10_000
+
+
+@attrs.frozen
+class FolderBackup:
+    made: BackupSummary
+    removed: tuple[Path, ...]  # older copies removed, oldest first
+
+
+def backup_into(
+    source: str | os.PathLike[str], folder: str | os.PathLike[str], keep: int, now: datetime
+) -> FolderBackup:
+    """Back ``source`` up into ``folder`` under a name of ``now`` (UTC), then keep the newest ``keep``
+    copies of that name form and remove the others."""
+    if not 1 <= keep <= MAX_KEEP:
+        raise BackupError(f"--keep takes a number of copies from 1 to {MAX_KEEP}, not {keep}")
+    where = Path(folder)
+    if not where.is_dir():
+        raise BackupError(f"no folder {where} to write the backup in")
+    made = backup_database(source, where / now.strftime(NAME_FORMAT))
+    # The copy just made always stays (even if the clock went back and its name sorts before others).
+    others = sorted(entry for entry in os.listdir(where) if _NAME.fullmatch(entry) and entry != made.target.name)
+    removed = []
+    for name in others[: max(0, len(others) - (keep - 1))]:
+        path = where / name
+        if path.is_file() and not path.is_symlink():  # a copy this command made, not something put there
+            path.unlink()
+            removed.append(path)
+    return FolderBackup(made, tuple(removed))

@@ -1,0 +1,76 @@
+"""``backup --into FOLDER --keep N`` on a real database file: dated copies, the newest kept."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from adapters.store.backup_folder import NAME_FORMAT, backup_into
+from adapters.store.sqlite_backup import BackupError
+from adapters.store.sqlite_key_store import SqliteKeyStore
+from community_api.model import Account
+
+T0 = datetime(2026, 11, 29, 3, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Path:
+    db = tmp_path / "db.sqlite3"
+    store = SqliteKeyStore.open(db, "backup-folder-test-secret")
+    store.add_account(Account("acc_1", "ops@example.com", T0), "argon-hash")
+    store.close()
+    return db
+
+
+def names(folder: Path) -> list[str]:
+    return sorted(path.name for path in folder.iterdir())
+
+
+def test_each_day_adds_a_copy_named_by_its_time_and_the_oldest_beyond_keep_go(database: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "backups"
+    folder.mkdir()
+    days = [T0 + timedelta(days=n) for n in range(5)]
+    for day in days:
+        done = backup_into(database, folder, keep=3, now=day)
+        assert done.made.target == folder / day.strftime(NAME_FORMAT) and done.made.accounts == 1
+    assert names(folder) == [day.strftime(NAME_FORMAT) for day in days[2:]]
+    assert names(folder)[0] == "community-api-20261201T030000Z.sqlite3"
+
+
+def test_the_copy_just_made_stays_when_the_clock_went_back(database: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "backups"
+    folder.mkdir()
+    for n in (3, 4):
+        backup_into(database, folder, keep=2, now=T0 + timedelta(days=n))
+    back = backup_into(database, folder, keep=2, now=T0)  # sorts first, yet it is the newest copy
+    assert back.made.target.exists()
+    assert names(folder) == [T0.strftime(NAME_FORMAT), (T0 + timedelta(days=4)).strftime(NAME_FORMAT)]
+    assert [path.name for path in back.removed] == [(T0 + timedelta(days=3)).strftime(NAME_FORMAT)]
+
+
+def test_only_files_of_the_name_form_are_removed_never_links_or_folders(database: Path, tmp_path: Path) -> None:
+    folder, elsewhere = tmp_path / "backups", tmp_path / "elsewhere.txt"
+    folder.mkdir()
+    elsewhere.write_text("kept")
+    os.symlink(elsewhere, folder / "community-api-20250101T000000Z.sqlite3")
+    (folder / "community-api-20250102T000000Z.sqlite3").mkdir()
+    for other in ("community-api-20250103T000000Z.sqlite3.bak", "db.sqlite3", ".hidden"):
+        (folder / other).write_text("kept")
+    before = set(names(folder))
+    done = backup_into(database, folder, keep=1, now=T0)
+    assert done.removed == () and set(names(folder)) == before | {T0.strftime(NAME_FORMAT)}
+    assert elsewhere.read_text() == "kept"
+
+
+def test_a_failed_copy_removes_nothing(database: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "backups"
+    folder.mkdir()
+    backup_into(database, folder, keep=1, now=T0)
+    with pytest.raises(BackupError, match="exists"):
+        backup_into(database, folder, keep=1, now=T0)  # the same second: refused, the copy there kept
+    with pytest.raises(BackupError, match="no database"):
+        backup_into(tmp_path / "missing.sqlite3", folder, keep=1, now=T0 + timedelta(days=1))
+    assert names(folder) == [T0.strftime(NAME_FORMAT)]
