@@ -247,21 +247,28 @@ def reseal(args: argparse.Namespace) -> int:
     settings = load_settings()
     store = open_store(settings)
     try:
-        outcomes = store.reseal_sessions()
+        done = store.reseal_sessions()
+        outcomes = done.counts
+        print(
+            f"{_count(outcomes['resealed'], 'platform session')} sealed anew under COMMUNITY_API_SECRET, "
+            f"{outcomes['current']} already under it"
+            + ("" if settings.previous_secret else " (no COMMUNITY_API_PREVIOUS_SECRET set: nothing could be moved)")
+        )
+        if done.lost:
+            print(
+                f"{_count(len(done.lost), 'platform session')} opened under neither secret: "
+                f"{'its connection' if len(done.lost) == 1 else 'their connections'} must be linked again "
+                "(the dashboard's Connections page):"
+            )
+            emails = {account.id: account.email for account in store.list_accounts()}
+            for connection_id in done.lost:
+                connection = store.get_connection(connection_id)
+                if connection is not None:  # (removed by its owner meanwhile: nothing to link)
+                    owner = emails.get(connection.account_id, connection.account_id)
+                    print(f"  @{connection.handle} ({connection_id}) of {owner}")
+            return 1
     finally:
         store.close()
-    print(
-        f"{_count(outcomes['resealed'], 'platform session')} sealed anew under COMMUNITY_API_SECRET, "
-        f"{outcomes['current']} already under it"
-        + ("" if settings.previous_secret else " (no COMMUNITY_API_PREVIOUS_SECRET set: nothing could be moved)")
-    )
-    if outcomes["lost"]:
-        print(
-            f"{_count(outcomes['lost'], 'platform session')} opened under neither secret: "
-            f"{'its connection' if outcomes['lost'] == 1 else 'their connections'} must be linked again "
-            "(the dashboard's Connections page)"
-        )
-        return 1
     if settings.previous_secret:
         print("every platform session opens under COMMUNITY_API_SECRET: COMMUNITY_API_PREVIOUS_SECRET may be removed")
     return 0

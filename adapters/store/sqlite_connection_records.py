@@ -9,6 +9,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+import attrs
 from sqlite_utils import Database
 
 from adapters.store.session_cipher import Resealed, SessionCipher
@@ -33,6 +34,14 @@ _ACTIVE_CONNECTION_WITH_SESSION = (
     _CONNECTION.replace(" FROM ", ", session FROM ", 1)
     + " WHERE account_id = ? ORDER BY active DESC, created_at, rowid LIMIT 1"
 )
+
+
+@attrs.frozen
+class Resealing:
+    """What ``reseal_sessions`` did: each outcome counted, and the connections whose session is lost."""
+
+    counts: Counter[Resealed]
+    lost: tuple[str, ...]
 
 
 class SqliteConnectionRecords:
@@ -105,19 +114,22 @@ class SqliteConnectionRecords:
         row = self._one("SELECT session FROM connections WHERE id = ?", (connection_id,))
         return None if row is None else self._cipher.open(row[0], connection_id)
 
-    def reseal_sessions(self) -> Counter[Resealed]:
+    def reseal_sessions(self) -> Resealing:
         """Seal under the current secret every stored platform session that opens only under the previous
         one, in one transaction (a connection linked meanwhile waits for it, and is sealed under the
         current secret anyway). Counts each outcome: ``resealed``, ``current`` (nothing to do) and ``lost``
-        (opens under neither secret: that connection must be linked again)."""
-        outcomes: Counter[Resealed] = Counter()
+        (opens under neither secret: that connection must be linked again), and names the lost ones."""
+        counts: Counter[Resealed] = Counter()
+        lost = []
         with self._immediate() as db:
-            for connection_id, blob in db.execute("SELECT id, session FROM connections").fetchall():
+            for connection_id, blob in db.execute("SELECT id, session FROM connections ORDER BY rowid").fetchall():
                 outcome, sealed = self._cipher.reseal(blob, connection_id)
-                outcomes[outcome] += 1
+                counts[outcome] += 1
                 if sealed is not None:
                     db.execute("UPDATE connections SET session = ? WHERE id = ?", (sealed, connection_id))
-        return outcomes
+                elif outcome == "lost":
+                    lost.append(connection_id)
+        return Resealing(counts, tuple(lost))
 
     def load_connection(self, account_id: str, connection_id: str | None) -> tuple[Connection, str | None] | None:
         return self._cached(("connection", account_id, connection_id), lambda: self._load(account_id, connection_id))

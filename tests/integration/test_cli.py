@@ -207,10 +207,12 @@ def test_reseal_moves_every_platform_session_to_the_new_secret(tmp_path: Path) -
         " (no COMMUNITY_API_PREVIOUS_SECRET set: nothing could be moved)"
     ]
     wrong = run("reseal", env={"COMMUNITY_API_DB": db, "COMMUNITY_API_SECRET": "a-wrong-secret-" + "w" * 40})
-    assert wrong.returncode == 1 and wrong.stdout.splitlines()[1] == (
+    assert wrong.returncode == 1 and wrong.stdout.splitlines()[1:] == [
         "2 platform sessions opened under neither secret: their connections must be linked again "
-        "(the dashboard's Connections page)"
-    )
+        "(the dashboard's Connections page):",
+        "  @h1 (con_1) of ops@example.com",
+        "  @h2 (con_2) of ops@example.com",
+    ]
 
 
 def test_accounts_set_password_for_a_person_who_forgot_it(tmp_path: Path) -> None:

@@ -150,9 +150,10 @@ def test_a_changed_secret_keeps_every_session_through_the_previous_one_and_resea
         changing.save_connection(a_connection(3), "third-token")
         assert new_only.get_platform_session("con_1") is None  # not moved yet
         assert new_only.get_platform_session("con_3") == "third-token"  # sealed under the new secret
-        assert changing.reseal_sessions() == {"resealed": 1, "current": 1, "lost": 1}
+        first = changing.reseal_sessions()
+        assert first.counts == {"resealed": 1, "current": 1, "lost": 1} and first.lost == ("con_2",)
         assert [new_only.get_platform_session(f"con_{n}") for n in (1, 2, 3)] == [PLATFORM_TOKEN, None, "third-token"]
-        assert changing.reseal_sessions() == {"current": 2, "lost": 1}  # a second run moves nothing
+        assert changing.reseal_sessions().counts == {"current": 2, "lost": 1}  # a second run moves nothing
         with closing(raw(db_path)) as conn:  # the old secret opens nothing any more
             sealed = conn.execute("SELECT session FROM connections WHERE id = 'con_1'").fetchone()[0]
         assert SessionCipher(SECRET).open(sealed, "con_1") is None
