@@ -18,22 +18,19 @@ from adapters.store.sqlite_schema import dt_or_none as _dt_or_none
 from adapters.store.sqlite_schema import ts as _ts
 from adapters.store.sqlite_schema import ts_or_none as _ts_or_none
 from community_api.errors import Conflict
-from community_api.model import Connection
+from community_api.model import CONNECTION_EXPIRED, Connection
 
 T = TypeVar("T")
 
+# Every read of a connection takes its sealed session too: whether it opens is part of its status.
 _CONNECTION = (
-    "SELECT id, account_id, platform_user_id, handle, name, active, status, created_at, session_expires_at"
-    " FROM connections"
+    "SELECT id, account_id, platform_user_id, handle, name, active, status, created_at, session_expires_at,"
+    " session FROM connections"
 )
 _CONNECTION_BY_ID = _CONNECTION + " WHERE id = ?"
 _CONNECTION_BY_USER = _CONNECTION + " WHERE account_id = ? AND platform_user_id = ?"
 _CONNECTIONS_OF = _CONNECTION + " WHERE account_id = ? ORDER BY created_at, rowid"
-_CONNECTION_WITH_SESSION = _CONNECTION.replace(" FROM ", ", session FROM ", 1) + " WHERE id = ?"
-_ACTIVE_CONNECTION_WITH_SESSION = (
-    _CONNECTION.replace(" FROM ", ", session FROM ", 1)
-    + " WHERE account_id = ? ORDER BY active DESC, created_at, rowid LIMIT 1"
-)
+_ACTIVE_CONNECTION = _CONNECTION + " WHERE account_id = ? ORDER BY active DESC, created_at, rowid LIMIT 1"
 
 
 @attrs.frozen
@@ -57,11 +54,21 @@ class SqliteConnectionRecords:
 
         def _cached(self, key: tuple[Any, ...], load: Callable[[], T]) -> T: ...
 
-    @staticmethod
-    def _connection(row: tuple[Any, ...]) -> Connection:
-        return Connection(
-            row[0], row[1], row[2], row[3], row[4], bool(row[5]), row[6], _dt(row[7]), _dt_or_none(row[8])
+    def _connection(self, row: tuple[Any, ...]) -> Connection:
+        return self._opened(row)[0]
+
+    def _opened(self, row: tuple[Any, ...]) -> tuple[Connection, str | None]:
+        """The connection of a row and its platform session. A session that opens under no secret the
+        service has (the secret changed without ``PREVIOUS_SECRET``, a backup restored under another) makes
+        the connection read as expired, as every call through it is answered (409 ``connection_expired``),
+        so that the dashboard, ``accounts list`` and ``/metrics`` ask for it to be linked again rather than
+        show it active. Read, never written: with the right secret back, it is active again."""
+        token = self._cipher.open(row[9], row[0])
+        status = CONNECTION_EXPIRED if token is None else row[6]
+        connection = Connection(
+            row[0], row[1], row[2], row[3], row[4], bool(row[5]), status, _dt(row[7]), _dt_or_none(row[8])
         )
+        return connection, token
 
     def save_connection(self, connection: Connection, platform_session: str) -> Connection:
         c = connection
@@ -136,12 +143,10 @@ class SqliteConnectionRecords:
 
     def _load(self, account_id: str, connection_id: str | None) -> tuple[Connection, str | None] | None:
         if connection_id is None:
-            row = self._one(_ACTIVE_CONNECTION_WITH_SESSION, (account_id,))
+            row = self._one(_ACTIVE_CONNECTION, (account_id,))
         else:
-            row = self._one(_CONNECTION_WITH_SESSION, (connection_id,))
-        if row is None:
-            return None
-        return self._connection(row), self._cipher.open(row[9], row[0])
+            row = self._one(_CONNECTION_BY_ID, (connection_id,))
+        return None if row is None else self._opened(row)
 
     def set_active_connection(self, account_id: str, connection_id: str) -> None:
         with self._immediate() as db:

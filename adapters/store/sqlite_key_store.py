@@ -10,8 +10,8 @@
 - Platform sessions are sealed with a key derived from the service secret (``session_cipher.py``); API
   key secrets never reach the store, only their SHA-256 (column ``secret_hash``).
 - A platform session sealed under another secret (neither the secret nor ``previous_secret``) reads back
-  as None (not an error): the core treats a missing session as an expired connection, and re-linking is
-  the remedy.
+  as None (not an error), and its connection as expired: the core treats a missing session as an expired
+  connection, and re-linking is the remedy.
 - Accounts and web sessions are in ``sqlite_accounts.py``, connections and their sealed sessions in
   ``sqlite_connection_records.py``, OAuth clients, codes and tokens in ``sqlite_oauth.py`` (mixins over
   the same connections).

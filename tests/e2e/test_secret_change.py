@@ -22,6 +22,13 @@ def groups(url: str, key: str) -> requests.Response:
     return requests.get(url + "/v1/groups", headers={"Authorization": f"Bearer {key}"}, timeout=10)
 
 
+def statuses(owner: Owner, url: str) -> list[str]:
+    """The owner's connections as the dashboard's JSON lists them (the web session outlives the restarts)."""
+    listed = owner.session.get(url + "/v1/connections", timeout=10)
+    assert listed.status_code == 200, listed.text
+    return [connection["status"] for connection in listed.json()["connections"]]
+
+
 def test_the_secret_changes_without_linking_any_connection_again(tmp_path: Path) -> None:
     db = tmp_path / "service.sqlite3"
     app = "tests.e2e.app_factory:get_app()"
@@ -40,12 +47,14 @@ def test_the_secret_changes_without_linking_any_connection_again(tmp_path: Path)
     with serving(gunicorn_args(app, port, workers=2), url + "/healthz", new_only, tmp_path / "2.log"):
         refused = groups(url, key)
         assert refused.status_code == 409 and refused.json()["error"]["code"] == "connection_expired"
+        assert statuses(owner, url) == ["expired"]  # as the dashboard shows it: link it again
 
     changing = {**new_only, "COMMUNITY_API_PREVIOUS_SECRET": SECRET}
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with serving(gunicorn_args(app, port, workers=2), url + "/healthz", changing, tmp_path / "3.log"):
         assert groups(url, key).status_code == 200  # opened under the previous secret, by either worker
+        assert statuses(owner, url) == ["active"]  # read, never written: nothing to mend
         resealed = cli("reseal", env=changing)  # while the service serves
         assert resealed.returncode == 0, resealed.stderr
         assert resealed.stdout.startswith("1 platform session sealed anew under COMMUNITY_API_SECRET, 0 already")

@@ -32,6 +32,7 @@ from community_api.account_lifecycle import delete_account_unchecked
 from community_api.keys import display_prefix, generate_secret, hash_secret
 from community_api.model import (
     CONNECTION_ACTIVE,
+    CONNECTION_EXPIRED,
     KEY_STANDARD,
     Account,
     ApiKey,
@@ -127,7 +128,15 @@ def test_another_secret_cannot_open_sessions(store: SqliteKeyStore, db_path: str
     other = SqliteKeyStore(db_path, "another-secret")
     try:
         assert other.get_platform_session("con_1") is None
-        assert other.get_connection("con_1") == a_connection()  # the rest stays readable
+        # The rest stays readable; the connection reads as expired, as every call through it is answered
+        # (409 connection_expired), so that the dashboard asks for it to be linked again.
+        expired = attrs.evolve(a_connection(), status=CONNECTION_EXPIRED)
+        assert other.get_connection("con_1") == expired
+        assert other.list_connections("acc_1") == other.all_connections() == [expired]
+        assert other.load_connection("acc_1", None) == other.load_connection("acc_1", "con_1") == (expired, None)
+        # Read, never written: the right secret reads it active again.
+        assert store.list_connections("acc_1") == [a_connection()]
+        assert store.load_connection("acc_1", None) == (a_connection(), PLATFORM_TOKEN)
     finally:
         other.close()
 
@@ -147,6 +156,8 @@ def test_a_changed_secret_keeps_every_session_through_the_previous_one_and_resea
     new_only = SqliteKeyStore(db_path, "the-new-secret")
     try:
         assert changing.get_platform_session("con_1") == PLATFORM_TOKEN
+        assert [c.status for c in changing.all_connections()] == [CONNECTION_ACTIVE, CONNECTION_EXPIRED]
+        assert [c.status for c in new_only.all_connections()] == [CONNECTION_EXPIRED] * 2  # con_1 not moved yet
         changing.save_connection(a_connection(3), "third-token")
         assert new_only.get_platform_session("con_1") is None  # not moved yet
         assert new_only.get_platform_session("con_3") == "third-token"  # sealed under the new secret
