@@ -38,6 +38,8 @@ def backup_into(
     copies of that name form and remove the others."""
     if not 1 <= keep <= MAX_KEEP:
         raise BackupError(f"--keep takes a number of copies from 1 to {MAX_KEEP}, not {keep}")
+    if not os.fspath(folder):  # (not the working folder, as Path("") would be)
+        raise BackupError("--into needs the folder to write the copies in")
     where = Path(folder)
     if not where.is_dir():
         raise BackupError(f"no folder {where} to write the backup in")
