@@ -215,10 +215,10 @@ def test_reseal_moves_every_platform_session_to_the_new_secret(tmp_path: Path) -
         "  @h2 (con_2) of ops@example.com",
     ]
     wrong_env = {"COMMUNITY_API_DB": db, "COMMUNITY_API_SECRET": "a-wrong-secret-" + "w" * 40}
-    listed = run("accounts", "list", env=wrong_env).stdout.splitlines()[1].split()
-    assert listed[-3:] == ["2", "2", "0"]  # both connections to link again under that secret
-    listed = run("accounts", "list", env={"COMMUNITY_API_DB": db, "COMMUNITY_API_SECRET": new_secret})
-    assert listed.stdout.splitlines()[1].split()[-3:] == ["2", "0", "0"]
+    row = run("accounts", "list", env=wrong_env).stdout.splitlines()[1].split()
+    assert row[-3:] == ["2", "2", "0"]  # both connections to link again under that secret
+    right_env = {"COMMUNITY_API_DB": db, "COMMUNITY_API_SECRET": new_secret}
+    assert run("accounts", "list", env=right_env).stdout.splitlines()[1].split()[-3:] == ["2", "0", "0"]
 
 
 def test_accounts_set_password_for_a_person_who_forgot_it(tmp_path: Path) -> None:
