@@ -127,14 +127,18 @@ def _link_bounds(account_id: str, link: LinkRequest, client_address: str | None)
     return tuple(bounds)
 
 
+# A refusal of how the fields combine names every field of the rule (``details.fields``), none alone.
+LINK_FIELDS = ["email", "password", "sessionToken"]
+
+
 def link_connection(deps: Deps, account_id: str, link: LinkRequest, client_address: str | None = None) -> Connection:
     """Link (or re-link) a platform account; ``client_address`` is the caller's, for the bounds above."""
     make_active = link.active
     if link.session_token is not None:
         if link.email is not None or link.password is not None:
-            raise InvalidRequest("give either email and password, or sessionToken, not both")
+            raise InvalidRequest("give either email and password, or sessionToken, not both", fields=LINK_FIELDS)
     elif link.email is None or link.password is None:
-        raise InvalidRequest("give the platform account's email and password, or a sessionToken")
+        raise InvalidRequest("give the platform account's email and password, or a sessionToken", fields=LINK_FIELDS)
     bounds = _link_bounds(account_id, link, client_address)
     with deps.linking.call(account_id):  # one at a time: each holds a browser (``in_flight.linking``)
         linked = _sign_in(deps, account_id, link, bounds)

@@ -138,7 +138,7 @@ def thread(deps: Deps, actor: Actor, conversation_id: str, query: ThreadQuery) -
 def send(deps: Deps, actor: Actor, group: str | None, new: NewMessage) -> SentMessage:
     to, conversation_id = new.to, new.conversation_id
     if (to is None) == (conversation_id is None):
-        raise InvalidRequest("give exactly one of to and conversationId")
+        raise InvalidRequest("give exactly one of to and conversationId", fields=["to", "conversationId"])
     group = field_group(group)
     known: Conversation | None = None
     if conversation_id is not None:

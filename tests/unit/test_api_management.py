@@ -337,6 +337,7 @@ def test_the_document_says_which_link_bodies_are_taken(world: World, body: dict[
             "give the platform account's email and password, or a sessionToken",
             "give either email and password, or sessionToken, not both",
         )
+        assert result.json["error"]["details"] == {"fields": ["email", "password", "sessionToken"]}
 
 
 def test_platform_password_is_never_kept(world: World) -> None:

@@ -79,8 +79,13 @@ BAD_BODIES: list[tuple[str, Any, str, dict[str, Any]]] = [
         "unknown field: conversationID",
         {"unknown": ["conversationID"], "allowed": ["content", "conversationId", "to"]},
     ),
-    ("/v1/dms", {"content": "hi"}, "give exactly one of to and conversationId", {}),
-    ("/v1/dms", {"content": "hi", "to": " ", "conversationId": ""}, "give exactly one of to and conversationId", {}),
+    ("/v1/dms", {"content": "hi"}, "give exactly one of to and conversationId", {"fields": ["to", "conversationId"]}),
+    (
+        "/v1/dms",
+        {"content": "hi", "to": " ", "conversationId": ""},
+        "give exactly one of to and conversationId",
+        {"fields": ["to", "conversationId"]},
+    ),
     (
         "/v1/dms",
         {"content": "x" * 10_001, "to": A_POST},

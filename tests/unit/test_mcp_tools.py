@@ -206,6 +206,7 @@ def test_bad_arguments_are_invalid_request_tool_errors(
         assert field in (details.get("field"), details.get("parameter")) or details.get("unknown") == [field]
     else:
         assert error["message"] == "give exactly one of to and conversationId"
+        assert details == {"fields": ["to", "conversationId"]}
     assert len(error["message"]) < 150  # a refused value is never echoed back
     assert world.gateway.created_posts() == [] and world.gateway.sent_messages() == []
 
