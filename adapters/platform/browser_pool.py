@@ -15,6 +15,12 @@
 - Every wait is bounded by the pool's ``wait`` and by the current gateway call's deadline
   (``deadline.py``).
 - A ``temporary`` browser (signing in) counts against ``size`` too, and is closed when its call ends.
+- Memory: a browser takes 225-550 MiB. When ``room`` says the machine has no room for one more (local
+  browsers: less than ``MIN_FREE_MIB`` available), a start beyond the first is handled as when the pool is
+  full: the least recently used idle browser is closed first, else the start waits its bounded time, then
+  gives up (the call answers 503 and may be tried again). A pool sized beyond the box's memory, or another
+  program's growth, then slows calls down rather than wake the kernel's OOM killer, whose pick on a small
+  box may be a gunicorn worker with every call it holds. The first browser is always started.
 """
 
 from __future__ import annotations
@@ -29,10 +35,23 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 
 from adapters.metrics import BROWSER_CRASHES, BROWSER_EVICTIONS, BROWSER_IDLE_CLOSES, BROWSER_STARTS, BROWSERS_LIVE
+from adapters.platform import procfs
 from adapters.platform.browser import Browser, BrowserFailure
 from adapters.platform.deadline import remaining as time_left
 
 log = logging.getLogger(__name__)
+
+
+# A local browser is started only while the machine has at least this much memory available (the
+# kernel's MemAvailable), unless it is the pool's first: a browser's own share is 225-550 MiB.
+MIN_FREE_MIB = 600
+MEMORY_POLL_SECONDS = 0.5
+
+
+def memory_for_a_browser() -> bool:
+    """Has this machine room for one more local browser? (Unknown counts as yes.)"""
+    available = procfs.memory_available_mib()
+    return available is None or available >= MIN_FREE_MIB
 
 
 class PoolBusy(Exception):
@@ -82,6 +101,7 @@ class BrowserPool:
         idle: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
         linked: Callable[[str], bool] | None = None,
+        room: Callable[[], bool] | None = None,
     ) -> None:
         if size < 1:
             raise ValueError("the pool needs room for at least one browser")
@@ -91,6 +111,7 @@ class BrowserPool:
         self._idle = idle
         self._clock = clock
         self._linked = linked  # is this key's connection still linked? (a store read)
+        self._room = room  # has the machine memory for one more browser? (None: never asked)
         self._cond = threading.Condition()
         self._slots: OrderedDict[str, _Slot] = OrderedDict()  # least recently used first
         self._live = 0  # browsers running or starting
@@ -232,7 +253,10 @@ class BrowserPool:
             while True:
                 if self._closed:
                     raise PoolBusy("the browser pool is closed")
-                if self._live < self._size:
+                full = self._live >= self._size
+                # One browser closed makes room for one (its memory is given back as it quits, below,
+                # so the machine's figure would not show it yet): never more closed than that.
+                if not full and (self._live == 0 or evicted or self._room is None or self._room()):
                     break
                 victim = next(
                     (s for s in self._slots.values() if s is not slot and s.users == 0 and s.browser is not None), None
@@ -248,8 +272,11 @@ class BrowserPool:
                     continue
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise PoolBusy(f"all {self._size} browsers are busy")
-                self._cond.wait(remaining)
+                    if full:
+                        raise PoolBusy(f"all {self._size} browsers are busy")
+                    raise PoolBusy(f"no memory for another browser beside the {self._live} running")
+                # Memory is freed by others too (no notify comes then): look again now and then.
+                self._cond.wait(remaining if full else min(remaining, MEMORY_POLL_SECONDS))
             self._live += 1
             BROWSERS_LIVE.inc()
             self._ensure_sweeper()

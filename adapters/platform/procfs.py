@@ -1,5 +1,7 @@
 """What Linux's /proc says of a process: its state, parent, start time, command name and line. Used to end
-local browsers by PID (``browser.py``) and to find the ones a dead worker left behind (``orphans.py``)."""
+local browsers by PID (``browser.py``) and to find the ones a dead worker left behind (``orphans.py``).
+And of the machine, the memory a new process may still take (``memory_available_mib``: the browser pool
+starts no browser the machine has no room for)."""
 
 from __future__ import annotations
 
@@ -98,3 +100,18 @@ def descendants(root: int, table: dict[int, tuple[int, str]] | None = None) -> l
         found.append(pid)
         queue.extend(by_parent.get(pid, []))
     return found
+
+
+def memory_available_mib(meminfo: str = "/proc/meminfo") -> int | None:
+    """The kernel's estimate of the memory new processes may take without swapping (``MemAvailable``),
+    in MiB; None where it cannot be read (not Linux, a kernel before 3.14)."""
+    try:
+        with open(meminfo, encoding="ascii") as lines:
+            for line in lines:
+                name, _, value = line.partition(":")
+                if name == "MemAvailable":
+                    number, _, unit = value.strip().partition(" ")
+                    return int(number) // 1024 if unit == "kB" and number.isdigit() else None
+    except OSError:
+        return None
+    return None

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
 
+from adapters.platform import procfs
 from adapters.platform.browser import Browser, BrowserFailure
 from adapters.platform.browser_pool import BrowserPool, PoolBusy
+from adapters.platform.selenium_platform_gateway import SeleniumPlatformGateway
 
 
 class FakeDriver:
@@ -286,3 +289,111 @@ def test_a_temporary_browser_waits_a_bounded_time_for_room_and_closes_on_failure
     with pytest.raises(RuntimeError), pool.temporary() as browser:
         raise RuntimeError("the sign-in failed")
     assert driver_of(browser).quit_called and pool.live() == 0
+
+
+class Memory:
+    """What ``room`` answers: has the machine memory for one more browser? Counts the questions."""
+
+    def __init__(self, enough: bool) -> None:
+        self.enough = enough
+        self.asked = 0
+
+    def __call__(self) -> bool:
+        self.asked += 1
+        return self.enough
+
+
+def test_without_memory_for_another_browser_the_least_recently_used_idle_one_makes_room() -> None:
+    memory = Memory(enough=True)
+    pool = BrowserPool(Factory(), size=4, wait=1, room=memory)
+    a, b, c = use(pool, "a"), use(pool, "b"), use(pool, "c")
+    memory.enough = False  # below the size, but the machine has no room for a fourth
+    d = use(pool, "d")
+    assert a.quit_called and not b.quit_called and not c.quit_called  # one closed for one started
+    assert pool.live() == 3 and not d.quit_called
+
+
+def test_without_memory_and_no_idle_browser_a_start_waits_a_bounded_time_then_gives_up() -> None:
+    memory = Memory(enough=True)
+    pool = BrowserPool(Factory(), size=4, wait=0.6, room=memory)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with pool.lease("a") as lease:
+            lease.browser()
+            holding.set()
+            release.wait(5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    holding.wait(5)
+    memory.enough = False
+    started = time.monotonic()
+    with pytest.raises(PoolBusy, match="no memory for another browser beside the 1 running"), pool.lease("b") as lease:
+        lease.browser()
+    assert 0.55 <= time.monotonic() - started < 3
+    assert memory.asked >= 2  # looked again while it waited: memory is freed by others too
+    memory.enough = True  # freed elsewhere: the next start goes ahead beside the busy browser
+    assert use(pool, "b").number == 1 and pool.live() == 2
+    release.set()
+    holder.join()
+
+
+def test_memory_freed_elsewhere_lets_a_waiting_start_go_ahead() -> None:
+    memory = Memory(enough=True)
+    pool = BrowserPool(Factory(), size=4, wait=5, room=memory)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with pool.lease("a") as lease:
+            lease.browser()
+            holding.set()
+            release.wait(5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    holding.wait(5)
+    memory.enough = False
+    threading.Timer(0.3, lambda: setattr(memory, "enough", True)).start()  # no notify: only polling sees it
+    started = time.monotonic()
+    assert use(pool, "b").number == 1
+    assert 0.25 <= time.monotonic() - started < 2
+    release.set()
+    holder.join()
+
+
+def test_the_first_browser_starts_whatever_the_memory_says() -> None:
+    memory = Memory(enough=False)
+    pool = BrowserPool(Factory(), size=2, wait=0.2, room=memory)
+    assert use(pool, "a").number == 0 and memory.asked == 0  # a pool that can start none serves nothing
+    assert use(pool, "b").number == 1  # a closed to make room
+    assert pool.live() == 1
+
+
+def test_the_machines_available_memory_is_read_from_proc(tmp_path: Path) -> None:
+    assert (procfs.memory_available_mib() or 0) > 0  # this machine's, in MiB
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       16318412 kB\nMemFree:          811548 kB\nMemAvailable:    9437184 kB\n")
+    assert procfs.memory_available_mib(str(meminfo)) == 9216
+    meminfo.write_text("MemTotal:       16318412 kB\nMemFree:          811548 kB\n")  # before Linux 3.14
+    assert procfs.memory_available_mib(str(meminfo)) is None
+    assert procfs.memory_available_mib(str(tmp_path / "missing")) is None
+
+
+def test_local_browsers_ask_for_memory_and_a_grids_do_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    from adapters.platform import browser_pool
+
+    monkeypatch.setattr(procfs, "memory_available_mib", lambda: browser_pool.MIN_FREE_MIB - 1)
+    assert browser_pool.memory_for_a_browser() is False
+    monkeypatch.setattr(procfs, "memory_available_mib", lambda: browser_pool.MIN_FREE_MIB)
+    assert browser_pool.memory_for_a_browser() is True
+    monkeypatch.setattr(procfs, "memory_available_mib", lambda: None)  # unknown: not a reason to refuse
+    assert browser_pool.memory_for_a_browser() is True
+    local = SeleniumPlatformGateway("https://platform.test", "https://platform.test/api2")
+    grid = SeleniumPlatformGateway("https://platform.test", "https://platform.test/api2", remote_url="http://grid:4444")
+    try:
+        assert cast(Any, local)._pool._room is browser_pool.memory_for_a_browser
+        assert cast(Any, grid)._pool._room is None
+    finally:
+        local.close()
+        grid.close()
