@@ -55,7 +55,8 @@ def memory_for_a_browser() -> bool:
 
 
 class PoolBusy(Exception):
-    """No browser could be had in time: every one is busy, or the pool is closed."""
+    """No browser could be had in time: every one is busy, the machine has no memory for another, or the
+    pool is closed."""
 
 
 class _Slot:
