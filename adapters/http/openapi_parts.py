@@ -1,0 +1,48 @@
+"""Pieces of the OpenAPI document that the data operations (``openapi.py``) and the management routes
+(``openapi_management.py``) share: the error answer, the 429 with its ``Retry-After``, the headers every
+key or session request may carry, and how a parameter and a JSON body are written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.http.auth import CONNECTION_HEADER, CSRF_HEADER
+
+ERROR = {"$ref": "#/components/schemas/Error"}
+# A limit reached: every data operation (the connected account's platform pace, its calls in progress, the
+# platform's own 429, the DM throttle) and the management routes that say so. The wait is in a header as well
+# as in the body, so that a client need not read the body to back off.
+RATE_LIMITED = {
+    "description": "rate_limited: a limit was reached; nothing was done. Wait Retry-After seconds (also "
+    "details.retryAfter) before trying again; details.reason names the limit where there are several "
+    "(dm_throttle, read_pace, write_pace, platform_hold, busy).",
+    "headers": {
+        "Retry-After": {
+            "description": "Seconds to wait before trying again.",
+            "required": True,
+            "schema": {"type": "integer", "minimum": 1},
+        }
+    },
+    "content": {"application/json": {"schema": ERROR}},
+}
+OBJECT: dict[str, Any] = {"type": "object"}
+STRING = {"type": "string"}
+
+
+def param(name: str, where: str = "query", schema: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "in": where, "required": where == "path", "schema": schema or {"type": "string"}, **extra}
+
+
+def json_content(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"application/json": {"schema": schema}}
+
+
+CONNECTION_PARAM = param(CONNECTION_HEADER, "header", description="Connection to act through (unbound keys only).")
+# A web-session request that changes something echoes the session's CSRF token (``web_session`` in
+# ``auth.py``); a cookie alone, which a browser attaches to any site's request, is not enough.
+CSRF_PARAM = param(
+    CSRF_HEADER,
+    "header",
+    required=True,
+    description="The session's CSRF token: the `csrfToken` that signing in (`POST /v1/session`) answered.",
+)
