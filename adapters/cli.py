@@ -1,5 +1,5 @@
 """The community-api command: serve, sandbox, demo, backup, reseal, accounts create, list, set-password
-and delete, keys mint and revoke.
+and delete, keys list, mint and revoke.
 
 Flags set the same ``COMMUNITY_API_*`` variables the service reads, so gunicorn workers see one source
 of settings. A wrong setting ends the command with a one-line reason, not a traceback. The commands on
@@ -21,6 +21,7 @@ from adapters.cli_store import (
     accounts_set_password,
     apply_common,
     backup,
+    keys_list,
     keys_mint,
     keys_revoke,
     open_store,
@@ -188,6 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("keys", help="manage API keys")
     sub = p.add_subparsers(dest="action", required=True)
+    p = sub.add_parser("list", help="an account's keys: state, dates, binding, scopes and name (never a secret)")
+    _add_common(p)
+    p.add_argument("--account", required=True, help=_NAMED)
+    p.set_defaults(func=keys_list)
     p = sub.add_parser("mint", help="mint a key and print it (shown once)")
     _add_common(p)
     # --email was its only name before an account could be named by id: scripts that give it keep working

@@ -1,5 +1,5 @@
 """The commands of ``community-api`` that work on what the database holds: accounts (create, list,
-set-password, delete), keys (mint, revoke), backup and reseal. ``adapters/cli.py`` parses the command line
+set-password, delete), keys (list, mint, revoke), backup and reseal. ``adapters/cli.py`` parses the command line
 and calls these.
 
 Each opens the store at ``COMMUNITY_API_DB`` (``open_store``); a wrong setting or a refusal of the core
@@ -13,6 +13,7 @@ import getpass
 import os
 import sqlite3
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -136,6 +137,46 @@ def accounts_set_password(args: argparse.Namespace) -> int:
     password = read_password(named.email)
     account = reset_password_unchecked(store, SystemClock(), named.id, password)
     print(f"password of {account.email} set: every web session of the account ended, its API keys kept")
+    return 0
+
+
+def keys_list(args: argparse.Namespace) -> int:
+    """An account's keys as its owner's dashboard lists them, for the operator who helps that owner (a
+    script whose key stopped working): id, display prefix, state, dates, binding, scopes and name. Never
+    a secret: the store holds none."""
+    from community_api.account_lifecycle import account_named
+    from community_api.clock import SystemClock
+    from community_api.dashboard import IN_GRACE, key_state
+    from community_api.keys import KEY_PREFIX
+    from community_api.model import KEY_STANDARD
+
+    apply_common(args)
+    store = open_store(load_settings())
+    account = account_named(store, args.account)  # an unknown one: one line (main)
+    listed = store.list_keys(account.id)
+    if not listed:
+        print(f"{account.email} has no keys: community-api keys mint --account {account.email}")
+        return 0
+    now = SystemClock().now()
+
+    def when(moment: datetime | None) -> str:
+        return "-" if moment is None else moment.strftime("%Y-%m-%d %H:%M")
+
+    rows = []
+    for key in listed:
+        state = key_state(key, now)
+        shown = state.state.replace(" ", "-")  # one word a column: "in-grace"
+        if state.state == IN_GRACE and key.expires_at is not None:
+            shown += f"-until-{key.expires_at:%Y-%m-%dT%H:%M}"
+        prefix = f"{KEY_PREFIX}{key.prefix}…" if key.kind == KEY_STANDARD else "-"  # a connector's: OAuth's
+        rows.append(
+            (key.id, prefix, shown, when(key.created_at), when(key.last_used_at), key.connection_id or "-",
+             key.kind, ",".join(key.scopes), key.name)
+        )  # fmt: skip
+    header = ("KEY", "PREFIX", "STATE", "CREATED (UTC)", "LAST USED (UTC)", "CONNECTION", "KIND", "SCOPES", "NAME")
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header) - 1)]
+    for row in (header, *rows):
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1])
     return 0
 
 

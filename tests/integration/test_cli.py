@@ -140,6 +140,34 @@ def test_accounts_list_shows_each_account_with_what_it_holds(tmp_path: Path) -> 
     assert "cda_" not in listed.stdout and "argon2" not in listed.stdout
 
 
+def test_keys_list_shows_an_accounts_keys_as_its_dashboard_does_and_never_a_secret(tmp_path: Path) -> None:
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
+    assert run("accounts", "create", "ops@example.com", stdin="a strong password\n", env=env).returncode == 0
+    none = run("keys", "list", "--account", "ops@example.com", env=env)
+    assert none.returncode == 0 and none.stdout == (
+        "ops@example.com has no keys: community-api keys mint --account ops@example.com\n"
+    )
+    secrets = []
+    for name, scopes in (("nightly report", ["--scope", "posts:read"]), ("old bot", [])):
+        minted = run("keys", "mint", "--account", "ops@example.com", "--name", name, *scopes, env=env)
+        assert minted.returncode == 0, minted.stderr
+        secrets.append(minted.stdout.strip())
+    assert run("keys", "revoke", stdin=secrets[1] + "\n", env=env).returncode == 0
+    listed = run("keys", "list", "--account", "ops@example.com", env=env)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].split() == ["KEY", "PREFIX", "STATE", "CREATED", "(UTC)", "LAST", "USED", "(UTC)", "CONNECTION",
+                                "KIND", "SCOPES", "NAME"]  # fmt: skip
+    first, second = (line.split() for line in lines[1:])
+    assert first[2] == "live" and first[-4:] == ["standard", "posts:read", "nightly", "report"]
+    assert second[2] == "revoked" and second[-4:] == ["standard", "groups:read,posts:read,comments:read", "old", "bot"]
+    assert first[1] == secrets[0][:12] + "…" and not any(secret in listed.stdout for secret in secrets)
+    account_id = run("accounts", "list", env=env).stdout.splitlines()[1].split()[1]
+    assert run("keys", "list", "--account", account_id, env=env).stdout == listed.stdout  # by id too
+    unknown = run("keys", "list", "--account", "nobody@example.com", env=env)
+    assert unknown.returncode == 2 and len(unknown.stderr.splitlines()) == 1 and not unknown.stdout
+
+
 def test_backup_says_what_the_copy_holds(tmp_path: Path) -> None:
     env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
     assert run("accounts", "create", "ops@example.com", stdin="a strong password\n", env=env).returncode == 0
