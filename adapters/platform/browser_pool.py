@@ -49,9 +49,10 @@ MEMORY_POLL_SECONDS = 0.5
 
 
 def memory_for_a_browser() -> bool:
-    """Has this machine room for one more local browser? (Unknown counts as yes.)"""
-    available = procfs.memory_available_mib()
-    return available is None or available >= MIN_FREE_MIB
+    """Has this machine, and this process's cgroup (a container's or a systemd unit's memory limit), room
+    for one more local browser? (Unknown counts as yes.)"""
+    figures = [procfs.memory_available_mib(), procfs.cgroup_headroom_mib()]
+    return all(figure is None or figure >= MIN_FREE_MIB for figure in figures)
 
 
 class PoolBusy(Exception):

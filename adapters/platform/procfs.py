@@ -1,7 +1,7 @@
 """What Linux's /proc says of a process: its state, parent, start time, command name and line. Used to end
 local browsers by PID (``browser.py``) and to find the ones a dead worker left behind (``orphans.py``).
-And of the machine, the memory a new process may still take (``memory_available_mib``: the browser pool
-starts no browser the machine has no room for)."""
+And of the machine, the memory a new process may still take (``memory_available_mib``, and within this
+process's cgroup ``cgroup_headroom_mib``: the browser pool starts no browser there is no room for)."""
 
 from __future__ import annotations
 
@@ -115,3 +115,43 @@ def memory_available_mib(meminfo: str = "/proc/meminfo") -> int | None:
     except OSError:
         return None
     return None
+
+
+def cgroup_headroom_mib(own: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -> int | None:
+    """How much more memory this process's cgroup (v2) and each cgroup above it may take before its limit
+    (``memory.max``, as systemd's ``MemoryMax=`` or a container's limit sets it), counting the page cache
+    the kernel would reclaim first (``inactive_file``), in MiB; the least over those levels. None where no
+    level has a limit or cgroup v2 is not mounted at ``root`` (a v1 or hybrid host: not read)."""
+    try:
+        with open(own, encoding="utf-8") as lines:
+            path = next((line[3:].strip() for line in lines if line.startswith("0::")), None)
+    except OSError:
+        return None
+    if path is None or not os.path.exists(os.path.join(root, "cgroup.controllers")):
+        return None
+    least: int | None = None
+    level = os.path.normpath(os.path.join(root, path.lstrip("/")))
+    while True:
+        headroom = _headroom(level)
+        if headroom is not None:
+            least = headroom if least is None else min(least, headroom)
+        if level == os.path.normpath(root) or not level.startswith(os.path.normpath(root)):
+            return None if least is None else least // (1024 * 1024)
+        level = os.path.dirname(level)
+
+
+def _headroom(level: str) -> int | None:
+    """Bytes the cgroup at ``level`` may still take, or None (no limit, or nothing readable there)."""
+    try:
+        with open(os.path.join(level, "memory.max"), encoding="ascii") as text:
+            limit = text.read().strip()
+        with open(os.path.join(level, "memory.current"), encoding="ascii") as text:
+            current = int(text.read().strip())
+        with open(os.path.join(level, "memory.stat"), encoding="ascii") as text:
+            stat = dict(line.split(" ", 1) for line in text.read().splitlines() if " " in line)
+    except (OSError, ValueError):
+        return None
+    if not limit.isdigit():  # "max": no limit at this level
+        return None
+    reclaimable = int(stat.get("inactive_file", "0").strip() or 0)
+    return max(0, int(limit) - current + reclaimable)

@@ -380,15 +380,52 @@ def test_the_machines_available_memory_is_read_from_proc(tmp_path: Path) -> None
     assert procfs.memory_available_mib(str(tmp_path / "missing")) is None
 
 
+def cgroup_level(folder: Path, limit: str, current: int, inactive_file: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "memory.max").write_text(limit + "\n")
+    (folder / "memory.current").write_text(f"{current}\n")
+    (folder / "memory.stat").write_text(f"anon 1000\nfile 5000\ninactive_file {inactive_file}\nactive_file 42\n")
+
+
+MIB = 1024 * 1024
+
+
+def test_the_cgroups_headroom_is_the_least_over_its_levels_with_a_limit(tmp_path: Path) -> None:
+    """systemd's MemoryMax= on the unit, or a limit on its slice, or a container's: each level above the
+    process counts; page cache the kernel reclaims first is room too."""
+    root, own = tmp_path / "cgroup", tmp_path / "self-cgroup"
+    own.write_text("0::/system.slice/community-api.service\n")
+    assert procfs.cgroup_headroom_mib(str(own), str(root)) is None  # no cgroup v2 mounted there
+    root.mkdir()
+    (root / "cgroup.controllers").write_text("cpu memory pids\n")
+    assert procfs.cgroup_headroom_mib(str(own), str(root)) is None  # no level below the root: no limit
+    cgroup_level(root / "system.slice", "max", 900 * MIB, 0)
+    cgroup_level(root / "system.slice" / "community-api.service", str(2048 * MIB), 1800 * MIB, 100 * MIB)
+    assert procfs.cgroup_headroom_mib(str(own), str(root)) == 2048 - 1800 + 100
+    cgroup_level(root / "system.slice", str(1000 * MIB), 990 * MIB, 20 * MIB)  # the slice is tighter
+    assert procfs.cgroup_headroom_mib(str(own), str(root)) == 30
+    cgroup_level(root / "system.slice", str(1000 * MIB), 1200 * MIB, 0)  # over its limit: no room, not less
+    assert procfs.cgroup_headroom_mib(str(own), str(root)) == 0
+    own.write_text("12:memory:/docker/abc\n")  # cgroup v1 only: not read
+    assert procfs.cgroup_headroom_mib(str(own), str(root)) is None
+    own.write_text("0::/\n")  # a container's own cgroup, seen as the root of its namespace
+    cgroup_level(root, str(1024 * MIB), 700 * MIB, 0)
+    assert procfs.cgroup_headroom_mib(str(own), str(root)) == 324
+    assert procfs.cgroup_headroom_mib(str(tmp_path / "missing"), str(root)) is None
+
+
 def test_local_browsers_ask_for_memory_and_a_grids_do_not(monkeypatch: pytest.MonkeyPatch) -> None:
     from adapters.platform import browser_pool
 
+    monkeypatch.setattr(procfs, "cgroup_headroom_mib", lambda: None)
     monkeypatch.setattr(procfs, "memory_available_mib", lambda: browser_pool.MIN_FREE_MIB - 1)
     assert browser_pool.memory_for_a_browser() is False
     monkeypatch.setattr(procfs, "memory_available_mib", lambda: browser_pool.MIN_FREE_MIB)
     assert browser_pool.memory_for_a_browser() is True
     monkeypatch.setattr(procfs, "memory_available_mib", lambda: None)  # unknown: not a reason to refuse
     assert browser_pool.memory_for_a_browser() is True
+    monkeypatch.setattr(procfs, "cgroup_headroom_mib", lambda: browser_pool.MIN_FREE_MIB - 1)  # a unit's limit
+    assert browser_pool.memory_for_a_browser() is False
     local = SeleniumPlatformGateway("https://platform.test", "https://platform.test/api2")
     grid = SeleniumPlatformGateway("https://platform.test", "https://platform.test/api2", remote_url="http://grid:4444")
     try:
