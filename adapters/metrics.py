@@ -75,6 +75,10 @@ BROWSER_EVICTIONS = Counter(
 )
 BROWSER_CRASHES = Counter("community_api_browser_crashes_total", "Browsers discarded after a crash or a hang")
 BROWSER_IDLE_CLOSES = Counter("community_api_browser_idle_closes_total", "Browsers closed after going unused a while")
+BROWSER_MEMORY_SHORT = Counter(
+    "community_api_browser_memory_short_total",
+    "Browser starts that found the machine or its cgroup short of memory (an idle browser closed, or a wait)",
+)
 REFUSALS = Counter(
     "community_api_rate_limit_refusals_total",
     "Calls refused by a limit: dm_throttle, read_pace, write_pace, platform_hold, busy",

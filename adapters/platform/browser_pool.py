@@ -34,7 +34,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 
-from adapters.metrics import BROWSER_CRASHES, BROWSER_EVICTIONS, BROWSER_IDLE_CLOSES, BROWSER_STARTS, BROWSERS_LIVE
+from adapters.metrics import (
+    BROWSER_CRASHES,
+    BROWSER_EVICTIONS,
+    BROWSER_IDLE_CLOSES,
+    BROWSER_MEMORY_SHORT,
+    BROWSER_STARTS,
+    BROWSERS_LIVE,
+)
 from adapters.platform import procfs
 from adapters.platform.browser import Browser, BrowserFailure
 from adapters.platform.deadline import remaining as time_left
@@ -250,6 +257,7 @@ class BrowserPool:
     # -- used by Lease, with the slot's lock held ----------------------------------------------------
     def _start(self, slot: _Slot) -> None:
         evicted: list[Browser] = []
+        short = False  # counted once a start, however it ends
         deadline = time.monotonic() + min(self._wait, time_left(self._wait))
         with self._cond:
             while True:
@@ -260,6 +268,9 @@ class BrowserPool:
                 # so the machine's figure would not show it yet): never more closed than that.
                 if not full and (self._live == 0 or evicted or self._room is None or self._room()):
                     break
+                if not full and not short:
+                    short = True
+                    BROWSER_MEMORY_SHORT.inc()
                 victim = next(
                     (s for s in self._slots.values() if s is not slot and s.users == 0 and s.browser is not None), None
                 )

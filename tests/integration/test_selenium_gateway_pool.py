@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from prometheus_client import REGISTRY
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from adapters.platform import procfs
@@ -303,12 +304,18 @@ class Memory:
         return self.enough
 
 
+def memory_short() -> float:
+    return REGISTRY.get_sample_value("community_api_browser_memory_short_total") or 0.0
+
+
 def test_without_memory_for_another_browser_the_least_recently_used_idle_one_makes_room() -> None:
     memory = Memory(enough=True)
     pool = BrowserPool(Factory(), size=4, wait=1, room=memory)
     a, b, c = use(pool, "a"), use(pool, "b"), use(pool, "c")
     memory.enough = False  # below the size, but the machine has no room for a fourth
+    short = memory_short()
     d = use(pool, "d")
+    assert memory_short() == short + 1  # counted once for the start
     assert a.quit_called and not b.quit_called and not c.quit_called  # one closed for one started
     assert pool.live() == 3 and not d.quit_called
 

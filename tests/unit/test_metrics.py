@@ -50,6 +50,7 @@ def test_the_text_parses_and_names_every_family(world: World) -> None:
         "community_api_browser_starts",
         "community_api_browser_evictions",
         "community_api_browser_crashes",
+        "community_api_browser_memory_short",
         "community_api_rate_limit_refusals",
         "community_api_mcp_tool_calls",
     }
