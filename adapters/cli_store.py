@@ -276,7 +276,8 @@ def backup(args: argparse.Namespace) -> int:
         "needs the same COMMUNITY_API_SECRET (docs/deployment.md)"
     )
     for path in removed:
-        print(f"removed {path}, an older copy beyond the newest {keep}")
+        why = "a partial copy left by a run that was killed" if path.name.startswith(".") else None
+        print(f"removed {path}, {why or f'an older copy beyond the newest {keep}'}")
     return 0
 
 

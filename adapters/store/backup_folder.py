@@ -6,7 +6,7 @@ and two runs never name the same file (a run within the same second is refused, 
 is). Only after a copy is made and checked are older copies removed, and only files of exactly that name
 form: whatever else the folder holds is never touched, and a failing backup never costs an old one. The
 newest ``keep`` copies stay, however old: a backup that stopped working does not age the last good
-ones away.
+ones away. A partial copy left by a run that was killed outright (its process gone) is removed too.
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ from adapters.store.sqlite_backup import BackupError, BackupSummary, backup_data
 
 NAME_FORMAT = "community-api-%Y%m%dT%H%M%SZ.sqlite3"
 _NAME = re.compile(r"community-api-[0-9]{8}T[0-9]{6}Z\.sqlite3")
+# What ``backup_database`` writes before the rename: a run killed outright (the OOM killer, power lost)
+# leaves it behind, hidden and as large as the database.
+_PARTIAL = re.compile(r"\.community-api-[0-9]{8}T[0-9]{6}Z\.sqlite3\.partial-([0-9]{1,9})")
 MAX_KEEP = 10_000
 
 
@@ -52,4 +55,21 @@ def backup_into(
         if path.is_file() and not path.is_symlink():  # a copy this command made, not something put there
             path.unlink()
             removed.append(path)
+    for entry in sorted(os.listdir(where)):
+        partial = _PARTIAL.fullmatch(entry)
+        path = where / entry
+        if partial and not _alive(int(partial[1])) and path.is_file() and not path.is_symlink():
+            path.unlink()
+            removed.append(path)
     return FolderBackup(made, tuple(removed))
+
+
+def _alive(pid: int) -> bool:
+    """Is the process that wrote a partial copy still running? (Another run's, in progress: kept.)"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True

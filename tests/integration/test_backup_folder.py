@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -74,3 +75,20 @@ def test_a_failed_copy_removes_nothing(database: Path, tmp_path: Path) -> None:
     with pytest.raises(BackupError, match="no database"):
         backup_into(tmp_path / "missing.sqlite3", folder, keep=1, now=T0 + timedelta(days=1))
     assert names(folder) == [T0.strftime(NAME_FORMAT)]
+
+
+def test_a_partial_copy_left_by_a_killed_run_is_removed_and_one_in_progress_kept(
+    database: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "backups"
+    folder.mkdir()
+    ended = subprocess.Popen(["true"])
+    ended.wait()  # a process that has ended: its partial copy is litter
+    left = folder / f".community-api-20261101T030000Z.sqlite3.partial-{ended.pid}"
+    in_progress = folder / f".community-api-20261128T030000Z.sqlite3.partial-{os.getpid()}"
+    other = folder / ".something.partial-1"
+    for path in (left, in_progress, other):
+        path.write_bytes(b"half a database")
+    done = backup_into(database, folder, keep=3, now=T0)
+    assert done.removed == (left,)
+    assert not left.exists() and in_progress.exists() and other.exists()

@@ -236,13 +236,18 @@ def test_what_the_backup_unit_runs_copies_the_database_and_keeps_the_newest(tmp_
     older = [f"community-api-202601{day:02d}T030000Z.sqlite3" for day in range(1, keep + 3)]  # keep + 2 old copies
     for name in [*older, "notes.txt", "community-api-manual.sqlite3"]:
         (backups / name).write_bytes(b"an older copy")
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    left = backups / f".community-api-20260101T030000Z.sqlite3.partial-{ended.pid}"  # a killed run's
+    left.write_bytes(b"half a copy")
     [dir_line] = [v for n, v in unit if n == "WorkingDirectory"]
     ran = subprocess.run(exec_start, cwd=moved(dir_line), env=env, capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr
     copies = sorted(p.name for p in backups.iterdir() if re.fullmatch(r"community-api-\d{8}T\d{6}Z\.sqlite3", p.name))
     assert len(copies) == keep and copies[:-1] == older[3:]  # the three oldest went, the new copy is the last
     assert {"notes.txt", "community-api-manual.sqlite3"} <= {p.name for p in backups.iterdir()}
-    assert ran.stdout.count("removed ") == 3 and "beyond the newest 14" in ran.stdout
+    assert ran.stdout.count("removed ") == 4 and "beyond the newest 14" in ran.stdout and not left.exists()
+    assert f"removed {left}, a partial copy left by a run that was killed" in ran.stdout
     assert stat.S_IMODE((backups / copies[-1]).stat().st_mode) == 0o600
     with sqlite3.connect(backups / copies[-1]) as copy:
         assert copy.execute("SELECT email FROM accounts").fetchall() == [("ops@example.com",)]
