@@ -31,14 +31,14 @@ MAX_KEEP = 10_000
 @attrs.frozen
 class FolderBackup:
     made: BackupSummary
-    removed: tuple[Path, ...]  # older copies removed, oldest first
+    removed: tuple[Path, ...]  # older copies removed, oldest first, then partial copies of killed runs
 
 
 def backup_into(
     source: str | os.PathLike[str], folder: str | os.PathLike[str], keep: int, now: datetime
 ) -> FolderBackup:
     """Back ``source`` up into ``folder`` under a name of ``now`` (UTC), then keep the newest ``keep``
-    copies of that name form and remove the others."""
+    copies of that name form and remove the others, and the partial copies of runs no longer running."""
     if not 1 <= keep <= MAX_KEEP:
         raise BackupError(f"--keep takes a number of copies from 1 to {MAX_KEEP}, not {keep}")
     if not os.fspath(folder):  # (not the working folder, as Path("") would be)
