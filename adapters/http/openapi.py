@@ -22,9 +22,42 @@ import falcon
 from adapters.http.auth import CSRF_HEADER
 from adapters.http.openapi_management import paths_of_management
 from adapters.http.openapi_oauth import oauth_paths
-from adapters.http.openapi_parts import CONNECTION_PARAM, ERROR, OBJECT, RATE_LIMITED, STRING, json_content
+from adapters.http.openapi_parts import CONNECTION_PARAM, ERROR, RATE_LIMITED, STRING, json_content
 from adapters.operations import OPERATIONS, Operation
 from adapters.schemas import Refs, result_schema
+
+# What an error's details may say, for a client (or an agent) that acts on them rather than on the message:
+# the common members, each present only where it applies; others appear beside them (``maxLength``,
+# ``pattern``, ``maxLiveKeys``…), so the object stays open.
+ERROR_DETAILS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "field": {**STRING, "description": "The body field (or MCP argument) refused."},
+        "parameter": {**STRING, "description": "The query parameter refused."},
+        "fields": {
+            "type": "array",
+            "items": STRING,
+            "description": "Every field of a rule on how fields combine (exactly one of to and conversationId).",
+        },
+        "unknown": {
+            "type": "array",
+            "items": STRING,
+            "description": "Names (or scope names) sent that are not taken, at most five repeated.",
+        },
+        "allowed": {"type": "array", "description": "What is taken instead: names, or labels with their id."},
+        "reason": {
+            **STRING,
+            "description": "Which limit or conflict: dm_throttle, read_pace, write_pace, platform_hold, busy; "
+            "in_progress, different_request, never_finished.",
+        },
+        "retryAfter": {"type": "integer", "minimum": 1, "description": "Seconds to wait, as Retry-After says."},
+        "requiredScope": {**STRING, "description": "The scope the key lacks."},
+        "outcomeUnknown": {
+            "type": "boolean",
+            "description": "The platform may have acted: look before sending again under a new Idempotency-Key.",
+        },
+    },
+}
 
 # OpenAPI links: where a data operation's answer names what another operation takes in its path, so that
 # a client, or a tool such as schemathesis, can go from a feed to a post, or from a new post to its comments.
@@ -152,7 +185,7 @@ def document() -> dict[str, Any]:
                         "error": {
                             "type": "object",
                             "required": ["code", "message", "details"],
-                            "properties": {"code": STRING, "message": STRING, "details": OBJECT},
+                            "properties": {"code": STRING, "message": STRING, "details": ERROR_DETAILS},
                         }
                     },
                 },

@@ -391,3 +391,35 @@ def test_every_429_the_service_answers_is_documented_with_its_retry_after(world:
         "/v1/session",
         slow.client.simulate_post("/v1/session", json={"email": "owner@example.com", "password": PASSWORD}),
     )
+
+
+def test_refusals_validate_against_the_documented_error_and_its_details(ready: Ready) -> None:
+    """The error details a client may act on (``field``, ``parameter``, ``fields``, ``unknown``, ``allowed``,
+    ``requiredScope``…) are named in the Error schema with their types, and the service's refusals of each
+    kind validate against it."""
+    import jsonschema
+
+    world = ready.world
+    document = world.client.simulate_get("/v1/openapi.json").json
+    error = {"$ref": "#/components/schemas/Error", "components": document["components"]}
+    details = document["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["details"]
+    assert {"field", "parameter", "fields", "unknown", "allowed", "reason", "retryAfter", "requiredScope"} <= set(
+        details["properties"]
+    )
+    feed = "/v1/groups/builders-club/posts"
+    reader = world.mint(ready.browser, scopes=["groups:read"])["secret"]
+    refusals = {
+        "unknown field": world.post(feed, ready.key, {"title": "x", "titel": "y"}),
+        "unknown parameter": world.get(feed, ready.key, query_string="page=2"),
+        "bad parameter": world.get(feed, ready.key, query_string="pages=99"),
+        "fields combined": world.post("/v1/dms", ready.key, {"content": "hi"}),
+        "missing scope": world.get(feed, reader),
+        "unknown label": world.post(feed, ready.key, {"title": "x", "label": "no such label"}),
+        "unknown scope": world.client.simulate_post(
+            "/v1/keys", json={"scopes": ["root"]}, headers=ready.browser.headers()
+        ),
+    }
+    for kind, answer in refusals.items():
+        assert 400 <= answer.status_code < 500, (kind, answer.text)
+        jsonschema.validate(answer.json, error)
+        assert set(answer.json["error"]["details"]) & set(details["properties"]), kind  # a documented member
