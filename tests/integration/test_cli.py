@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pty
+import re
 import select
 import shutil
 import signal
@@ -166,6 +167,22 @@ def test_keys_list_shows_an_accounts_keys_as_its_dashboard_does_and_never_a_secr
     assert run("keys", "list", "--account", account_id, env=env).stdout == listed.stdout  # by id too
     unknown = run("keys", "list", "--account", "nobody@example.com", env=env)
     assert unknown.returncode == 2 and len(unknown.stderr.splitlines()) == 1 and not unknown.stdout
+
+    from adapters.store.sqlite_key_store import SqliteKeyStore
+    from community_api.clock import SystemClock
+    from community_api.keys import rotate_key
+
+    store = SqliteKeyStore(env["COMMUNITY_API_DB"], SECRET)
+    try:  # rotated (the dashboard's Rotate): the old key works 24 hours more, and says until when
+        rotated = rotate_key(store, SystemClock(), account_id=account_id, key_id=first[0])
+    finally:
+        store.close()
+    after = {
+        line.split()[0]: line.split()
+        for line in run("keys", "list", "--account", account_id, env=env).stdout.splitlines()[1:]
+    }
+    assert re.fullmatch(r"in-grace-until-\d{4}-\d\d-\d\dT\d\d:\d\d", after[first[0]][2])
+    assert after[rotated.key.id][2] == "live" and after[rotated.key.id][-2:] == ["nightly", "report"]
 
 
 def test_backup_says_what_the_copy_holds(tmp_path: Path) -> None:
