@@ -22,7 +22,7 @@ import falcon
 from adapters.http.auth import CSRF_HEADER
 from adapters.http.openapi_management import paths_of_management
 from adapters.http.openapi_oauth import oauth_paths
-from adapters.http.openapi_parts import CONNECTION_PARAM, ERROR, RATE_LIMITED, STRING, json_content
+from adapters.http.openapi_parts import CONNECTION_PARAM, ERROR, OBJECT, RATE_LIMITED, STRING, json_content
 from adapters.operations import OPERATIONS, Operation
 from adapters.schemas import Refs, result_schema
 
@@ -44,7 +44,11 @@ ERROR_DETAILS: dict[str, Any] = {
             "items": STRING,
             "description": "Names (or scope names) sent that are not taken, at most five repeated.",
         },
-        "allowed": {"type": "array", "description": "What is taken instead: names, or labels with their id."},
+        "allowed": {
+            "type": "array",
+            "items": {"anyOf": [STRING, OBJECT]},
+            "description": "What is taken instead: names, or labels with their id.",
+        },
         "reason": {
             **STRING,
             "description": "Which limit or conflict: dm_throttle, read_pace, write_pace, platform_hold, busy; "
