@@ -276,8 +276,11 @@ def backup(args: argparse.Namespace) -> int:
         "needs the same COMMUNITY_API_SECRET (docs/deployment.md)"
     )
     for path in removed:
-        why = "a partial copy left by a run that was killed" if path.name.startswith(".") else None
-        print(f"removed {path}, {why or f'an older copy beyond the newest {keep}'}")
+        killed = path.name.startswith(".")  # a partial copy (``backup_folder._PARTIAL``)
+        print(
+            f"removed {path}, "
+            + ("a partial copy left by a run that was killed" if killed else f"an older copy beyond the newest {keep}")
+        )
     return 0
 
 

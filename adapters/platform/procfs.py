@@ -1,5 +1,6 @@
 """What Linux's /proc says of a process: its state, parent, start time, command name and line. Used to end
-local browsers by PID (``browser.py``) and to find the ones a dead worker left behind (``orphans.py``).
+local browsers by PID (``browser.py``), to find the ones a dead worker left behind (``orphans.py``) and
+the partial backups of a killed run (``backup_folder.py``).
 And of the machine, the memory a new process may still take (``memory_available_mib``, and within this
 process's cgroup ``cgroup_headroom_mib``: the browser pool starts no browser there is no room for)."""
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import attrs
 
+from adapters.platform import procfs
 from adapters.store.sqlite_backup import BackupError, BackupSummary, backup_database
 
 NAME_FORMAT = "community-api-%Y%m%dT%H%M%SZ.sqlite3"
@@ -58,18 +59,8 @@ def backup_into(
     for entry in sorted(os.listdir(where)):
         partial = _PARTIAL.fullmatch(entry)
         path = where / entry
-        if partial and not _alive(int(partial[1])) and path.is_file() and not path.is_symlink():
+        # Another run's in progress is kept: only one whose process is gone left it behind.
+        if partial and not procfs.running(int(partial[1])) and path.is_file() and not path.is_symlink():
             path.unlink()
             removed.append(path)
     return FolderBackup(made, tuple(removed))
-
-
-def _alive(pid: int) -> bool:
-    """Is the process that wrote a partial copy still running? (Another run's, in progress: kept.)"""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # another user's process: alive
-        return True
-    return True
