@@ -16,11 +16,14 @@
   (``deadline.py``).
 - A ``temporary`` browser (signing in) counts against ``size`` too, and is closed when its call ends.
 - Memory: a browser takes 225-550 MiB. When ``room`` says the machine has no room for one more (local
-  browsers: less than ``MIN_FREE_MIB`` available), a start beyond the first is handled as when the pool is
-  full: the least recently used idle browser is closed first, else the start waits its bounded time, then
-  gives up (the call answers 503 and may be tried again). A pool sized beyond the box's memory, or another
-  program's growth, then slows calls down rather than wake the kernel's OOM killer, whose pick on a small
-  box may be a gunicorn worker with every call it holds. The first browser is always started.
+  browsers: ``memory_room.py``), a start beyond the first is handled as when the pool is full: the least
+  recently used idle browser is closed first, else the start waits its bounded time, then gives up (the
+  call answers 503 and may be tried again). A pool sized beyond the box's memory, or another program's
+  growth, then slows calls down rather than wake the kernel's OOM killer, whose pick on a small box may be
+  a gunicorn worker with every call it holds. The first browser is always started. A start ``room`` lets
+  through holds its ``Reservation`` until the call that started it ends (its browser has then taken its
+  memory, which the machine's figure shows), so that starts asked meanwhile, in this worker or another,
+  count it.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from typing import Protocol
 
 from adapters.metrics import (
     BROWSER_CRASHES,
@@ -42,24 +46,18 @@ from adapters.metrics import (
     BROWSER_STARTS,
     BROWSERS_LIVE,
 )
-from adapters.platform import procfs
 from adapters.platform.browser import Browser, BrowserFailure
 from adapters.platform.deadline import remaining as time_left
 
 log = logging.getLogger(__name__)
 
-
-# A local browser is started only while the machine has at least this much memory available (the
-# kernel's MemAvailable), unless it is the pool's first: a browser's own share is 225-550 MiB.
-MIN_FREE_MIB = 600
-MEMORY_POLL_SECONDS = 0.5
+MEMORY_POLL_SECONDS = 0.5  # how often a start that found no memory looks again
 
 
-def memory_for_a_browser() -> bool:
-    """Has this machine, and this process's cgroup (a container's or a systemd unit's memory limit), room
-    for one more local browser? (Unknown counts as yes.)"""
-    figures = [procfs.memory_available_mib(), procfs.cgroup_headroom_mib()]
-    return all(figure is None or figure >= MIN_FREE_MIB for figure in figures)
+class Reservation(Protocol):
+    """What ``room`` answers when there is memory for one more browser: released when the start's call ends."""
+
+    def release(self) -> None: ...
 
 
 class PoolBusy(Exception):
@@ -68,12 +66,13 @@ class PoolBusy(Exception):
 
 
 class _Slot:
-    __slots__ = ("browser", "idle_since", "key", "lock", "users")
+    __slots__ = ("browser", "idle_since", "key", "lock", "reservation", "users")
 
     def __init__(self, key: str) -> None:
         self.key = key
         self.lock = threading.Lock()
         self.browser: Browser | None = None
+        self.reservation: Reservation | None = None  # of the browser this lease started, until it ends
         self.users = 0  # threads holding or waiting for ``lock``
         self.idle_since = 0.0  # when ``users`` last fell to 0 (the pool's clock)
 
@@ -110,7 +109,7 @@ class BrowserPool:
         idle: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
         linked: Callable[[str], bool] | None = None,
-        room: Callable[[], bool] | None = None,
+        room: Callable[[], Reservation | None] | None = None,
     ) -> None:
         if size < 1:
             raise ValueError("the pool needs room for at least one browser")
@@ -144,6 +143,9 @@ class BrowserPool:
             try:
                 yield Lease(self, slot)
             finally:
+                if slot.reservation is not None:  # the browser it started has done its first call
+                    slot.reservation.release()
+                    slot.reservation = None
                 slot.lock.release()
         finally:
             with self._cond:
@@ -256,6 +258,9 @@ class BrowserPool:
 
     # -- used by Lease, with the slot's lock held ----------------------------------------------------
     def _start(self, slot: _Slot) -> None:
+        if slot.reservation is not None:  # made for a browser of this lease that has since been discarded
+            slot.reservation.release()
+            slot.reservation = None
         evicted: list[Browser] = []
         short = False  # counted once a start, however it ends
         deadline = time.monotonic() + min(self._wait, time_left(self._wait))
@@ -266,8 +271,12 @@ class BrowserPool:
                 full = self._live >= self._size
                 # One browser closed makes room for one (its memory is given back as it quits, below,
                 # so the machine's figure would not show it yet): never more closed than that.
-                if not full and (self._live == 0 or evicted or self._room is None or self._room()):
-                    break
+                if not full:
+                    if self._live == 0 or evicted or self._room is None:
+                        break
+                    slot.reservation = self._room()
+                    if slot.reservation is not None:
+                        break
                 if not full and not short:
                     short = True
                     BROWSER_MEMORY_SHORT.inc()
@@ -307,6 +316,9 @@ class BrowserPool:
                 self._live -= 1
                 BROWSERS_LIVE.dec()
                 self._cond.notify_all()
+            if slot.reservation is not None:  # no browser takes the memory it reserved
+                slot.reservation.release()
+                slot.reservation = None
             raise BrowserFailure(f"the browser could not start: {type(error).__name__}") from error
         finally:
             for thread in closing:

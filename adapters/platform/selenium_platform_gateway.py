@@ -29,8 +29,9 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from adapters.platform import platform_mapping as m
 from adapters.platform.browser import Browser, local_browser, ready_driver, remote_browser
-from adapters.platform.browser_pool import BrowserPool, memory_for_a_browser
+from adapters.platform.browser_pool import BrowserPool
 from adapters.platform.deadline import bounded, within
+from adapters.platform.memory_room import MemoryRoom
 from adapters.platform.page_fetch import PageRunner, Req
 from adapters.platform.platform_answers import Resp, checked_json
 from adapters.platform.platform_client import PlatformClient
@@ -96,8 +97,8 @@ class SeleniumPlatformGateway:
             factory = lambda: local_browser(timeout, trusted_spki)  # noqa: E731
         # A call waits for the connection's earlier calls, or for a free browser, at most ``timeout``.
         # Local browsers share this machine's memory with the service: none is started that it has no
-        # room for (``browser_pool.py``). A Grid's browsers live on its nodes, which keep their own count.
-        room = memory_for_a_browser if driver_factory is None and not remote_url else None
+        # room for (``memory_room.py``). A Grid's browsers live on its nodes, which keep their own count.
+        room = MemoryRoom() if driver_factory is None and not remote_url else None
         self._pool = BrowserPool(factory, pool_size, wait=timeout, idle=browser_idle, linked=linked, room=room)
         self._factory, self._remote_url, self._timeout = factory, remote_url, timeout
         self._ready_lock = threading.Lock()

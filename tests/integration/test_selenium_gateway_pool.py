@@ -16,6 +16,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from adapters.platform import procfs
 from adapters.platform.browser import Browser, BrowserFailure
 from adapters.platform.browser_pool import BrowserPool, PoolBusy
+from adapters.platform.memory_room import MemoryRoom
 from adapters.platform.selenium_platform_gateway import SeleniumPlatformGateway
 
 
@@ -292,16 +293,31 @@ def test_a_temporary_browser_waits_a_bounded_time_for_room_and_closes_on_failure
     assert driver_of(browser).quit_called and pool.live() == 0
 
 
+class Held:
+    """A reservation ``Memory`` made; knows whether it was released."""
+
+    def __init__(self) -> None:
+        self.released = False
+
+    def release(self) -> None:
+        self.released = True
+
+
 class Memory:
-    """What ``room`` answers: has the machine memory for one more browser? Counts the questions."""
+    """What ``room`` answers: a reservation while the machine has memory for one more browser, else None.
+    Counts the questions and keeps the reservations it made."""
 
     def __init__(self, enough: bool) -> None:
         self.enough = enough
         self.asked = 0
+        self.made: list[Held] = []
 
-    def __call__(self) -> bool:
+    def __call__(self) -> Held | None:
         self.asked += 1
-        return self.enough
+        if not self.enough:
+            return None
+        self.made.append(Held())
+        return self.made[-1]
 
 
 def memory_short() -> float:
@@ -377,6 +393,40 @@ def test_the_first_browser_starts_whatever_the_memory_says() -> None:
     assert pool.live() == 1
 
 
+def test_a_start_holds_its_reservation_until_the_call_that_started_it_ends() -> None:
+    memory = Memory(enough=True)
+    pool = BrowserPool(Factory(), size=4, wait=1, room=memory)
+    use(pool, "a")  # the first browser: nothing asked, nothing reserved
+    assert memory.made == []
+    with pool.lease("b") as lease:
+        lease.browser()
+        assert len(memory.made) == 1 and not memory.made[0].released  # its page is still loading
+        lease.browser()  # the same browser: nothing asked again
+        assert len(memory.made) == 1
+    assert memory.made[0].released  # its browser has taken its memory: the machine's figure shows it now
+    use(pool, "b")
+    assert len(memory.made) == 1  # a warm browser asks nothing
+
+
+def test_a_start_that_fails_or_is_discarded_gives_its_reservation_back() -> None:
+    memory = Memory(enough=True)
+    factory = Factory()
+    pool = BrowserPool(factory, size=4, wait=1, room=memory)
+    use(pool, "a")
+    factory.fail = True
+    with pytest.raises(BrowserFailure), pool.lease("b") as lease:
+        lease.browser()
+        pytest.fail("the browser started")
+    assert len(memory.made) == 1 and memory.made[0].released  # released at once, not when the call ends
+    factory.fail = False
+    with pool.lease("c") as lease:
+        lease.browser()
+        lease.discard()  # it crashed: the call tries again on a fresh browser
+        lease.browser()
+        assert [held.released for held in memory.made] == [True, True, False]  # one live, for the fresh one
+    assert all(held.released for held in memory.made)
+
+
 def test_the_machines_available_memory_is_read_from_proc(tmp_path: Path) -> None:
     assert (procfs.memory_available_mib() or 0) > 0  # this machine's, in MiB
     meminfo = tmp_path / "meminfo"
@@ -421,22 +471,11 @@ def test_the_cgroups_headroom_is_the_least_over_its_levels_with_a_limit(tmp_path
     assert procfs.cgroup_headroom_mib(str(tmp_path / "missing"), str(root)) is None
 
 
-def test_local_browsers_ask_for_memory_and_a_grids_do_not(monkeypatch: pytest.MonkeyPatch) -> None:
-    from adapters.platform import browser_pool
-
-    monkeypatch.setattr(procfs, "cgroup_headroom_mib", lambda: None)
-    monkeypatch.setattr(procfs, "memory_available_mib", lambda: browser_pool.MIN_FREE_MIB - 1)
-    assert browser_pool.memory_for_a_browser() is False
-    monkeypatch.setattr(procfs, "memory_available_mib", lambda: browser_pool.MIN_FREE_MIB)
-    assert browser_pool.memory_for_a_browser() is True
-    monkeypatch.setattr(procfs, "memory_available_mib", lambda: None)  # unknown: not a reason to refuse
-    assert browser_pool.memory_for_a_browser() is True
-    monkeypatch.setattr(procfs, "cgroup_headroom_mib", lambda: browser_pool.MIN_FREE_MIB - 1)  # a unit's limit
-    assert browser_pool.memory_for_a_browser() is False
+def test_local_browsers_ask_for_memory_and_a_grids_do_not() -> None:
     local = SeleniumPlatformGateway("https://platform.test", "https://platform.test/api2")
     grid = SeleniumPlatformGateway("https://platform.test", "https://platform.test/api2", remote_url="http://grid:4444")
     try:
-        assert cast(Any, local)._pool._room is browser_pool.memory_for_a_browser
+        assert isinstance(cast(Any, local)._pool._room, MemoryRoom)
         assert cast(Any, grid)._pool._room is None
     finally:
         local.close()

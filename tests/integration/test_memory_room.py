@@ -1,0 +1,151 @@
+"""``MemoryRoom``: the memory question the browser pool asks before it starts a local browser, answered from
+the machine's figures and the reservations of the starts in flight, in this process and in others (real
+files, a real second process)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from adapters.platform import procfs
+from adapters.platform.memory_room import MIN_FREE_MIB, RESERVATION_SECONDS, STARTING_MIB, MemoryRoom
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Figures:
+    def __init__(self, *mib: int | None) -> None:
+        self.mib = list(mib)
+
+    def __call__(self) -> list[int | None]:
+        return self.mib
+
+
+def test_the_machines_figure_and_its_cgroups_both_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(procfs, "cgroup_headroom_mib", lambda: None)
+    monkeypatch.setattr(procfs, "memory_available_mib", lambda: MIN_FREE_MIB - 1)
+    room = MemoryRoom(str(tmp_path / "starts"))
+    assert room() is None
+    monkeypatch.setattr(procfs, "memory_available_mib", lambda: MIN_FREE_MIB)
+    assert room() is not None
+    monkeypatch.setattr(procfs, "memory_available_mib", lambda: None)  # unknown: not a reason to refuse
+    assert MemoryRoom(str(tmp_path / "other"))() is not None
+    monkeypatch.setattr(procfs, "cgroup_headroom_mib", lambda: MIN_FREE_MIB - 1)  # a unit's limit
+    assert MemoryRoom(str(tmp_path / "third"))() is None
+
+
+def test_starts_in_flight_count_until_released(tmp_path: Path) -> None:
+    """A start needs 600 MiB free beside what the starts in flight will take: just short of two of those, the
+    third start, asked while the first two still load, is refused though the machine's figure has not moved."""
+    room = MemoryRoom(str(tmp_path), figures=Figures(MIN_FREE_MIB + 2 * STARTING_MIB - 1, None))
+    first, second = room(), room()
+    assert first is not None and second is not None
+    assert room() is None and room.pending() == 2
+    first.release()
+    assert room.pending() == 1
+    third = room()
+    assert third is not None
+    first.release()  # twice: harmless
+    second.release()
+    third.release()
+    assert room.pending() == 0 and [p.name for p in tmp_path.iterdir()] == ["lock"]
+
+
+def test_questions_asked_at_once_by_many_threads_get_only_the_room_there_is(tmp_path: Path) -> None:
+    room = MemoryRoom(str(tmp_path), figures=Figures(MIN_FREE_MIB + 3 * STARTING_MIB))
+    answers: list[object] = []
+    gate = threading.Barrier(12)
+
+    def ask() -> None:
+        gate.wait()
+        answers.append(room())
+
+    threads = [threading.Thread(target=ask) for _ in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(answer is not None for answer in answers) == 4  # the fourth finds 600 beside three in flight
+
+
+def test_another_workers_start_counts_and_stops_counting_when_its_process_ends(tmp_path: Path) -> None:
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                f"""
+                import sys
+                from adapters.platform.memory_room import MemoryRoom
+                held = MemoryRoom({str(tmp_path)!r}, figures=lambda: [None])()
+                print("reserved" if held is not None else "refused", flush=True)
+                sys.stdin.read()  # keeps its reservation until told to end
+                """
+            ),
+        ],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert worker.stdout is not None and worker.stdout.readline().strip() == "reserved"
+        room = MemoryRoom(str(tmp_path), figures=Figures(MIN_FREE_MIB + STARTING_MIB - 1))
+        assert room.pending() == 1
+        assert room() is None  # the other worker's browser is starting: no room for a second one
+        worker.kill()  # died before releasing it (a worker killed mid-start)
+        worker.wait(10)
+        assert room.pending() == 0  # its reservation no longer counts, and is removed
+        assert room() is not None
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait(10)
+
+
+def test_a_reservation_past_its_time_no_longer_counts(tmp_path: Path) -> None:
+    now = [1_000_000.0]
+    room = MemoryRoom(str(tmp_path), figures=Figures(MIN_FREE_MIB + STARTING_MIB - 1), clock=lambda: now[0])
+    assert room() is not None
+    assert room() is None
+    now[0] += RESERVATION_SECONDS + 1  # a call that overran every deadline: its browser is running anyway
+    assert room.pending() == 0 and room() is not None
+
+
+@pytest.mark.parametrize("content", ["", "not a time", "1e400x"])
+def test_an_unreadable_reservation_is_removed(tmp_path: Path, content: str) -> None:
+    room = MemoryRoom(str(tmp_path), figures=Figures(None))
+    assert room.pending() == 0  # makes the folder
+    (tmp_path / f"{os.getpid()}-abc").write_text(content)
+    (tmp_path / "stray").write_text("9e99")
+    assert room.pending() == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lock"]
+
+
+def test_a_folder_another_user_could_write_is_not_trusted(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    folder = tmp_path / "starts"
+    folder.mkdir(mode=0o777)
+    folder.chmod(0o777)  # as if made by someone else in a shared /tmp: its reservations could be forged
+    room = MemoryRoom(str(folder), figures=Figures(MIN_FREE_MIB + STARTING_MIB - 1))
+    with caplog.at_level(logging.WARNING, logger="adapters.platform.memory_room"):
+        assert room() is not None and room() is not None  # judged by the machine's figure alone
+        assert room.pending() == 0
+    assert list(folder.iterdir()) == []  # nothing written there
+    assert len([r for r in caplog.records if "not counted across workers" in r.getMessage()]) == 1  # said once
+    assert MemoryRoom(str(tmp_path / "link"), figures=Figures(MIN_FREE_MIB - 1))() is None  # figures still hold
+
+
+def test_a_symlink_in_place_of_the_folder_is_not_followed(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o700)
+    (tmp_path / "starts").symlink_to(target)
+    room = MemoryRoom(str(tmp_path / "starts"), figures=Figures(None))
+    assert room() is not None
+    assert list(target.iterdir()) == []
