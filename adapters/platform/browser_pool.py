@@ -20,10 +20,10 @@
   recently used idle browser is closed first, else the start waits its bounded time, then gives up (the
   call answers 503 and may be tried again). A pool sized beyond the box's memory, or another program's
   growth, then slows calls down rather than wake the kernel's OOM killer, whose pick on a small box may be
-  a gunicorn worker with every call it holds. The first browser is always started. A start ``room`` lets
-  through holds its ``Reservation`` until the call that started it ends (its browser has then taken its
+  a gunicorn worker with every call it holds. The first browser is always started. Every start holds a
+  ``Reservation`` from ``room`` until the call that started it ends (its browser has then taken its
   memory, which the machine's figure shows), so that starts asked meanwhile, in this worker or another,
-  count it.
+  count it (the first browser's too, though nothing refuses it).
 """
 
 from __future__ import annotations
@@ -58,6 +58,13 @@ class Reservation(Protocol):
     """What ``room`` answers when there is memory for one more browser: released when the start's call ends."""
 
     def release(self) -> None: ...
+
+
+class Room(Protocol):
+    """Has the machine memory for one more browser? A reservation if so, else None; with ``first`` (the
+    pool's first browser, started whatever the answer) always a reservation."""
+
+    def __call__(self, *, first: bool = False) -> Reservation | None: ...
 
 
 class PoolBusy(Exception):
@@ -109,7 +116,7 @@ class BrowserPool:
         idle: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
         linked: Callable[[str], bool] | None = None,
-        room: Callable[[], Reservation | None] | None = None,
+        room: Room | None = None,
     ) -> None:
         if size < 1:
             raise ValueError("the pool needs room for at least one browser")
@@ -272,9 +279,9 @@ class BrowserPool:
                 # One browser closed makes room for one (its memory is given back as it quits, below,
                 # so the machine's figure would not show it yet): never more closed than that.
                 if not full:
-                    if self._live == 0 or evicted or self._room is None:
+                    if evicted or self._room is None:
                         break
-                    slot.reservation = self._room()
+                    slot.reservation = self._room(first=self._live == 0)
                     if slot.reservation is not None:
                         break
                 if not full and not short:

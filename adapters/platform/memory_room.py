@@ -64,8 +64,9 @@ class Reservation:
 
 
 class MemoryRoom:
-    """``room()`` is a ``Reservation`` when there is memory for one more browser (unknown counts as yes),
-    else None. The caller releases the reservation once its browser has started and done its first call."""
+    """Calling it answers a ``Reservation`` when there is memory for one more browser (unknown counts as
+    yes), else None. The caller releases the reservation once its browser has started and done its first
+    call."""
 
     def __init__(
         self,
@@ -78,12 +79,15 @@ class MemoryRoom:
         self._clock = clock
         self._warned = False
 
-    def __call__(self) -> Reservation | None:
+    def __call__(self, *, first: bool = False) -> Reservation | None:
+        """``first``: a pool's first browser, which starts whatever the memory says (a pool that can start
+        none serves nothing); it is reserved all the same, so that the other starts count it."""
         with self._locked() as trusted:
-            pending = self._pending() if trusted else 0
-            needed = MIN_FREE_MIB + STARTING_MIB * pending
-            if not all(figure is None or figure >= needed for figure in self._figures()):
-                return None
+            if not first:
+                pending = self._pending() if trusted else 0
+                needed = MIN_FREE_MIB + STARTING_MIB * pending
+                if not all(figure is None or figure >= needed for figure in self._figures()):
+                    return None
             return Reservation(self._reserve() if trusted else None)
 
     def pending(self) -> int:

@@ -110,6 +110,15 @@ def test_another_workers_start_counts_and_stops_counting_when_its_process_ends(t
             worker.wait(10)
 
 
+def test_a_pools_first_browser_is_reserved_whatever_the_memory_says(tmp_path: Path) -> None:
+    room = MemoryRoom(str(tmp_path), figures=Figures(MIN_FREE_MIB - 1))
+    assert room() is None
+    first = room(first=True)
+    assert first is not None and room.pending() == 1  # counted by the others' starts meanwhile
+    first.release()
+    assert room.pending() == 0
+
+
 def test_a_reservation_past_its_time_no_longer_counts(tmp_path: Path) -> None:
     now = [1_000_000.0]
     room = MemoryRoom(str(tmp_path), figures=Figures(MIN_FREE_MIB + STARTING_MIB - 1), clock=lambda: now[0])

@@ -312,9 +312,9 @@ class Memory:
         self.asked = 0
         self.made: list[Held] = []
 
-    def __call__(self) -> Held | None:
+    def __call__(self, *, first: bool = False) -> Held | None:
         self.asked += 1
-        if not self.enough:
+        if not self.enough and not first:
             return None
         self.made.append(Held())
         return self.made[-1]
@@ -388,7 +388,8 @@ def test_memory_freed_elsewhere_lets_a_waiting_start_go_ahead() -> None:
 def test_the_first_browser_starts_whatever_the_memory_says() -> None:
     memory = Memory(enough=False)
     pool = BrowserPool(Factory(), size=2, wait=0.2, room=memory)
-    assert use(pool, "a").number == 0 and memory.asked == 0  # a pool that can start none serves nothing
+    assert use(pool, "a").number == 0  # a pool that can start none serves nothing
+    assert memory.asked == 1 and memory.made[0].released  # reserved all the same: other starts count it
     assert use(pool, "b").number == 1  # a closed to make room
     assert pool.live() == 1
 
@@ -396,16 +397,16 @@ def test_the_first_browser_starts_whatever_the_memory_says() -> None:
 def test_a_start_holds_its_reservation_until_the_call_that_started_it_ends() -> None:
     memory = Memory(enough=True)
     pool = BrowserPool(Factory(), size=4, wait=1, room=memory)
-    use(pool, "a")  # the first browser: nothing asked, nothing reserved
-    assert memory.made == []
-    with pool.lease("b") as lease:
+    with pool.lease("a") as lease:
         lease.browser()
         assert len(memory.made) == 1 and not memory.made[0].released  # its page is still loading
         lease.browser()  # the same browser: nothing asked again
         assert len(memory.made) == 1
     assert memory.made[0].released  # its browser has taken its memory: the machine's figure shows it now
-    use(pool, "b")
+    use(pool, "a")
     assert len(memory.made) == 1  # a warm browser asks nothing
+    use(pool, "b")
+    assert len(memory.made) == 2 and memory.made[1].released
 
 
 def test_a_start_that_fails_or_is_discarded_gives_its_reservation_back() -> None:
@@ -417,13 +418,13 @@ def test_a_start_that_fails_or_is_discarded_gives_its_reservation_back() -> None
     with pytest.raises(BrowserFailure), pool.lease("b") as lease:
         lease.browser()
         pytest.fail("the browser started")
-    assert len(memory.made) == 1 and memory.made[0].released  # released at once, not when the call ends
+    assert len(memory.made) == 2 and memory.made[1].released  # released at once, not when the call ends
     factory.fail = False
     with pool.lease("c") as lease:
         lease.browser()
         lease.discard()  # it crashed: the call tries again on a fresh browser
         lease.browser()
-        assert [held.released for held in memory.made] == [True, True, False]  # one live, for the fresh one
+        assert [held.released for held in memory.made] == [True, True, True, False]  # one live: the fresh one
     assert all(held.released for held in memory.made)
 
 
