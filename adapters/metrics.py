@@ -77,7 +77,8 @@ BROWSER_CRASHES = Counter("community_api_browser_crashes_total", "Browsers disca
 BROWSER_IDLE_CLOSES = Counter("community_api_browser_idle_closes_total", "Browsers closed after going unused a while")
 BROWSER_MEMORY_SHORT = Counter(
     "community_api_browser_memory_short_total",
-    "Browser starts that found the machine or its cgroup short of memory (an idle browser closed, or a wait)",
+    "Browser starts that found the machine or its cgroup short of memory, starts in flight counted (an idle "
+    "browser closed, or a wait)",
 )
 REFUSALS = Counter(
     "community_api_rate_limit_refusals_total",
