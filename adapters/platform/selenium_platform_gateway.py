@@ -100,7 +100,7 @@ class SeleniumPlatformGateway:
         # room for (``memory_room.py``). A Grid's browsers live on its nodes, which keep their own count.
         room = MemoryRoom() if driver_factory is None and not remote_url else None
         self._pool = BrowserPool(factory, pool_size, wait=timeout, idle=browser_idle, linked=linked, room=room)
-        self._factory, self._remote_url, self._timeout = factory, remote_url, timeout
+        self._factory, self._remote_url, self._timeout, self._room = factory, remote_url, timeout, room
         self._ready_lock = threading.Lock()
         self._started_fine_at: float | None = None  # when ``ready`` last started a browser that worked
         self._client = PlatformClient(PageRunner(platform_url, api_url, timeout), self._pool, timeout)
@@ -135,11 +135,16 @@ class SeleniumPlatformGateway:
         with self._ready_lock:
             if self._started_fine_at is not None and time.monotonic() - self._started_fine_at < READY_FOR:
                 return None
+            # Started whatever the memory says (it is the worker's only one), but counted by other starts.
+            reservation = self._room(first=True) if self._room is not None else None
             try:
                 self._factory().quit()
             except Exception as error:  # noqa: BLE001 - whatever stops a browser from starting
                 log.warning("readiness: no browser could be started", exc_info=True)
                 return f"no browser could be started ({type(error).__name__})"
+            finally:
+                if reservation is not None:
+                    reservation.release()
             self._started_fine_at = time.monotonic()
             return None
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from adapters.platform.browser import driver_environment, local_browser
+from adapters.platform.browser import Browser, driver_environment, local_browser
 from tests.short_temp import short_temp_folder
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -61,13 +61,27 @@ def test_the_temporary_folder_is_the_profile_only_where_chromiums_socket_path_fi
     assert driver_environment("/" + "x" * 61) is not None
 
 
-def test_ready_starts_a_browser_when_none_runs_and_says_why_one_cannot_start() -> None:
+def test_ready_starts_a_browser_when_none_runs_and_says_why_one_cannot_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from adapters.platform import memory_room, selenium_platform_gateway
     from adapters.platform.selenium_platform_gateway import SeleniumPlatformGateway
 
+    starts = str(tmp_path / "starts")
+    monkeypatch.setattr(memory_room, "default_folder", lambda: starts)  # this test's own reservations
+    counted: list[int] = []
+
+    def counted_browser(timeout: float, trusted_spki: tuple[str, ...]) -> Browser:
+        counted.append(memory_room.MemoryRoom(starts).pending())
+        return local_browser(timeout, trusted_spki)
+
+    monkeypatch.setattr(selenium_platform_gateway, "local_browser", counted_browser)
     gateway = SeleniumPlatformGateway("https://127.0.0.1:9", "https://127.0.0.1:9/api2", pool_size=1, timeout=30)
     try:
         assert gateway.ready() is None  # started one, closed it again
         assert gateway.live_browsers() == 0
+        assert counted == [1]  # other workers' starts counted it while it started
+        assert memory_room.MemoryRoom(starts).pending() == 0  # and no longer
     finally:
         gateway.close()
 
