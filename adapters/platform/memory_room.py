@@ -8,7 +8,8 @@ by two workers, both saw the same room and both went ahead, though there was roo
 the answer lets through leaves a *reservation* until its call ends: a file in a folder every process of
 this user on the machine shares, and the next question counts ``STARTING_MIB`` for each live one on top
 of ``MIN_FREE_MIB``. Asking and reserving happen under one ``flock``, so of two questions at once the
-second sees the first's reservation. A reservation is released when its call ends; one whose process died,
+second sees the first's reservation (a lock held past ``LOCK_WAIT_SECONDS`` is not waited for: the figures
+decide alone then). A reservation is released when its call ends; one whose process died,
 or older than ``RESERVATION_SECONDS`` (a call that overran its deadline), no longer counts and is removed.
 
 The folder is made private to this user (mode 0700); one that is not a plain folder of this user's with
@@ -39,6 +40,22 @@ MIN_FREE_MIB = 600
 STARTING_MIB = 300
 # Longer than any call that starts a browser (20 s, linking an account 40 s, plus a driver's grace).
 RESERVATION_SECONDS = 60.0
+# The lock is held for a directory listing; a holder that long is stopped or stuck (the figures then decide).
+LOCK_WAIT_SECONDS = 1.0
+
+
+def _lock_within(descriptor: int, seconds: float) -> bool:
+    """Take the exclusive lock, waiting at most ``seconds``: the pool asks with its own lock held, and a
+    process stopped while holding this one must not stall every platform call of this worker."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
 
 
 def machine_figures() -> list[int | None]:
@@ -103,7 +120,10 @@ class MemoryRoom:
             yield False
             return
         try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            if not _lock_within(descriptor, LOCK_WAIT_SECONDS):
+                log.warning("browser starts in flight not counted: their lock was held over %.1f s", LOCK_WAIT_SECONDS)
+                yield False
+                return
             yield True
         finally:
             os.close(descriptor)  # releases the lock

@@ -4,17 +4,19 @@ files, a real second process)."""
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from adapters.platform import procfs
+from adapters.platform import memory_room, procfs
 from adapters.platform.memory_room import MIN_FREE_MIB, RESERVATION_SECONDS, STARTING_MIB, MemoryRoom
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -158,3 +160,21 @@ def test_a_symlink_in_place_of_the_folder_is_not_followed(tmp_path: Path) -> Non
     room = MemoryRoom(str(tmp_path / "starts"), figures=Figures(None))
     assert room() is not None
     assert list(target.iterdir()) == []
+
+
+def test_a_lock_held_too_long_is_not_waited_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process stopped while it holds the lock (a debugger, SIGSTOP) must not stall the pool, which asks
+    with its own lock held: past the wait, the machine's figure decides alone."""
+    monkeypatch.setattr(memory_room, "LOCK_WAIT_SECONDS", 0.2)
+    room = MemoryRoom(str(tmp_path), figures=Figures(MIN_FREE_MIB))
+    assert room.pending() == 0  # makes the folder and its lock file
+    holder = os.open(tmp_path / "lock", os.O_RDWR)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)  # another open file: conflicts as another process's would
+        started = time.monotonic()
+        assert room() is not None  # 600 MiB free: enough, judged by the figure alone
+        assert 0.15 <= time.monotonic() - started < 2
+        assert [p.name for p in tmp_path.iterdir()] == ["lock"]  # nothing reserved without the lock
+    finally:
+        os.close(holder)
+    assert room() is not None and room.pending() == 1  # the lock free again: counted as before
