@@ -2,7 +2,8 @@
 local browsers by PID (``browser.py``), to find the ones a dead worker left behind (``orphans.py``) and
 the partial backups of a killed run (``backup_folder.py``).
 And of the machine, the memory a new process may still take (``memory_available_mib``, and within this
-process's cgroup ``cgroup_headroom_mib``: the browser pool starts no browser there is no room for)."""
+process's cgroup, v2 or v1, ``cgroup_headroom_mib``: the browser pool starts no browser there is no room
+for)."""
 
 from __future__ import annotations
 
@@ -119,17 +120,30 @@ def memory_available_mib(meminfo: str = "/proc/meminfo") -> int | None:
 
 
 def cgroup_headroom_mib(own: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -> int | None:
-    """How much more memory this process's cgroup (v2) and each cgroup above it may take before its limit
-    (``memory.max``, as systemd's ``MemoryMax=`` or a container's limit sets it), counting the page cache
-    the kernel would reclaim first (``inactive_file``), in MiB; the least over those levels. None where no
-    level has a limit or cgroup v2 is not mounted at ``root`` (a v1 or hybrid host: not read)."""
+    """How much more memory this process's cgroup may take before its limit, counting the page cache the
+    kernel would reclaim first, in MiB; None where no limit applies or none can be read.
+
+    cgroup v2 (``root`` is its mount): the least over the process's cgroup and each one above it with a
+    ``memory.max`` (systemd's ``MemoryMax=``, a container's limit). cgroup v1, or a hybrid host's v1 memory
+    controller (mounted at ``root/memory``): the process's memory cgroup, whose ``memory.stat`` gives the
+    least limit over it and its ancestors (``hierarchical_memory_limit``; systemd's ``MemoryLimit=``, a
+    container's limit on an older Docker host)."""
     try:
-        with open(own, encoding="utf-8") as lines:
-            path = next((line[3:].strip() for line in lines if line.startswith("0::")), None)
+        with open(own, encoding="utf-8") as text:
+            lines = text.read().splitlines()
     except OSError:
         return None
-    if path is None or not os.path.exists(os.path.join(root, "cgroup.controllers")):
-        return None
+    v2 = next((line[3:].strip() for line in lines if line.startswith("0::")), None)
+    if v2 is not None and os.path.exists(os.path.join(root, "cgroup.controllers")):
+        return _v2_headroom_mib(root, v2)
+    for line in lines:
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if "memory" in controllers.split(","):
+            return _v1_headroom_mib(os.path.join(root, "memory"), path.strip())
+    return None
+
+
+def _v2_headroom_mib(root: str, path: str) -> int | None:
     least: int | None = None
     level = os.path.normpath(os.path.join(root, path.lstrip("/")))
     while True:
@@ -142,17 +156,52 @@ def cgroup_headroom_mib(own: str = "/proc/self/cgroup", root: str = "/sys/fs/cgr
 
 
 def _headroom(level: str) -> int | None:
-    """Bytes the cgroup at ``level`` may still take, or None (no limit, or nothing readable there)."""
+    """Bytes the cgroup (v2) at ``level`` may still take, or None (no limit, or nothing readable there)."""
     try:
         with open(os.path.join(level, "memory.max"), encoding="ascii") as text:
             limit = text.read().strip()
         with open(os.path.join(level, "memory.current"), encoding="ascii") as text:
             current = int(text.read().strip())
-        with open(os.path.join(level, "memory.stat"), encoding="ascii") as text:
-            stat = dict(line.split(" ", 1) for line in text.read().splitlines() if " " in line)
+        stat = _stat_file(os.path.join(level, "memory.stat"))
     except (OSError, ValueError):
         return None
     if not limit.isdigit():  # "max": no limit at this level
         return None
-    reclaimable = int(stat.get("inactive_file", "0").strip() or 0)
-    return max(0, int(limit) - current + reclaimable)
+    return max(0, int(limit) - current + stat.get("inactive_file", 0))
+
+
+# cgroup v1 writes "no limit" as the largest multiple of the page size below 2^63; any limit this large is none.
+_V1_NO_LIMIT = 1 << 60
+
+
+def _v1_headroom_mib(mount: str, path: str) -> int | None:
+    """The v1 memory cgroup at ``path`` under ``mount``; in a container without its own cgroup namespace the
+    path is the host's, and the container's cgroup is the mount itself."""
+    for level in (os.path.normpath(os.path.join(mount, path.lstrip("/"))), mount):
+        if not level.startswith(os.path.normpath(mount)):
+            continue
+        try:
+            with open(os.path.join(level, "memory.limit_in_bytes"), encoding="ascii") as text:
+                limits = [int(text.read().strip())]
+            with open(os.path.join(level, "memory.usage_in_bytes"), encoding="ascii") as text:
+                usage = int(text.read().strip())
+            stat = _stat_file(os.path.join(level, "memory.stat"))
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError):
+            return None
+        limits += [stat["hierarchical_memory_limit"]] if "hierarchical_memory_limit" in stat else []
+        limit = min(limits)
+        if limit >= _V1_NO_LIMIT:
+            return None
+        reclaimable = stat.get("total_inactive_file", stat.get("inactive_file", 0))
+        return max(0, limit - usage + reclaimable) // (1024 * 1024)
+    return None
+
+
+def _stat_file(path: str) -> dict[str, int]:
+    """A cgroup's ``memory.stat``: name and number a line (``ValueError`` if a number is not one)."""
+    with open(path, encoding="ascii") as text:
+        return {
+            name: int(value) for name, _, value in (line.partition(" ") for line in text.read().splitlines()) if value
+        }

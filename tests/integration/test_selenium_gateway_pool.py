@@ -464,12 +464,53 @@ def test_the_cgroups_headroom_is_the_least_over_its_levels_with_a_limit(tmp_path
     assert procfs.cgroup_headroom_mib(str(own), str(root)) == 30
     cgroup_level(root / "system.slice", str(1000 * MIB), 1200 * MIB, 0)  # over its limit: no room, not less
     assert procfs.cgroup_headroom_mib(str(own), str(root)) == 0
-    own.write_text("12:memory:/docker/abc\n")  # cgroup v1 only: not read
+    own.write_text("12:memory:/docker/abc\n")  # cgroup v1, and no v1 memory controller mounted there
     assert procfs.cgroup_headroom_mib(str(own), str(root)) is None
     own.write_text("0::/\n")  # a container's own cgroup, seen as the root of its namespace
     cgroup_level(root, str(1024 * MIB), 700 * MIB, 0)
     assert procfs.cgroup_headroom_mib(str(own), str(root)) == 324
     assert procfs.cgroup_headroom_mib(str(tmp_path / "missing"), str(root)) is None
+
+
+def cgroup_v1_level(folder: Path, limit: int, usage: int, hierarchical: int, inactive: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "memory.limit_in_bytes").write_text(f"{limit}\n")
+    (folder / "memory.usage_in_bytes").write_text(f"{usage}\n")
+    (folder / "memory.stat").write_text(
+        f"cache 5000\nrss 1000\ninactive_file 7\nhierarchical_memory_limit {hierarchical}\n"
+        f"total_cache 9000\ntotal_inactive_file {inactive}\n"
+    )
+
+
+V1_NO_LIMIT = 9223372036854771712  # what cgroup v1 writes for "no limit" (2^63 rounded down to a page)
+
+
+def test_a_cgroup_v1_memory_limit_counts_too(tmp_path: Path) -> None:
+    """A host with cgroup v1 (or a hybrid one, v1's memory controller beside an empty v2 tree), as older
+    Docker hosts and systemd's ``MemoryLimit=`` there have it: the process's memory cgroup, whose limit
+    holds its ancestors' too (``hierarchical_memory_limit``), or in a container without a cgroup namespace
+    the controller's mount itself."""
+    root, own = tmp_path / "cgroup", tmp_path / "self-cgroup"
+    (root / "unified").mkdir(parents=True)  # hybrid: v2 mounted elsewhere, no cgroup.controllers at root
+    own.write_text(
+        "12:cpu,cpuacct:/system.slice/x.service\n5:memory:/system.slice/x.service\n0::/system.slice/x.service\n"
+    )
+    assert procfs.cgroup_headroom_mib(str(own), str(root)) is None  # no v1 memory controller mounted
+    memory = root / "memory"
+    cgroup_v1_level(memory, V1_NO_LIMIT, 9000 * MIB, V1_NO_LIMIT, 0)  # the host's root: no limit
+    assert procfs.cgroup_headroom_mib(str(own), str(root)) is None  # the service's own cgroup not there: the root's
+    unit = memory / "system.slice" / "x.service"
+    cgroup_v1_level(unit, 2048 * MIB, 1800 * MIB, 2048 * MIB, 100 * MIB)
+    assert procfs.cgroup_headroom_mib(str(own), str(root)) == 2048 - 1800 + 100
+    cgroup_v1_level(unit, V1_NO_LIMIT, 900 * MIB, 1000 * MIB, 0)  # only the slice above it is limited
+    assert procfs.cgroup_headroom_mib(str(own), str(root)) == 100
+    cgroup_v1_level(unit, 1000 * MIB, 1200 * MIB, 1000 * MIB, 0)  # over its limit: no room, not less
+    assert procfs.cgroup_headroom_mib(str(own), str(root)) == 0
+    own.write_text("9:memory:/docker/0123abcd\n")  # a container: its cgroup is the controller's mount
+    cgroup_v1_level(memory, 1024 * MIB, 700 * MIB, 1024 * MIB, 0)
+    assert procfs.cgroup_headroom_mib(str(own), str(root)) == 324
+    (memory / "memory.usage_in_bytes").write_text("not a number\n")
+    assert procfs.cgroup_headroom_mib(str(own), str(root)) is None  # unreadable: unknown, not "no room"
 
 
 def test_local_browsers_ask_for_memory_and_a_grids_do_not() -> None:
