@@ -23,7 +23,8 @@ from adapters.http.auth import CSRF_HEADER
 from adapters.http.openapi_management import paths_of_management
 from adapters.http.openapi_oauth import oauth_paths
 from adapters.http.openapi_parts import CONNECTION_PARAM, ERROR, OBJECT, RATE_LIMITED, STRING, json_content
-from adapters.operations import OPERATIONS, Operation
+from adapters.operation import Operation
+from adapters.operations import OPERATIONS
 from adapters.schemas import Refs, result_schema
 
 # What an error's details may say, for a client (or an agent) that acts on them rather than on the message:

@@ -12,7 +12,8 @@ from adapters.commands import unknown_names
 from adapters.http.auth import api_actor
 from adapters.http.body import MAX_DATA_BODY, read_json
 from adapters.http.errors import kept_error_answer
-from adapters.operations import OPERATIONS, Operation
+from adapters.operation import Operation
+from adapters.operations import OPERATIONS
 from adapters.wire import dumps, encode
 from community_api.access import Actor
 from community_api.deps import Deps

@@ -29,7 +29,8 @@ from adapters.http.errors import error_body, kept_error_answer, log_service_erro
 from adapters.http.request_log import log_error
 from adapters.mcp.arguments import ArgumentChecker
 from adapters.metrics import MCP_TOOL_CALLS
-from adapters.operations import OPERATIONS, OPERATIONS_BY_NAME, Operation
+from adapters.operation import Operation
+from adapters.operations import OPERATIONS, OPERATIONS_BY_NAME
 from adapters.storage_failure import CODE as STORAGE_CODE
 from adapters.storage_failure import STORAGE_RETRY_AFTER, storage_failure, storage_message
 from adapters.version import service_version

@@ -14,7 +14,8 @@ from urllib.parse import quote
 import falcon.testing
 import pytest
 
-from adapters.operations import OPERATIONS, Operation
+from adapters.operation import Operation
+from adapters.operations import OPERATIONS
 from fakes.platform_seed import platform_id
 from tests.unit.test_mcp_world import McpWorld
 from tests.unit.world_support import Ready
