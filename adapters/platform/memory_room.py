@@ -147,18 +147,22 @@ class MemoryRoom:
             return None
 
     def _pending(self) -> int:
-        """(Lock held.) The live reservations; removes the dead and the overdue."""
+        """(Lock held.) The live reservations; removes the dead and the overdue. Never raises: the pool asks
+        on its way to start a browser, which a folder gone wrong must not turn into an error."""
         now = self._clock()
         count = 0
-        with os.scandir(self._folder) as entries:
-            for entry in entries:
-                if entry.name == "lock":
-                    continue
-                if self._live(entry.name, entry.path, now):
-                    count += 1
-                else:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(entry.path)
+        try:
+            with os.scandir(self._folder) as entries:
+                for entry in entries:
+                    if entry.name == "lock":
+                        continue
+                    if self._live(entry.name, entry.path, now):
+                        count += 1
+                    else:
+                        with contextlib.suppress(OSError):  # a folder put there: not ours to remove
+                            os.unlink(entry.path)
+        except OSError as error:
+            log.warning("browser starts in flight not counted (%s): %s", self._folder, error.strerror or error)
         return count
 
     @staticmethod

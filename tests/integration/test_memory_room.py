@@ -136,8 +136,10 @@ def test_an_unreadable_reservation_is_removed(tmp_path: Path, content: str) -> N
     assert room.pending() == 0  # makes the folder
     (tmp_path / f"{os.getpid()}-abc").write_text(content)
     (tmp_path / "stray").write_text("9e99")
+    (tmp_path / f"{os.getpid()}-folder").mkdir()  # not a reservation, and not removable as a file
     assert room.pending() == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["lock"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["lock", f"{os.getpid()}-folder"])
+    assert room() is not None  # asking does not fail for it
 
 
 def test_a_folder_another_user_could_write_is_not_trusted(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
