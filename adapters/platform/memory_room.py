@@ -56,6 +56,8 @@ def _lock_within(descriptor: int, seconds: float) -> bool:
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.005)
+        except OSError:  # no locks on that file system (ENOLCK): as if held
+            return False
 
 
 def machine_figures() -> list[int | None]:
@@ -74,8 +76,10 @@ class Reservation:
         self._path = path  # None: nowhere to write one (an untrusted folder); nothing to release
 
     def release(self) -> None:
+        """Never raises: it runs as a platform call ends, whose answer it must not replace. A file that
+        cannot be removed stops counting when its time is up."""
         if self._path is not None:
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
                 os.unlink(self._path)
             self._path = None
 

@@ -180,3 +180,24 @@ def test_a_lock_held_too_long_is_not_waited_for(tmp_path: Path, monkeypatch: pyt
     finally:
         os.close(holder)
     assert room() is not None and room.pending() == 1  # the lock free again: counted as before
+
+
+def test_a_reservation_that_cannot_be_removed_is_released_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Released as a platform call ends, in the pool's ``finally``: an error there would replace the call's
+    answer. When the file cannot be removed, the release says nothing and the file's time runs out."""
+    now = [1_000_000.0]
+    room = MemoryRoom(str(tmp_path), figures=Figures(MIN_FREE_MIB + STARTING_MIB - 1), clock=lambda: now[0])
+    held = room()
+    assert held is not None
+
+    def refused(path: str) -> None:
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(memory_room.os, "unlink", refused)
+    held.release()
+    monkeypatch.undo()
+    assert room() is None  # still counted
+    now[0] += RESERVATION_SECONDS + 1
+    assert room() is not None
