@@ -27,7 +27,13 @@ from adapters.cli_store import (
     open_store,
     reseal,
 )
-from adapters.gunicorn_command import check_serve_args, exposure_warning, gunicorn_argv, startup_summary
+from adapters.gunicorn_command import (
+    check_serve_args,
+    exposure_warning,
+    gunicorn_argv,
+    memory_warning,
+    startup_summary,
+)
 from adapters.settings import PREFIX, Settings, SettingsError, load_settings
 from adapters.version import service_version
 from community_api.scopes import ALL_SCOPES, DEFAULT_SCOPES
@@ -59,9 +65,12 @@ def serve(args: argparse.Namespace) -> int:
             "its API's); the default, the stand-in's, serves demo and test modes only"
         )
     print(startup_summary(args, settings), file=sys.stderr, flush=True)
-    warning = exposure_warning(args.bind, settings.trusted_proxies)
-    if warning:
-        print(warning, file=sys.stderr, flush=True)
+    for warning in (
+        exposure_warning(args.bind, settings.trusted_proxies),
+        memory_warning(args.workers, settings.browser_pool_size, settings),
+    ):
+        if warning:
+            print(warning, file=sys.stderr, flush=True)
     os.execv(sys.executable, gunicorn_argv(args, settings))  # noqa: S606 - replaces this process with gunicorn
     return 0  # pragma: no cover
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from adapters.settings import Settings, SettingsError
 from adapters.throttle.storage_uri import masked
@@ -31,6 +31,33 @@ def exposure_warning(bind: str, trusted_proxies: Sequence[str]) -> str | None:
         f"community-api: warning: serving on {bind} with no reverse proxy named (COMMUNITY_API_TRUSTED_PROXIES):"
         " a few clients that send requests slowly can hold every worker thread; put nginx in front"
         " (deploy/nginx/, docs/deployment.md)"
+    )
+
+
+def memory_warning(
+    workers: int, pool_size: int, settings: Settings, figures: Callable[[], list[int | None]] | None = None
+) -> str | None:
+    """The warning ``serve`` prints when the local browsers it may start do not fit the memory there is as it
+    starts (the machine's, or its cgroup's limit): ``workers × pool size`` fresh browsers of about 300 MiB,
+    besides the 600 MiB the pool keeps free. The pool holds back the starts that do not fit (they wait, then
+    answer 503), which an operator would otherwise first learn of from their users."""
+    from adapters.platform.memory_room import MIN_FREE_MIB, STARTING_MIB, machine_figures
+
+    if settings.selenium_remote_url:
+        return None  # a Grid's browsers live on its nodes
+    known = [figure for figure in (figures or machine_figures)() if figure is not None]
+    if not known:
+        return None
+    available = min(known)
+    browsers = workers * pool_size
+    if browsers * STARTING_MIB + MIN_FREE_MIB <= available:
+        return None
+    fit = max(0, available - MIN_FREE_MIB) // STARTING_MIB
+    return (
+        f"community-api: warning: {workers} worker{'s' if workers != 1 else ''} × {pool_size} browsers"
+        f" (COMMUNITY_API_BROWSER_POOL_SIZE) take about {browsers * STARTING_MIB} MiB when fresh, and {available}"
+        f" MiB is available here: about {fit} fit beside the {MIN_FREE_MIB} MiB kept free; starts beyond"
+        " wait for memory, then answer 503. Lower the pool size or --workers (docs/deployment.md)"
     )
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from adapters.cli import build_parser, main
-from adapters.gunicorn_command import exposure_warning, startup_summary
+from adapters.gunicorn_command import exposure_warning, memory_warning, startup_summary
+from adapters.platform import memory_room
 from adapters.settings import Settings
 from adapters.throttle.storage_uri import masked
 
@@ -63,6 +64,7 @@ def serve_argv(
     monkeypatch: pytest.MonkeyPatch,
     bind: str,
     trusted_proxies: str = "",
+    available_mib: int = 64 * 1024,
     **settings: str,
 ) -> list[str]:
     """The gunicorn command ``community-api serve --bind BIND`` would run (``os.execv`` caught)."""
@@ -81,6 +83,8 @@ def serve_argv(
         raise SystemExit(0)
 
     monkeypatch.setattr(os, "execv", execv)
+    # The memory this machine has is not the test's: plenty, unless a test says otherwise.
+    monkeypatch.setattr(memory_room, "machine_figures", lambda: [available_mib, None])
     with pytest.raises(SystemExit):
         main(["serve", "--bind", bind])
     (argv,) = started
@@ -92,6 +96,43 @@ def test_serve_prints_the_warning_before_gunicorn_starts(
 ) -> None:
     assert "0.0.0.0:8000" in serve_argv(tmp_path, monkeypatch, "0.0.0.0:8000")
     assert "put nginx in front" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("workers", "pool", "available", "grid", "fit"),
+    [
+        (2, 4, 3000, False, None),  # 8 x 300 + 600 = 3000: fits exactly
+        (2, 4, 2999, False, 7),
+        (2, 4, 1900, False, 4),  # a 2 GiB box with the defaults
+        (1, 1, 800, False, 0),  # not even one beside the memory kept free (the first starts anyway)
+        (2, 4, 500, True, None),  # a Grid's browsers are on its nodes
+    ],
+)
+def test_browsers_that_cannot_fit_the_memory_are_warned_of(
+    workers: int, pool: int, available: int, grid: bool, fit: int | None
+) -> None:
+    settings = Settings(selenium_remote_url="http://grid:4444" if grid else "")
+    warning = memory_warning(workers, pool, settings, figures=lambda: [available + 5000, available])
+    if fit is None:
+        assert warning is None
+        return
+    assert warning is not None and warning.startswith("community-api: warning: ")
+    assert f"{workers * pool * 300} MiB when fresh, and {available} MiB is available here" in warning
+    assert f"about {fit} fit beside the 600 MiB kept free" in warning  # the least of the machine and its cgroup
+    assert "COMMUNITY_API_BROWSER_POOL_SIZE" in warning and "--workers" in warning
+
+
+def test_unknown_memory_is_not_warned_of() -> None:
+    assert memory_warning(8, 8, Settings(), figures=lambda: [None, None]) is None
+
+
+def test_serve_warns_when_its_browsers_cannot_fit_the_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    serve_argv(tmp_path, monkeypatch, "127.0.0.1:8000", available_mib=1900)
+    summary, warning = capsys.readouterr().err.splitlines()
+    assert summary.startswith("community-api: starting in production mode")
+    assert warning.startswith("community-api: warning: 2 workers × 4 browsers") and "about 4 fit" in warning
 
 
 def test_serve_says_what_it_runs_with_and_never_a_secret(
