@@ -22,7 +22,15 @@ import falcon
 from adapters.http.auth import CSRF_HEADER
 from adapters.http.openapi_management import paths_of_management
 from adapters.http.openapi_oauth import oauth_paths
-from adapters.http.openapi_parts import CONNECTION_PARAM, ERROR, OBJECT, RATE_LIMITED, STRING, json_content
+from adapters.http.openapi_parts import (
+    CONNECTION_PARAM,
+    ERROR,
+    OBJECT,
+    RATE_LIMITED,
+    STRING,
+    UNAVAILABLE,
+    json_content,
+)
 from adapters.operation import Operation
 from adapters.operations import OPERATIONS
 from adapters.schemas import Refs, result_schema
@@ -139,6 +147,7 @@ def _data_operation(spec: Operation, refs: Refs) -> dict[str, Any]:
             if http.status == 204
             else {"description": "success", "content": json_content(result_schema(spec.result, refs))},
             "429": RATE_LIMITED,
+            "503": UNAVAILABLE,
             "default": {"description": "error", "content": json_content(ERROR)},
         },
     }

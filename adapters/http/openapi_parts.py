@@ -1,5 +1,6 @@
 """Pieces of the OpenAPI document that the data operations (``openapi.py``) and the management routes
-(``openapi_management.py``) share: the error answer, the 429 with its ``Retry-After``, the headers every
+(``openapi_management.py``) share: the error answer, the 429 with its ``Retry-After`` (and the 503 with
+one when the wait is known), the headers every
 key or session request may carry, and how a parameter and a JSON body are written."""
 
 from __future__ import annotations
@@ -20,6 +21,21 @@ RATE_LIMITED = {
         "Retry-After": {
             "description": "Seconds to wait before trying again.",
             "required": True,
+            "schema": {"type": "integer", "minimum": 1},
+        }
+    },
+    "content": {"application/json": {"schema": ERROR}},
+}
+# Every data operation may find no browser free or the platform silent (platform_unavailable), or the
+# service's storage unwritable (service_unavailable). When the service knows how long to wait, it says so.
+UNAVAILABLE = {
+    "description": "platform_unavailable: no browser was free (nothing was sent; Retry-After says when to try "
+    "again), or the platform did not answer in time (after a write, details.outcomeUnknown: look first whether "
+    "it was done); service_unavailable: the service cannot write its storage (Retry-After).",
+    "headers": {
+        "Retry-After": {
+            "description": "Seconds to wait before trying again, when the service knows (also details.retryAfter).",
+            "required": False,
             "schema": {"type": "integer", "minimum": 1},
         }
     },

@@ -54,7 +54,8 @@ INSTRUCTIONS = (
     '{"error": {"code", "message", "details"}}: invalid_request (fix the arguments), forbidden (the key '
     "lacks details.requiredScope), not_found, rate_limited (wait details.retryAfter seconds), "
     "connection_expired (the account must be re-linked by its owner), platform_unavailable and "
-    "service_unavailable (retry later; after a write, look first whether it was done)."
+    "service_unavailable (retry later, after details.retryAfter seconds when it is given; after a write, "
+    "look first whether it was done)."
 )
 
 

@@ -362,8 +362,13 @@ class PlatformClient:
         return LinkedAccount(user=user, session_token=token, session_expires_at=ends)
 
 
+# What a call refused for want of a browser says to wait: the calls holding the browsers end within their
+# 20 s deadline, most within a few seconds, and memory freed is looked for twice a second.
+BROWSER_RETRY_AFTER = 5
+
+
 def _no_browser(error: PoolBusy) -> PlatformUnavailable:
-    busy = PlatformUnavailable(f"no browser is free: {error}")
+    busy = PlatformUnavailable(f"no browser is free: {error}", retryAfter=BROWSER_RETRY_AFTER)
     busy.may_have_acted = False  # nothing was sent: a retry under the same Idempotency-Key may act
     return busy
 

@@ -3,7 +3,9 @@ should meet them. Only ``requests`` is needed.
 
 - 429 ``rate_limited`` is waited out for its ``Retry-After`` (the pace keeps the platform account safe: a
   retry sooner is refused again), ``WAITS`` times at most and never longer than ``LONGEST_WAIT``, then
-  reported;
+  reported; so is a 503 that carries a ``Retry-After`` (no browser was free, nothing was sent; or the
+  service's storage could not be written): a 503 without one (the platform did not answer in time, and
+  after a write may have acted) is reported, never sent again here;
 - every other error is ``{"error": {"code", "message", "details"}}``: raised as ``ApiError``, whose message
   says what to do.
 
@@ -21,7 +23,7 @@ from typing import Any
 
 import requests
 
-WAITS = 3  # times a 429 is waited out before giving up
+WAITS = 3  # times a 429 (or a 503 with Retry-After) is waited out before giving up
 LONGEST_WAIT = 120  # seconds: a longer Retry-After is reported rather than slept through
 TIMEOUT = 60  # seconds for an answer: the service answers within about 22 s even when the platform hangs
 
@@ -59,14 +61,16 @@ def request(
     headers: Mapping[str, str] | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> requests.Response:
-    """Send one request and answer its success, waiting out a 429 for its ``Retry-After``."""
+    """Send one request and answer its success, waiting out a 429, or a 503 that says how long, for its
+    ``Retry-After``."""
     for attempt in range(WAITS + 1):
         answer = session.request(method, url, params=params, json=json, headers=headers, timeout=TIMEOUT)
         if answer.ok:
             return answer
         error = error_of(answer)
         wait = max(int(answer.headers.get("Retry-After", "0") or 0), 1)
-        if answer.status_code != 429 or attempt == WAITS or wait > LONGEST_WAIT:
+        waitable = answer.status_code == 429 or (answer.status_code == 503 and "Retry-After" in answer.headers)
+        if not waitable or attempt == WAITS or wait > LONGEST_WAIT:
             raise error
         print(f"waiting {wait} s: {error.message}", file=sys.stderr, flush=True)
         sleep(wait)

@@ -522,3 +522,21 @@ def test_local_browsers_ask_for_memory_and_a_grids_do_not() -> None:
     finally:
         local.close()
         grid.close()
+
+
+def test_a_call_refused_for_want_of_a_browser_says_when_to_try_again() -> None:
+    """Every browser busy (or no memory for another): the call answers 503 ``platform_unavailable`` with
+    ``retryAfter`` (REST's Retry-After), and nothing was sent, so a retry under the same Idempotency-Key acts."""
+    from adapters.platform.page_fetch import PageRunner
+    from adapters.platform.platform_client import BROWSER_RETRY_AFTER, PlatformClient
+    from community_api.errors import PlatformUnavailable
+
+    pool = BrowserPool(Factory(), size=1, wait=0.2)
+    client = PlatformClient(PageRunner("https://platform.test", "https://platform.test/api2", 0.2), pool, 0.2)
+    with pool.lease("a") as lease:
+        lease.browser()
+        with pytest.raises(PlatformUnavailable) as refused, client.fresh_browser():
+            pytest.fail("a browser was free")
+    assert refused.value.details == {"retryAfter": BROWSER_RETRY_AFTER} and BROWSER_RETRY_AFTER == 5
+    assert refused.value.may_have_acted is False
+    assert "no browser is free: all 1 browsers are busy" in refused.value.message

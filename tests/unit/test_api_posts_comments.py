@@ -259,3 +259,18 @@ def test_a_post_whose_label_could_not_be_read_was_not_sent_and_may_be_retried(re
     again = world.post(FEED, ready.key, body, headers=headers)
     assert again.status_code == 201
     assert [p.title for p in world.gateway.created_posts()] == ["Labelled"]
+
+
+def test_a_503_that_knows_when_to_try_again_says_so_in_retry_after(ready: Ready) -> None:
+    """No browser was free (``platform_client._no_browser``): the answer carries Retry-After, as a 429 does.
+    The platform not answering in time gives no time to wait: no Retry-After then."""
+    world = ready.world
+    world.gateway.fail_next(
+        "feed_pages", PlatformUnavailable("no browser is free: all 4 browsers are busy", retryAfter=5)
+    )
+    busy = world.get(FEED, ready.key)
+    assert busy.status_code == 503 and busy.headers.get("Retry-After") == "5"
+    assert busy.json["error"]["code"] == "platform_unavailable" and busy.json["error"]["details"] == {"retryAfter": 5}
+    world.gateway.fail_next("feed_pages", PlatformUnavailable("no answer in time"))
+    slow = world.get(FEED, ready.key)
+    assert slow.status_code == 503 and "Retry-After" not in slow.headers and slow.json["error"]["details"] == {}

@@ -1,8 +1,8 @@
-"""The example scripts (``scripts/examples/``) meet the API's answers as they say they do: a 429 is waited
-out for its Retry-After, a few times at most, every other error reported by its code; a comment is sent
-again under the same Idempotency-Key when no answer came or the first try is still in progress, and never
-when the outcome is unknown. The answers come from a transport adapter of requests' own kind, so the
-scripts' real session code runs."""
+"""The example scripts (``scripts/examples/``) meet the API's answers as they say they do: a 429, or a 503
+that says how long, is waited out for its Retry-After, a few times at most, every other error reported by
+its code; a comment is sent again under the same Idempotency-Key when no answer came or the first try is
+still in progress, and never when the outcome is unknown. The answers come from a transport adapter of
+requests' own kind, so the scripts' real session code runs."""
 
 from __future__ import annotations
 
@@ -86,6 +86,15 @@ def test_waiting_stops_after_a_few_tries_and_the_refusal_is_reported() -> None:
     assert len(slept) == WAITS and len(adapter.sent) == WAITS + 1
 
 
+def test_a_503_that_says_how_long_is_waited_out_too(capsys: pytest.CaptureFixture[str]) -> None:
+    """No browser was free: nothing was sent, and the service says when to try again."""
+    adapter = Canned(refused("platform_unavailable", 5, status=503), WHOAMI)
+    slept: list[float] = []
+    assert call(session_with(adapter), URL, sleep=slept.append)["handle"] == "alice"
+    assert slept == [5] and len(adapter.sent) == 2
+    assert capsys.readouterr().err.splitlines() == ["waiting 5 s: platform_unavailable message"]
+
+
 def test_a_wait_longer_than_the_script_will_sleep_is_reported_at_once() -> None:
     adapter = Canned(refused("rate_limited", LONGEST_WAIT + 1))
     slept: list[float] = []
@@ -99,7 +108,7 @@ def test_a_wait_longer_than_the_script_will_sleep_is_reported_at_once() -> None:
     [
         (refused("connection_expired", status=409), "connection_expired", 409),
         (refused("unauthorized", status=401), "unauthorized", 401),
-        (refused("platform_unavailable", retry_after=5, status=503), "platform_unavailable", 503),
+        (refused("platform_unavailable", status=503), "platform_unavailable", 503),  # may have acted
         ((502, {}, "<html>Bad gateway</html>"), "http_error", 502),  # a proxy's page, not the API's body
     ],
 )

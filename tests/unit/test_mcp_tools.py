@@ -166,6 +166,14 @@ def test_idempotency_key_acts_once(world: McpWorld) -> None:
     assert len(world.gateway.created_posts()) == 1
 
 
+def test_a_call_with_no_browser_free_says_when_to_call_again(world: McpWorld) -> None:
+    world.gateway.fail_next(
+        "feed_pages", PlatformUnavailable("no browser is free: all 4 browsers are busy", retryAfter=5)
+    )
+    refused = world.fail("get_feed", {"group": FEED})
+    assert refused["code"] == "platform_unavailable" and refused["details"] == {"retryAfter": 5}
+
+
 # --- refusals -------------------------------------------------------------------------------------
 
 BAD_ARGUMENTS = [
