@@ -287,6 +287,12 @@ class BrowserPool:
                 if not full and not short:
                     short = True
                     BROWSER_MEMORY_SHORT.inc()
+                    log.warning(
+                        "no memory for another browser beside the %d running (docs/deployment.md, Workers and"
+                        " browsers): an idle one is closed, or the start waits up to %.0f s",
+                        self._live,
+                        max(0.0, deadline - time.monotonic()),
+                    )
                 victim = next(
                     (s for s in self._slots.values() if s is not slot and s.users == 0 and s.browser is not None), None
                 )

@@ -4,6 +4,7 @@ connections in parallel, bounded waits, replacement and closing."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from pathlib import Path
@@ -324,14 +325,20 @@ def memory_short() -> float:
     return REGISTRY.get_sample_value("community_api_browser_memory_short_total") or 0.0
 
 
-def test_without_memory_for_another_browser_the_least_recently_used_idle_one_makes_room() -> None:
+def test_without_memory_for_another_browser_the_least_recently_used_idle_one_makes_room(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     memory = Memory(enough=True)
     pool = BrowserPool(Factory(), size=4, wait=1, room=memory)
     a, b, c = use(pool, "a"), use(pool, "b"), use(pool, "c")
     memory.enough = False  # below the size, but the machine has no room for a fourth
     short = memory_short()
-    d = use(pool, "d")
+    with caplog.at_level(logging.WARNING, logger="adapters.platform.browser_pool"):
+        d = use(pool, "d")
     assert memory_short() == short + 1  # counted once for the start
+    said = [r.getMessage() for r in caplog.records if r.name == "adapters.platform.browser_pool"]
+    # The journal says why the start closed a browser (or waits), once:
+    assert len(said) == 1 and said[0].startswith("no memory for another browser beside the 3 running")
     assert a.quit_called and not b.quit_called and not c.quit_called  # one closed for one started
     assert pool.live() == 3 and not d.quit_called
 
