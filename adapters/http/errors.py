@@ -100,8 +100,8 @@ def handle_service_error(
     status = STATUS_BY_CODE.get(error.code, 500)
     if isinstance(error, RateLimited):
         resp.set_header("Retry-After", str(error.retry_after))
-    elif isinstance(error.details.get("retryAfter"), int):  # a 503 that knows when to try again
-        resp.set_header("Retry-After", str(error.details["retryAfter"]))
+    elif type(wait := error.details.get("retryAfter")) is int and wait >= 1:  # a 503 that knows when to retry
+        resp.set_header("Retry-After", str(wait))
     # Management routes authenticate by web session: a Bearer challenge would mislead there.
     if isinstance(error, Unauthorized) and not getattr(req.context, "web_route", False):
         challenge = getattr(req.context, "www_authenticate", WWW_AUTHENTICATE)
