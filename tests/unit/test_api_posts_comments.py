@@ -274,3 +274,10 @@ def test_a_503_that_knows_when_to_try_again_says_so_in_retry_after(ready: Ready)
     world.gateway.fail_next("feed_pages", PlatformUnavailable("no answer in time"))
     slow = world.get(FEED, ready.key)
     assert slow.status_code == 503 and "Retry-After" not in slow.headers and slow.json["error"]["details"] == {}
+
+
+@pytest.mark.parametrize("wait", [True, 0, -3, 2.5, "5"])
+def test_retry_after_is_only_ever_a_whole_number_of_seconds(ready: Ready, wait: object) -> None:
+    ready.world.gateway.fail_next("feed_pages", PlatformUnavailable("no browser is free", retryAfter=wait))
+    answer = ready.world.get(FEED, ready.key)
+    assert answer.status_code == 503 and "Retry-After" not in answer.headers
