@@ -18,7 +18,7 @@ from adapters.http.body import UnsupportedContentCoding
 from adapters.http.request_log import log_error
 from adapters.storage_failure import CODE as STORAGE_CODE
 from adapters.storage_failure import STORAGE_RETRY_AFTER, storage_failure, storage_message
-from community_api.errors import RateLimited, ServiceError, Unauthorized
+from community_api.errors import ServiceError, Unauthorized
 from community_api.idempotency import InterruptedRequest
 
 log = logging.getLogger(__name__)
@@ -98,9 +98,8 @@ def handle_service_error(
     req: falcon.Request, resp: falcon.Response, error: ServiceError, params: dict[str, Any]
 ) -> None:
     status = STATUS_BY_CODE.get(error.code, 500)
-    if isinstance(error, RateLimited):
-        resp.set_header("Retry-After", str(error.retry_after))
-    elif type(wait := error.details.get("retryAfter")) is int and wait >= 1:  # a 503 that knows when to retry
+    # A 429 always says how long to wait (``RateLimited`` puts it in its details); a 503 when it knows.
+    if type(wait := error.details.get("retryAfter")) is int and wait >= 1:
         resp.set_header("Retry-After", str(wait))
     # Management routes authenticate by web session: a Bearer challenge would mislead there.
     if isinstance(error, Unauthorized) and not getattr(req.context, "web_route", False):

@@ -83,6 +83,11 @@ class _Slot:
         self.users = 0  # threads holding or waiting for ``lock``
         self.idle_since = 0.0  # when ``users`` last fell to 0 (the pool's clock)
 
+    def release_reservation(self) -> None:
+        if self.reservation is not None:
+            self.reservation.release()
+            self.reservation = None
+
 
 class Lease:
     """The caller's hold on one connection's browser, for the length of one gateway call."""
@@ -150,9 +155,7 @@ class BrowserPool:
             try:
                 yield Lease(self, slot)
             finally:
-                if slot.reservation is not None:  # the browser it started has done its first call
-                    slot.reservation.release()
-                    slot.reservation = None
+                slot.release_reservation()  # the browser it started has done its first call
                 slot.lock.release()
         finally:
             with self._cond:
@@ -265,9 +268,7 @@ class BrowserPool:
 
     # -- used by Lease, with the slot's lock held ----------------------------------------------------
     def _start(self, slot: _Slot) -> None:
-        if slot.reservation is not None:  # made for a browser of this lease that has since been discarded
-            slot.reservation.release()
-            slot.reservation = None
+        slot.release_reservation()  # made for a browser of this lease that has since been discarded
         evicted: list[Browser] = []
         short = False  # counted once a start, however it ends
         deadline = time.monotonic() + min(self._wait, time_left(self._wait))
@@ -329,9 +330,7 @@ class BrowserPool:
                 self._live -= 1
                 BROWSERS_LIVE.dec()
                 self._cond.notify_all()
-            if slot.reservation is not None:  # no browser takes the memory it reserved
-                slot.reservation.release()
-                slot.reservation = None
+            slot.release_reservation()  # no browser takes the memory it reserved
             raise BrowserFailure(f"the browser could not start: {type(error).__name__}") from error
         finally:
             for thread in closing:
