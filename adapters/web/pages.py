@@ -139,7 +139,10 @@ def read_form(req: falcon.Request) -> Form:
         raise UnsupportedMediaType(f"send the form as {FORM_MEDIA}")
     try:
         text = read_raw(req).decode("utf-8")
-        return Form(parse_qs(text, keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS))
+        # Strict, as for the body itself: parse_qs would put U+FFFD for an escape that is not UTF-8
+        # (``name=%FF``), storing a name the browser never sent and making two passwords one.
+        fields = parse_qs(text, keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS, errors="strict")
+        return Form(fields)
     except (UnicodeDecodeError, ValueError):
         raise InvalidRequest("the form could not be read") from None
 

@@ -137,6 +137,18 @@ def test_unknown_client_and_unknown_grant_type(connector: Connector, world: Worl
     oauth_error(twice, "invalid_request")
 
 
+def test_a_token_request_with_an_escape_that_is_not_utf8_is_an_invalid_request(
+    connector: Connector, world: World
+) -> None:
+    """Read as U+FFFD before, the field was another value than the one sent (``invalid_grant`` here)."""
+    body = f"grant_type=refresh_token&client_id={connector.client_id}&refresh_token=cdr_%FF%FE"
+    result = world.client.simulate_post(
+        "/oauth/token", headers={"Host": HOST, "Content-Type": "application/x-www-form-urlencoded"}, body=body
+    )
+    oauth_error(result, "invalid_request")
+    assert result.json["error_description"] == "the form could not be read"
+
+
 def test_a_replayed_refresh_token_revokes_the_whole_grant(
     owner: WebBrowser, connector: Connector, world: World
 ) -> None:

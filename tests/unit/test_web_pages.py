@@ -357,6 +357,7 @@ def test_another_accounts_connection_cannot_be_made_active(world: World, owner: 
     "body",
     [
         b"email=\xff\xfe&password=x",  # not UTF-8
+        b"name=%FF%FE&email=%C3&password=x%80",  # escapes of bytes that are not UTF-8 (read as U+FFFD before)
         "&".join(f"f{n}=x" for n in range(101)).encode(),  # past the 100 fields a form may have
     ],
 )
