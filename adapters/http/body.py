@@ -92,8 +92,18 @@ def read_json(req: falcon.Request, *, allow_empty: bool = False, limit: int = MA
         # none of which any field of ours takes, and none of which could be sent on to the platform.
         parsed = orjson.loads(raw)
     except ValueError as error:  # orjson.JSONDecodeError is a ValueError (invalid UTF-8 included)
-        raise InvalidRequest(f"the request body is not valid JSON: {error}") from None
+        raise InvalidRequest(_unreadable(raw, error)) from None
     name = duplicate_name(raw)
     if name is not None:
         raise InvalidRequest(f"the request body {twice(name)}", field=name)
     return parsed, raw
+
+
+def _unreadable(raw: bytes, error: ValueError) -> str:
+    """What a body orjson refused is wrong with. Bytes that are not UTF-8 are said so, with where: orjson
+    words them as "str is not valid UTF-8: surrogates not allowed", whatever the bytes."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return f"the request body is not valid UTF-8 (byte {bad.start}): JSON is sent as UTF-8"
+    return f"the request body is not valid JSON: {error}"

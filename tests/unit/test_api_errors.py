@@ -84,6 +84,28 @@ def test_bad_bodies(ready: Ready, body: bytes, content_type: str, status: int, c
 
 
 @pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (b"\xff\xfe", "the request body is not valid UTF-8 (byte 0): JSON is sent as UTF-8"),
+        (b'{"title": "caf\xe9"}', "the request body is not valid UTF-8 (byte 14): JSON is sent as UTF-8"),  # Latin-1
+        # Valid UTF-8 that is not JSON (a lone surrogate's escape included): orjson's own words follow.
+        (b'{"title": "\\ud800"}', "the request body is not valid JSON: "),
+        (b"{not json", "the request body is not valid JSON: "),
+    ],
+)
+def test_a_body_that_cannot_be_read_says_why(ready: Ready, body: bytes, says: str) -> None:
+    """Bytes that are not UTF-8 are said so: orjson words them "str is not valid UTF-8: surrogates not
+    allowed", which sent a client looking for surrogates in a Latin-1 body."""
+    result = ready.world.client.simulate_post(
+        "/v1/groups/builders-club/posts",
+        body=body,
+        headers={"Authorization": f"Bearer {ready.key}", "Content-Type": "application/json"},
+    )
+    assert_error(result, 400, "invalid_request")
+    assert result.json["error"]["message"].startswith(says), result.json["error"]["message"]
+
+
+@pytest.mark.parametrize(
     ("body", "name"),
     [
         (b'{"title": "draft", "title": "final"}', "title"),
