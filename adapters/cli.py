@@ -230,7 +230,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    # Python keeps an argument's bytes that are not UTF-8 as lone surrogates, which failed with a traceback
+    # wherever the text was encoded (an email hashed, an id looked up). Not repeated: it may be a secret.
+    broken = next((n for n, arg in enumerate(given, 1) if not _utf8(arg)), None)
+    if broken is not None:
+        print(f"community-api: argument {broken} is not UTF-8 text: nothing was done", file=sys.stderr)
+        return 2
+    args = build_parser().parse_args(given)
     try:
         result: int = args.func(args)
         return result
@@ -244,6 +251,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"community-api: {error.message}", file=sys.stderr)
             return 2
         raise
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 if __name__ == "__main__":

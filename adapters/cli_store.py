@@ -62,11 +62,26 @@ def read_password(email: str) -> str:
     The line's end is dropped whether it is ``\n`` or ``\r\n`` (a file or script written on Windows): a
     password ending in a carriage return could never be typed into the sign-in form."""
     if not sys.stdin.isatty():
-        return sys.stdin.readline().removesuffix("\n").removesuffix("\r")
-    first = getpass.getpass(f"Password for {email}: ")
-    if getpass.getpass("The same password again: ") != first:
+        return piped("the password", whole=False).removesuffix("\n").removesuffix("\r")
+    try:
+        first = getpass.getpass(f"Password for {email}: ")
+        again = getpass.getpass("The same password again: ")
+    except UnicodeDecodeError:
+        raise SettingsError("the password typed is not UTF-8 text (the terminal's encoding): nothing changed") from None
+    if again != first:
         raise SettingsError("the two passwords differ: nothing changed")
     return first
+
+
+def piped(what: str, *, whole: bool) -> str:
+    """Standard input from a pipe, one line or ``whole``, read as UTF-8 strictly. Python's own reading keeps
+    bytes that are not UTF-8 (a password file saved in Latin-1) as lone surrogates, which failed further on,
+    as a password was hashed or a key looked up, with a traceback."""
+    data = sys.stdin.buffer.read() if whole else sys.stdin.buffer.readline()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise SettingsError(f"{what} piped in is not UTF-8 text (byte {error.start}): nothing changed") from None
 
 
 def accounts_create(args: argparse.Namespace) -> int:
@@ -222,7 +237,7 @@ def keys_revoke(args: argparse.Namespace) -> int:
     if sys.stdin.isatty():
         values = [getpass.getpass("The leaked key (not shown): ")]
     else:
-        values = [line for line in sys.stdin.read().splitlines() if line.strip()]
+        values = [line for line in piped("what was", whole=True).splitlines() if line.strip()]
     if not values:
         raise SettingsError("no key given: pipe the leaked keys in, one per line")
     all_found = True

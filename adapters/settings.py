@@ -130,7 +130,14 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 
     def get(name: str, default: str = "") -> str:
         assert name in SETTING_NAMES, name  # a new setting is listed, so that it is not refused
-        return env.get(PREFIX + name, default)
+        value = env.get(PREFIX + name, default)
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:  # bytes that are not UTF-8, kept by Python as lone surrogates
+                # Not repeated: it may be the secret. Left as it was, it failed later with a traceback.
+                raise SettingsError(f"{PREFIX}{name} is not UTF-8 text: set it again") from None
+        return value
 
     mode = get("MODE", "production")
     if mode not in MODES:

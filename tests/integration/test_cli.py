@@ -59,6 +59,46 @@ def test_a_bad_setting_is_one_line(tmp_path: Path) -> None:
     assert "did you mean COMMUNITY_API_TRUSTED_PROXIES?" in misspelt.stderr
 
 
+def run_bytes(*args: bytes, stdin: bytes, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``run`` with arguments and standard input as bytes, which need not be UTF-8."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("COMMUNITY_API_")} | env
+    answer = subprocess.run(
+        [sys.executable.encode(), b"-m", b"adapters.cli", *args],
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        env=full_env,
+        timeout=60,
+    )
+    return subprocess.CompletedProcess(answer.args, answer.returncode, answer.stdout.decode(), answer.stderr.decode())
+
+
+def test_input_that_is_not_utf8_is_one_line_and_changes_nothing(tmp_path: Path) -> None:
+    """A password file saved in Latin-1, a key list with a stray byte, an email typed in another encoding:
+    Python kept such bytes as lone surrogates, and each command ended in a traceback (a hash, a look-up)."""
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
+    latin1 = "a strong pässword".encode("latin-1") + b"\n"
+    cases = [
+        ((b"accounts", b"create", b"ops@example.com"), latin1, "the password piped in is not UTF-8 text (byte 10)"),
+        ((b"accounts", b"create", b"op\xe9@example.com"), b"a strong password\n", "argument 3 is not UTF-8 text"),
+    ]
+    for args, stdin, says in cases:
+        refused = run_bytes(*args, stdin=stdin, env=env)
+        assert refused.returncode == 2 and refused.stderr == f"community-api: {says}: nothing " + (
+            "changed\n" if "piped" in says else "was done\n"
+        ), refused.stderr
+    assert "no accounts yet" in run("accounts", "list", env=env).stdout  # the database made, nothing in it
+    assert run("accounts", "create", "ops@example.com", stdin="a strong password\n", env=env).returncode == 0
+    reset = run_bytes(b"accounts", b"set-password", b"ops@example.com", stdin=latin1, env=env)
+    assert reset.returncode == 2 and "the password piped in is not UTF-8 text" in reset.stderr, reset.stderr
+    revoke = run_bytes(b"keys", b"revoke", stdin=b"cda_\xffabc\n", env=env)
+    assert revoke.stderr == "community-api: what was piped in is not UTF-8 text (byte 4): nothing changed\n"
+    listed = run_bytes(b"keys", b"list", b"--account", b"ops\xff@example.com", stdin=b"", env=env)
+    assert listed.returncode == 2 and listed.stderr == "community-api: argument 4 is not UTF-8 text: nothing was done\n"
+    secret = run_bytes(b"accounts", b"list", stdin=b"", env={**env, "COMMUNITY_API_SECRET": SECRET + "\udcff"})
+    assert secret.stderr == "community-api: COMMUNITY_API_SECRET is not UTF-8 text: set it again\n", secret.stderr
+
+
 def test_accounts_create_and_keys_mint_then_serve(tmp_path: Path) -> None:
     env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET, **PLATFORM}
     created = run("accounts", "create", "ops@example.com", stdin="a strong password\n", env=env)

@@ -118,6 +118,17 @@ def test_a_setting_the_service_does_not_know_is_refused_naming_it(name: str, sug
         assert f"did you mean {suggested}?" in message
 
 
+@pytest.mark.parametrize("name", SETTING_NAMES)
+def test_a_setting_whose_bytes_are_not_utf8_is_refused_naming_it_not_its_value(name: str) -> None:
+    """Python reads such bytes of the environment as lone surrogates; a secret of them failed with a
+    traceback as it was first encoded (the CLI's ``accounts list``, ``serve``'s workers)."""
+    value = "s3cret-" * 6 + "\udcff"  # what Python makes of b"s3cret-...\xff"
+    with pytest.raises(SettingsError) as refused:
+        load_settings({**BASE, f"COMMUNITY_API_{name}": value})
+    message = str(refused.value)
+    assert message == f"COMMUNITY_API_{name} is not UTF-8 text: set it again"
+
+
 def test_the_previous_secret_is_kept_apart_and_never_the_secret_itself() -> None:
     assert load_settings({**BASE, "COMMUNITY_API_SECRET": "new" * 12}).previous_secret == ""
     changing = load_settings({**BASE, "COMMUNITY_API_SECRET": "new" * 12, "COMMUNITY_API_PREVIOUS_SECRET": "old" * 12})
