@@ -34,7 +34,7 @@ from adapters.gunicorn_command import (
     memory_warning,
     startup_summary,
 )
-from adapters.settings import PREFIX, Settings, SettingsError, load_settings
+from adapters.settings import PREFIX, Settings, SettingsError, is_utf8_text, load_settings
 from adapters.version import service_version
 from community_api.scopes import ALL_SCOPES, DEFAULT_SCOPES
 
@@ -233,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else list(argv)
     # Python keeps an argument's bytes that are not UTF-8 as lone surrogates, which failed with a traceback
     # wherever the text was encoded (an email hashed, an id looked up). Not repeated: it may be a secret.
-    broken = next((n for n, arg in enumerate(given, 1) if not _utf8(arg)), None)
+    broken = next((n for n, arg in enumerate(given, 1) if not is_utf8_text(arg)), None)
     if broken is not None:
         print(f"community-api: argument {broken} is not UTF-8 text: nothing was done", file=sys.stderr)
         return 2
@@ -251,14 +251,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"community-api: {error.message}", file=sys.stderr)
             return 2
         raise
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 if __name__ == "__main__":

@@ -124,6 +124,18 @@ def _refuse_unknown(env: Mapping[str, str]) -> None:
             raise SettingsError(f"{variable} is not a setting of this service{hint}; the settings are in the README")
 
 
+def is_utf8_text(value: str) -> bool:
+    """Can ``value`` be written as UTF-8? Not when Python read bytes that are not UTF-8 (from the environment,
+    the command line) and kept them as lone surrogates, which fail wherever the text is encoded."""
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if environ is None else environ
     _refuse_unknown(env)
@@ -131,12 +143,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     def get(name: str, default: str = "") -> str:
         assert name in SETTING_NAMES, name  # a new setting is listed, so that it is not refused
         value = env.get(PREFIX + name, default)
-        if not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:  # bytes that are not UTF-8, kept by Python as lone surrogates
-                # Not repeated: it may be the secret. Left as it was, it failed later with a traceback.
-                raise SettingsError(f"{PREFIX}{name} is not UTF-8 text: set it again") from None
+        if not is_utf8_text(value):  # not repeated: it may be the secret (it failed later, with a traceback)
+            raise SettingsError(f"{PREFIX}{name} is not UTF-8 text: set it again")
         return value
 
     mode = get("MODE", "production")
