@@ -30,13 +30,14 @@ def alive(pid: int) -> bool:
     return procfs.running(pid)
 
 
-def wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+def wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 30.0, verify: bool | str = True) -> None:
+    """Until anything answers at ``url`` (``verify``: as requests takes it, e.g. a test certificate's path)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"the process serving {url} exited with {process.returncode}")
         try:
-            requests.get(url, timeout=1)
+            requests.get(url, timeout=1, verify=verify)
             return
         except requests.RequestException:
             time.sleep(0.1)
@@ -61,13 +62,15 @@ def serving(
     env: Mapping[str, str] | None = None,
     log_path: Path | None = None,
     cwd: Path = ROOT,
+    verify: bool | str = True,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """Run ``python args…`` in ``cwd`` (the project root) until the block ends; its output goes to ``log_path``."""
+    """Run ``python args…`` in ``cwd`` (the project root) until the block ends; its output goes to ``log_path``.
+    ``verify``: the certificate check of ``health_url`` (a proxy's, in front of it)."""
     full_env = {**os.environ, **(env or {})}
     log = open(log_path, "wb") if log_path else subprocess.DEVNULL  # noqa: SIM115
     process = subprocess.Popen([sys.executable, *args], cwd=cwd, env=full_env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        wait_for_http(health_url, process)
+        wait_for_http(health_url, process, verify=verify)
         yield process
     finally:
         stop(process)

@@ -8,6 +8,10 @@ every trusted proxy, to the first address that is not one: that is the client. A
 port a proxy added (``198.51.100.1:4321``, ``[2001:db8::1]:4321``); anything else that is not an address
 makes the proxy itself the client (no guess is trusted).
 
+A proxy that reaches gunicorn over a unix socket (``--bind unix:PATH``) has no address to name in
+``COMMUNITY_API_TRUSTED_PROXIES``: such a peer is always trusted, as gunicorn trusts it (only a process
+allowed to open the socket file connects), and the client is read from its ``X-Forwarded-For``.
+
 A socket bound to ``::`` (``--bind [::]:8000``) takes IPv4 connections too and reports their peers as
 IPv4-mapped IPv6 addresses (``::ffff:127.0.0.1``): every address here is read as the IPv4 address it maps,
 so a proxy named ``127.0.0.1`` is trusted, a loopback scrape of ``/metrics`` is loopback, and one client
@@ -88,8 +92,12 @@ def client_address(req: falcon.Request, networks: tuple[Network, ...]) -> str:
     peer_address = parsed_address(peer)
     if peer_address is not None:
         peer = str(peer_address)  # the IPv4 address of a mapped peer; any other as written
-    if not networks or peer_address is None or not _in(peer_address, networks):
-        return peer
+        if not networks or not _in(peer_address, networks):
+            return peer
+    # Else a peer with no address: a unix socket's (``--bind unix:PATH``; gunicorn gives it as ""), which
+    # only a process allowed to open the socket file reaches, the proxy in front; gunicorn trusts its
+    # forwarded headers too, whatever forwarded_allow_ips says. No TRUSTED_PROXIES can name it: counted as
+    # itself, every client behind the proxy was one, and strangers' failed sign-ins held back everyone.
     forwarded = [part.strip() for part in (req.get_header("X-Forwarded-For") or "").split(",") if part.strip()]
     for hop in reversed(forwarded):
         address = _hop_address(hop)

@@ -61,13 +61,14 @@ class Deployment:
     folder: Path
 
 
-def render_nginx(folder: Path, listen: int, upstream: int, cert: Certificate, http_extra: str = "") -> Path:
+def render_nginx(folder: Path, listen: int, upstream: int | str, cert: Certificate, http_extra: str = "") -> Path:
     """The deployment's server block with its values filled in, inside a main file that keeps every path
     nginx writes (pid, logs, temporary bodies) in ``folder`` so that it runs without touching /etc or /var;
-    ``http_extra``: directives an operator added to the main file's ``http`` block."""
+    ``upstream``: gunicorn's port on 127.0.0.1, or its ``unix:PATH``; ``http_extra``: directives an
+    operator added to the main file's ``http`` block."""
     site = (ROOT / "deploy" / "nginx" / "community-api.conf").read_text()
     for placeholder, value in {
-        "@UPSTREAM@": f"127.0.0.1:{upstream}",
+        "@UPSTREAM@": upstream if isinstance(upstream, str) else f"127.0.0.1:{upstream}",
         "@LISTEN@": f"127.0.0.1:{listen}",
         "@SERVER_NAME@": NAME,
         "@CERTIFICATE@": str(cert.cert_path),
@@ -324,6 +325,46 @@ def test_the_sign_in_throttle_counts_the_clients_nginx_saw(deployment: Deploymen
         timeout=10,
     )
     assert direct.status_code == 429
+
+
+def test_over_a_unix_socket_the_sign_in_throttle_counts_the_clients_nginx_saw(
+    tmp_path_factory: pytest.TempPathFactory, resolve_public_name: None
+) -> None:
+    """nginx passing to gunicorn over a unix socket (``--bind unix:PATH``, ``server unix:PATH`` upstream):
+    its peer has no address, so no TRUSTED_PROXIES names it. Before, every client then counted as that one
+    peer: five failed sign-ins of a stranger held back the owner's, from anywhere."""
+    folder = tmp_path_factory.mktemp("nginx-unix")
+    cert = make_certificate(folder, dns_names=(NAME,), stem="proxy", common_name="community-api test proxy")
+    listen = free_port()
+    sock = folder / "api.sock"
+    env = {
+        "COMMUNITY_API_MODE": "test",
+        "COMMUNITY_API_DB": str(folder / "service.sqlite3"),
+        "COMMUNITY_API_SECRET": SECRET,
+        "COMMUNITY_API_SIGNUP": "true",
+        "COMMUNITY_API_PUBLIC_URL": f"https://{NAME}:{listen}",  # and no TRUSTED_PROXIES: none to name
+    }
+    args = gunicorn_args("tests.e2e.app_factory:get_app()", 0, workers=2, worker_class="gthread")
+    args[args.index("--bind") + 1] = f"unix:{sock}"
+    url = f"https://{NAME}:{listen}"
+    deployment = Deployment(url, url, cert, folder)
+    with (
+        nginx(folder, render_nginx(folder, listen, f"unix:{sock}", cert), listen),
+        serving(args, url + "/healthz", env=env, log_path=folder / "service.log", verify=str(cert.cert_path)),
+    ):
+        first, second = client(deployment, "127.0.0.2"), client(deployment, "127.0.0.3")
+        deadline = time.monotonic() + 30  # nginx answered (502) before gunicorn listened on the socket
+        while first.get(url + "/healthz", timeout=10).status_code != 200:
+            assert time.monotonic() < deadline, (folder / "service.log").read_text()[-2000:]
+            time.sleep(0.1)
+        wrong = {"email": "held@example.com", "password": "wrong password"}
+        statuses = [first.post(url + "/v1/session", json=wrong, timeout=10).status_code for _ in range(6)]
+        assert statuses == [401] * 5 + [429]
+        # The other client is not held back by the first one's failures, nor the owner once signed up.
+        assert second.post(url + "/v1/session", json=wrong, timeout=10).status_code == 401
+        signed_up = second.post(url + "/v1/accounts", json={"email": EMAIL, "password": PASSWORD}, timeout=10)
+        assert signed_up.status_code == 201, signed_up.text
+        assert first.post(url + "/v1/session", json={"email": EMAIL, "password": PASSWORD}, timeout=10).ok
 
 
 def test_the_mcp_endpoint_is_not_buffered(deployment: Deployment) -> None:

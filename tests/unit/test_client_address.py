@@ -8,7 +8,7 @@ import ipaddress
 import falcon.testing
 import pytest
 
-from adapters.http.client_address import client_address, trusted_networks
+from adapters.http.client_address import Network, client_address, trusted_networks
 from adapters.settings import SettingsError, load_settings
 
 PROXIES = trusted_networks(["10.0.0.5", "fd00::/8"])
@@ -51,6 +51,28 @@ def test_the_client_address(peer: str, forwarded: str | None, expected: str) -> 
     headers = {"X-Forwarded-For": forwarded} if forwarded is not None else {}
     req = falcon.testing.create_req(remote_addr=peer, headers=headers)
     assert client_address(req, PROXIES) == expected
+
+
+@pytest.mark.parametrize("proxies", [(), PROXIES])
+@pytest.mark.parametrize(
+    ("forwarded", "expected"),
+    [
+        ("198.51.100.1", "198.51.100.1"),  # what nginx saw
+        ("1.2.3.4, 198.51.100.1", "198.51.100.1"),  # the client wrote 1.2.3.4 itself: read from the right
+        ("198.51.100.1:4321", "198.51.100.1"),
+        (None, "unknown"),  # a local program with no proxy: the socket, as before
+        ("", "unknown"),
+        ("bogus", "unknown"),  # malformed: no guess is trusted
+    ],
+)
+def test_a_unix_socket_peer_is_the_proxy_and_its_header_names_the_client(
+    proxies: tuple[Network, ...], forwarded: str | None, expected: str
+) -> None:
+    """A proxy in front over a unix socket (``--bind unix:PATH``) has no address for TRUSTED_PROXIES to name;
+    gunicorn gives its peer as "". Read as the client itself, every client behind it was one."""
+    environ = falcon.testing.create_environ(headers={"X-Forwarded-For": forwarded} if forwarded is not None else {})
+    environ["REMOTE_ADDR"] = ""  # as gunicorn sets it for a unix socket's connection
+    assert client_address(falcon.Request(environ), proxies) == expected
 
 
 def test_without_trusted_proxies_the_header_is_never_read() -> None:
