@@ -23,6 +23,7 @@ from adapters.http.health import add_health_routes
 from adapters.http.host_check import AllowedHosts
 from adapters.http.metrics_resource import MetricsResource
 from adapters.http.no_store import NoStore
+from adapters.http.nosniff import Nosniff
 from adapters.http.openapi import OpenApiResource
 from adapters.http.operation_resources import OperationRoute, add_operation_routes
 from adapters.http.request_log import RequestLog, configure_logging
@@ -95,6 +96,7 @@ def bootstrap(
 def app_for(deps: Deps, settings: Settings) -> falcon.App:
     middleware: list[Any] = [
         RequestLog(),
+        Nosniff(),
         AllowedHosts(settings.public_url, settings.allowed_hosts),
         NoStore(manage.ManagementResource, OperationRoute),
     ]
