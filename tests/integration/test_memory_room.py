@@ -110,6 +110,9 @@ def test_another_workers_start_counts_and_stops_counting_when_its_process_ends(t
         if worker.poll() is None:
             worker.kill()
             worker.wait(10)
+        for pipe in (worker.stdin, worker.stdout):
+            if pipe is not None:
+                pipe.close()
 
 
 def test_a_pools_first_browser_is_reserved_whatever_the_memory_says(tmp_path: Path) -> None:

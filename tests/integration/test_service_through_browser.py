@@ -340,6 +340,8 @@ INFRASTRUCTURE = [
     r"^/api2/self$",
     r"^/api2/users/[0-9a-f]{32}/groups$",
     rf"^/_next/data/[^/]+/{GROUP}/[^/]+\.json$",
+    # Chromium's own, after a page loads (a browser started, or loaded again): it can land after `start`.
+    r"^/favicon\.ico$",
 ]
 
 

@@ -67,6 +67,7 @@ def test_gunicorns_own_handler_hangs_there() -> None:
     finally:
         child.kill()
         child.wait()
+        child.stdout.close()  # type: ignore[union-attr]
 
 
 LATE_QUIT = textwrap.dedent(
