@@ -83,12 +83,18 @@ def startup_summary(args: argparse.Namespace, settings: Settings) -> str:
         f"platform pace {settings.platform_reads_per_minute} reads and {settings.platform_writes_per_minute} writes"
         " a minute per platform account",
         f"public URL {public}",
-        f"trusted proxies {', '.join(settings.trusted_proxies) or 'none'}",
+        f"trusted proxies {_trusted(args.bind, settings.trusted_proxies)}",
         f"sign-up {'open' if settings.signup else 'closed after the first account'}",
     ]
     if settings.previous_secret:  # said so that a forgotten one is seen; its value never is
         parts.append("the previous secret still opens platform sessions (`community-api reseal`, then remove it)")
     return "community-api: " + "; ".join(parts)
+
+
+def _trusted(bind: str, named: Sequence[str]) -> str:
+    """The proxies whose X-Forwarded-For is read: those named, and on a unix socket its peer (always)."""
+    trusted = ["the unix socket's peer"] if bind.startswith("unix:") else []
+    return ", ".join([*trusted, *named]) or "none"
 
 
 def check_serve_args(args: argparse.Namespace) -> None:

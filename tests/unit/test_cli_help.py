@@ -187,6 +187,14 @@ def test_the_summary_names_a_grid_a_relative_database_whole_and_no_public_url(
     assert "previous secret" not in line
 
 
+def test_the_summary_says_a_unix_sockets_peer_is_trusted() -> None:
+    """Its X-Forwarded-For is read whatever TRUSTED_PROXIES holds (``client_address``): the journal says so."""
+    args = argparse.Namespace(bind="unix:/run/community-api/api.sock", workers=2, worker_class="gthread", threads=4)
+    assert "; trusted proxies the unix socket's peer;" in startup_summary(args, Settings())
+    named = Settings(trusted_proxies=("10.0.0.5",))
+    assert "; trusted proxies the unix socket's peer, 10.0.0.5;" in startup_summary(args, named)
+
+
 def test_the_summary_says_a_previous_secret_is_set_and_never_its_value() -> None:
     """A previous secret left set after the change goes on opening what it sealed: the journal says so."""
     settings = Settings(secret="n" * 40, previous_secret="p" * 40)
