@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from adapters.settings import PREFIX, Settings, SettingsError, load_settings
+from adapters.settings import PREFIX, Settings, SettingsError, is_utf8_text, load_settings
 
 if TYPE_CHECKING:
     from adapters.store.sqlite_key_store import SqliteKeyStore
@@ -63,14 +63,23 @@ def read_password(email: str) -> str:
     password ending in a carriage return could never be typed into the sign-in form."""
     if not sys.stdin.isatty():
         return piped("the password", whole=False).removesuffix("\n").removesuffix("\r")
-    try:
-        first = getpass.getpass(f"Password for {email}: ")
-        again = getpass.getpass("The same password again: ")
-    except UnicodeDecodeError:
-        raise SettingsError("the password typed is not UTF-8 text (the terminal's encoding): nothing changed") from None
+    first = typed(f"Password for {email}: ", hidden=True)
+    again = typed("The same password again: ", hidden=True)
     if again != first:
         raise SettingsError("the two passwords differ: nothing changed")
     return first
+
+
+def typed(prompt: str, *, hidden: bool = False) -> str:
+    """A line typed at the terminal (``hidden``: not shown, as a password or a key). A terminal whose
+    encoding is not UTF-8 can send bytes that are not: one line, nothing changed, never a traceback."""
+    try:
+        line: str | None = getpass.getpass(prompt) if hidden else input(prompt)
+    except UnicodeDecodeError:  # getpass reads the terminal strictly; input() keeps such bytes as surrogates
+        line = None
+    if line is None or not is_utf8_text(line):
+        raise SettingsError("what was typed is not UTF-8 text (the terminal's encoding): nothing changed")
+    return line
 
 
 def piped(what: str, *, whole: bool) -> str:
@@ -129,11 +138,11 @@ def accounts_delete(args: argparse.Namespace) -> int:
     name = args.account
     if sys.stdin.isatty():  # a person at a terminal confirms; a script (stdin not a terminal) is not asked
         named = account_named(store, name)  # an unknown one: one line (main), nothing asked
-        typed = input(
+        confirmed = typed(
             f"Delete {named.email} ({named.id}): its keys and grants revoked, its connections erased. "
             "Type the email to confirm: "
         )
-        if email_key(typed) != email_key(named.email):
+        if email_key(confirmed) != email_key(named.email):
             raise SettingsError("not confirmed: nothing was deleted")
         name = named.id  # the account confirmed, even if its email names another one by now
     account = delete_account_unchecked(store, SystemClock(), name)
@@ -235,7 +244,7 @@ def keys_revoke(args: argparse.Namespace) -> int:
             f"the database {settings.db} has no accounts: set COMMUNITY_API_DB to the service's database"
         )
     if sys.stdin.isatty():
-        values = [getpass.getpass("The leaked key (not shown): ")]
+        values = [typed("The leaked key (not shown): ", hidden=True)]
     else:
         values = [line for line in piped("what was", whole=True).splitlines() if line.strip()]
     if not values:

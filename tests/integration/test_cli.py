@@ -338,7 +338,7 @@ def test_accounts_set_password_for_a_person_who_forgot_it(tmp_path: Path) -> Non
     assert found is not None and DEFAULT_HASHER.verify(found[1], "caf\u00e9 cr\u00e8me 123")
 
 
-def at_a_terminal(args: list[str], env: dict[str, str], answers: list[str]) -> tuple[int, str]:
+def at_a_terminal(args: list[str], env: dict[str, str], answers: list[str | bytes]) -> tuple[int, str]:
     """Run the command with a pseudo-terminal as its controlling terminal, as an operator types it: each
     answer is typed after a prompt ending in ": ". Answers the exit status and everything the terminal
     showed."""
@@ -362,7 +362,8 @@ def at_a_terminal(args: list[str], env: dict[str, str], answers: list[str]) -> t
                 break
             shown += chunk
             if answers and shown.endswith(b": "):  # a prompt, waiting: one answer for each
-                os.write(fd, answers.pop(0).encode() + b"\n")
+                answer = answers.pop(0)
+                os.write(fd, (answer if isinstance(answer, bytes) else answer.encode()) + b"\n")
         else:
             os.kill(pid, signal.SIGKILL)  # still waiting for something never typed
     finally:
@@ -398,6 +399,11 @@ def test_deleting_an_account_at_a_terminal_asks_for_its_email_first(tmp_path: Pa
     assert status == 2 and "Type the email to confirm" in shown and "nothing was deleted" in shown
     status, shown = at_a_terminal(["accounts", "delete", "nobody@example.com"], env, [])
     assert status == 2 and "no account" in shown and "confirm" not in shown
+    # Bytes that are not UTF-8 (a terminal in Latin-1): one line, nothing deleted; a traceback before.
+    status, shown = at_a_terminal(["accounts", "delete", "ops@example.com"], env, [b"ops@exampl\xe9.com"])
+    assert status == 2 and "what was typed is not UTF-8 text" in shown and "Traceback" not in shown, shown
+    status, shown = at_a_terminal(["accounts", "set-password", "ops@example.com"], env, [b"caf\xe9 cr\xe8me 12"])
+    assert status == 2 and "what was typed is not UTF-8 text" in shown and "Traceback" not in shown, shown
     status, shown = at_a_terminal(["accounts", "delete", "ops@example.com"], env, ["OPS@example.com"])
     assert status == 0 and "deleted" in shown, shown
 
@@ -647,6 +653,9 @@ def test_a_leaked_key_typed_at_a_terminal_is_not_shown(tmp_path: Path) -> None:
     env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
     assert run("accounts", "create", "dev@example.com", stdin="a strong password\n", env=env).returncode == 0
     leaked = run("keys", "mint", "--email", "dev@example.com", env=env).stdout.strip()
+    # A byte that is not UTF-8 (a terminal in Latin-1): one line; a traceback before.
+    status, shown = at_a_terminal(["keys", "revoke"], env, [leaked.encode() + b"\xe9"])
+    assert status == 2 and "what was typed is not UTF-8 text" in shown and "Traceback" not in shown, shown
     status, shown = at_a_terminal(["keys", "revoke"], env, [leaked])
     assert status == 0, shown
     assert "The leaked key (not shown):" in shown and "revoked" in shown and leaked not in shown
