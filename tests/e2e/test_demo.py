@@ -192,7 +192,8 @@ def test_demo_prints_curl_lines_that_work(stop: str, demo_env: dict[str, str]) -
     (folder,) = Path(demo_env["TMPDIR"]).glob("community-api-demo-*")
     assert sorted(p.name for p in folder.iterdir()) == ["demo.sqlite3", "sandbox.log", "service.log"]
     assert demo.stdout is not None
-    assert f"demo: stopped; its logs and database stay in {folder}" in demo.stdout.read()
+    with demo.stdout:
+        assert f"demo: stopped; its logs and database stay in {folder}" in demo.stdout.read()
 
 
 @pytest.mark.parametrize("option", ["--bind", "--sandbox-bind"])
@@ -253,6 +254,7 @@ def test_ctrl_c_stops_the_demo_even_when_it_started_with_sigint_ignored(demo_env
             for pid in left:  # the stand-in and the service, in groups of their own
                 os.kill(pid, signal.SIGTERM)
             raise
+    demo.stdout.close()
     deadline = time.monotonic() + 15
     while any(alive(pid) for pid in started) and time.monotonic() < deadline:
         time.sleep(0.1)
