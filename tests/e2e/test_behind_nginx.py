@@ -136,6 +136,18 @@ def resolve_public_name() -> Iterator[None]:
         socket.getaddrinfo = real
 
 
+def service_env(folder: Path, public_url: str) -> dict[str, str]:
+    """The service's settings behind the deployment's nginx, its database in ``folder``; ``PUBLIC_URL`` is
+    what deploy/nginx/community-api.conf asks of it whichever way nginx reaches it."""
+    return {
+        "COMMUNITY_API_MODE": "test",
+        "COMMUNITY_API_DB": str(folder / "service.sqlite3"),
+        "COMMUNITY_API_SECRET": SECRET,
+        "COMMUNITY_API_SIGNUP": "true",
+        "COMMUNITY_API_PUBLIC_URL": public_url,
+    }
+
+
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory: pytest.TempPathFactory, resolve_public_name: None) -> Iterator[Deployment]:
     if not Path(NGINX).exists():
@@ -144,15 +156,9 @@ def deployment(tmp_path_factory: pytest.TempPathFactory, resolve_public_name: No
     cert = make_certificate(folder, dns_names=(NAME,), stem="proxy", common_name="community-api test proxy")
     listen, upstream = free_port(), free_port()
     public_url = f"https://{NAME}:{listen}"
-    env = {
-        "COMMUNITY_API_MODE": "test",
-        "COMMUNITY_API_DB": str(folder / "service.sqlite3"),
-        "COMMUNITY_API_SECRET": SECRET,
-        "COMMUNITY_API_SIGNUP": "true",
+    env = service_env(folder, public_url) | {
         "COMMUNITY_API_USAGE_FLUSH_SECONDS": "0",
-        # What deploy/nginx/community-api.conf asks of the service:
-        "COMMUNITY_API_PUBLIC_URL": public_url,
-        "COMMUNITY_API_TRUSTED_PROXIES": "127.0.0.1",
+        "COMMUNITY_API_TRUSTED_PROXIES": "127.0.0.1",  # what deploy/nginx/community-api.conf asks too
     }
     args = gunicorn_args("tests.e2e.app_factory:get_app()", upstream, workers=2, worker_class="gthread")
     args[-1:-1] = ["--forwarded-allow-ips", "127.0.0.1"]  # as `community-api serve` passes TRUSTED_PROXIES
@@ -337,13 +343,7 @@ def test_over_a_unix_socket_the_sign_in_throttle_counts_the_clients_nginx_saw(
     cert = make_certificate(folder, dns_names=(NAME,), stem="proxy", common_name="community-api test proxy")
     listen = free_port()
     sock = folder / "api.sock"
-    env = {
-        "COMMUNITY_API_MODE": "test",
-        "COMMUNITY_API_DB": str(folder / "service.sqlite3"),
-        "COMMUNITY_API_SECRET": SECRET,
-        "COMMUNITY_API_SIGNUP": "true",
-        "COMMUNITY_API_PUBLIC_URL": f"https://{NAME}:{listen}",  # and no TRUSTED_PROXIES: none to name
-    }
+    env = service_env(folder, f"https://{NAME}:{listen}")  # and no TRUSTED_PROXIES: none to name
     args = gunicorn_args("tests.e2e.app_factory:get_app()", 0, workers=2, worker_class="gthread")
     args[args.index("--bind") + 1] = f"unix:{sock}"
     url = f"https://{NAME}:{listen}"
