@@ -119,7 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("serve", help="run the service under gunicorn")
     _add_common(p)
-    p.add_argument("--bind", default="127.0.0.1:8000", help="HOST:PORT to listen at (default: %(default)s)")
+    p.add_argument(
+        "--bind",
+        default="127.0.0.1:8000",
+        help="HOST:PORT, unix:PATH or fd://N (an inherited listening socket) to listen at (default: %(default)s)",
+    )
     p.add_argument(
         "--workers", type=int, default=2, help="processes, each with its own browsers (default: %(default)s)"
     )

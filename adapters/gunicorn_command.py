@@ -2,7 +2,8 @@
 
 A flag gunicorn would take badly is refused in one line before anything starts: no worker at all
 (gunicorn listens and nothing ever answers), a port out of range (a traceback), a negative time-out, more
-than one thread for a sync worker (gunicorn would silently make it a gthread worker).
+than one thread for a sync worker (gunicorn would silently make it a gthread worker), a unix socket's path
+or an inherited socket it could not listen on (``serve_bind``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from adapters.serve_bind import check_bind, listening_at, unix_path
 from adapters.settings import Settings, SettingsError
 from adapters.throttle.storage_uri import masked
 
@@ -24,11 +26,14 @@ def exposure_warning(bind: str, trusted_proxies: Sequence[str]) -> str | None:
     nginx reads whole requests before it passes them on (docs/deployment.md)."""
     from adapters.http.host_check import host_name, is_loopback  # the Host check's own rule
 
-    # A host name other than localhost may resolve to any address: warned of.
-    if bind.startswith(("unix:", "fd://")) or trusted_proxies or is_loopback(host_name(bind.lower())):
+    # A host name other than localhost may resolve to any address: warned of. An inherited socket
+    # (``fd://N``) is judged by what it listens at.
+    where = listening_at(bind)
+    if unix_path(where) is not None or trusted_proxies or is_loopback(host_name(where.lower())):
         return None
+    shown = where if where == bind else f"{bind} ({where})"
     return (
-        f"community-api: warning: serving on {bind} with no reverse proxy named (COMMUNITY_API_TRUSTED_PROXIES):"
+        f"community-api: warning: serving on {shown} with no reverse proxy named (COMMUNITY_API_TRUSTED_PROXIES):"
         " a few clients that send requests slowly can hold every worker thread; put nginx in front"
         " (deploy/nginx/, docs/deployment.md)"
     )
@@ -73,8 +78,10 @@ def startup_summary(args: argparse.Namespace, settings: Settings) -> str:
     closed = f"closed after {idle:g} s unused" if idle else "kept until evicted"
     public = settings.public_url or "none (absolute URLs from the request's Host: loopback and ALLOWED_HOSTS)"
     per_worker = threads(args)
+    where = listening_at(args.bind)
+    shown = where if where == args.bind else f"{args.bind} ({where})"
     parts = [
-        f"starting in {settings.mode} mode on {args.bind}, {args.workers} worker{'s' if args.workers != 1 else ''}"
+        f"starting in {settings.mode} mode on {shown}, {args.workers} worker{'s' if args.workers != 1 else ''}"
         f" of {per_worker} thread{'s' if per_worker != 1 else ''}",
         f"platform {settings.platform_url} (API {settings.platform_api_url})",
         f"database {os.path.abspath(settings.db)}",
@@ -93,7 +100,7 @@ def startup_summary(args: argparse.Namespace, settings: Settings) -> str:
 
 def _trusted(bind: str, named: Sequence[str]) -> str:
     """The proxies whose X-Forwarded-For is read: those named, and on a unix socket its peer (always)."""
-    trusted = ["the unix socket's peer"] if bind.startswith("unix:") else []
+    trusted = ["the unix socket's peer"] if unix_path(listening_at(bind)) is not None else []
     return ", ".join([*trusted, *named]) or "none"
 
 
@@ -105,14 +112,15 @@ def check_serve_args(args: argparse.Namespace) -> None:
     if args.timeout < 0:
         raise SettingsError("--timeout must be 0 (never restart a silent worker) or more seconds")
     bind: str = args.bind
-    if bind.startswith(("unix:", "fd://")):
+    if unix_path(bind) is not None or bind.startswith("fd://"):
+        check_bind(bind)
         return
     port_given = ":" in bind and not bind.endswith("]")  # ``[::1]`` is an address without a port
     host, _, port = bind.rpartition(":") if port_given else (bind, "", "")
     if port_given and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
-        raise SettingsError(f"--bind takes HOST:PORT (a port from 1 to 65535) or unix:PATH, not {bind!r}")
+        raise SettingsError(f"--bind takes HOST:PORT (a port from 1 to 65535), unix:PATH or fd://N, not {bind!r}")
     if not host:
-        raise SettingsError(f"--bind takes HOST:PORT or unix:PATH, not {bind!r}")
+        raise SettingsError(f"--bind takes HOST:PORT, unix:PATH or fd://N, not {bind!r}")
 
 
 def threads(args: argparse.Namespace) -> int:

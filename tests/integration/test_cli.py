@@ -9,6 +9,7 @@ import re
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -23,7 +24,7 @@ import requests
 from adapters.cli import check_state
 from adapters.platform import procfs
 from adapters.settings import Settings
-from scripts.processes import ROOT, free_port, serving
+from scripts.processes import ROOT, free_port, serving, stop, wait_for_http
 
 SECRET = "cli-test-secret-" + "s" * 40
 PLATFORM = {"COMMUNITY_API_PLATFORM_URL": "http://127.0.0.1:9"}  # nothing there: these tests never link
@@ -697,6 +698,10 @@ def test_the_metrics_files_live_in_shared_memory_not_on_the_disk(
         (("--bind", "127.0.0.1:http"), "--bind takes HOST:PORT"),
         (("--bind", "127.0.0.1:\u00b2"), "--bind takes HOST:PORT"),  # a digit to str.isdigit(), not to int()
         (("--bind", ":8000"), "--bind takes HOST:PORT"),
+        (("--bind", "unix:"), "--bind unix:PATH needs the socket's path"),  # before: 5 s of retries
+        (("--bind", "unix:/nonexistent-folder/api.sock"), "the folder /nonexistent-folder does not exist"),
+        (("--bind", "fd://987"), "descriptor 987 is not open in this process"),  # before: a traceback
+        (("--bind", "fd://0"), "descriptor 0 is not a socket"),  # stdin, a pipe: before, a traceback
     ],
 )
 def test_serve_refuses_what_gunicorn_would_take_badly_in_one_line(
@@ -707,6 +712,33 @@ def test_serve_refuses_what_gunicorn_would_take_badly_in_one_line(
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [result.stderr.strip()] and said in result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "db.sqlite3").exists()  # nothing started
+
+
+def test_serve_listens_on_an_inherited_socket(tmp_path: Path) -> None:
+    """``--bind fd://N``: the listening socket a systemd socket unit or a supervisor opened and passed on.
+    The start-up line says what it listens at."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("COMMUNITY_API_")}
+    env.update({"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET, **PLATFORM})
+    log_path = tmp_path / "serve.log"
+    with socket.socket() as listening, open(log_path, "wb") as log:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port, fd = listening.getsockname()[1], listening.fileno()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "adapters.cli", "serve", "--bind", f"fd://{fd}", "--workers", "1"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            pass_fds=(fd,),
+        )
+        try:
+            wait_for_http(f"http://127.0.0.1:{port}/healthz", process)
+            assert requests.get(f"http://127.0.0.1:{port}/v1/whoami", timeout=10).status_code == 401
+        finally:
+            stop(process)
+    summary = log_path.read_text().splitlines()[0]
+    assert f"starting in production mode on fd://{fd} (127.0.0.1:{port}), 1 worker" in summary
 
 
 @pytest.mark.parametrize("command", ["demo", "sandbox"])

@@ -1,0 +1,101 @@
+"""What ``community-api serve --bind`` names, checked before gunicorn starts, and where it listens.
+
+Three forms, gunicorn's own: ``HOST:PORT``; ``unix:PATH`` (nginx on the same box); ``fd://N``, a listening
+socket the process was given (a systemd socket unit, a supervisor). gunicorn takes a bad one of the last
+two badly: an empty or too long path, or a missing folder, is retried five times over five seconds and ends
+in "Can't connect"; a file in the socket's place, a descriptor that is not open or not a socket, end in a
+traceback. Each is refused here in one line, before anything starts.
+
+An inherited socket is looked at (``listening_at``) so that the "no proxy" warning and the start-up summary
+judge it by what it is: a TCP socket on every address is warned of as ``--bind 0.0.0.0:PORT`` would be; a
+unix socket's peer is the proxy, as with ``unix:PATH``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import stat
+from typing import Any
+
+from adapters.settings import SettingsError
+
+# sockaddr_un's sun_path holds 108 bytes on Linux, the last one the terminating NUL.
+UNIX_PATH_BYTES = 107
+
+_UNIX = re.compile(r"unix:(//)?")  # gunicorn's rule: ``unix:PATH`` and ``unix://PATH`` alike
+
+
+def unix_path(bind: str) -> str | None:
+    """The socket's path of a ``unix:PATH`` bind (as gunicorn reads it), or None for the other forms."""
+    if not _UNIX.match(bind):
+        return None
+    return _UNIX.split(bind)[-1]
+
+
+def check_bind(bind: str) -> None:
+    """Refuse, in one line, a ``unix:PATH`` or ``fd://N`` that gunicorn could not listen on. ``HOST:PORT`` is
+    checked by the caller (``check_serve_args``)."""
+    path = unix_path(bind)
+    if path is not None:
+        _check_unix_path(path)
+    elif bind.startswith("fd://"):
+        _inherited(bind)
+
+
+def listening_at(bind: str) -> str:
+    """Where the service listens, written as a plain ``--bind``: an ``fd://N`` becomes ``HOST:PORT`` or
+    ``unix:PATH`` from the socket itself; any other bind is returned as it is."""
+    if not bind.startswith("fd://"):
+        return bind
+    family, name = _inherited(bind)
+    if family == socket.AF_UNIX:
+        # An abstract socket's name is bytes starting with NUL; an unbound one's is empty.
+        return "unix:" + (name if isinstance(name, str) else "(abstract)")
+    host, port = name[0], name[1]
+    return f"[{host}]:{port}" if family == socket.AF_INET6 else f"{host}:{port}"
+
+
+def _check_unix_path(path: str) -> None:
+    if not path:
+        raise SettingsError("--bind unix:PATH needs the socket's path, as in unix:/run/community-api/api.sock")
+    size = len(os.fsencode(path))
+    if size > UNIX_PATH_BYTES:
+        raise SettingsError(
+            f"--bind unix:PATH: the path is {size} bytes and a unix socket's holds at most {UNIX_PATH_BYTES}:"
+            " choose a shorter one"
+        )
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise SettingsError(
+            f"--bind unix:PATH: the folder {folder} does not exist: create it first (systemd's RuntimeDirectory=)"
+        )
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise SettingsError(f"--bind unix:PATH: this user cannot create a socket in {folder}")
+    if os.path.lexists(path) and not stat.S_ISSOCK(os.lstat(path).st_mode):
+        # gunicorn removes an old socket at the path, never another file.
+        raise SettingsError(f"--bind unix:PATH: {path} exists and is not a socket: choose another path")
+
+
+def _inherited(bind: str) -> tuple[int, str | bytes | tuple[Any, ...]]:
+    """The family and bound name of an ``fd://N`` bind's socket; SettingsError when it is not one gunicorn
+    can serve on."""
+    number = bind.removeprefix("fd://")
+    if not (number.isascii() and number.isdigit()):
+        raise SettingsError(f"--bind fd://N takes the number of an inherited socket's descriptor, not {bind!r}")
+    fd = int(number)
+    try:
+        mode = os.fstat(fd).st_mode
+    except (OSError, OverflowError):
+        raise SettingsError(
+            f"--bind {bind}: descriptor {fd} is not open in this process: start it with the listening socket"
+            " passed (a systemd socket unit, a supervisor)"
+        ) from None
+    if not stat.S_ISSOCK(mode):
+        raise SettingsError(f"--bind {bind}: descriptor {fd} is not a socket")
+    # A duplicate, closed on leaving: the socket itself stays open for gunicorn.
+    with socket.socket(fileno=os.dup(fd)) as sock:
+        if sock.type != socket.SOCK_STREAM or sock.family not in (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6):
+            raise SettingsError(f"--bind {bind}: descriptor {fd} is not a TCP or unix stream socket")
+        return sock.family, sock.getsockname()

@@ -1,0 +1,149 @@
+"""``serve --bind`` with a unix socket's path or an inherited socket: what gunicorn could not listen on is
+refused in one line, and an inherited socket is judged by what it listens at."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from adapters.gunicorn_command import check_serve_args, exposure_warning, startup_summary
+from adapters.serve_bind import check_bind, listening_at, unix_path
+from adapters.settings import Settings, SettingsError
+
+
+def serve_args(bind: str) -> argparse.Namespace:
+    return argparse.Namespace(bind=bind, workers=2, worker_class="gthread", threads=4, timeout=120)
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A folder with a short path: pytest's own may be longer than a unix socket's path can be."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir="/tmp") as folder:
+        yield Path(folder)
+
+
+@pytest.mark.parametrize(
+    ("bind", "path"),
+    [
+        ("unix:/run/api.sock", "/run/api.sock"),
+        ("unix:///run/api.sock", "/run/api.sock"),  # gunicorn takes unix://PATH too
+        ("unix:api.sock", "api.sock"),
+        ("unix:", ""),
+        ("127.0.0.1:8000", None),
+        ("fd://3", None),
+    ],
+)
+def test_the_unix_path_is_read_as_gunicorn_reads_it(bind: str, path: str | None) -> None:
+    assert unix_path(bind) == path
+
+
+def test_a_new_socket_in_an_existing_folder_and_an_old_socket_are_accepted(short_tmp: Path) -> None:
+    check_bind(f"unix:{short_tmp / 'api.sock'}")
+    old = short_tmp / "old.sock"
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(old))
+    check_bind(f"unix:{old}")  # gunicorn removes an old socket and binds afresh
+    check_serve_args(serve_args(f"unix://{old}"))
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("", "--bind unix:PATH needs the socket's path"),  # before: 5 s of retries, then "Can't connect to"
+        ("a" * 120, "the path is 1"),  # before: 5 s of "AF_UNIX path too long"
+        ("missing/api.sock", "the folder"),  # before: 5 s of "No such file or directory"
+        ("a-file", "exists and is not a socket"),  # before: a traceback
+        ("a-folder", "exists and is not a socket"),
+    ],
+)
+def test_a_unix_path_gunicorn_cannot_listen_on_is_refused_in_one_line(short_tmp: Path, name: str, said: str) -> None:
+    (short_tmp / "a-file").write_text("not a socket")
+    (short_tmp / "a-folder").mkdir()
+    bind = f"unix:{short_tmp / name}" if name else "unix:"
+    with pytest.raises(SettingsError) as refused:
+        check_serve_args(serve_args(bind))
+    assert said in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_the_path_limit_is_counted_in_bytes(short_tmp: Path) -> None:
+    fits = short_tmp / ("é" * ((107 - len(str(short_tmp)) - 1) // 2))
+    check_bind(f"unix:{fits}")
+    with pytest.raises(SettingsError, match="at most 107"):
+        check_bind(f"unix:{fits}é")
+
+
+def test_a_folder_this_user_cannot_write_is_refused(short_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # As root the permission bits are not enforced: the check asked of the system is what is replaced.
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    with pytest.raises(SettingsError, match=f"this user cannot create a socket in {short_tmp}$"):
+        check_bind(f"unix:{short_tmp / 'api.sock'}")
+
+
+@pytest.fixture
+def listening() -> Iterator[socket.socket]:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("0.0.0.0", 0))
+        sock.listen()
+        yield sock
+
+
+def test_an_inherited_tcp_socket_is_warned_of_as_its_address_would_be(listening: socket.socket) -> None:
+    bind = f"fd://{listening.fileno()}"
+    port = listening.getsockname()[1]
+    check_serve_args(serve_args(bind))
+    assert listening_at(bind) == f"0.0.0.0:{port}"
+    warning = exposure_warning(bind, ())
+    assert warning is not None and f"serving on {bind} (0.0.0.0:{port}) with no reverse proxy" in warning
+    assert exposure_warning(bind, ("10.0.0.5",)) is None
+    summary = startup_summary(serve_args(bind), Settings())
+    assert f"on {bind} (0.0.0.0:{port}), 2 workers" in summary and "; trusted proxies none;" in summary
+    os.fstat(listening.fileno())  # still open for gunicorn
+
+
+def test_an_inherited_loopback_socket_is_not_warned_of() -> None:
+    with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
+        sock.bind(("::1", 0))
+        bind = f"fd://{sock.fileno()}"
+        assert listening_at(bind) == f"[::1]:{sock.getsockname()[1]}"
+        assert exposure_warning(bind, ()) is None
+
+
+def test_an_inherited_unix_socket_trusts_its_peer_as_unix_path_does(short_tmp: Path) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.bind(str(short_tmp / "api.sock"))
+        bind = f"fd://{sock.fileno()}"
+        assert listening_at(bind) == f"unix:{short_tmp / 'api.sock'}"
+        assert exposure_warning(bind, ()) is None
+        assert "; trusted proxies the unix socket's peer;" in startup_summary(serve_args(bind), Settings())
+
+
+@pytest.mark.parametrize(
+    ("number", "said"),
+    [
+        ("abc", "takes the number of an inherited socket's descriptor"),
+        ("", "takes the number"),
+        ("-1", "takes the number"),
+        ("\u00b3", "takes the number"),  # a digit to str.isdigit(), not to int()
+        ("987", "descriptor 987 is not open in this process"),  # before: a traceback
+        ("99999999999999999999", "is not open in this process"),
+    ],
+)
+def test_an_fd_that_is_no_open_descriptor_is_refused_in_one_line(number: str, said: str) -> None:
+    with pytest.raises(SettingsError, match=said):
+        check_serve_args(serve_args(f"fd://{number}"))
+
+
+def test_an_fd_that_is_no_stream_socket_is_refused(tmp_path: Path) -> None:
+    with open(tmp_path / "a-file", "w") as file, pytest.raises(SettingsError, match="is not a socket$"):
+        check_bind(f"fd://{file.fileno()}")  # before: a traceback ("Socket operation on non-socket")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+        with pytest.raises(SettingsError, match="is not a TCP or unix stream socket$"):
+            check_bind(f"fd://{udp.fileno()}")
+        os.fstat(udp.fileno())  # looked at through a duplicate: still open
