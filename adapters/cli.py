@@ -34,6 +34,7 @@ from adapters.gunicorn_command import (
     memory_warning,
     startup_summary,
 )
+from adapters.serve_bind import serving_on
 from adapters.settings import PREFIX, Settings, SettingsError, is_utf8_text, load_settings
 from adapters.version import service_version
 from community_api.scopes import ALL_SCOPES, DEFAULT_SCOPES
@@ -66,7 +67,7 @@ def serve(args: argparse.Namespace) -> int:
         )
     print(startup_summary(args, settings), file=sys.stderr, flush=True)
     for warning in (
-        exposure_warning(args.bind, settings.trusted_proxies),
+        *(exposure_warning(bind, settings.trusted_proxies) for bind in serving_on(args.bind)),
         memory_warning(args.workers, settings.browser_pool_size, settings),
     ):
         if warning:

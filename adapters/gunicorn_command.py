@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from adapters.serve_bind import check_bind, listening_at, unix_path
+from adapters.serve_bind import activated_binds, check_bind, described, listening_at, serving_on, unix_path
 from adapters.settings import Settings, SettingsError
 from adapters.throttle.storage_uri import masked
 
@@ -31,9 +31,9 @@ def exposure_warning(bind: str, trusted_proxies: Sequence[str]) -> str | None:
     where = listening_at(bind)
     if unix_path(where) is not None or trusted_proxies or is_loopback(host_name(where.lower())):
         return None
-    shown = where if where == bind else f"{bind} ({where})"
     return (
-        f"community-api: warning: serving on {shown} with no reverse proxy named (COMMUNITY_API_TRUSTED_PROXIES):"
+        f"community-api: warning: serving on {described(bind)} with no reverse proxy named"
+        " (COMMUNITY_API_TRUSTED_PROXIES):"
         " a few clients that send requests slowly can hold every worker thread; put nginx in front"
         " (deploy/nginx/, docs/deployment.md)"
     )
@@ -78,10 +78,12 @@ def startup_summary(args: argparse.Namespace, settings: Settings) -> str:
     closed = f"closed after {idle:g} s unused" if idle else "kept until evicted"
     public = settings.public_url or "none (absolute URLs from the request's Host: loopback and ALLOWED_HOSTS)"
     per_worker = threads(args)
-    where = listening_at(args.bind)
-    shown = where if where == args.bind else f"{args.bind} ({where})"
+    binds = serving_on(args.bind)
+    on = ", ".join(described(bind) for bind in binds)
+    if binds != [args.bind]:
+        on = f"systemd's socket{'s' if len(binds) != 1 else ''} {on} (not --bind)"
     parts = [
-        f"starting in {settings.mode} mode on {shown}, {args.workers} worker{'s' if args.workers != 1 else ''}"
+        f"starting in {settings.mode} mode on {on}, {args.workers} worker{'s' if args.workers != 1 else ''}"
         f" of {per_worker} thread{'s' if per_worker != 1 else ''}",
         f"platform {settings.platform_url} (API {settings.platform_api_url})",
         f"database {os.path.abspath(settings.db)}",
@@ -100,7 +102,8 @@ def startup_summary(args: argparse.Namespace, settings: Settings) -> str:
 
 def _trusted(bind: str, named: Sequence[str]) -> str:
     """The proxies whose X-Forwarded-For is read: those named, and on a unix socket its peer (always)."""
-    trusted = ["the unix socket's peer"] if unix_path(listening_at(bind)) is not None else []
+    on_unix = any(unix_path(listening_at(each)) is not None for each in serving_on(bind))
+    trusted = ["the unix socket's peer"] if on_unix else []
     return ", ".join([*trusted, *named]) or "none"
 
 
@@ -111,6 +114,8 @@ def check_serve_args(args: argparse.Namespace) -> None:
     threads(args)
     if args.timeout < 0:
         raise SettingsError("--timeout must be 0 (never restart a silent worker) or more seconds")
+    for activated in activated_binds(os.environ, os.getpid()):
+        check_bind(activated)
     bind: str = args.bind
     if unix_path(bind) is not None or bind.startswith("fd://"):
         check_bind(bind)

@@ -6,6 +6,11 @@ two badly: an empty or too long path, or a missing folder, is retried five times
 in "Can't connect"; a file in the socket's place, a descriptor that is not open or not a socket, end in a
 traceback. Each is refused here in one line, before anything starts.
 
+With systemd's socket activation (``LISTEN_PID`` this process's, ``LISTEN_FDS=N``) gunicorn serves on the
+descriptors systemd passed, 3 to 3+N-1, and not on ``--bind`` (``gunicorn.systemd.listen_fds``; ``serve``
+becomes gunicorn in the same process, so the PID is the same): ``serving_on`` says so, and those sockets
+are checked and judged like ``fd://N`` binds.
+
 An inherited socket is looked at (``listening_at``) so that the "no proxy" warning and the start-up summary
 judge it by what it is: a TCP socket on every address is warned of as ``--bind 0.0.0.0:PORT`` would be; a
 unix socket's peer is the proxy, as with ``unix:PATH``.
@@ -17,6 +22,7 @@ import os
 import re
 import socket
 import stat
+from collections.abc import Mapping
 from typing import Any
 
 from adapters.settings import SettingsError
@@ -32,6 +38,29 @@ def unix_path(bind: str) -> str | None:
     if not _UNIX.match(bind):
         return None
     return _UNIX.split(bind)[-1]
+
+
+SD_LISTEN_FDS_START = 3  # systemd passes its sockets from descriptor 3 on (sd_listen_fds(3))
+
+
+def activated_binds(environ: Mapping[str, str], pid: int) -> list[str]:
+    """The sockets systemd's socket activation passed to process ``pid``, as ``fd://N`` binds; none when it
+    did not (gunicorn's rule). A variable gunicorn could not read as a number is refused in one line (it
+    would end in a traceback)."""
+    listen_pid = environ.get("LISTEN_PID", "0")
+    if not (listen_pid.isascii() and listen_pid.isdigit()):
+        raise SettingsError(f"LISTEN_PID is {listen_pid!r}, not a process id (systemd's socket activation sets it)")
+    if int(listen_pid) != pid:
+        return []
+    count = environ.get("LISTEN_FDS", "0")
+    if not (count.isascii() and count.isdigit()):
+        raise SettingsError(f"LISTEN_FDS is {count!r}, not a number of sockets (systemd's socket activation sets it)")
+    return [f"fd://{fd}" for fd in range(SD_LISTEN_FDS_START, SD_LISTEN_FDS_START + int(count))]
+
+
+def serving_on(bind: str) -> list[str]:
+    """What gunicorn will listen on when this process becomes it: the sockets systemd passed, or ``bind``."""
+    return activated_binds(os.environ, os.getpid()) or [bind]
 
 
 def check_bind(bind: str) -> None:
@@ -55,6 +84,12 @@ def listening_at(bind: str) -> str:
         return "unix:" + (name if isinstance(name, str) else "(abstract)")
     host, port = name[0], name[1]
     return f"[{host}]:{port}" if family == socket.AF_INET6 else f"{host}:{port}"
+
+
+def described(bind: str) -> str:
+    """A bind as the start-up line and the warning name it: an ``fd://N`` with what it listens at."""
+    where = listening_at(bind)
+    return bind if where == bind else f"{bind} ({where})"
 
 
 def _check_unix_path(path: str) -> None:

@@ -741,6 +741,43 @@ def test_serve_listens_on_an_inherited_socket(tmp_path: Path) -> None:
     assert f"starting in production mode on fd://{fd} (127.0.0.1:{port}), 1 worker" in summary
 
 
+# What systemd does for a socket unit's service: the socket as descriptor 3, LISTEN_FDS and LISTEN_PID set for
+# the process it starts (here, the same process once exec'd, as ``serve`` then becomes gunicorn).
+SOCKET_ACTIVATION = """
+import os, sys
+os.dup2(int(sys.argv[1]), 3)
+os.environ.update(LISTEN_FDS="1", LISTEN_PID=str(os.getpid()))
+os.execv(sys.executable, [sys.executable, "-m", "adapters.cli", "serve", *sys.argv[2:]])
+"""
+
+
+def test_serve_listens_on_the_socket_systemd_passed(tmp_path: Path) -> None:
+    """Socket activation: gunicorn serves on systemd's socket, not on ``--bind``; the start-up line says so."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("COMMUNITY_API_")}
+    env.update({"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET, **PLATFORM})
+    log_path = tmp_path / "serve.log"
+    with socket.socket() as listening, open(log_path, "wb") as log:
+        listening.bind(("0.0.0.0", 0))
+        listening.listen()
+        port, fd = listening.getsockname()[1], listening.fileno()
+        process = subprocess.Popen(
+            [sys.executable, "-c", SOCKET_ACTIVATION, str(fd), "--bind", "127.0.0.1:1", "--workers", "1"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            pass_fds=(fd,),
+        )
+        try:
+            wait_for_http(f"http://127.0.0.1:{port}/healthz", process)
+            assert requests.get(f"http://127.0.0.1:{port}/v1/whoami", timeout=10).status_code == 401
+        finally:
+            stop(process)
+    summary, warning = log_path.read_text().splitlines()[:2]
+    assert f"on systemd's socket fd://3 (0.0.0.0:{port}) (not --bind), 1 worker" in summary
+    assert warning.startswith(f"community-api: warning: serving on fd://3 (0.0.0.0:{port}) with no reverse proxy")
+
+
 @pytest.mark.parametrize("command", ["demo", "sandbox"])
 @pytest.mark.parametrize("port", ["99999", "\u00b2"])
 def test_a_port_out_of_range_is_one_line_for_demo_and_sandbox(command: str, port: str) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from adapters.gunicorn_command import check_serve_args, exposure_warning, startup_summary
-from adapters.serve_bind import check_bind, listening_at, unix_path
+from adapters.serve_bind import activated_binds, check_bind, listening_at, serving_on, unix_path
 from adapters.settings import Settings, SettingsError
 
 
@@ -147,3 +147,41 @@ def test_an_fd_that_is_no_stream_socket_is_refused(tmp_path: Path) -> None:
         with pytest.raises(SettingsError, match="is not a TCP or unix stream socket$"):
             check_bind(f"fd://{udp.fileno()}")
         os.fstat(udp.fileno())  # looked at through a duplicate: still open
+
+
+@pytest.mark.parametrize(
+    ("environ", "binds"),
+    [
+        ({}, []),
+        ({"LISTEN_PID": "4242", "LISTEN_FDS": "1"}, ["fd://3"]),
+        ({"LISTEN_PID": "4242", "LISTEN_FDS": "2"}, ["fd://3", "fd://4"]),
+        ({"LISTEN_PID": "4242", "LISTEN_FDS": "0"}, []),
+        ({"LISTEN_PID": "4242"}, []),
+        ({"LISTEN_PID": "1", "LISTEN_FDS": "1"}, []),  # another process's, left in the environment
+        ({"LISTEN_PID": "1", "LISTEN_FDS": "many"}, []),  # gunicorn reads LISTEN_FDS only for its own PID
+    ],
+)
+def test_systemds_sockets_are_served_on_when_passed_to_this_process(environ: dict[str, str], binds: list[str]) -> None:
+    """gunicorn's rule (``gunicorn.systemd.listen_fds``): then it serves on them, not on ``--bind``."""
+    assert activated_binds(environ, 4242) == binds
+
+
+@pytest.mark.parametrize(
+    ("environ", "said"),
+    [
+        ({"LISTEN_PID": "systemd"}, "LISTEN_PID is 'systemd', not a process id"),  # before: a traceback
+        ({"LISTEN_PID": "4242", "LISTEN_FDS": "-1"}, "LISTEN_FDS is '-1', not a number of sockets"),
+        ({"LISTEN_PID": "4242", "LISTEN_FDS": "one"}, "LISTEN_FDS is 'one'"),
+    ],
+)
+def test_activation_variables_gunicorn_cannot_read_are_refused(environ: dict[str, str], said: str) -> None:
+    with pytest.raises(SettingsError, match=said):
+        activated_binds(environ, 4242)
+
+
+def test_without_activation_the_bind_is_served_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LISTEN_PID", raising=False)
+    assert serving_on("unix:/run/api.sock") == ["unix:/run/api.sock"]
+    monkeypatch.setenv("LISTEN_PID", str(os.getpid()))
+    monkeypatch.setenv("LISTEN_FDS", "1")
+    assert serving_on("unix:/run/api.sock") == ["fd://3"]
