@@ -276,7 +276,9 @@ def backup(args: argparse.Namespace) -> int:
     from adapters.store.sqlite_backup import BackupError, backup_database
 
     apply_common(args)
-    if (args.path is None) == (args.into is None):
+    if args.path is None and args.into is None:
+        raise SettingsError("backup needs a new file's PATH, or --into FOLDER (with --keep N)")
+    if args.path is not None and args.into is not None:
         raise SettingsError("backup takes a new file's PATH, or --into FOLDER (with --keep N), not both")
     if args.keep is not None and args.into is None:
         raise SettingsError("--keep goes with --into FOLDER: it removes older copies from that folder")

@@ -45,6 +45,8 @@ def backup_into(
     if not os.fspath(folder):  # (not the working folder, as Path("") would be)
         raise BackupError("--into needs the folder to write the copies in")
     where = Path(folder)
+    if where.exists() and not where.is_dir():
+        raise BackupError(f"{where} is not a folder: --into names the folder to write the copies in")
     if not where.is_dir():
         raise BackupError(f"no folder {where} to write the backup in")
     made = backup_database(source, where / now.strftime(NAME_FORMAT))

@@ -42,6 +42,9 @@ def backup_database(
     source: str | os.PathLike[str], target: str | os.PathLike[str], busy_timeout_ms: int = 5000
 ) -> BackupSummary:
     source_path, target_path = Path(source), Path(target)
+    if os.fspath(target).endswith(("/", os.sep)):
+        # Path() drops the slash: ``backup copies/`` would have written a file named ``copies``.
+        raise BackupError(f"{os.fspath(target)} names a folder: name a new file in it, or use --into FOLDER")
     if not source_path.is_file():
         raise BackupError(f"no database at {source_path} (COMMUNITY_API_DB)")
     if target_path.exists():
