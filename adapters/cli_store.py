@@ -33,6 +33,15 @@ def apply_common(args: argparse.Namespace) -> None:
             os.environ[PREFIX + name.upper()] = value
 
 
+def refuse_no_file(db: str) -> None:
+    """A database path that names something else than a file, said so; else SQLite's own words ("unable to
+    open database file" for a folder, "disk I/O error" for a device), or "no database at" from a command
+    that only reads."""
+    if os.path.exists(db) and not os.path.isfile(db):
+        what = "a folder" if os.path.isdir(db) else "not a regular file"
+        raise SettingsError(f"COMMUNITY_API_DB: {db} is {what}: set it to the database file's path")
+
+
 def open_store(settings: Settings, *, create: bool = False) -> SqliteKeyStore:
     """The key store at ``COMMUNITY_API_DB``, opened now (its schema made or migrated): a path that cannot
     hold a database, or a file of a newer version, is one line and exit status 2.
@@ -44,6 +53,7 @@ def open_store(settings: Settings, *, create: bool = False) -> SqliteKeyStore:
     from adapters.store.sqlite_key_store import SqliteKeyStore
     from adapters.store.sqlite_schema import NewerSchema
 
+    refuse_no_file(settings.db)
     if not create and not os.path.isfile(settings.db):
         raise SettingsError(
             f"no database at {settings.db} (COMMUNITY_API_DB): set it to the service's database; "
@@ -283,6 +293,7 @@ def backup(args: argparse.Namespace) -> int:
     if args.keep is not None and args.into is None:
         raise SettingsError("--keep goes with --into FOLDER: it removes older copies from that folder")
     settings = load_settings()
+    refuse_no_file(settings.db)
     removed: tuple[Path, ...] = ()
     keep = DEFAULT_KEEP if args.keep is None else args.keep
     try:

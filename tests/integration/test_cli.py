@@ -792,6 +792,21 @@ def test_a_port_out_of_range_is_one_line_for_demo_and_sandbox(command: str, port
     assert "--bind takes HOST:PORT" in result.stderr and "65535" in result.stderr
 
 
+@pytest.mark.parametrize(
+    "command", [("serve", "--bind", "127.0.0.1:1"), ("accounts", "list"), ("backup", "--into", ".")]
+)
+@pytest.mark.parametrize(("db", "said"), [("{tmp}", "is a folder"), ("/dev/null", "is not a regular file")])
+def test_a_database_path_that_is_no_file_is_named_so(
+    tmp_path: Path, command: tuple[str, ...], db: str, said: str
+) -> None:
+    """Before: SQLite's "unable to open database file" or "disk I/O error", or "no database at"."""
+    result = run(*command, env={"COMMUNITY_API_DB": db.format(tmp=tmp_path), "COMMUNITY_API_MODE": "test"})
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"community-api: COMMUNITY_API_DB: {db.format(tmp=tmp_path)} {said}: set it to the database file's path"
+    ]
+
+
 def test_serve_in_production_needs_the_platforms_address(tmp_path: Path) -> None:
     """Its default is the stand-in's loopback address: a real service left on it started, and failed every
     link as "platform unavailable". The account commands never need it."""
