@@ -29,7 +29,9 @@ What it keeps, and how:
   twice as large when it is more than half live. Other processes see the new size in the header, which
   every operation reads first under the lock, and map the file again before touching a slot;
 - the capacity is stored in the file; a process asking for a larger one rebuilds the file empty (the
-  throttles' state restarts once, as after an upgrade).
+  throttles' state restarts once, as after an upgrade);
+- a file that holds something else (it starts with neither the table's mark nor zeros) is refused, never
+  cleared: a URI that names the database by mistake must not wipe it.
 
 The file holds only rate-limit state; it stays valid across restarts (the kernel writes it back), but a
 machine crash may lose its last seconds of entries. Do not delete it while the service runs.
@@ -198,13 +200,15 @@ class MmapStorage(Storage, MovingWindowSupport):
 
     def _refresh(self, mapping: _Mapping) -> None:
         """Map the file again if its table changed size since this thread last looked; make the file
-        (again) if it is new, foreign, or of a smaller capacity than this storage asks for."""
+        (again) if it is new or of a smaller capacity than this storage asks for. A file that holds
+        something else is never made a table (``_refuse_foreign``)."""
         if mapping.map is not None:
             # Safe to read: under the lock the file is never shorter than its header.
             magic, capacity, slots, _ = _HEADER.unpack_from(mapping.map, 0)
             if magic == MAGIC and (capacity, slots) == (mapping.capacity, mapping.slots):
                 return
         size = os.fstat(mapping.fd).st_size
+        self._refuse_foreign(mapping)
         if size < _HEADER_SIZE:
             self._make(mapping, self.capacity, _first_slots(self.capacity))
             return
@@ -216,6 +220,19 @@ class MmapStorage(Storage, MovingWindowSupport):
             self._make(mapping, capacity, _first_slots(capacity))
         else:
             self._map(mapping, capacity, slots)
+
+    def _refuse_foreign(self, mapping: _Mapping) -> None:
+        """Refuse a file that is not a table: one that starts with neither the table's mark nor zeros
+        (a new file is empty; one whose making was cut short has its header still zero, as ``_make``
+        writes the header last). A URI that names the wrong file (the database, say, for a
+        ``COMMUNITY_API_THROTTLE_STORAGE`` that meant the database's folder) would otherwise have its
+        file cleared."""
+        head = os.pread(mapping.fd, _HEADER_SIZE, 0)
+        if not head.startswith(MAGIC) and head.strip(b"\0"):
+            raise ConfigurationError(
+                f"{self.path} is not a throttle file: it holds something else, left as it is; name a file of"
+                " the throttle's own (a new one is made)"
+            )
 
     def _make(self, mapping: _Mapping, capacity: int, slots: int) -> None:
         """An empty table of ``slots`` slots, every slot zeros (empty). The file grows by ``_map``'s

@@ -807,6 +807,21 @@ def test_a_database_path_that_is_no_file_is_named_so(
     ]
 
 
+def test_a_mapped_throttle_file_naming_the_database_is_refused_and_the_database_kept(tmp_path: Path) -> None:
+    """Before: ``mmap://`` took the database for a table of its own and cleared it: every account, key and
+    connection gone. (``sqlite://`` may name the database: its tables live beside the service's.)"""
+    db = tmp_path / "db.sqlite3"
+    env = {"COMMUNITY_API_DB": str(db), "COMMUNITY_API_MODE": "test"}
+    assert run("accounts", "create", "ops@example.com", stdin="a strong password\n", env=env).returncode == 0
+    held = db.read_bytes()
+    result = run("serve", "--bind", "127.0.0.1:1", env={**env, "COMMUNITY_API_THROTTLE_STORAGE": f"mmap://{db}"})
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("community-api: COMMUNITY_API_THROTTLE_STORAGE") and f"{db} is not a throttle" in line
+    assert db.read_bytes() == held
+    assert "ops@example.com" in run("accounts", "list", env=env).stdout
+
+
 def test_serve_in_production_needs_the_platforms_address(tmp_path: Path) -> None:
     """Its default is the stand-in's loopback address: a real service left on it started, and failed every
     link as "platform unavailable". The account commands never need it."""

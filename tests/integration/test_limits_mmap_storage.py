@@ -103,12 +103,38 @@ def test_a_larger_capacity_starts_the_file_again_and_a_smaller_one_uses_it(path:
     assert open_storage(path, capacity=8).get_moving_window("k", 16, 60)[1] == 16
 
 
-def test_state_outlives_the_process_and_a_foreign_file_is_replaced(path: Path) -> None:
+def test_state_outlives_the_process(path: Path) -> None:
     assert open_storage(path).acquire_entry("k", 3, 600)
     assert open_storage(path).get_moving_window("k", 3, 600)[1] == 1  # a new instance, as after a restart
-    path.write_bytes(b"not a throttle file" * 10)
+
+
+@pytest.mark.parametrize(
+    "held",
+    [
+        b"not a throttle file" * 10,
+        b"SQLite format 3\x00" + bytes(2000),  # the database, named by mistake: it was cleared, every account gone
+        b"x",  # shorter than a header
+        bytes(10) + b"data",
+    ],
+)
+def test_a_file_that_holds_something_else_is_refused_and_left_as_it_is(path: Path, held: bytes) -> None:
+    path.parent.mkdir()
+    path.write_bytes(held)
     storage = open_storage(path)
-    assert storage.get_moving_window("k", 3, 600)[1] == 0
+    with pytest.raises(ConfigurationError, match=f"^{path} is not a throttle file: it holds something else"):
+        storage.acquire_entry("k", 3, 600)
+    with pytest.raises(ConfigurationError):
+        storage.get_moving_window("k", 3, 600)
+    assert path.read_bytes() == held
+
+
+@pytest.mark.parametrize("held", [b"", bytes(10), bytes(64), bytes(64) + b"an old table's slots"])
+def test_an_empty_file_or_one_of_zeros_is_made_a_table(path: Path, held: bytes) -> None:
+    """A new file, or one whose making was cut short (``_make`` writes the header last, so a file of zeros
+    there may hold an old table's slots after it)."""
+    path.parent.mkdir()
+    path.write_bytes(held)
+    storage = open_storage(path)
     assert storage.acquire_entry("k", 3, 600)
     assert path.read_bytes()[:8] == MAGIC
 
@@ -198,7 +224,9 @@ def test_every_block_of_the_file_is_allocated_made_grown_or_inherited(path: Path
     # A file an earlier version left sparse is given its blocks by the first process that maps it.
     os.truncate(path, 0)
     os.truncate(path, 1 << 20)
-    os.pwrite(os.open(path, os.O_RDWR), b"not a table", 0)
+    fd = os.open(path, os.O_RDWR)
+    os.pwrite(fd, MAGIC, 0)  # a table's mark, with no slots: made again
+    os.close(fd)
     assert holes(path) > 0
     open_storage(path).acquire_entry("first", 10, 60)
     assert holes(path) == 0
