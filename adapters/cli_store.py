@@ -51,7 +51,7 @@ def open_store(settings: Settings, *, create: bool = False) -> SqliteKeyStore:
     otherwise leave a new empty database behind and answer "no accounts yet" or "no account with the
     email", as if the service's own database were empty."""
     from adapters.store.sqlite_key_store import SqliteKeyStore
-    from adapters.store.sqlite_schema import NewerSchema
+    from adapters.store.sqlite_schema import ForeignDatabase, NewerSchema
 
     refuse_no_file(settings.db)
     if not create and not os.path.isfile(settings.db):
@@ -61,7 +61,7 @@ def open_store(settings: Settings, *, create: bool = False) -> SqliteKeyStore:
         )
     try:
         return SqliteKeyStore.open(settings.db, settings.secret, previous_secret=settings.previous_secret)
-    except (OSError, sqlite3.Error, NewerSchema) as error:
+    except (OSError, sqlite3.Error, NewerSchema, ForeignDatabase) as error:
         raise SettingsError(f"COMMUNITY_API_DB: cannot use {settings.db}: {error}") from None
 
 

@@ -15,6 +15,7 @@ compares the instants and ``at >= ?`` can use an index.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -219,6 +220,8 @@ def connect(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        if conn.execute("PRAGMA user_version").fetchone()[0] == 0:
+            _refuse_foreign(conn)  # before anything is written: WAL mode alone changes the file's header
         use_wal(conn, busy_timeout_ms / 1000)
         conn.execute("PRAGMA synchronous = NORMAL")
         # Freed pages are zeroed: a deleted account's rows (a connection's sealed platform session) do not
@@ -240,6 +243,36 @@ def run_step(conn: sqlite3.Connection, statement: Step) -> None:
 
 class NewerSchema(RuntimeError):
     """The file was written by a newer version of the service: this one must not touch it."""
+
+
+class ForeignDatabase(RuntimeError):
+    """The file is a SQLite database of something else: the key store must not add its tables to it."""
+
+
+# The tables a file may hold before the key store's schema is in it (its version 0): the key store's own
+# (every name any migration creates), the SQLite throttle storage's (``sqlite://`` may name the service's
+# database) and SQLite's.
+_KNOWN_TABLES = frozenset(
+    name.lower()
+    for step in MIGRATIONS
+    for statement in step
+    if isinstance(statement, str)
+    for name in re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", statement)
+)
+_KNOWN_PREFIXES = ("throttle_", "sqlite_")
+
+
+def _refuse_foreign(conn: sqlite3.Connection) -> None:
+    """A mistyped COMMUNITY_API_DB that names another program's database is refused, not given the key
+    store's tables (``accounts list`` would have answered "no accounts yet" after writing to it)."""
+    tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+    foreign = [name for name in tables if name.lower() not in _KNOWN_TABLES and not name.startswith(_KNOWN_PREFIXES)]
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (", …" if len(foreign) > 5 else "")
+        raise ForeignDatabase(
+            f"it is a SQLite database of something else (tables {shown}): name the service's own database,"
+            " or a new file"
+        )
 
 
 def ensure_schema(conn: sqlite3.Connection) -> None:

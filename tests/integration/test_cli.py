@@ -10,6 +10,7 @@ import select
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -805,6 +806,24 @@ def test_a_database_path_that_is_no_file_is_named_so(
     assert result.stderr.splitlines() == [
         f"community-api: COMMUNITY_API_DB: {db.format(tmp=tmp_path)} {said}: set it to the database file's path"
     ]
+
+
+@pytest.mark.parametrize("command", [("accounts", "list"), ("serve", "--bind", "127.0.0.1:1")])
+def test_another_programs_database_is_refused_in_one_line_and_left_as_it_is(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """Before: ``accounts list`` added the key store's tables to it and answered "no accounts yet"."""
+    db = tmp_path / "photos.sqlite3"
+    with contextlib.closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute("CREATE TABLE photos (id INTEGER PRIMARY KEY, name TEXT)")
+    held = db.read_bytes()
+    result = run(*command, env={"COMMUNITY_API_DB": str(db), "COMMUNITY_API_MODE": "test"})
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"community-api: COMMUNITY_API_DB: cannot use {db}: it is a SQLite database of something else (tables"
+        " photos): name the service's own database, or a new file"
+    ]
+    assert db.read_bytes() == held
 
 
 def test_a_mapped_throttle_file_naming_the_database_is_refused_and_the_database_kept(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ import pytest
 
 from adapters.store.session_cipher import SessionCipher
 from adapters.store.sqlite_key_store import READY_VOUCH_SECONDS, SqliteKeyStore
-from adapters.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, run_step
+from adapters.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, ForeignDatabase, run_step
 from community_api.account_lifecycle import delete_account_unchecked
 from community_api.keys import display_prefix, generate_secret, hash_secret
 from community_api.model import (
@@ -359,6 +359,28 @@ def test_a_newer_schema_is_refused(db_path: str) -> None:
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     with pytest.raises(RuntimeError, match="schema version"):
         SqliteKeyStore(db_path, SECRET).count_accounts()
+
+
+def test_another_programs_database_is_refused_and_left_as_it_is(db_path: str) -> None:
+    """A mistyped COMMUNITY_API_DB: before, the key store's tables were added to it."""
+    with closing(raw(db_path)) as conn:
+        conn.execute("CREATE TABLE photos (id INTEGER PRIMARY KEY, name TEXT)")
+        conn.execute("INSERT INTO photos (name) VALUES ('holiday')")
+    held = Path(db_path).read_bytes()
+    with pytest.raises(ForeignDatabase, match=r"a SQLite database of something else \(tables photos\)"):
+        SqliteKeyStore.open(db_path, SECRET)
+    assert Path(db_path).read_bytes() == held
+
+
+def test_a_file_with_the_sqlite_throttles_tables_is_taken(db_path: str) -> None:
+    """``THROTTLE_STORAGE=sqlite://`` may name the service's database, and may have made its tables first."""
+    with closing(raw(db_path)) as conn:
+        conn.execute("CREATE TABLE throttle_counters (key TEXT PRIMARY KEY)")
+    store = SqliteKeyStore.open(db_path, SECRET)
+    try:
+        assert store.count_accounts() == 0
+    finally:
+        store.close()
 
 
 def test_hot_path_look_ups_use_indexes(store: SqliteKeyStore, db_path: str) -> None:
