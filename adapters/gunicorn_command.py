@@ -115,7 +115,7 @@ def check_serve_args(args: argparse.Namespace) -> None:
     if args.timeout < 0:
         raise SettingsError("--timeout must be 0 (never restart a silent worker) or more seconds")
     for activated in activated_binds(os.environ, os.getpid()):
-        check_bind(activated)
+        check_bind(activated, given_by="systemd's socket (LISTEN_FDS)")
     bind: str = args.bind
     if unix_path(bind) is not None or bind.startswith("fd://"):
         check_bind(bind)

@@ -63,14 +63,15 @@ def serving_on(bind: str) -> list[str]:
     return activated_binds(os.environ, os.getpid()) or [bind]
 
 
-def check_bind(bind: str) -> None:
+def check_bind(bind: str, given_by: str = "--bind") -> None:
     """Refuse, in one line, a ``unix:PATH`` or ``fd://N`` that gunicorn could not listen on. ``HOST:PORT`` is
-    checked by the caller (``check_serve_args``)."""
+    checked by the caller (``check_serve_args``). ``given_by`` names where it came from in the refusal:
+    ``--bind``, or ``LISTEN_FDS`` for systemd's sockets."""
     path = unix_path(bind)
     if path is not None:
         _check_unix_path(path)
     elif bind.startswith("fd://"):
-        _inherited(bind)
+        _inherited(bind, given_by)
 
 
 def listening_at(bind: str) -> str:
@@ -113,7 +114,7 @@ def _check_unix_path(path: str) -> None:
         raise SettingsError(f"--bind unix:PATH: {path} exists and is not a socket: choose another path")
 
 
-def _inherited(bind: str) -> tuple[int, str | bytes | tuple[Any, ...]]:
+def _inherited(bind: str, given_by: str = "--bind") -> tuple[int, str | bytes | tuple[Any, ...]]:
     """The family and bound name of an ``fd://N`` bind's socket; SettingsError when it is not one gunicorn
     can serve on."""
     number = bind.removeprefix("fd://")
@@ -124,13 +125,13 @@ def _inherited(bind: str) -> tuple[int, str | bytes | tuple[Any, ...]]:
         mode = os.fstat(fd).st_mode
     except (OSError, OverflowError):
         raise SettingsError(
-            f"--bind {bind}: descriptor {fd} is not open in this process: start it with the listening socket"
+            f"{given_by} {bind}: descriptor {fd} is not open in this process: start it with the listening socket"
             " passed (a systemd socket unit, a supervisor)"
         ) from None
     if not stat.S_ISSOCK(mode):
-        raise SettingsError(f"--bind {bind}: descriptor {fd} is not a socket")
+        raise SettingsError(f"{given_by} {bind}: descriptor {fd} is not a socket")
     # A duplicate, closed on leaving: the socket itself stays open for gunicorn.
     with socket.socket(fileno=os.dup(fd)) as sock:
         if sock.type != socket.SOCK_STREAM or sock.family not in (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6):
-            raise SettingsError(f"--bind {bind}: descriptor {fd} is not a TCP or unix stream socket")
+            raise SettingsError(f"{given_by} {bind}: descriptor {fd} is not a TCP or unix stream socket")
         return sock.family, sock.getsockname()

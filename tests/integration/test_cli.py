@@ -752,7 +752,8 @@ def test_serve_listens_on_an_inherited_socket(tmp_path: Path) -> None:
 # the process it starts (here, the same process once exec'd, as ``serve`` then becomes gunicorn).
 SOCKET_ACTIVATION = """
 import os, sys
-os.dup2(int(sys.argv[1]), 3)
+if sys.argv[1] != "-":  # "-": none passed, as by a unit whose socket is missing
+    os.dup2(int(sys.argv[1]), 3)
 os.environ.update(LISTEN_FDS="1", LISTEN_PID=str(os.getpid()))
 os.execv(sys.executable, [sys.executable, "-m", "adapters.cli", "serve", *sys.argv[2:]])
 """
@@ -783,6 +784,20 @@ def test_serve_listens_on_the_socket_systemd_passed(tmp_path: Path) -> None:
     summary, warning = log_path.read_text().splitlines()[:2]
     assert f"on systemd's socket fd://3 (0.0.0.0:{port}) (not --bind), 1 worker" in summary
     assert warning.startswith(f"community-api: warning: serving on fd://3 (0.0.0.0:{port}) with no reverse proxy")
+
+
+def test_a_systemd_socket_that_is_not_there_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Named as systemd's, not as ``--bind`` (the operator gave none of it); before: a traceback."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("COMMUNITY_API_")}
+    env.update({"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_MODE": "test"})
+    result = subprocess.run(
+        [sys.executable, "-c", SOCKET_ACTIVATION, "-"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "community-api: systemd's socket (LISTEN_FDS) fd://3: descriptor 3 is not open in this process: start it"
+        " with the listening socket passed (a systemd socket unit, a supervisor)"
+    ]
 
 
 @pytest.mark.parametrize("command", ["demo", "sandbox"])
