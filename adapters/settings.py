@@ -226,7 +226,9 @@ def _db_path(value: str) -> str:
     """A file: each thread of each worker opens its own connection to it (no ``:memory:``, no URI)."""
     if not value.strip() or value.strip() == ":memory:" or value.startswith("file:"):
         raise SettingsError(f"{PREFIX}DB names the SQLite database file (unset: {DEFAULT_DB}), not {value!r}")
-    return value
+    # ``~/…`` as the shell would have read it (a systemd environment file or a quoted value is not expanded):
+    # once here, so that every command, the throttle's file beside it and the start-up line name one path.
+    return os.path.expanduser(value)
 
 
 _NOTHING = urllib.parse.SplitResult("", "", "", "", "")

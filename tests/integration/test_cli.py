@@ -841,6 +841,16 @@ def test_another_programs_database_is_refused_in_one_line_and_left_as_it_is(
     assert db.read_bytes() == held
 
 
+def test_a_database_under_home_is_the_same_file_for_every_command(tmp_path: Path) -> None:
+    """``COMMUNITY_API_DB=~/…`` unexpanded (a systemd environment file, a quoted value): before, the account
+    was made under the home folder and ``accounts list`` then found "no database at ~/db.sqlite3"."""
+    env = {"COMMUNITY_API_DB": "~/db.sqlite3", "COMMUNITY_API_MODE": "test", "HOME": str(tmp_path)}
+    assert run("accounts", "create", "ops@example.com", stdin="a strong password\n", env=env).returncode == 0
+    listed = run("accounts", "list", env=env)
+    assert listed.returncode == 0 and "ops@example.com" in listed.stdout, listed.stderr
+    assert (tmp_path / "db.sqlite3").is_file()
+
+
 def test_a_mapped_throttle_file_naming_the_database_is_refused_and_the_database_kept(tmp_path: Path) -> None:
     """Before: ``mmap://`` took the database for a table of its own and cleared it: every account, key and
     connection gone. (``sqlite://`` may name the database: its tables live beside the service's.)"""

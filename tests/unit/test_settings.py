@@ -304,6 +304,15 @@ def test_the_database_is_a_file(value: str) -> None:
     assert load_settings(BASE).db == "./var/community-api.sqlite3"
 
 
+def test_a_database_under_home_is_read_as_the_shell_would(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Before, the store opened ``~/db.sqlite3`` under the home folder, while the commands that read a database
+    looked for it under a folder named ``~`` ("no database at"), as did the throttle's file beside it."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    settings = load_settings({**BASE, "COMMUNITY_API_DB": "~/db.sqlite3"})
+    assert settings.db == str(tmp_path / "db.sqlite3")
+    assert parse_uri(settings.throttle_uri)[0] == str(tmp_path / "db.throttle.mmap")
+
+
 def test_an_empty_platform_url_is_refused_and_an_empty_api_url_follows_it() -> None:
     with pytest.raises(SettingsError, match="COMMUNITY_API_PLATFORM_URL must be a URL"):
         load_settings({**BASE, "COMMUNITY_API_PLATFORM_URL": ""})  # before: named PLATFORM_API_URL's '/api2'
