@@ -50,6 +50,7 @@ def open_store(settings: Settings, *, create: bool = False) -> SqliteKeyStore:
     commands that read or change what a database holds refuse a path with none: a mistyped path would
     otherwise leave a new empty database behind and answer "no accounts yet" or "no account with the
     email", as if the service's own database were empty."""
+    from adapters.sqlite_wal import unwritable_folder
     from adapters.store.sqlite_key_store import SqliteKeyStore
     from adapters.store.sqlite_schema import ForeignDatabase, NewerSchema
 
@@ -62,7 +63,8 @@ def open_store(settings: Settings, *, create: bool = False) -> SqliteKeyStore:
     try:
         return SqliteKeyStore.open(settings.db, settings.secret, previous_secret=settings.previous_secret)
     except (OSError, sqlite3.Error, NewerSchema, ForeignDatabase) as error:
-        raise SettingsError(f"COMMUNITY_API_DB: cannot use {settings.db}: {error}") from None
+        why = (isinstance(error, sqlite3.OperationalError) and unwritable_folder(settings.db)) or str(error)
+        raise SettingsError(f"COMMUNITY_API_DB: cannot use {settings.db}: {why}") from None
 
 
 def read_password(email: str) -> str:

@@ -22,6 +22,19 @@ def create_owner_only(path: str) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
 
 
+def unwritable_folder(path: str) -> str | None:
+    """Why SQLite may be "unable to open database file" that is there: in WAL mode it makes the ``-wal`` and
+    ``-shm`` files beside the database, so its folder must take new files (a read-only file system, or a
+    folder this user may not write, does not). None when the folder is writable, or the file is not there."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isfile(path) and not os.access(folder, os.W_OK | os.X_OK):
+        return (
+            f"the folder {folder} takes no new file (read-only, or not this user's to write), and SQLite keeps"
+            " the database's -wal and -shm files beside it"
+        )
+    return None
+
+
 def use_wal(conn: sqlite3.Connection, patience: float) -> None:
     """Switch the file to WAL (a property of the file, kept once set).
 

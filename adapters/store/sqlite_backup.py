@@ -21,6 +21,7 @@ from pathlib import Path
 
 import attrs
 
+from adapters.sqlite_wal import unwritable_folder
 from adapters.storage_failure import storage_failure
 from adapters.store.sqlite_schema import SCHEMA_VERSION
 
@@ -93,6 +94,8 @@ def _check_is_key_store(conn: sqlite3.Connection, path: Path) -> None:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.DatabaseError as error:
+        if isinstance(error, sqlite3.OperationalError) and (why := unwritable_folder(str(path))):
+            raise BackupError(f"cannot read {path}: {why}") from None
         raise BackupError(f"{path} is not a readable SQLite database: {error}") from None
     if version > SCHEMA_VERSION:
         raise BackupError(f"{path} has schema version {version}, newer than this release's {SCHEMA_VERSION}")

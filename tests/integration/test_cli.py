@@ -26,6 +26,7 @@ from adapters.cli import check_state
 from adapters.platform import procfs
 from adapters.settings import Settings
 from scripts.processes import ROOT, free_port, serving, stop, wait_for_http
+from tests.small_filesystem import UNSHARE, require_namespaces
 
 SECRET = "cli-test-secret-" + "s" * 40
 PLATFORM = {"COMMUNITY_API_PLATFORM_URL": "http://127.0.0.1:9"}  # nothing there: these tests never link
@@ -849,6 +850,39 @@ def test_a_database_under_home_is_the_same_file_for_every_command(tmp_path: Path
     listed = run("accounts", "list", env=env)
     assert listed.returncode == 0 and "ops@example.com" in listed.stdout, listed.stderr
     assert (tmp_path / "db.sqlite3").is_file()
+
+
+def test_a_database_on_a_read_only_file_system_says_why_it_cannot_be_opened(tmp_path: Path) -> None:
+    """Before: SQLite's "unable to open database file" (and "not a readable SQLite database" from backup), for
+    a file that is there and readable: in WAL mode SQLite makes its -wal and -shm files beside it."""
+    require_namespaces()
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_MODE": "test"}
+    assert run("accounts", "create", "ops@example.com", stdin="a strong password\n", env=env).returncode == 0
+    frozen = tmp_path / "frozen"
+    frozen.mkdir()
+    (tmp_path / "copies").mkdir()
+    script = (
+        f'mount -t tmpfs none "{frozen}" && cp "{tmp_path}/db.sqlite3" "{frozen}/" && mount -o remount,ro "{frozen}"'
+        f' && {{ "$0" -m adapters.cli accounts list; "$0" -m adapters.cli backup --into "{tmp_path}/copies"; }}'
+    )
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("COMMUNITY_API_")}
+    result = subprocess.run(
+        [*UNSHARE, "sh", "-c", script, sys.executable],
+        cwd=ROOT,
+        env={**clean, **env, "COMMUNITY_API_DB": str(frozen / "db.sqlite3")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    why = (
+        f"the folder {frozen} takes no new file (read-only, or not this user's to write), and SQLite keeps the"
+        " database's -wal and -shm files beside it"
+    )
+    assert result.stderr.splitlines() == [
+        f"community-api: COMMUNITY_API_DB: cannot use {frozen}/db.sqlite3: {why}",
+        f"community-api: cannot read {frozen}/db.sqlite3: {why}",
+    ]
+    assert not any((tmp_path / "copies").iterdir())
 
 
 def test_a_mapped_throttle_file_naming_the_database_is_refused_and_the_database_kept(tmp_path: Path) -> None:
