@@ -192,6 +192,15 @@ def _split_uri(uri: str) -> SplitResult | None:
         return None
 
 
+def _port_ok(parts: SplitResult) -> bool:
+    """No port, or one from 1 to 65535 (no browser goes to port 0 or 99999: urlsplit raises on the latter)."""
+    try:
+        port = parts.port
+    except ValueError:
+        return False
+    return port is None or port >= 1
+
+
 def check_redirect_uri(uri: str) -> str:
     """The URI if a client may register it, else ``OAuthError(invalid_redirect_uri)``."""
     if not isinstance(uri, str) or not uri or len(uri) > MAX_URI_LENGTH:
@@ -206,7 +215,7 @@ def check_redirect_uri(uri: str) -> str:
         raise OAuthError("invalid_redirect_uri", "a redirect URI must not have a fragment")
     if not _SCHEME.fullmatch(scheme) or scheme in _FORBIDDEN_SCHEMES:
         raise OAuthError("invalid_redirect_uri", f"redirect URI scheme not allowed: {uri}")
-    if scheme in ("http", "https") and not _NETLOC.fullmatch(parts.netloc):
+    if scheme in ("http", "https") and not (_NETLOC.fullmatch(parts.netloc) and _port_ok(parts)):
         raise OAuthError("invalid_redirect_uri", f"a redirect URI needs a plain host (and port): {uri}")
     if scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
         raise OAuthError("invalid_redirect_uri", "http redirect URIs are allowed on a loopback host only")

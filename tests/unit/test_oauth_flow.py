@@ -94,6 +94,10 @@ def test_registration_answers_a_public_client(world: World) -> None:
         ["https://[app.example]/cb"],
         ["http://[::1/cb"],
         ["com.example.app://[x]/cb"],
+        # Ports no browser goes to: registered before.
+        ["https://app.example:99999/cb"],
+        ["http://127.0.0.1:65536/cb"],
+        ["https://app.example:0/cb"],
     ],
 )
 def test_registration_refuses_unsafe_redirect_uris(world: World, uris: object) -> None:
