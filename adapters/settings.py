@@ -384,9 +384,17 @@ def _spki_list(value: str) -> tuple[str, ...]:
 
 def _proxies(value: str) -> tuple[str, ...]:
     proxies = tuple(part.strip() for part in value.split(",") if part.strip())
-    try:
-        for proxy in proxies:
-            ipaddress.ip_network(proxy, strict=False)
-    except ValueError:
-        raise SettingsError(f"{PREFIX}TRUSTED_PROXIES must list addresses or networks, not {value!r}") from None
+    for proxy in proxies:
+        try:
+            network = ipaddress.ip_network(proxy, strict=False)
+        except ValueError:
+            raise SettingsError(f"{PREFIX}TRUSTED_PROXIES must list addresses or networks, not {value!r}") from None
+        host = proxy.split("/")[0]
+        if ipaddress.ip_address(host) != network.network_address and "/" in proxy:
+            # ``10.0.0.1/8``: read as all of 10.0.0.0/8, every host of which could then name any client in
+            # X-Forwarded-For, where the operator may have meant the one proxy. Neither is guessed.
+            raise SettingsError(
+                f"{PREFIX}TRUSTED_PROXIES: {proxy} has host bits set: write {network} for the whole network,"
+                f" or {host} for the one proxy"
+            )
     return proxies

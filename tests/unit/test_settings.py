@@ -313,6 +313,22 @@ def test_a_database_under_home_is_read_as_the_shell_would(monkeypatch: pytest.Mo
     assert parse_uri(settings.throttle_uri)[0] == str(tmp_path / "db.throttle.mmap")
 
 
+@pytest.mark.parametrize(
+    ("proxies", "network", "host", "one"),
+    [("10.0.0.1/8", "10.0.0.0/8", "10.0.0.1", "/32"), ("fd00::5/64", "fd00::/64", "fd00::5", "/128")],
+)
+def test_a_proxy_network_with_host_bits_is_refused_not_widened(proxies: str, network: str, host: str, one: str) -> None:
+    """Before, ``10.0.0.1/8`` was taken as all of 10.0.0.0/8: every host there could name any client."""
+    with pytest.raises(SettingsError) as refused:
+        load_settings({**BASE, "COMMUNITY_API_TRUSTED_PROXIES": f"127.0.0.1, {proxies}"})
+    assert str(refused.value) == (
+        f"COMMUNITY_API_TRUSTED_PROXIES: {proxies} has host bits set: write {network} for the whole network,"
+        f" or {host} for the one proxy"
+    )
+    kept = load_settings({**BASE, "COMMUNITY_API_TRUSTED_PROXIES": f"{network}, {host}, {host}{one}"})
+    assert kept.trusted_proxies == (network, host, f"{host}{one}")
+
+
 def test_an_empty_platform_url_is_refused_and_an_empty_api_url_follows_it() -> None:
     with pytest.raises(SettingsError, match="COMMUNITY_API_PLATFORM_URL must be a URL"):
         load_settings({**BASE, "COMMUNITY_API_PLATFORM_URL": ""})  # before: named PLATFORM_API_URL's '/api2'
