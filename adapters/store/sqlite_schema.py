@@ -220,8 +220,9 @@ def connect(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        if conn.execute("PRAGMA user_version").fetchone()[0] == 0:
-            _refuse_foreign(conn)  # before anything is written: WAL mode alone changes the file's header
+        # Before anything is written: WAL mode alone changes the file's header.
+        if conn.execute("PRAGMA user_version").fetchone()[0] == 0 and (problem := foreign_database(conn)):
+            raise ForeignDatabase(problem)
         use_wal(conn, busy_timeout_ms / 1000)
         conn.execute("PRAGMA synchronous = NORMAL")
         # Freed pages are zeroed: a deleted account's rows (a connection's sealed platform session) do not
@@ -249,9 +250,8 @@ class ForeignDatabase(RuntimeError):
     """The file is a SQLite database of something else: the key store must not add its tables to it."""
 
 
-# The tables a file may hold before the key store's schema is in it (its version 0): the key store's own
-# (every name any migration creates), the SQLite throttle storage's (``sqlite://`` may name the service's
-# database) and SQLite's.
+# The tables of a file of ours: the key store's (every name any migration creates), the SQLite throttle
+# storage's (``sqlite://`` may name the service's database, and may have made its tables first) and SQLite's.
 _KNOWN_TABLES = frozenset(
     name.lower()
     for step in MIGRATIONS
@@ -262,17 +262,16 @@ _KNOWN_TABLES = frozenset(
 _KNOWN_PREFIXES = ("throttle_", "sqlite_")
 
 
-def _refuse_foreign(conn: sqlite3.Connection) -> None:
-    """A mistyped COMMUNITY_API_DB that names another program's database is refused, not given the key
-    store's tables (``accounts list`` would have answered "no accounts yet" after writing to it)."""
+def foreign_database(conn: sqlite3.Connection) -> str | None:
+    """What is wrong with a file that holds tables of neither the key store nor the SQLite throttle: another
+    program's database, named by mistake. Neither may add its tables to it (``accounts list`` would have
+    answered "no accounts yet" after writing to it). None for a file of ours, or an empty one."""
     tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
     foreign = [name for name in tables if name.lower() not in _KNOWN_TABLES and not name.startswith(_KNOWN_PREFIXES)]
-    if foreign:
-        shown = ", ".join(foreign[:5]) + (", …" if len(foreign) > 5 else "")
-        raise ForeignDatabase(
-            f"it is a SQLite database of something else (tables {shown}): name the service's own database,"
-            " or a new file"
-        )
+    if not foreign:
+        return None
+    shown = ", ".join(foreign[:5]) + (", …" if len(foreign) > 5 else "")
+    return f"it is a SQLite database of something else (tables {shown}): name the service's own database, or a new file"
 
 
 def ensure_schema(conn: sqlite3.Connection) -> None:

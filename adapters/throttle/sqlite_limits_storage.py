@@ -3,7 +3,7 @@ a separate server. Select it with ``sqlite:///absolute/path.sqlite3`` (or ``sqli
 wherever ``limits`` takes a storage URI; importing this module registers the ``sqlite`` scheme.
 
 It may live in the service's own database file: it only touches its own tables, ``throttle_marks`` (moving
-windows) and ``throttle_counters`` (fixed-window counters).
+windows) and ``throttle_counters`` (fixed-window counters). Another program's database is refused, untouched.
 
 Why it is built the way it is (DESIGN §8):
 - every read-modify-write runs in ``BEGIN IMMEDIATE``: a deferred transaction that reads and then
@@ -49,6 +49,7 @@ from limits.errors import ConfigurationError
 from limits.storage import MovingWindowSupport, Storage
 
 from adapters.sqlite_wal import create_owner_only, use_wal
+from adapters.store.sqlite_schema import foreign_database
 from adapters.throttle.storage_uri import file_and_query
 
 T = TypeVar("T")
@@ -158,6 +159,10 @@ class SQLiteStorage(Storage, MovingWindowSupport):
         create_owner_only(self.path)
         # isolation_level=None: the sqlite3 module opens no transaction behind our back; we say when.
         db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        # Before anything is written (WAL mode alone changes the file's header): another program's database.
+        if problem := foreign_database(db):
+            db.close()
+            raise ConfigurationError(f"{self.path}: {problem}")
         # Not a bare "PRAGMA journal_mode=WAL": on a fresh file, threads or workers opening it together
         # could be refused at once ("database is locked"; seen in CI with six threads).
         use_wal(db, self.timeout)

@@ -885,6 +885,26 @@ def test_a_database_on_a_read_only_file_system_says_why_it_cannot_be_opened(tmp_
     assert not any((tmp_path / "copies").iterdir())
 
 
+@pytest.mark.parametrize("scheme", ["mmap", "sqlite"])
+def test_a_throttle_storage_naming_another_programs_database_is_refused(tmp_path: Path, scheme: str) -> None:
+    other = tmp_path / "photos.sqlite3"
+    with contextlib.closing(sqlite3.connect(other)) as conn, conn:
+        conn.execute("CREATE TABLE photos (id INTEGER PRIMARY KEY, name TEXT)")
+    held = other.read_bytes()
+    env = {
+        "COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"),
+        "COMMUNITY_API_MODE": "test",
+        "COMMUNITY_API_THROTTLE_STORAGE": f"{scheme}://{other}",
+    }
+    result = run("serve", "--bind", "127.0.0.1:1", env=env)
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("community-api: COMMUNITY_API_THROTTLE_STORAGE (default: a file beside the database)")
+    said = {"mmap": "is not a throttle file", "sqlite": ": it is a SQLite database of something else (tables photos)"}
+    assert f"{other}{' ' if scheme == 'mmap' else ''}{said[scheme]}" in line
+    assert other.read_bytes() == held
+
+
 def test_a_mapped_throttle_file_naming_the_database_is_refused_and_the_database_kept(tmp_path: Path) -> None:
     """Before: ``mmap://`` took the database for a table of its own and cleared it: every account, key and
     connection gone. (``sqlite://`` may name the database: its tables live beside the service's.)"""

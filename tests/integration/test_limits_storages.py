@@ -12,6 +12,7 @@ import sqlite3
 import stat
 import threading
 from collections.abc import Iterator
+from contextlib import closing
 from datetime import UTC, datetime
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
@@ -24,8 +25,10 @@ from limits.errors import ConfigurationError
 from limits.storage import SCHEMES, MemoryStorage, MovingWindowSupport, Storage, storage_from_string
 from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
 
+from adapters.store.sqlite_key_store import SqliteKeyStore
 from adapters.throttle.mmap_limits_storage import MmapStorage
 from adapters.throttle.sqlite_limits_storage import SQLiteStorage, path_from_uri
+from community_api.model import Account
 from tests.contract.redis_support import flush_redis, running_redis_server
 from tests.frozen_clock import frozen_at
 
@@ -88,23 +91,34 @@ def test_uri_without_a_usable_file_is_refused(uri: str) -> None:
         storage_from_string(uri)
 
 
-def test_sqlite_creates_its_tables_in_wal_mode_beside_other_tables(
+def test_sqlite_creates_its_tables_in_wal_mode_beside_the_key_stores(
     sqlite_storage: SQLiteStorage, db_path: Path
 ) -> None:
     storage = sqlite_storage
-    db_path.parent.mkdir(parents=True, exist_ok=True)
-    with sqlite3.connect(db_path) as other:
-        other.execute("CREATE TABLE api_keys (id TEXT PRIMARY KEY)")
-        other.execute("INSERT INTO api_keys VALUES ('k1')")
+    with closing(SqliteKeyStore.open(db_path, "s" * 40)) as store:
+        store.add_account(Account("acc_1", "ops@example.com", START), "argon-hash")
     assert storage.check()
     assert storage.acquire_entry("k", 1, 10)
-    with sqlite3.connect(db_path) as db:
+    with closing(sqlite3.connect(db_path)) as db:
         tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        assert {"api_keys", "throttle_marks", "throttle_counters"} <= tables
+        assert {"accounts", "keys", "throttle_marks", "throttle_counters"} <= tables
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     storage.reset()
-    with sqlite3.connect(db_path) as db:
-        assert db.execute("SELECT id FROM api_keys").fetchall() == [("k1",)]
+    with closing(SqliteKeyStore.open(db_path, "s" * 40)) as store:
+        assert [account.id for account in store.list_accounts()] == ["acc_1"]
+
+
+def test_sqlite_refuses_another_programs_database_and_leaves_it_as_it_is(
+    sqlite_storage: SQLiteStorage, db_path: Path
+) -> None:
+    """Before: its tables were added to it, and its journal made WAL."""
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    with closing(sqlite3.connect(db_path)) as other, other:
+        other.execute("CREATE TABLE photos (id INTEGER PRIMARY KEY)")
+    held = db_path.read_bytes()
+    with pytest.raises(ConfigurationError, match=r"a SQLite database of something else \(tables photos\)"):
+        sqlite_storage.acquire_entry("k", 1, 10)
+    assert db_path.read_bytes() == held
 
 
 def test_moving_window_answers_as_limits_own_storages_do(storage: AnyStorage, frozen: FrozenDateTimeFactory) -> None:
