@@ -26,10 +26,17 @@ DEFAULT_KEEP = 14  # copies kept by ``backup --into`` (two weeks of a daily time
 
 
 def apply_common(args: argparse.Namespace) -> None:
-    """The common flags given (``--db``, ``--secret``…) as the ``COMMUNITY_API_*`` variables they stand for."""
+    """The common flags given (``--db``, ``--secret``…) as the ``COMMUNITY_API_*`` variables they stand for.
+    A flag given empty is refused: ``--db "$DB"`` with ``DB`` unset would otherwise fall back to the default
+    database (and ``accounts create`` make a new one there)."""
     for name in ("db", "secret", "platform_url", "platform_api_url", "mode"):
         value = getattr(args, name, None)
-        if value:
+        if value == "":
+            flag = "--" + name.replace("_", "-")
+            raise SettingsError(
+                f"{flag} was given empty: give it a value, or leave it out to use {PREFIX}{name.upper()}"
+            )
+        if value is not None:
             os.environ[PREFIX + name.upper()] = value
 
 

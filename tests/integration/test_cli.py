@@ -842,6 +842,19 @@ def test_another_programs_database_is_refused_in_one_line_and_left_as_it_is(
     assert db.read_bytes() == held
 
 
+@pytest.mark.parametrize("flag", ["--db", "--secret", "--platform-url", "--platform-api-url"])
+@pytest.mark.parametrize("command", [("accounts", "create", "ops@example.com"), ("accounts", "list"), ("serve",)])
+def test_a_common_flag_given_empty_is_refused(tmp_path: Path, flag: str, command: tuple[str, ...]) -> None:
+    """Before, ``--db "$DB"`` with DB unset fell back to the default database, and ``accounts create`` made
+    one there (in the working folder)."""
+    result = run(*command, flag, "", stdin="a strong password\n", env={"COMMUNITY_API_MODE": "test"})
+    assert result.returncode == 2
+    variable = "COMMUNITY_API_" + flag[2:].replace("-", "_").upper()
+    assert result.stderr.splitlines() == [
+        f"community-api: {flag} was given empty: give it a value, or leave it out to use {variable}"
+    ]
+
+
 def test_a_database_under_home_is_the_same_file_for_every_command(tmp_path: Path) -> None:
     """``COMMUNITY_API_DB=~/…`` unexpanded (a systemd environment file, a quoted value): before, the account
     was made under the home folder and ``accounts list`` then found "no database at ~/db.sqlite3"."""
