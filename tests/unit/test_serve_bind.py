@@ -124,6 +124,15 @@ def test_an_inherited_unix_socket_trusts_its_peer_as_unix_path_does(short_tmp: P
         assert "; trusted proxies the unix socket's peer;" in startup_summary(serve_args(bind), Settings())
 
 
+def test_an_inherited_abstract_unix_socket_is_a_unix_socket() -> None:
+    """Linux's abstract namespace: no path, a name starting with NUL (systemd's ListenStream=@name)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.bind(f"\0community-api-test-{os.getpid()}")
+        bind = f"fd://{sock.fileno()}"
+        assert listening_at(bind) == "unix:(abstract)"
+        assert exposure_warning(bind, ()) is None
+
+
 @pytest.mark.parametrize(
     ("number", "said"),
     [
