@@ -34,6 +34,7 @@ from adapters.gunicorn_command import (
     memory_warning,
     startup_summary,
 )
+from adapters.metrics_folder import foreign_files_problem
 from adapters.serve_bind import serving_on
 from adapters.settings import PREFIX, Settings, SettingsError, is_utf8_text, load_settings
 from adapters.version import service_version
@@ -65,6 +66,9 @@ def serve(args: argparse.Namespace) -> int:
             f"{PREFIX}PLATFORM_URL must be set to the platform's web address (and {PREFIX}PLATFORM_API_URL to "
             "its API's); the default, the stand-in's, serves demo and test modes only"
         )
+    folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if folder and (problem := foreign_files_problem(folder)):
+        raise SettingsError(problem)
     print(startup_summary(args, settings), file=sys.stderr, flush=True)
     for warning in (
         *(exposure_warning(bind, settings.trusted_proxies) for bind in serving_on(args.bind)),

@@ -7,7 +7,8 @@ here is what every worker inherits.
 
 The folder is made fresh for each run (stale files from an earlier run would add old counts), in shared
 memory when there is some (``/dev/shm``); a folder the
-operator names in ``PROMETHEUS_MULTIPROC_DIR`` is used instead, emptied of its ``*.db`` files first. When a
+operator names in ``PROMETHEUS_MULTIPROC_DIR`` is used instead, emptied of the library's files first
+(``adapters/metrics_folder.py``: ``serve`` refuses a folder that holds other ``.db`` files). When a
 worker ends, its live gauges are dropped (``mark_process_dead``); when the master ends, a folder made here
 is removed.
 
@@ -25,6 +26,8 @@ import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from adapters.metrics_folder import stale_metrics_files
 
 # gunicorn 25.1+ opens a control socket (for ``gunicornc``) at one path per user, $XDG_RUNTIME_DIR/gunicorn.ctl
 # or ~/.gunicorn/gunicorn.ctl: a second service on the host takes it over from the first, so commands reach
@@ -50,7 +53,7 @@ if _MADE_HERE:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = _fresh_metrics_folder()
 else:
     Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).mkdir(parents=True, exist_ok=True)
-    for stale in Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).glob("*.db"):
+    for stale in stale_metrics_files(os.environ["PROMETHEUS_MULTIPROC_DIR"]):  # the library's files only
         stale.unlink()
 
 

@@ -235,3 +235,28 @@ def test_a_mapped_throttle_file_naming_the_database_is_refused_and_the_database_
     assert line.startswith("community-api: COMMUNITY_API_THROTTLE_STORAGE") and f"{db} is not a throttle" in line
     assert db.read_bytes() == held
     assert "ops@example.com" in run("accounts", "list", env=env).stdout
+
+
+def test_serve_refuses_a_metrics_folder_that_holds_other_files(tmp_path: Path) -> None:
+    """Before, gunicorn's configuration deleted every ``*.db`` in it: the service's state folder, named by
+    mistake, lost any database of that name."""
+    (tmp_path / "metrics").mkdir()
+    (tmp_path / "metrics" / "community.db").write_text("someone's data")
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_MODE": "test"}
+    result = run("serve", "--bind", "127.0.0.1:1", env={**env, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")})
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"community-api: PROMETHEUS_MULTIPROC_DIR={tmp_path / 'metrics'} holds files that are not"
+        " prometheus_client's (community.db): give the metrics a folder of their own, or leave the variable unset"
+        " (serve makes one)"
+    ]
+    assert (tmp_path / "metrics" / "community.db").read_text() == "someone's data"
+
+
+def test_gunicorns_configuration_empties_only_the_librarys_files(tmp_path: Path) -> None:
+    """What gunicorn's master does as it reads ``adapters/gunicorn_conf.py`` with the folder named."""
+    for name in ["counter_12.db", "gauge_livesum_41.db", "community.db"]:
+        (tmp_path / name).write_text("x")
+    env = {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    subprocess.run([sys.executable, "-c", "import adapters.gunicorn_conf"], cwd=ROOT, env=env, check=True, timeout=60)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["community.db"]
