@@ -1,9 +1,11 @@
 """The file a ``limits`` storage URI of ours names (``sqlite://``, ``mmap://``), spelled as ``limits`` spells
 its own: three (or four) slashes then an absolute path (``mmap:///srv/throttle.mmap``), or two slashes then
-a relative one (``mmap://var/throttle.mmap``); and a URI as it may be shown (``masked``)."""
+a relative one (``mmap://var/throttle.mmap``) or one under the home folder (``mmap://~/throttle.mmap``); and a
+URI as it may be shown (``masked``)."""
 
 from __future__ import annotations
 
+import os
 import re
 import urllib.parse
 
@@ -12,7 +14,9 @@ def file_and_query(uri: str) -> tuple[str, str]:
     """The path (``""`` when the URI names a folder or nothing) and the query string of ``uri``."""
     parsed = urllib.parse.urlparse(uri)
     if parsed.netloc:
-        path = urllib.parse.unquote(parsed.netloc + parsed.path)
+        # ``mmap://~/throttle.mmap``: under the home folder, as ``COMMUNITY_API_DB=~/…`` is, not a folder named
+        # "~" in the working folder (one that a later ``rm -rf ~`` would not remove alone).
+        path = os.path.expanduser(urllib.parse.unquote(parsed.netloc + parsed.path))
     else:
         # ``f"sqlite:///{os.path.abspath(db)}"`` gives four slashes; both spellings mean the same file.
         path = "/" + urllib.parse.unquote(parsed.path).lstrip("/")

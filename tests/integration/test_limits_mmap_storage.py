@@ -52,10 +52,14 @@ def frozen() -> Iterator[FrozenDateTimeFactory]:
         ("mmap:////srv/api/throttle.mmap", ("/srv/api/throttle.mmap", DEFAULT_CAPACITY)),
         ("mmap://var/throttle.mmap", ("var/throttle.mmap", DEFAULT_CAPACITY)),
         ("mmap:///srv/my%20api/t.mmap?capacity=600", ("/srv/my api/t.mmap", 600)),
+        ("mmap://~/t.mmap", ("{home}/t.mmap", DEFAULT_CAPACITY)),  # before: a folder named "~" where it ran
     ],
 )
-def test_the_uri_names_the_file_and_the_capacity(uri: str, expected: tuple[str, int]) -> None:
-    assert parse_uri(uri) == expected
+def test_the_uri_names_the_file_and_the_capacity(
+    uri: str, expected: tuple[str, int], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert parse_uri(uri) == (expected[0].format(home=tmp_path), expected[1])
 
 
 @pytest.mark.parametrize(

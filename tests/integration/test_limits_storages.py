@@ -79,10 +79,13 @@ def test_the_schemes_are_registered_with_limits() -> None:
         ("sqlite:////srv/api/db.sqlite3", "/srv/api/db.sqlite3"),
         ("sqlite://var/db.sqlite3", "var/db.sqlite3"),
         ("sqlite:///srv/my%20api/db.sqlite3", "/srv/my api/db.sqlite3"),
+        ("sqlite://~/db.sqlite3", "{home}/db.sqlite3"),  # before: a folder named "~" in the working folder
+        ("sqlite:///~/db.sqlite3", "/~/db.sqlite3"),  # an absolute path, as written
     ],
 )
-def test_uri_names_the_database_file(uri: str, path: str) -> None:
-    assert path_from_uri(uri) == path
+def test_uri_names_the_database_file(uri: str, path: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert path_from_uri(uri) == path.format(home=tmp_path)
 
 
 @pytest.mark.parametrize("uri", ["sqlite://", "sqlite:///", "sqlite:///:memory:", "sqlite:///db?x=1"])
