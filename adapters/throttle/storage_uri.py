@@ -14,8 +14,8 @@ def file_and_query(uri: str) -> tuple[str, str]:
     """The path (``""`` when the URI names a folder or nothing) and the query string of ``uri``."""
     parsed = urllib.parse.urlparse(uri)
     if parsed.netloc:
-        # ``mmap://~/throttle.mmap``: under the home folder, as ``COMMUNITY_API_DB=~/…`` is, not a folder named
-        # "~" in the working folder (one that a later ``rm -rf ~`` would not remove alone).
+        # ``mmap://~/throttle.mmap``: under the home folder, as ``COMMUNITY_API_DB=~/…`` is, not in a folder
+        # named "~" made in the working folder (an ``rm -rf ~`` meant for that folder removes the home folder).
         path = os.path.expanduser(urllib.parse.unquote(parsed.netloc + parsed.path))
     else:
         # ``f"sqlite:///{os.path.abspath(db)}"`` gives four slashes; both spellings mean the same file.

@@ -202,8 +202,14 @@ def test_a_database_on_a_read_only_file_system_says_why_it_cannot_be_opened(tmp_
     assert not any((tmp_path / "copies").iterdir())
 
 
-@pytest.mark.parametrize("scheme", ["mmap", "sqlite"])
-def test_a_throttle_storage_naming_another_programs_database_is_refused(tmp_path: Path, scheme: str) -> None:
+@pytest.mark.parametrize(
+    ("scheme", "said"),
+    [
+        ("mmap", "{other} is not a throttle file: it holds something else, left as it is"),
+        ("sqlite", "{other}: it is a SQLite database of something else (tables photos)"),
+    ],
+)
+def test_a_throttle_storage_naming_another_programs_database_is_refused(tmp_path: Path, scheme: str, said: str) -> None:
     other = tmp_path / "photos.sqlite3"
     with contextlib.closing(sqlite3.connect(other)) as conn, conn:
         conn.execute("CREATE TABLE photos (id INTEGER PRIMARY KEY, name TEXT)")
@@ -217,8 +223,7 @@ def test_a_throttle_storage_naming_another_programs_database_is_refused(tmp_path
     assert result.returncode == 2
     (line,) = result.stderr.splitlines()
     assert line.startswith("community-api: COMMUNITY_API_THROTTLE_STORAGE (default: a file beside the database)")
-    said = {"mmap": "is not a throttle file", "sqlite": ": it is a SQLite database of something else (tables photos)"}
-    assert f"{other}{' ' if scheme == 'mmap' else ''}{said[scheme]}" in line
+    assert said.format(other=other) in line
     assert other.read_bytes() == held
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,8 +24,6 @@ def serve_args(bind: str) -> argparse.Namespace:
 @pytest.fixture
 def short_tmp() -> Iterator[Path]:
     """A folder with a short path: pytest's own may be longer than a unix socket's path can be."""
-    import tempfile
-
     with tempfile.TemporaryDirectory(dir="/tmp") as folder:
         yield Path(folder)
 
