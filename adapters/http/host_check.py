@@ -62,14 +62,18 @@ class AllowedHosts:
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         if not self._active or req.path in HEALTH_PATHS:
             return
-        host, name = _read_host((req.get_header("Host") or "").strip().lower())
+        sent = (req.get_header("Host") or "").strip()
+        host, name = _read_host(sent.lower())
         if is_loopback(name) or name in self._allowed or host in self._allowed:
             return
         resp.status = falcon.HTTP_400
         resp.content_type = falcon.MEDIA_JSON
         resp.text = error_body(
             "invalid_request",
-            "this service does not serve the host named in the request; its operator sets "
+            # (HTTP/1.0 clients may send none; HTTP/1.1 requires it, RFC 9112 §3.2.)
+            "the request names no host: send a Host header"
+            if not sent
+            else "this service does not serve the host named in the request; its operator sets "
             "COMMUNITY_API_PUBLIC_URL or COMMUNITY_API_ALLOWED_HOSTS",
         )
         resp.complete = True

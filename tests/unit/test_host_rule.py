@@ -62,6 +62,8 @@ def test_a_host_the_service_does_not_serve_is_400(host: str) -> None:
     answer = client().simulate_get(METADATA, headers={"Host": host})
     assert answer.status_code == 400 and answer.json["error"]["code"] == "invalid_request"
     assert "attacker" not in answer.text
+    said = "the request names no host" if not host else "this service does not serve the host named in the request"
+    assert answer.json["error"]["message"].startswith(said)
 
 
 @pytest.mark.parametrize(
