@@ -118,10 +118,14 @@ def accounts_create(args: argparse.Namespace) -> int:
 
     apply_common(args)
     settings = load_settings()
+    new = not os.path.exists(settings.db)
     store = open_store(settings, create=True)  # a database it cannot use is said before the password is asked
     password = read_password(args.email)
     account = create_account_unchecked(store, SystemClock(), args.email, password)
-    print(f"account {account.id} created for {account.email}")
+    # Run from another folder than serve's (the default path is relative), it makes a database serve never
+    # reads: the path says which.
+    where = f" in a new database, {os.path.abspath(settings.db)}" if new else ""
+    print(f"account {account.id} created for {account.email}{where}")
     return 0
 
 

@@ -83,6 +83,31 @@ def test_input_that_is_not_utf8_is_one_line_and_changes_nothing(tmp_path: Path) 
     assert secret.stderr == "community-api: COMMUNITY_API_SECRET is not UTF-8 text: set it again\n", secret.stderr
 
 
+def test_accounts_create_says_when_it_made_a_new_database(tmp_path: Path) -> None:
+    """Run from another folder than serve's, with the default relative path, it made a database serve never
+    reads, and said nothing of it."""
+    env = {"COMMUNITY_API_DB": "var/db.sqlite3", "COMMUNITY_API_MODE": "test"}
+    first = subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "accounts", "create", "ops@example.com"],
+        cwd=tmp_path,
+        input="a strong password\n",
+        capture_output=True,
+        text=True,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("COMMUNITY_API_")}, **env},
+        timeout=60,
+    )
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.endswith(f" created for ops@example.com in a new database, {tmp_path / 'var' / 'db.sqlite3'}\n")
+    second = run(
+        "accounts",
+        "create",
+        "two@example.com",
+        stdin="a strong password\n",
+        env={**env, "COMMUNITY_API_DB": str(tmp_path / "var" / "db.sqlite3")},
+    )
+    assert second.returncode == 0 and second.stdout.endswith(" created for two@example.com\n"), second.stderr
+
+
 def test_accounts_create_and_keys_mint_then_serve(tmp_path: Path) -> None:
     env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET, **PLATFORM}
     created = run("accounts", "create", "ops@example.com", stdin="a strong password\n", env=env)
