@@ -92,7 +92,7 @@ def startup_summary(args: argparse.Namespace, settings: Settings) -> str:
         f"platform pace {settings.platform_reads_per_minute} reads and {settings.platform_writes_per_minute} writes"
         " a minute per platform account",
         f"public URL {public}",
-        f"trusted proxies {_trusted(args.bind, settings.trusted_proxies)}",
+        f"trusted proxies {_trusted(binds, settings.trusted_proxies)}",
         f"sign-up {'open' if settings.signup else 'closed after the first account'}",
     ]
     if settings.previous_secret:  # said so that a forgotten one is seen; its value never is
@@ -100,9 +100,9 @@ def startup_summary(args: argparse.Namespace, settings: Settings) -> str:
     return "community-api: " + "; ".join(parts)
 
 
-def _trusted(bind: str, named: Sequence[str]) -> str:
+def _trusted(binds: Sequence[str], named: Sequence[str]) -> str:
     """The proxies whose X-Forwarded-For is read: those named, and on a unix socket its peer (always)."""
-    on_unix = any(unix_path(listening_at(each)) is not None for each in serving_on(bind))
+    on_unix = any(unix_path(listening_at(bind)) is not None for bind in binds)
     trusted = ["the unix socket's peer"] if on_unix else []
     return ", ".join([*trusted, *named]) or "none"
 

@@ -390,7 +390,7 @@ def _proxies(value: str) -> tuple[str, ...]:
         except ValueError:
             raise SettingsError(f"{PREFIX}TRUSTED_PROXIES must list addresses or networks, not {value!r}") from None
         host = proxy.split("/")[0]
-        if ipaddress.ip_address(host) != network.network_address and "/" in proxy:
+        if "/" in proxy and ipaddress.ip_address(host) != network.network_address:
             # ``10.0.0.1/8``: read as all of 10.0.0.0/8, every host of which could then name any client in
             # X-Forwarded-For, where the operator may have meant the one proxy. Neither is guessed.
             raise SettingsError(

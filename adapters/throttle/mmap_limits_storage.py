@@ -208,12 +208,12 @@ class MmapStorage(Storage, MovingWindowSupport):
             if magic == MAGIC and (capacity, slots) == (mapping.capacity, mapping.slots):
                 return
         size = os.fstat(mapping.fd).st_size
-        self._refuse_foreign(mapping)
+        head = os.pread(mapping.fd, _HEADER_SIZE, 0)
+        self._refuse_foreign(head)
         if size < _HEADER_SIZE:
             self._make(mapping, self.capacity, _first_slots(self.capacity))
             return
-        header = _HEADER.unpack_from(os.pread(mapping.fd, _HEADER.size, 0))
-        magic, capacity, slots, _ = header
+        magic, capacity, slots, _ = _HEADER.unpack_from(head)
         whole = _table_bytes(capacity, slots)
         if magic != MAGIC or capacity < self.capacity or not slots or size < whole:
             capacity = max(self.capacity, capacity if magic == MAGIC else 0)
@@ -221,13 +221,12 @@ class MmapStorage(Storage, MovingWindowSupport):
         else:
             self._map(mapping, capacity, slots)
 
-    def _refuse_foreign(self, mapping: _Mapping) -> None:
+    def _refuse_foreign(self, head: bytes) -> None:
         """Refuse a file that is not a table: one that starts with neither the table's mark nor zeros
         (a new file is empty; one whose making was cut short has its header still zero, as ``_make``
         writes the header last). A URI that names the wrong file (the database, say, for a
         ``COMMUNITY_API_THROTTLE_STORAGE`` that meant the database's folder) would otherwise have its
-        file cleared."""
-        head = os.pread(mapping.fd, _HEADER_SIZE, 0)
+        file cleared. ``head``: the file's first ``_HEADER_SIZE`` bytes (fewer in a shorter file)."""
         if not head.startswith(MAGIC) and head.strip(b"\0"):
             raise ConfigurationError(
                 f"{self.path} is not a throttle file: it holds something else, left as it is; name a file of"
