@@ -8,6 +8,7 @@ import falcon
 import orjson
 from gunicorn.http.errors import ParseException
 
+from adapters.commands import unknown_names
 from adapters.json_names import duplicate_name, twice
 from community_api.errors import InvalidRequest, ServiceError
 
@@ -75,6 +76,40 @@ def read_raw(req: falcon.Request, limit: int = MAX_BODY) -> bytes:
         # the client, having seen no answer, send it again.
         raise InvalidRequest(INCOMPLETE, contentLength=length, received=len(data))
     return data
+
+
+def refuse_body(req: falcon.Request, in_query: tuple[str, ...] = ()) -> None:
+    """A route that takes no body (a GET, a DELETE, a key's rotation) refuses one that holds something, as
+    an unknown field is refused where a body is taken: ``{"grace": "0"}`` sent to a rotation, or
+    ``{"pages": 3}`` to a feed, silently ignored, would leave a leaked key working a day more, or read one
+    page where three were asked for. No body, white space and ``{}`` (what some clients send with every
+    request) are no body. A field the route takes in the query (``in_query``) is named as such.
+
+    A request that announces no body (no Content-Length, or 0, and no Transfer-Encoding: every GET a
+    client usually sends) is passed without a read."""
+    length = req.content_length
+    if not length and (length is not None or req.get_header("Transfer-Encoding") is None):
+        return
+    raw = read_raw(req)
+    if not raw.strip():
+        return
+    try:
+        parsed = orjson.loads(raw)
+    except ValueError:
+        parsed = None
+    if parsed == {}:
+        return
+    message = "this route takes no request body"
+    if not isinstance(parsed, dict):
+        raise InvalidRequest(message)
+    said, unknown = unknown_names(parsed)
+    queried = [name for name in unknown if name in in_query]
+    if queried:
+        verb = "are query parameters" if len(queried) > 1 else "is a query parameter"
+        raise InvalidRequest(
+            f"{message}: {', '.join(queried)} {verb} here (?{queried[0]}=…)", unknown=unknown, allowed=[]
+        )
+    raise InvalidRequest(f"{message}; unknown field: {said}", unknown=unknown, allowed=[])
 
 
 def read_json(req: falcon.Request, *, allow_empty: bool = False, limit: int = MAX_BODY) -> tuple[Any, bytes]:

@@ -8,7 +8,7 @@ import falcon
 
 from adapters.commands import structure_body, structure_query
 from adapters.http.auth import DEVICE_COOKIE, SESSION_COOKIE, device_cookie, web_session
-from adapters.http.body import read_json
+from adapters.http.body import read_json, refuse_body
 from adapters.http.client_address import Network, client_address
 from adapters.http.operation_resources import query, send_json
 from adapters.wire import to_wire
@@ -84,6 +84,8 @@ class SessionResource(ManagementResource):
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response) -> None:
         web_session(self.deps, req)
+        query(req, ())
+        refuse_body(req)
         cookie = (req.get_cookie_values(SESSION_COOKIE) or [""])[0]
         accounts.sign_out(self.deps.store, cookie)
         resp.unset_cookie(SESSION_COOKIE, path="/")
@@ -94,6 +96,7 @@ class ConnectionsResource(ManagementResource):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         account, _ = web_session(self.deps, req)
         query(req, ())
+        refuse_body(req)
         send_json(resp, {"connections": connections.list_connections(self.deps, account.id)})
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -108,6 +111,7 @@ class ConnectionResource(ManagementResource):
         """Unlink: the platform session erased, the keys bound to the connection revoked."""
         account, _ = web_session(self.deps, req)
         query(req, ())
+        refuse_body(req)
         connections.remove_connection(self.deps, account.id, connection_id)
         resp.status = falcon.HTTP_204
 
@@ -132,7 +136,7 @@ class KeyRotationResource(ManagementResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response, key_id: str) -> None:
         account, _ = web_session(self.deps, req)
         rotation = structure_query(query(req, ("grace",)), keys.KeyRotation, text=True)
-        read_json(req, allow_empty=True)
+        refuse_body(req, ("grace",))
         issued = keys.rotate_key(
             self.deps.store, self.deps.clock, account_id=account.id, key_id=key_id, grace=rotation.keeps_old_key
         )
@@ -143,6 +147,7 @@ class KeyResource(ManagementResource):
     def on_delete(self, req: falcon.Request, resp: falcon.Response, key_id: str) -> None:
         account, _ = web_session(self.deps, req)
         query(req, ())
+        refuse_body(req)
         keys.revoke_key(self.deps.store, self.deps.clock, account_id=account.id, key_id=key_id)
         resp.status = falcon.HTTP_204
 
@@ -151,6 +156,7 @@ class MeResource(ManagementResource):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         account, _ = web_session(self.deps, req)
         query(req, ())
+        refuse_body(req)
         send_json(resp, me.me(self.deps, account))
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -185,6 +191,7 @@ class SessionsResource(ManagementResource):
         """Sign out everywhere: every web session of the account ends, this one included."""
         account, _ = web_session(self.deps, req)
         query(req, ())
+        refuse_body(req)
         account_lifecycle.sign_out_everywhere(self.deps.store, self.deps.clock, account)
         resp.unset_cookie(SESSION_COOKIE, path="/")
         resp.status = falcon.HTTP_204

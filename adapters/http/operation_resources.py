@@ -10,7 +10,7 @@ import falcon
 
 from adapters.commands import unknown_names
 from adapters.http.auth import api_actor
-from adapters.http.body import MAX_DATA_BODY, read_json
+from adapters.http.body import MAX_DATA_BODY, read_json, refuse_body
 from adapters.http.errors import kept_error_answer
 from adapters.operation import Operation
 from adapters.operations import OPERATIONS
@@ -60,9 +60,9 @@ class OperationRoute:
 
     Each responder does what the hand-written resources did, in the same order (so the same error comes
     first): check the key and its scope, refuse unknown or repeated query parameters, read the JSON body
-    of a POST, call the operation with the path's and the query's values as they came (the core parses
-    and checks them, for MCP too) and the body as the client sent it, then answer: JSON, 201 at most once
-    per ``Idempotency-Key`` for a creation, or 204.
+    of a POST (or refuse one sent to another method), call the operation with the path's and the query's
+    values as they came (the core parses and checks them, for MCP too) and the body as the client sent it,
+    then answer: JSON, 201 at most once per ``Idempotency-Key`` for a creation, or 204.
     """
 
     def __init__(self, deps: Deps, operations: Iterable[Operation]) -> None:
@@ -94,6 +94,7 @@ class OperationRoute:
                     req, resp, actor, raw, lambda: operation.execute(self.deps, actor, args, body, text=True)
                 )
                 return
+            refuse_body(req, query_names)
             result = operation.execute(self.deps, actor, args, None, text=True)
         except InvalidRequest as refusal:
             name_the_parameter(refusal, in_query)

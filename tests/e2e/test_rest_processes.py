@@ -411,6 +411,13 @@ def test_a_chunked_body_is_read_whole(service: Service, alice: dict[str, Any]) -
         timeout=10,
     )
     assert minted.status_code == 201 and minted.json()["name"] == "minted in chunks"
+    # A route that takes no body reads a chunked one too, and refuses it (session 44: it was never read).
+    feed = requests.get(
+        f"{service.url}/v1/groups/{group}/posts", data=chunked(b'{"pages": 3}'), headers=auth, timeout=30
+    )
+    assert feed.status_code == 400 and feed.json()["error"]["details"] == {"unknown": ["pages"], "allowed": []}
+    rotation = service.manage("POST", f"/v1/keys/{minted.json()['id']}/rotate", data=chunked(b'{"grace": "0"}'))
+    assert rotation.status_code == 400 and "grace is a query parameter" in rotation.json()["error"]["message"]
 
 
 def exchange(service: Service, raw: bytes) -> bytes:
