@@ -54,6 +54,7 @@ def add_rest_routes(app: falcon.App, deps: Deps, settings: Settings) -> None:
     app.add_route("/v1/session", manage.SessionResource(deps, **options))
     app.add_route("/v1/connections", manage.ConnectionsResource(deps, **options))
     app.add_route("/v1/connections/{connection_id}", manage.ConnectionResource(deps, **options))
+    app.add_route("/v1/connections/{connection_id}/activate", manage.ConnectionActivationResource(deps, **options))
     app.add_route("/v1/keys", manage.KeysResource(deps, **options))
     app.add_route("/v1/keys/{key_id}/rotate", manage.KeyRotationResource(deps, **options))
     app.add_route("/v1/keys/{key_id}", manage.KeyResource(deps, **options))

@@ -199,7 +199,8 @@ def activate_connection(deps: Deps, account_id: str, connection_id: str) -> Conn
             raise NotFound(no_such("connection", connection_id))
         uow.connections.set_active_connection(account_id, connection_id)
         uow.commit()
-    return _reload(deps, connection_id)
+    # As written, rather than read again: a removal right after the commit would leave nothing to read.
+    return attrs.evolve(connection, active=True)
 
 
 def own_connection(deps: Deps, account_id: str, connection_id: str) -> Connection:

@@ -116,6 +116,16 @@ class ConnectionResource(ManagementResource):
         resp.status = falcon.HTTP_204
 
 
+class ConnectionActivationResource(ManagementResource):
+    def on_post(self, req: falcon.Request, resp: falcon.Response, connection_id: str) -> None:
+        """Make the connection the active one: what the account's unbound keys act as when a request names
+        none (``X-Community-Connection``). The dashboard's Connections page does the same."""
+        account, _ = web_session(self.deps, req)
+        query(req, ())
+        refuse_body(req)
+        send_json(resp, connections.activate_connection(self.deps, account.id, connection_id))
+
+
 class KeysResource(ManagementResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         account, _ = web_session(self.deps, req)

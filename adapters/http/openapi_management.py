@@ -113,6 +113,16 @@ ROUTES: list[tuple[str, str, str, str, list[dict[str, Any]], dict[str, Any] | No
     ),
     (
         "POST",
+        "/v1/connections/{connection_id}/activate",
+        "Make a connection the active one: the one unbound keys act as when a request names none "
+        "(X-Community-Connection)",
+        "session",
+        [_CONNECTION_ID],
+        None,
+        200,
+    ),
+    (
+        "POST",
         "/v1/keys",
         f"Mint a key (the value is shown once); 409 when the account holds {keys.MAX_LIVE_KEYS} live keys already",
         "session",
@@ -182,6 +192,7 @@ OPERATION_IDS = {
     ("GET", "/v1/connections"): "list_connections",
     ("POST", "/v1/connections"): "link_connection",
     ("DELETE", "/v1/connections/{connection_id}"): "unlink_connection",
+    ("POST", "/v1/connections/{connection_id}/activate"): "activate_connection",
     ("POST", "/v1/keys"): "mint_key",
     ("POST", "/v1/keys/{key_id}/rotate"): "rotate_key",
     ("DELETE", "/v1/keys/{key_id}"): "revoke_key",
@@ -211,6 +222,7 @@ RESULTS: dict[tuple[str, str], Result] = {
     ("POST", "/v1/session"): Fields({"account": Account, "csrfToken": str}),
     ("GET", "/v1/connections"): ListOf("connections", Connection),
     ("POST", "/v1/connections"): Connection,
+    ("POST", "/v1/connections/{connection_id}/activate"): Connection,
     ("POST", "/v1/keys"): WithSecret(ApiKey),
     ("POST", "/v1/keys/{key_id}/rotate"): WithSecret(ApiKey),
     ("GET", "/v1/me"): Me,

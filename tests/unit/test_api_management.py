@@ -176,6 +176,50 @@ def test_linking_connections(world: World) -> None:
     assert carol["id"] != bob["id"]
 
 
+def test_a_connection_is_made_the_active_one_over_json(world: World) -> None:
+    """The dashboard's Connections page could do it; over JSON, only a new link could (``active``), the
+    platform password asked again (session 44)."""
+    browser = world.sign_up()
+    alice, bob = world.link(browser), world.link(browser, "bob")
+    key = world.mint(browser)["secret"]  # unbound: acts as the active connection
+    assert world.get("/v1/whoami", key).json["handle"] == "alice"
+    activated = world.client.simulate_post(f"/v1/connections/{bob['id']}/activate", headers=browser.headers())
+    assert activated.status_code == 200, activated.text
+    assert activated.json == {**bob, "active": True}
+    assert world.get("/v1/whoami", key).json["handle"] == "bob"
+    listed = world.client.simulate_get("/v1/connections", headers=browser.headers()).json["connections"]
+    assert [(c["handle"], c["active"]) for c in listed] == [("alice", False), ("bob", True)]
+    # Again: the same answer, nothing else changes.
+    again = world.client.simulate_post(f"/v1/connections/{bob['id']}/activate", headers=browser.headers())
+    assert again.json == activated.json
+    assert world.client.simulate_post(f"/v1/connections/{alice['id']}/activate", headers=browser.headers()).json[
+        "active"
+    ]
+    assert world.get("/v1/whoami", key).json["handle"] == "alice"
+
+
+def test_activating_refuses_what_is_not_the_accounts_and_changes_nothing(world: World) -> None:
+    owner = world.sign_up()
+    alice, bob = world.link(owner), world.link(owner, "bob")
+    world.add_account("two@example.com")
+    stranger = world.sign_in("two@example.com")
+    for connection_id in (bob["id"], "con_0000000000000000", "../keys", "x" * 300):
+        refused = world.client.simulate_post(f"/v1/connections/{connection_id}/activate", headers=stranger.headers())
+        assert refused.status_code == 404, (connection_id, refused.text)
+        assert refused.json["error"]["code"] == "not_found"
+    assert world.client.simulate_post(f"/v1/connections/{bob['id']}/activate").status_code == 401  # no session
+    no_csrf = world.client.simulate_post(
+        f"/v1/connections/{bob['id']}/activate", headers={"Cookie": owner.headers()["Cookie"]}
+    )
+    assert no_csrf.status_code == 403
+    with_body = world.client.simulate_post(
+        f"/v1/connections/{bob['id']}/activate", json={"active": False}, headers=owner.headers()
+    )
+    assert with_body.status_code == 400
+    listed = world.client.simulate_get("/v1/connections", headers=owner.headers()).json["connections"]
+    assert [(c["id"], c["active"]) for c in listed] == [(alice["id"], True), (bob["id"], False)]
+
+
 @pytest.mark.parametrize(
     "body",
     [
@@ -395,6 +439,7 @@ def test_every_management_answer_is_kept_by_no_cache(world: World) -> None:
         world.client.simulate_post(f"/v1/keys/{key.json['id']}/rotate", headers=browser.headers()),
         world.client.simulate_get("/v1/me", headers=browser.headers()),
         world.client.simulate_get("/v1/connections", headers=browser.headers()),
+        world.client.simulate_post(f"/v1/connections/{world.link(browser)['id']}/activate", headers=browser.headers()),
         world.client.simulate_get("/v1/me"),  # an error answer of a management route
         world.client.simulate_post("/v1/accounts", json={"email": "x@example.com", "password": PASSWORD}),
     ]

@@ -168,6 +168,8 @@ def test_real_answers_match_their_documented_schemas(ready: Ready) -> None:
         "/v1/connections", json={"email": "bob@sandbox.test", "password": "sandbox"}, headers=headers
     )
     check("POST", "/v1/connections", bob)
+    activated = world.client.simulate_post(f"/v1/connections/{bob.json['id']}/activate", headers=headers)
+    check("POST", "/v1/connections/{connection_id}/activate", activated)
     minted = world.client.simulate_post("/v1/keys", json={"name": "typed"}, headers=headers)
     check("POST", "/v1/keys", minted)
     rotated = world.client.simulate_post(f"/v1/keys/{minted.json['id']}/rotate", headers=headers)
