@@ -53,6 +53,7 @@ class ManagementResource:
 class AccountsResource(ManagementResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         req.context.web_route = True
+        query(req, ())
         body, _ = read_json(req)
         account = accounts.create_account(
             self.deps.store,
@@ -68,6 +69,7 @@ class AccountsResource(ManagementResource):
 class SessionResource(ManagementResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         req.context.web_route = True
+        query(req, ())
         body, _ = read_json(req)
         signed_in = accounts.sign_in(
             self.deps.store,
@@ -101,6 +103,7 @@ class ConnectionsResource(ManagementResource):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         account, _ = web_session(self.deps, req)
+        query(req, ())
         body, _ = read_json(req)
         link = structure_body(body, connections.LinkRequest)
         send_json(resp, connections.link_connection(self.deps, account.id, link, self.client(req)), status=201)
@@ -129,6 +132,7 @@ class ConnectionActivationResource(ManagementResource):
 class KeysResource(ManagementResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         account, _ = web_session(self.deps, req)
+        query(req, ())
         body, _ = read_json(req, allow_empty=True)
         new = structure_body(body, keys.NewKey)
         issued = keys.mint_key(

@@ -445,3 +445,32 @@ def test_every_management_answer_is_kept_by_no_cache(world: World) -> None:
     ]
     for answer in answers:
         assert answer.headers.get("Cache-Control") == "no-store", (answer.status_code, answer.text)
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/keys?scopes=posts:write", {"name": "asked for writes"}),
+        ("/v1/connections?active=true", {"email": "bob@sandbox.test", "password": "sandbox"}),
+        ("/v1/session?remember=1", {"email": "owner@example.com", "password": PASSWORD}),
+        ("/v1/accounts?x=1", {"email": "new@example.com", "password": PASSWORD}),
+    ],
+)
+def test_a_management_post_refuses_a_query_and_does_nothing(world: World, path: str, body: dict[str, Any]) -> None:
+    """Before session 44 these routes never looked at their query: ``POST /v1/keys?scopes=posts:write``
+    minted a key with the read scopes alone, and the client believed it could write."""
+    browser = world.sign_up()
+    world.link(browser)
+    before = world.client.simulate_get("/v1/me", headers=browser.headers()).json
+    refused = world.client.simulate_post(path, json=body, headers=browser.headers())
+    assert refused.status_code == 400, refused.text
+    name = path.split("?")[1].split("=")[0]
+    assert refused.json["error"] == {
+        "code": "invalid_request",
+        "message": f"unknown query parameter: {name}",
+        "details": {"unknown": [name], "allowed": []},
+    }
+    assert "Set-Cookie" not in refused.headers
+    after = world.client.simulate_get("/v1/me", headers=browser.headers()).json
+    assert (after["keys"], after["connections"]) == (before["keys"], before["connections"])
+    assert world.store.find_account_by_email("new@example.com") is None
