@@ -18,7 +18,7 @@ from argon2.profiles import CHEAPEST
 from adapters.http import errors
 from adapters.http import management_resources as manage
 from adapters.http.client_address import trusted_networks
-from adapters.http.head_router import HeadAsGetRouter
+from adapters.http.encoded_slash import NoEncodedSlashRouter
 from adapters.http.health import add_health_routes
 from adapters.http.host_check import AllowedHosts
 from adapters.http.metrics_resource import MetricsResource
@@ -101,7 +101,7 @@ def app_for(deps: Deps, settings: Settings) -> falcon.App:
         AllowedHosts(settings.public_url, settings.allowed_hosts),
         NoStore(manage.ManagementResource, OperationRoute),
     ]
-    app = falcon.App(media_type=falcon.MEDIA_JSON, middleware=middleware, router=HeadAsGetRouter())
+    app = falcon.App(media_type=falcon.MEDIA_JSON, middleware=middleware, router=NoEncodedSlashRouter())
     app.req_options.strip_url_path_trailing_slash = True
     errors.install(app, page=failure_page(settings))
     add_rest_routes(app, deps, settings)

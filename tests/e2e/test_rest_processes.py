@@ -420,6 +420,19 @@ def test_a_chunked_body_is_read_whole(service: Service, alice: dict[str, Any]) -
     assert rotation.status_code == 400 and "grace is a query parameter" in rotation.json()["error"]["message"]
 
 
+def test_an_id_holding_an_encoded_slash_is_no_route_through_gunicorn(service: Service, alice: dict[str, Any]) -> None:
+    """gunicorn decodes ``%2F`` in PATH_INFO, so ``/v1/groups/{gid}%2Fposts`` was the feed; it keeps the path
+    as sent in RAW_URI, which the router reads (session 44)."""
+    key = mint(service, name="slashes", scopes=["groups:read", "posts:read"])["secret"]
+    auth = {"Authorization": f"Bearer {key}"}
+    group = requests.get(service.url + "/v1/groups", headers=auth, timeout=10).json()["groups"][0]["id"]
+    rerouted = requests.get(f"{service.url}/v1/groups/{group}%2Fposts", headers=auth, timeout=10)
+    assert rerouted.status_code == 404 and "encoded slash" in rerouted.json()["error"]["message"]
+    assert requests.get(f"{service.url}/v1/groups/{group}", headers=auth, timeout=10).status_code == 200
+    # In the query it is data like any other byte: a feed's group named in a query is not a path.
+    assert requests.get(f"{service.url}/v1/groups/{group}?x=%2F", headers=auth, timeout=10).status_code == 400
+
+
 def exchange(service: Service, raw: bytes) -> bytes:
     """Send ``raw`` bytes as a request on a connection of their own and read the whole answer. Nothing more
     is sent after them (the socket's write side is shut): a body shorter than it said meets its end."""
