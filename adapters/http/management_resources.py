@@ -10,7 +10,7 @@ from adapters.commands import structure_body, structure_query
 from adapters.http.auth import DEVICE_COOKIE, SESSION_COOKIE, device_cookie, web_session
 from adapters.http.body import read_json, refuse_body
 from adapters.http.client_address import Network, client_address
-from adapters.http.operation_resources import query, send_json
+from adapters.http.operation_resources import query, refuse_idempotency_key, send_json
 from adapters.wire import to_wire
 from community_api import account_lifecycle, accounts, connections, keys, me
 from community_api.deps import Deps
@@ -54,6 +54,7 @@ class AccountsResource(ManagementResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         req.context.web_route = True
         query(req, ())
+        refuse_idempotency_key(req)
         body, _ = read_json(req)
         account = accounts.create_account(
             self.deps.store,
@@ -70,6 +71,7 @@ class SessionResource(ManagementResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         req.context.web_route = True
         query(req, ())
+        refuse_idempotency_key(req)
         body, _ = read_json(req)
         signed_in = accounts.sign_in(
             self.deps.store,
@@ -104,6 +106,7 @@ class ConnectionsResource(ManagementResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         account, _ = web_session(self.deps, req)
         query(req, ())
+        refuse_idempotency_key(req)
         body, _ = read_json(req)
         link = structure_body(body, connections.LinkRequest)
         send_json(resp, connections.link_connection(self.deps, account.id, link, self.client(req)), status=201)
@@ -125,6 +128,7 @@ class ConnectionActivationResource(ManagementResource):
         none (``X-Community-Connection``). The dashboard's Connections page does the same."""
         account, _ = web_session(self.deps, req)
         query(req, ())
+        refuse_idempotency_key(req)
         refuse_body(req)
         send_json(resp, connections.activate_connection(self.deps, account.id, connection_id))
 
@@ -133,6 +137,7 @@ class KeysResource(ManagementResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         account, _ = web_session(self.deps, req)
         query(req, ())
+        refuse_idempotency_key(req)
         body, _ = read_json(req, allow_empty=True)
         new = structure_body(body, keys.NewKey)
         issued = keys.mint_key(
@@ -150,6 +155,7 @@ class KeyRotationResource(ManagementResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response, key_id: str) -> None:
         account, _ = web_session(self.deps, req)
         rotation = structure_query(query(req, ("grace",)), keys.KeyRotation, text=True)
+        refuse_idempotency_key(req)
         refuse_body(req, ("grace",))
         issued = keys.rotate_key(
             self.deps.store, self.deps.clock, account_id=account.id, key_id=key_id, grace=rotation.keeps_old_key
@@ -191,6 +197,7 @@ class PasswordResource(ManagementResource):
         """Change the password; every other web session of the account ends."""
         account, session = web_session(self.deps, req)
         query(req, ())
+        refuse_idempotency_key(req)
         body, _ = read_json(req)
         change = structure_body(body, account_lifecycle.PasswordChange)
         renewed = account_lifecycle.change_password(

@@ -38,6 +38,19 @@ def query(req: falcon.Request, allowed: Iterable[str]) -> dict[str, str | None]:
     return values
 
 
+NOT_KEPT_HERE = (
+    "this route keeps no Idempotency-Key, so a retry under it would act again: only creating a post, a comment "
+    "or a DM keeps one"
+)
+
+
+def refuse_idempotency_key(req: falcon.Request, message: str = NOT_KEPT_HERE) -> None:
+    """A POST that keeps no ``Idempotency-Key`` refuses one rather than ignore it: its client believes a
+    retry safe (minting twice leaves a live key whose secret nobody saw)."""
+    if req.get_header("Idempotency-Key") is not None:
+        raise InvalidRequest(message)
+
+
 def name_the_parameter(refusal: InvalidRequest, in_query: Iterable[tuple[str, str]]) -> None:
     """A refusal that names a value REST takes in the query names it as a ``parameter``, spelt as in the
     query, as every refusal of a query value does (the core names what it checks a ``field``: it does not

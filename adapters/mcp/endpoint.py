@@ -26,6 +26,7 @@ from adapters.http.auth import CONNECTION_HEADER, bearer_key, resource_url
 from adapters.http.body import MAX_DATA_BODY, UnsupportedMediaType, read_raw, refuse_content_coding
 from adapters.http.errors import error_body
 from adapters.http.host_check import host_name
+from adapters.http.operation_resources import refuse_idempotency_key
 from adapters.mcp import envelope
 from adapters.mcp.bridge import SessionManagers
 from adapters.mcp.server import CALLER_ENVIRON_KEY, Caller, build_server
@@ -109,6 +110,10 @@ def origin_allowed(origin: str, allowed: list[str]) -> bool:
 # CORS for a browser-based MCP client on an allowed origin. Credentials are the Bearer header, never a
 # cookie, so no ``Allow-Credentials``; the headers a client must read (the 401's resource metadata, the
 # protocol version) are exposed.
+NO_IDEMPOTENCY_HEADER = (
+    "the MCP endpoint keeps no Idempotency-Key header, so a retry under it would act again: create_post, "
+    "create_comment and send_dm take an idempotencyKey argument"
+)
 CORS_ALLOW_HEADERS = "Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Session-Id, X-Community-Connection"
 CORS_EXPOSE_HEADERS = "WWW-Authenticate, Mcp-Session-Id, Mcp-Protocol-Version, X-Request-Id"
 
@@ -178,6 +183,7 @@ class McpResource:
         self._cors(req, resp)
         # API keys, and OAuth access tokens issued for this endpoint (connector keys).
         key = bearer_key(self.deps, req, resource=resource_url(self.settings, req))
+        refuse_idempotency_key(req, NO_IDEMPOTENCY_HEADER)
         raw = _read_body(req)
         refused = envelope.refusal(raw)
         if refused is not None:

@@ -474,3 +474,39 @@ def test_a_management_post_refuses_a_query_and_does_nothing(world: World, path: 
     after = world.client.simulate_get("/v1/me", headers=browser.headers()).json
     assert (after["keys"], after["connections"]) == (before["keys"], before["connections"])
     assert world.store.find_account_by_email("new@example.com") is None
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/keys", {"name": "minted once, I hoped"}),
+        ("/v1/keys/{key}/rotate", None),
+        ("/v1/connections", {"email": "bob@sandbox.test", "password": "sandbox"}),
+        ("/v1/connections/{connection}/activate", None),
+        ("/v1/me/password", {"currentPassword": PASSWORD, "newPassword": "another long password"}),
+        ("/v1/session", {"email": "owner@example.com", "password": PASSWORD}),
+        ("/v1/accounts", {"email": "new@example.com", "password": PASSWORD}),
+    ],
+)
+def test_a_management_post_refuses_an_idempotency_key_and_does_nothing(
+    world: World, path: str, body: dict[str, Any] | None
+) -> None:
+    """Only the creating data routes keep an Idempotency-Key; the management POSTs ignored one, so a client
+    that minted a key under one and retried, having seen no answer, held two live keys, one of whose
+    secret it never saw (session 44)."""
+    browser = world.sign_up()
+    alice = world.link(browser)
+    key = world.mint(browser)
+    before = world.client.simulate_get("/v1/me", headers=browser.headers()).json
+    refused = world.client.simulate_post(
+        path.format(key=key["id"], connection=alice["id"]),
+        json=body,
+        headers={**browser.headers(), "Idempotency-Key": "retry-1"},
+    )
+    assert refused.status_code == 400, refused.text
+    assert refused.json["error"]["message"].startswith("this route keeps no Idempotency-Key")
+    assert "Set-Cookie" not in refused.headers
+    after = world.client.simulate_get("/v1/me", headers=browser.headers()).json
+    assert (after["keys"], after["connections"]) == (before["keys"], before["connections"])
+    assert world.store.find_account_by_email("new@example.com") is None
+    assert world.sign_in("owner@example.com", PASSWORD)  # the password is unchanged

@@ -391,3 +391,21 @@ def test_browser_origins_come_from_settings() -> None:
         assert_error(world.rpc("tools/list", headers={"Origin": "http://agent.example.com"}), 403, "forbidden")
     finally:
         world.close()
+
+
+def test_an_idempotency_key_header_is_refused_and_nothing_is_sent(world: McpWorld) -> None:
+    """The endpoint keeps no Idempotency-Key header (a tool takes an ``idempotencyKey`` argument): a client
+    that sent one believed a retry of ``send_dm`` safe, and it sent the DM twice (session 44)."""
+    inbox = world.call("list_dms", {})["structuredContent"]["conversations"]
+    before = len(world.gateway.sent_messages())
+    arguments: dict[str, str] = {"conversationId": inbox[0]["id"], "content": "once, I hoped"}
+    send = {"name": "send_dm", "arguments": arguments}
+    refused = world.rpc("tools/call", send, headers={"Idempotency-Key": "retry-1"})
+    assert_error(refused, 400, "invalid_request")
+    assert "take an idempotencyKey argument" in refused.json["error"]["message"]
+    assert len(world.gateway.sent_messages()) == before
+    # The argument is the way: sent twice, one DM.
+    arguments["idempotencyKey"] = "retry-1"
+    assert world.rpc("tools/call", send).status_code == 200
+    assert world.rpc("tools/call", send).status_code == 200
+    assert len(world.gateway.sent_messages()) == before + 1
