@@ -7,13 +7,14 @@ from datetime import timedelta
 import falcon
 
 from adapters.commands import structure_body, structure_query
-from adapters.http.auth import DEVICE_COOKIE, SESSION_COOKIE, device_cookie, web_session
+from adapters.http.auth import CONNECTION_HEADER, DEVICE_COOKIE, SESSION_COOKIE, device_cookie, web_session
 from adapters.http.body import read_json, refuse_body
 from adapters.http.client_address import Network, client_address
 from adapters.http.operation_resources import query, refuse_idempotency_key, send_json
 from adapters.wire import to_wire
 from community_api import account_lifecycle, accounts, connections, keys, me
 from community_api.deps import Deps
+from community_api.errors import InvalidRequest
 from community_api.sign_in_guard import DEVICE_COOKIE_LIFETIME
 
 
@@ -138,6 +139,13 @@ class KeysResource(ManagementResource):
         account, _ = web_session(self.deps, req)
         query(req, ())
         refuse_idempotency_key(req)
+        if req.get_header(CONNECTION_HEADER) is not None:
+            # A client used to sending it with its keys' requests would get a key that is not bound, acting
+            # as whichever connection is active when a request names none.
+            raise InvalidRequest(
+                f"{CONNECTION_HEADER} is for requests made with a key: to bind the new key to a connection, "
+                "send connectionId in the body"
+            )
         body, _ = read_json(req, allow_empty=True)
         new = structure_body(body, keys.NewKey)
         issued = keys.mint_key(

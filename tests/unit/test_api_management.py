@@ -510,3 +510,22 @@ def test_a_management_post_refuses_an_idempotency_key_and_does_nothing(
     assert (after["keys"], after["connections"]) == (before["keys"], before["connections"])
     assert world.store.find_account_by_email("new@example.com") is None
     assert world.sign_in("owner@example.com", PASSWORD)  # the password is unchanged
+
+
+def test_minting_refuses_the_connection_header_and_mints_nothing(world: World) -> None:
+    """A client that sends X-Community-Connection with its keys' requests sent it to mint too, and got a key
+    bound to nothing, acting as whichever connection is active (session 44)."""
+    browser = world.sign_up()
+    world.link(browser)
+    bob = world.link(browser, "bob")
+    refused = world.client.simulate_post(
+        "/v1/keys", json={"name": "for bob"}, headers={**browser.headers(), "X-Community-Connection": bob["id"]}
+    )
+    assert refused.status_code == 400
+    assert refused.json["error"]["message"] == (
+        "X-Community-Connection is for requests made with a key: to bind the new key to a connection, "
+        "send connectionId in the body"
+    )
+    assert world.client.simulate_get("/v1/me", headers=browser.headers()).json["keys"] == []
+    bound = world.mint(browser, connection_id=bob["id"])
+    assert world.get("/v1/whoami", bound["secret"]).json["handle"] == "bob"
