@@ -28,6 +28,7 @@ from adapters.cli_store import (
     reseal,
 )
 from adapters.gunicorn_command import (
+    check_can_listen,
     check_serve_args,
     exposure_warning,
     gunicorn_argv,
@@ -58,6 +59,9 @@ def serve(args: argparse.Namespace) -> int:
     apply_common(args)
     check_serve_args(args)
     settings = load_settings()  # refuse to start on a bad setting before forking workers
+    # Before the database is opened: a second serve on a port in use must not bring its schema forward under
+    # the one that serves.
+    check_can_listen(args.bind)
     check_state(settings)
     if settings.mode == "production" and PREFIX + "PLATFORM_URL" not in os.environ:
         # Its default is the stand-in's loopback address, for demo and test: a real service left on it

@@ -14,7 +14,6 @@ import os
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from types import FrameType
 
 import requests
 
+from adapters.serve_bind import bind_refusal
 from community_api.scopes import ALL_SCOPES
 
 DEMO_EMAIL = "demo@example.com"
@@ -134,16 +134,13 @@ def _refuse_if_taken(bind: str, option: str) -> None:
         raise SystemExit(
             f"demo: {option} takes HOST:PORT (a port from 1 to 65535), such as 127.0.0.1:8000, not {bind!r}"
         )
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn binds
-        try:
-            probe.bind((host.strip("[]"), int(port)))
-        except OSError as error:
-            raise SystemExit(
-                f"demo: cannot listen at {bind} ({error.strerror}): another program may be using it; "
-                f"choose another: make demo DEMO_ARGS='{option} {host}:{int(port) + 10}' "
-                f"(or community-api demo {option} {host}:{int(port) + 10})"
-            ) from None
+    error = bind_refusal(host, int(port))
+    if error is not None:
+        raise SystemExit(
+            f"demo: cannot listen at {bind} ({error.strerror}): another program may be using it; "
+            f"choose another: make demo DEMO_ARGS='{option} {host}:{int(port) + 10}' "
+            f"(or community-api demo {option} {host}:{int(port) + 10})"
+        )
 
 
 def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) -> int:

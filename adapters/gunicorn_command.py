@@ -2,8 +2,9 @@
 
 A flag gunicorn would take badly is refused in one line before anything starts: no worker at all
 (gunicorn listens and nothing ever answers), a port out of range (a traceback), a negative time-out, more
-than one thread for a sync worker (gunicorn would silently make it a gthread worker), a unix socket's path
-or an inherited socket it could not listen on (``serve_bind``).
+than one thread for a sync worker (gunicorn would silently make it a gthread worker), an address, a unix
+socket's path or an inherited socket it could not listen on (``serve_bind``: an address already in use was
+tried five times over five seconds, ten lines of errors).
 """
 
 from __future__ import annotations
@@ -13,9 +14,19 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from adapters.serve_bind import activated_binds, check_bind, described, listening_at, serving_on, unix_path
+from adapters.serve_bind import (
+    activated_binds,
+    check_bind,
+    check_tcp_bind,
+    described,
+    listening_at,
+    serving_on,
+    unix_path,
+)
 from adapters.settings import Settings, SettingsError
 from adapters.throttle.storage_uri import masked
+
+GUNICORN_DEFAULT_PORT = 8000  # a --bind of a host alone (gunicorn's rule)
 
 
 def exposure_warning(bind: str, trusted_proxies: Sequence[str]) -> str | None:
@@ -126,6 +137,17 @@ def check_serve_args(args: argparse.Namespace) -> None:
         raise SettingsError(f"--bind takes HOST:PORT (a port from 1 to 65535), unix:PATH or fd://N, not {bind!r}")
     if not host:
         raise SettingsError(f"--bind takes HOST:PORT, unix:PATH or fd://N, not {bind!r}")
+
+
+def check_can_listen(bind: str) -> None:
+    """Refuse a ``HOST:PORT`` (checked by ``check_serve_args``) that cannot be listened at now: asked once
+    every setting has been found right, before the database is opened. systemd's sockets are served instead
+    of ``--bind`` when it passed some."""
+    if unix_path(bind) is not None or bind.startswith("fd://") or activated_binds(os.environ, os.getpid()):
+        return
+    port_given = ":" in bind and not bind.endswith("]")
+    host, _, port = bind.rpartition(":") if port_given else (bind, "", "")
+    check_tcp_bind(bind, host, int(port) if port_given else GUNICORN_DEFAULT_PORT)
 
 
 def threads(args: argparse.Namespace) -> int:

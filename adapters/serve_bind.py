@@ -18,6 +18,7 @@ unix socket's peer is the proxy, as with ``unix:PATH``.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import socket
@@ -72,6 +73,37 @@ def check_bind(bind: str, given_by: str = "--bind") -> None:
         _check_unix_path(path)
     elif bind.startswith("fd://"):
         _inherited(bind, given_by)
+
+
+def bind_refusal(host: str, port: int) -> OSError | None:
+    """Why HOST:PORT cannot be listened at, or None. Probed as gunicorn binds (the address family from the
+    host's form, ``SO_REUSEADDR``), the socket closed at once: gunicorn would otherwise try five times over
+    five seconds, ten lines of errors, before it gave up."""
+    bare = host.strip("[]")
+    with socket.socket(socket.AF_INET6 if ":" in bare else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((bare, port))
+        except OSError as error:  # socket.gaierror too: a name that resolves to nothing
+            return error
+    return None
+
+
+_BIND_HINTS = {
+    errno.EADDRINUSE: "another program listens there (another serve?): stop it, or choose another port",
+    errno.EACCES: "a port below 1024 needs root or CAP_NET_BIND_SERVICE: listen on a higher one, behind nginx",
+    errno.EADDRNOTAVAIL: "no interface of this host has that address",
+}
+
+
+def check_tcp_bind(bind: str, host: str, port: int) -> None:
+    """Refuse, in one line, a ``HOST:PORT`` that cannot be listened at, saying why."""
+    error = bind_refusal(host, port)
+    if error is None:
+        return
+    why = error.strerror or str(error)
+    hint = _BIND_HINTS.get(error.errno or 0, "a host name that resolves to no address of this host's?")
+    raise SettingsError(f"--bind {bind}: cannot listen there ({why}): {hint}")
 
 
 def listening_at(bind: str) -> str:

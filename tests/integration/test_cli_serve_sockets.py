@@ -42,6 +42,27 @@ def test_serve_refuses_what_gunicorn_would_take_badly_in_one_line(
     assert "Traceback" not in result.stderr and not (tmp_path / "db.sqlite3").exists()  # nothing started
 
 
+@pytest.mark.parametrize(
+    ("host", "said"),
+    [
+        ("127.0.0.1", "cannot listen there (Address already in use): another program listens there"),
+        ("192.0.2.1", "cannot listen there (Cannot assign requested address): no interface of this host has"),
+    ],
+)
+def test_serve_refuses_an_address_it_cannot_listen_at_in_one_line(tmp_path: Path, host: str, said: str) -> None:
+    """Before session 44, gunicorn tried five times over five seconds, ten lines of errors, then gave up."""
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_MODE": "test"}
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run("serve", "--bind", f"{host}:{port}", env=env)
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"community-api: --bind {host}:{port}: {said}"), line
+    assert not (tmp_path / "db.sqlite3").exists()  # nothing started
+
+
 def test_serve_listens_on_an_inherited_socket(tmp_path: Path) -> None:
     """``--bind fd://N``: the listening socket a systemd socket unit or a supervisor opened and passed on.
     The start-up line says what it listens at."""

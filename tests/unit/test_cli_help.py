@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters import serve_bind
 from adapters.cli import build_parser, main
 from adapters.gunicorn_command import exposure_warning, memory_warning, startup_summary
 from adapters.platform import memory_room
@@ -85,6 +86,8 @@ def serve_argv(
     monkeypatch.setattr(os, "execv", execv)
     # The memory this machine has is not the test's: plenty, unless a test says otherwise.
     monkeypatch.setattr(memory_room, "machine_figures", lambda: [available_mib, None])
+    # Nor are the ports in use here: a demo left on 127.0.0.1:8000 must not fail the test.
+    monkeypatch.setattr(serve_bind, "bind_refusal", lambda host, port: None)
     with pytest.raises(SystemExit):
         main(["serve", "--bind", bind])
     (argv,) = started

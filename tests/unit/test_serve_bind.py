@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from adapters.gunicorn_command import check_serve_args, exposure_warning, startup_summary
-from adapters.serve_bind import activated_binds, check_bind, listening_at, serving_on, unix_path
+from adapters.serve_bind import activated_binds, check_bind, check_tcp_bind, listening_at, serving_on, unix_path
 from adapters.settings import Settings, SettingsError
 
 
@@ -193,3 +193,15 @@ def test_without_activation_the_bind_is_served_on(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("LISTEN_PID", str(os.getpid()))
     monkeypatch.setenv("LISTEN_FDS", "1")
     assert serving_on("unix:/run/api.sock") == ["fd://3"]
+
+
+def test_an_address_in_use_or_not_of_this_host_is_refused_saying_why() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(SettingsError, match=r"\(Address already in use\): another program listens there"):
+            check_tcp_bind(f"127.0.0.1:{port}", "127.0.0.1", port)
+    check_tcp_bind(f"127.0.0.1:{port}", "127.0.0.1", port)  # free again: nothing to say
+    with pytest.raises(SettingsError, match="no interface of this host has that address"):
+        check_tcp_bind("192.0.2.1:8000", "192.0.2.1", 8000)  # TEST-NET-1: no host's address
