@@ -131,9 +131,8 @@ def check_serve_args(args: argparse.Namespace) -> None:
     if unix_path(bind) is not None or bind.startswith("fd://"):
         check_bind(bind)
         return
-    port_given = ":" in bind and not bind.endswith("]")  # ``[::1]`` is an address without a port
-    host, _, port = bind.rpartition(":") if port_given else (bind, "", "")
-    if port_given and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+    host, port = host_and_port(bind)
+    if port is not None and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
         raise SettingsError(f"--bind takes HOST:PORT (a port from 1 to 65535), unix:PATH or fd://N, not {bind!r}")
     if not host:
         raise SettingsError(f"--bind takes HOST:PORT, unix:PATH or fd://N, not {bind!r}")
@@ -145,9 +144,16 @@ def check_can_listen(bind: str) -> None:
     of ``--bind`` when it passed some."""
     if unix_path(bind) is not None or bind.startswith("fd://") or activated_binds(os.environ, os.getpid()):
         return
-    port_given = ":" in bind and not bind.endswith("]")
-    host, _, port = bind.rpartition(":") if port_given else (bind, "", "")
-    check_tcp_bind(bind, host, int(port) if port_given else GUNICORN_DEFAULT_PORT)
+    host, port = host_and_port(bind)
+    check_tcp_bind(bind, host, GUNICORN_DEFAULT_PORT if port is None else int(port))
+
+
+def host_and_port(bind: str) -> tuple[str, str | None]:
+    """A ``HOST:PORT`` bind's two parts, the port None when not given (``[::1]`` is an address alone)."""
+    if ":" in bind and not bind.endswith("]"):
+        host, _, port = bind.rpartition(":")
+        return host, port
+    return bind, None
 
 
 def threads(args: argparse.Namespace) -> int:

@@ -102,8 +102,11 @@ def check_tcp_bind(bind: str, host: str, port: int) -> None:
     if error is None:
         return
     why = error.strerror or str(error)
-    hint = _BIND_HINTS.get(error.errno or 0, "a host name that resolves to no address of this host's?")
-    raise SettingsError(f"--bind {bind}: cannot listen there ({why}): {hint}")
+    if isinstance(error, socket.gaierror):
+        hint = "the host name resolves to no address"
+    else:
+        hint = _BIND_HINTS.get(error.errno or 0, "")
+    raise SettingsError(f"--bind {bind}: cannot listen there ({why})" + (f": {hint}" if hint else ""))
 
 
 def listening_at(bind: str) -> str:

@@ -107,13 +107,14 @@ def origin_allowed(origin: str, allowed: list[str]) -> bool:
     )
 
 
-# CORS for a browser-based MCP client on an allowed origin. Credentials are the Bearer header, never a
-# cookie, so no ``Allow-Credentials``; the headers a client must read (the 401's resource metadata, the
-# protocol version) are exposed.
+# Its tools take an ``idempotencyKey`` argument; a header would be kept for no call.
 NO_IDEMPOTENCY_HEADER = (
     "the MCP endpoint keeps no Idempotency-Key header, so a retry under it would act again: create_post, "
     "create_comment and send_dm take an idempotencyKey argument"
 )
+# CORS for a browser-based MCP client on an allowed origin. Credentials are the Bearer header, never a
+# cookie, so no ``Allow-Credentials``; the headers a client must read (the 401's resource metadata, the
+# protocol version) are exposed.
 CORS_ALLOW_HEADERS = "Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Session-Id, X-Community-Connection"
 CORS_EXPOSE_HEADERS = "WWW-Authenticate, Mcp-Session-Id, Mcp-Protocol-Version, X-Request-Id"
 

@@ -24,6 +24,7 @@ from tests.integration.cli_support import PLATFORM, SECRET, run
         (("--timeout", "-5"), "--timeout must be 0"),
         (("--bind", "127.0.0.1:99999"), "--bind takes HOST:PORT (a port from 1 to 65535)"),  # before: a traceback
         (("--bind", "127.0.0.1:http"), "--bind takes HOST:PORT"),
+        (("--bind", "127.0.0.1:"), "--bind takes HOST:PORT (a port from 1 to 65535)"),
         (("--bind", "127.0.0.1:\u00b2"), "--bind takes HOST:PORT"),  # a digit to str.isdigit(), not to int()
         (("--bind", ":8000"), "--bind takes HOST:PORT"),
         (("--bind", "unix:"), "--bind unix:PATH needs the socket's path"),  # before: 5 s of retries
