@@ -82,8 +82,8 @@ def refuse_body(req: falcon.Request, in_query: tuple[str, ...] = ()) -> None:
     """A route that takes no body (a GET, a DELETE, a key's rotation) refuses one that holds something, as
     an unknown field is refused where a body is taken: ``{"grace": "0"}`` sent to a rotation, or
     ``{"pages": 3}`` to a feed, silently ignored, would leave a leaked key working a day more, or read one
-    page where three were asked for. No body, white space and ``{}`` (what some clients send with every
-    request) are no body. A field the route takes in the query (``in_query``) is named as such.
+    page where three were asked for. No body, white space, ``{}`` and ``null`` (what some clients send with
+    every request) are no body. A field the route takes in the query (``in_query``) is named as such.
 
     A request that announces no body (no Content-Length, or 0, and no Transfer-Encoding: every GET a
     client usually sends) is passed without a read."""
@@ -93,13 +93,13 @@ def refuse_body(req: falcon.Request, in_query: tuple[str, ...] = ()) -> None:
     raw = read_raw(req)
     if not raw.strip():
         return
+    message = "this route takes no request body"
     try:
         parsed = orjson.loads(raw)
     except ValueError:
-        parsed = None
-    if parsed == {}:
+        raise InvalidRequest(message) from None
+    if parsed is None or parsed == {}:
         return
-    message = "this route takes no request body"
     if not isinstance(parsed, dict):
         raise InvalidRequest(message)
     said, unknown = unknown_names(parsed)

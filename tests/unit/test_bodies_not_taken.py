@@ -27,7 +27,13 @@ REFUSED_BODIES = [
     (b"pages=3", "application/x-www-form-urlencoded", "this route takes no request body"),
 ]
 # What some clients send with every request, and is no body.
-NO_BODIES = [(b"", None), (b"  \r\n", "application/json"), (b"{}", "application/json"), (b"{ }", None)]
+NO_BODIES = [
+    (b"", None),
+    (b"  \r\n", "application/json"),
+    (b"{}", "application/json"),
+    (b"{ }", None),
+    (b"null", "application/json"),  # a client's wrapper sending JSON.stringify(null)
+]
 
 
 def _send(ready: Ready, method: str, path: str, body: bytes, content_type: str | None, **kwargs: Any) -> Any:
