@@ -20,6 +20,7 @@ from community_api.errors import (
     ConnectionExpired,
     ConnectionMismatch,
     Forbidden,
+    InvalidRequest,
     NotFound,
 )
 from community_api.ids import no_such
@@ -27,6 +28,7 @@ from community_api.model import CONNECTION_EXPIRED, ApiKey, Connection, Platform
 from community_api.ports import KeyStore
 
 EXPIRED_MESSAGE = "the platform session of this connection has expired: link the account again"
+TWO_CONNECTIONS = "X-Community-Connection names one connection (was the header sent twice? send it once)"
 
 
 @attrs.frozen
@@ -46,6 +48,10 @@ def require_scope(key: ApiKey, scope: str) -> None:
 def select_connection(store: KeyStore, key: ApiKey, requested: str | None) -> tuple[Connection, str | None]:
     """The connection the key acts through, with its platform session (one store look-up)."""
     requested = (requested or "").strip() or None
+    if requested is not None and "," in requested:
+        # An HTTP server hands a header sent twice to the application as the two values joined by a comma;
+        # no connection's id holds one.
+        raise InvalidRequest(TWO_CONNECTIONS)
     if key.connection_id is not None:
         if requested is not None and requested != key.connection_id:
             raise ConnectionMismatch("this key is bound to another connection", boundConnectionId=key.connection_id)

@@ -206,6 +206,14 @@ def test_unbound_key_picks_connection_by_header_else_active(ready: Ready) -> Non
     assert chosen.json["handle"] == "bob"
     missing = world.get("/v1/whoami", ready.key, headers={"X-Community-Connection": "con_nope"})
     assert missing.status_code == 404
+    # Sent twice, the header reaches the service as the two joined by a comma: said so, rather than "no such
+    # connection" (session 44).
+    both = f"{bob['id']},{ready.connection['id']}"
+    twice = world.get("/v1/whoami", ready.key, headers={"X-Community-Connection": both})
+    assert twice.status_code == 400
+    assert twice.json["error"]["message"] == (
+        "X-Community-Connection names one connection (was the header sent twice? send it once)"
+    )
 
 
 def test_no_connection_is_a_clear_conflict(world: World) -> None:
