@@ -4,7 +4,8 @@ Three forms, gunicorn's own: ``HOST:PORT``; ``unix:PATH`` (nginx on the same box
 socket the process was given (a systemd socket unit, a supervisor). gunicorn takes a bad one of the last
 two badly: an empty or too long path, or a missing folder, is retried five times over five seconds and ends
 in "Can't connect"; a file in the socket's place, a descriptor that is not open or not a socket, end in a
-traceback. Each is refused here in one line, before anything starts.
+traceback. Each is refused here in one line, before anything starts; so is a ``HOST:PORT`` it cannot bind
+(in use, not this host's: five tries over five seconds too), probed as gunicorn will bind it.
 
 With systemd's socket activation (``LISTEN_PID`` this process's, ``LISTEN_FDS=N``) gunicorn serves on the
 descriptors systemd passed, 3 to 3+N-1, and not on ``--bind`` (``gunicorn.systemd.listen_fds``; ``serve``
@@ -65,9 +66,10 @@ def serving_on(bind: str) -> list[str]:
 
 
 def check_bind(bind: str, given_by: str = "--bind") -> None:
-    """Refuse, in one line, a ``unix:PATH`` or ``fd://N`` that gunicorn could not listen on. ``HOST:PORT`` is
-    checked by the caller (``check_serve_args``). ``given_by`` names where it came from in the refusal:
-    ``--bind``, or ``LISTEN_FDS`` for systemd's sockets."""
+    """Refuse, in one line, a ``unix:PATH`` or ``fd://N`` that gunicorn could not listen on. A ``HOST:PORT``'s
+    form is checked by the caller (``check_serve_args``), whether it can be listened at by
+    ``check_tcp_bind``. ``given_by`` names where it came from in the refusal: ``--bind``, or ``LISTEN_FDS``
+    for systemd's sockets."""
     path = unix_path(bind)
     if path is not None:
         _check_unix_path(path)
