@@ -6,6 +6,7 @@ Rules (spec §5, DESIGN §2):
   ``ConnectionMismatch`` (403);
 - an unbound key may pick a connection of its own account with the header; a connection of another
   account (or none at all) answers ``NotFound``, never another account's data;
+- a header naming two connections (sent twice: joined by a comma) is ``InvalidRequest``;
 - without the header the account's active connection is used; no connection at all is ``Conflict``;
 - a connection whose platform session expired answers ``ConnectionExpired`` before the platform is
   asked again.
