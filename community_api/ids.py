@@ -21,6 +21,11 @@ def new_id(kind: str) -> str:
 _OWN_ID = re.compile(r"[a-z]{3}_[0-9A-Za-z]{16}")
 
 
+def own_id_pattern(kind: str) -> str:
+    """The shape of ``new_id(kind)``'s ids, as a JSON Schema ``pattern`` for the OpenAPI document."""
+    return f"^{kind}_[0-9A-Za-z]{{16}}$"
+
+
 def looks_like_own_id(value: str) -> bool:
     """Could ``value`` be one of ours (``new_id``)? A refusal repeats a caller's value only then: a header
     or a path may carry kilobytes, or characters that should not reach a log or an agent's transcript."""

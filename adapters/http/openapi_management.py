@@ -21,6 +21,7 @@ from adapters.http.openapi_parts import (
 from adapters.schemas import Fields, ListOf, Refs, Result, WithSecret, result_schema
 from community_api import account_lifecycle, accounts, connections, keys
 from community_api.commands import FILLED_PATTERN
+from community_api.ids import own_id_pattern
 from community_api.me import Me
 from community_api.model import Account, ApiKey, Connection
 
@@ -64,11 +65,15 @@ _LINK_FORMS = [
 
 
 _KEY_ID = param(
-    "key_id", "path", description="The key's id (`key_…`), as minting answers it and `GET /v1/me` lists it."
+    "key_id",
+    "path",
+    {"type": "string", "pattern": own_id_pattern("key")},
+    description="The key's id (`key_…`), as minting answers it and `GET /v1/me` lists it.",
 )
 _CONNECTION_ID = param(
     "connection_id",
     "path",
+    {"type": "string", "pattern": own_id_pattern("con")},
     description="The connection's id (`con_…`), as linking answers it and `GET /v1/me` lists it.",
 )
 # (method, path, summary, security: "key:<scope>" | "session" | "none", parameters, body, success status)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.http.auth import CONNECTION_HEADER, CSRF_HEADER
+from community_api.ids import own_id_pattern
 
 ERROR = {"$ref": "#/components/schemas/Error"}
 # A limit reached: every data operation (the connected account's platform pace, its calls in progress, the
@@ -53,7 +54,15 @@ def json_content(schema: dict[str, Any]) -> dict[str, Any]:
     return {"application/json": {"schema": schema}}
 
 
-CONNECTION_PARAM = param(CONNECTION_HEADER, "header", description="Connection to act through (unbound keys only).")
+# Empty is allowed: a header sent blank is one not sent (``access.select_connection``); an HTTP server strips
+# the blanks around a value, so none reach the service. A value of another shape answers 404, two ids joined
+# by a comma (the header sent twice) 400.
+CONNECTION_PARAM = param(
+    CONNECTION_HEADER,
+    "header",
+    schema={"type": "string", "pattern": "^$|" + own_id_pattern("con")},
+    description="Connection to act through (unbound keys only): a `con_…` id, as linking answers it.",
+)
 # A web-session request that changes something echoes the session's CSRF token (``web_session`` in
 # ``auth.py``); a cookie alone, which a browser attaches to any site's request, is not enough.
 CSRF_PARAM = param(

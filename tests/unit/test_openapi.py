@@ -425,3 +425,37 @@ def test_refusals_validate_against_the_documented_error_and_its_details(ready: R
         assert 400 <= answer.status_code < 500, (kind, answer.text)
         jsonschema.validate(answer.json, error)
         assert set(answer.json["error"]["details"]) & set(details["properties"]), kind  # a documented member
+
+
+def test_the_services_own_ids_have_the_shape_the_document_gives_them(ready: Ready) -> None:
+    """A key's and a connection's id, as the service answers them, match the document's patterns; what the
+    service refuses in ``X-Community-Connection`` (another shape: 404; the header sent twice, two ids joined
+    by a comma: 400) the document refuses too, so a client checking its request is not surprised."""
+    import jsonschema
+
+    world = ready.world
+    document = world.client.simulate_get("/v1/openapi.json").json
+
+    def schema_of(path: str, method: str, name: str) -> jsonschema.Draft202012Validator:
+        (found,) = [p for p in document["paths"][path][method]["parameters"] if p["name"] == name]
+        return jsonschema.Draft202012Validator(found["schema"])
+
+    header = schema_of("/v1/whoami", "get", "X-Community-Connection")
+    connection_id = ready.connection["id"]
+    key_id = world.mint(ready.browser, scopes=["groups:read"])["id"]
+    assert schema_of("/v1/connections/{connection_id}", "delete", "connection_id").is_valid(connection_id)
+    assert schema_of("/v1/keys/{key_id}", "delete", "key_id").is_valid(key_id)
+    assert not schema_of("/v1/keys/{key_id}", "delete", "key_id").is_valid(connection_id)
+    assert header.is_valid(connection_id) and header.is_valid("")  # blank is the header not sent
+    answers = {
+        connection_id: 200,
+        "": 200,
+        key_id: 404,
+        "B": 404,
+        f"{connection_id},{connection_id}": 400,
+        f"{connection_id}, con_AAAAAAAAAAAAAAAA": 400,
+    }
+    for value, status in answers.items():
+        answer = world.get("/v1/whoami", ready.key, headers={"X-Community-Connection": value})
+        assert answer.status_code == status, (value, answer.text)
+        assert header.is_valid(value) == (status == 200), value
