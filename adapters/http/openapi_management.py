@@ -10,9 +10,9 @@ from adapters.commands import command_schema
 from adapters.http.errors import SAFE_METHODS
 from adapters.http.openapi_mcp import MCP_MESSAGE, mcp_responses
 from adapters.http.openapi_parts import (
-    CONNECTION_PARAM,
     CSRF_PARAM,
     ERROR,
+    MCP_CONNECTION_PARAM,
     OBJECT,
     RATE_LIMITED,
     json_content,
@@ -246,7 +246,7 @@ def paths_of_management(paths: dict[str, dict[str, Any]], refs: Refs) -> None:
             "operationId": OPERATION_IDS[(method, path)],
             "tags": ["mcp" if path == "/v1/mcp" else "meta" if path == "/v1/openapi.json" else "account"],
             "summary": summary,
-            "parameters": ([CONNECTION_PARAM] if security.startswith("key:") else [])
+            "parameters": ([MCP_CONNECTION_PARAM] if path == "/v1/mcp" else [])
             + ([CSRF_PARAM] if security == "session" and method not in SAFE_METHODS else [])
             + parameters,
             "responses": {

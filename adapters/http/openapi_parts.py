@@ -63,6 +63,15 @@ CONNECTION_PARAM = param(
     schema={"type": "string", "pattern": "^$|" + own_id_pattern("con")},
     description="Connection to act through (unbound keys only): a `con_…` id, as linking answers it.",
 )
+# On ``/v1/mcp`` the header is read by each tool call, which answers the same refusals as a tool error; a
+# message that calls no tool (``initialize``, a notification) is answered whatever the header holds, so the
+# document gives no pattern there.
+MCP_CONNECTION_PARAM = param(
+    CONNECTION_HEADER,
+    "header",
+    description="Connection each tool call acts through (unbound keys only): a `con_…` id. A tool call with "
+    "an id of another shape, or of no connection of the key's account, answers a not_found tool error.",
+)
 # A web-session request that changes something echoes the session's CSRF token (``web_session`` in
 # ``auth.py``); a cookie alone, which a browser attaches to any site's request, is not enough.
 CSRF_PARAM = param(

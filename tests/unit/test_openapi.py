@@ -459,3 +459,9 @@ def test_the_services_own_ids_have_the_shape_the_document_gives_them(ready: Read
         answer = world.get("/v1/whoami", ready.key, headers={"X-Community-Connection": value})
         assert answer.status_code == status, (value, answer.text)
         assert header.is_valid(value) == (status == 200), value
+    # On /v1/mcp the header is read by each tool call (a not_found tool error there): a notification is taken
+    # whatever it holds, so the document gives it no pattern.
+    notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    headers = {"Authorization": f"Bearer {ready.key}", "X-Community-Connection": "B", "Accept": "application/json"}
+    assert world.client.simulate_post("/v1/mcp", json=notification, headers=headers).status_code == 202
+    assert schema_of("/v1/mcp", "post", "X-Community-Connection").is_valid("B")
