@@ -26,6 +26,7 @@ from adapters.cli_store import (
     keys_revoke,
     open_store,
     reseal,
+    unopened_sessions_warning,
 )
 from adapters.gunicorn_command import (
     check_can_listen,
@@ -62,7 +63,7 @@ def serve(args: argparse.Namespace) -> int:
     # Before the database is opened: a second serve on a port in use must not bring its schema forward under
     # the one that serves.
     check_can_listen(args.bind)
-    check_state(settings)
+    sessions = check_state(settings)
     if settings.mode == "production" and PREFIX + "PLATFORM_URL" not in os.environ:
         # Its default is the stand-in's loopback address, for demo and test: a real service left on it
         # would start, and fail every link as "platform unavailable".
@@ -77,6 +78,7 @@ def serve(args: argparse.Namespace) -> int:
     for warning in (
         *(exposure_warning(bind, settings.trusted_proxies) for bind in serving_on(args.bind)),
         memory_warning(args.workers, settings.browser_pool_size, settings),
+        sessions,
     ):
         if warning:
             print(warning, file=sys.stderr, flush=True)
@@ -84,15 +86,20 @@ def serve(args: argparse.Namespace) -> int:
     return 0  # pragma: no cover
 
 
-def check_state(settings: Settings) -> None:
+def check_state(settings: Settings) -> str | None:
     """What ``serve`` needs before it forks workers: the database, the throttle storage answering, and a
-    temporary folder where local browsers can start."""
+    temporary folder where local browsers can start. Answers the database's warning, if any: platform
+    sessions that open under neither secret given (``unopened_sessions_warning``)."""
     from adapters.platform.browser import temp_folder_problem
     from adapters.throttle.limits_throttle import LimitsThrottle
 
     if not settings.selenium_remote_url and (problem := temp_folder_problem()):
         raise SettingsError(problem)
-    open_store(settings, create=True).close()
+    store = open_store(settings, create=True)
+    try:
+        warning = unopened_sessions_warning(store)
+    finally:
+        store.close()
     try:
         throttle = LimitsThrottle(settings.throttle_uri, salt=settings.secret)
         throttle.quota("start-up check")  # a read: opens (or makes) the storage, raising what stops it
@@ -102,6 +109,7 @@ def check_state(settings: Settings) -> None:
     if problem:
         # (The URI is not repeated: it may hold a password; the operator has it.)
         raise SettingsError(f"COMMUNITY_API_THROTTLE_STORAGE (default: a file beside the database): {problem}")
+    return warning
 
 
 def sandbox(args: argparse.Namespace) -> int:

@@ -136,6 +136,7 @@ def accounts_list(args: argparse.Namespace) -> int:
     apply_common(args)
     store = open_store(load_settings())
     summaries = account_summaries(store, SystemClock())
+    warning = unopened_sessions_warning(store)
     if not summaries:
         print("no accounts yet: community-api accounts create EMAIL")
         return 0
@@ -147,6 +148,8 @@ def accounts_list(args: argparse.Namespace) -> int:
             f"{s.account.email:<{width}}  {s.account.id:<20}  {created:<20}  {s.connections:>11}  "
             f"{s.to_link_again:>13}  {s.live_keys:>9}"
         )
+    if warning:
+        print(warning, file=sys.stderr)
     return 0
 
 
@@ -367,6 +370,23 @@ def reseal(args: argparse.Namespace) -> int:
     if settings.previous_secret:
         print("every platform session opens under COMMUNITY_API_SECRET: COMMUNITY_API_PREVIOUS_SECRET may be removed")
     return 0
+
+
+def unopened_sessions_warning(store: SqliteKeyStore) -> str | None:
+    """A warning when stored platform sessions open under neither secret given: their connections read as
+    expired (``accounts list`` counts them under "to link again", the dashboard asks for a link), which a
+    mistyped or a new secret would cause for every one of them, although nothing was lost yet."""
+    unopened, stored = store.count_unopened_sessions()
+    if not unopened:
+        return None
+    them = "its connection reads" if unopened == 1 else "their connections read"
+    return (
+        f"community-api: warning: {unopened} of {_count(stored, 'stored platform session')} "
+        f"{'opens' if unopened == 1 else 'open'} under neither "
+        f"COMMUNITY_API_SECRET nor COMMUNITY_API_PREVIOUS_SECRET: {them} as expired, to be linked again, unless "
+        "the secret that sealed them is given back (the old one as COMMUNITY_API_PREVIOUS_SECRET, then "
+        "`community-api reseal`: docs/deployment.md#changing-the-secret)"
+    )
 
 
 def _count(n: int, name: str) -> str:

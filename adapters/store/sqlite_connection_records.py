@@ -138,6 +138,12 @@ class SqliteConnectionRecords:
                     lost.append(connection_id)
         return Resealing(counts, tuple(lost))
 
+    def count_unopened_sessions(self) -> tuple[int, int]:
+        """How many stored platform sessions open under no secret this store has, of how many: read only,
+        for the operator's commands to warn of a secret that is likely not the one that sealed them."""
+        rows = self._db.execute("SELECT id, session FROM connections").fetchall()
+        return sum(1 for connection_id, blob in rows if self._cipher.open(blob, connection_id) is None), len(rows)
+
     def load_connection(self, account_id: str, connection_id: str | None) -> tuple[Connection, str | None] | None:
         return self._cached(("connection", account_id, connection_id), lambda: self._load(account_id, connection_id))
 

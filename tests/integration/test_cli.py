@@ -315,10 +315,16 @@ def test_reseal_moves_every_platform_session_to_the_new_secret(tmp_path: Path) -
         "  @h2 (con_2) of ops@example.com",
     ]
     wrong_env = {"COMMUNITY_API_DB": db, "COMMUNITY_API_SECRET": "a-wrong-secret-" + "w" * 40}
-    row = run("accounts", "list", env=wrong_env).stdout.splitlines()[1].split()
-    assert row[-3:] == ["2", "2", "0"]  # both connections to link again under that secret
+    listed = run("accounts", "list", env=wrong_env)
+    assert listed.stdout.splitlines()[1].split()[-3:] == ["2", "2", "0"]  # both to link again under that secret
+    # ... and said why, so that an operator who mistyped the secret does not tell everyone to link again.
+    assert listed.stderr.startswith(
+        "community-api: warning: 2 of 2 stored platform sessions open under neither COMMUNITY_API_SECRET nor "
+        "COMMUNITY_API_PREVIOUS_SECRET: their connections read as expired"
+    )
     right_env = {"COMMUNITY_API_DB": db, "COMMUNITY_API_SECRET": new_secret}
-    assert run("accounts", "list", env=right_env).stdout.splitlines()[1].split()[-3:] == ["2", "0", "0"]
+    listed = run("accounts", "list", env=right_env)
+    assert listed.stdout.splitlines()[1].split()[-3:] == ["2", "0", "0"] and listed.stderr == ""
 
 
 def test_accounts_set_password_for_a_person_who_forgot_it(tmp_path: Path) -> None:
@@ -531,6 +537,36 @@ def test_serve_says_in_its_log_what_it_runs_with(tmp_path: Path) -> None:
     assert first.startswith(f"community-api: starting in production mode on 127.0.0.1:{port}, 1 worker of 4 threads;")
     assert f"database {tmp_path / 'db.sqlite3'};" in first and "platform http://127.0.0.1:9 " in first
     assert SECRET not in log.read_text()
+    assert "warning" not in log.read_text()
+
+
+def test_serve_warns_when_the_stored_platform_sessions_do_not_open_under_its_secret(tmp_path: Path) -> None:
+    """A mistyped or a changed secret (without the old one as PREVIOUS_SECRET) makes every connection read as
+    expired, although nothing is lost yet: the journal says so as the service starts, with the remedy."""
+    from adapters.store.sqlite_key_store import SqliteKeyStore
+    from community_api.model import CONNECTION_ACTIVE, Account, Connection
+
+    db = str(tmp_path / "db.sqlite3")
+    store = SqliteKeyStore.open(db, SECRET)
+    store.add_account(Account("acc_1", "ops@example.com", datetime.now(UTC)), "argon-hash")
+    store.save_connection(
+        Connection("con_1", "acc_1", "u1", "h1", "H", True, CONNECTION_ACTIVE, datetime.now(UTC)), "s"
+    )
+    store.close()
+    other = "another-secret-" + "o" * 40
+    for env, warned in [
+        ({"COMMUNITY_API_SECRET": other}, True),
+        ({"COMMUNITY_API_SECRET": other, "COMMUNITY_API_PREVIOUS_SECRET": SECRET}, False),
+        ({"COMMUNITY_API_SECRET": SECRET}, False),
+    ]:
+        port = free_port()
+        log = tmp_path / "serve.log"
+        args = ["-m", "adapters.cli", "serve", "--bind", f"127.0.0.1:{port}", "--workers", "1"]
+        with serving(args, f"http://127.0.0.1:{port}/healthz", {"COMMUNITY_API_DB": db, **env, **PLATFORM}, log):
+            pass
+        said = log.read_text()
+        assert ("1 of 1 stored platform session opens under neither COMMUNITY_API_SECRET" in said) is warned, env
+        assert SECRET not in said and other not in said
 
 
 def test_keys_revoke_ends_leaked_keys_given_by_value(tmp_path: Path) -> None:
