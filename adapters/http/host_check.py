@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+from urllib.parse import urlsplit
 
 import falcon
 
@@ -62,6 +63,12 @@ class AllowedHosts:
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         if not self._active or req.path in HEALTH_PATHS:
             return
+        raw = req.env.get("RAW_URI")  # gunicorn's request target as sent
+        if raw and raw[:1] not in "/*":
+            # The absolute form (``GET http://host/path``, which proxies send): RFC 9112 §3.2.2 has the server
+            # take the host from it and ignore the Host header, so the check, and every URL made from the
+            # request's host (``req.prefix``), read that one.
+            req.env["HTTP_HOST"] = urlsplit(raw).netloc
         sent = (req.get_header("Host") or "").strip()
         host, name = _read_host(sent.lower())
         if is_loopback(name) or name in self._allowed or host in self._allowed:

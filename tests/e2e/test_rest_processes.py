@@ -446,6 +446,21 @@ def exchange(service: Service, raw: bytes) -> bytes:
     return answer
 
 
+def test_a_request_target_in_absolute_form_names_the_host_through_gunicorn(service: Service) -> None:
+    """``GET http://host/path`` (as a proxy sends it): gunicorn keeps the Host header and the target in
+    RAW_URI; the service answered for a host nobody had checked, its URLs made from the Host header."""
+    metadata = "/.well-known/oauth-authorization-server"
+    port = service.url.rsplit(":", 1)[1]
+    other = exchange(
+        service, f"GET http://attacker.example{metadata} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+    )
+    assert other.startswith(b"HTTP/1.1 400 ") and b"does not serve the host" in other
+    served = exchange(
+        service, f"GET http://localhost:{port}{metadata} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+    )
+    assert served.startswith(b"HTTP/1.1 200 ") and f'"issuer": "http://localhost:{port}"'.encode() in served
+
+
 @pytest.mark.parametrize("case", ["shorter than its Content-Length", "chunk size not hexadecimal"])
 def test_a_body_that_does_not_arrive_whole_is_refused_and_does_nothing(
     service: Service, alice: dict[str, Any], case: str

@@ -111,3 +111,23 @@ def test_with_a_public_url_every_absolute_url_comes_from_it() -> None:
     )
     assert answer.status_code == 200
     assert "attacker" not in answer.text and answer.json["issuer"] == "https://api.example"
+
+
+@pytest.mark.parametrize(
+    ("target", "host", "issuer"),
+    [
+        ("http://attacker.example/.well-known/oauth-authorization-server", "127.0.0.1:8000", None),
+        ("http://user@127.0.0.1/.well-known/oauth-authorization-server", "127.0.0.1:8000", None),
+        ("http://127.0.0.1:8000/.well-known/oauth-authorization-server", "attacker.example", "http://127.0.0.1:8000"),
+        ("http://localhost:5000/.well-known/oauth-authorization-server", "", "http://localhost:5000"),
+    ],
+)
+def test_a_request_target_in_absolute_form_names_the_host(target: str, host: str, issuer: str | None) -> None:
+    """``GET http://host/path`` (RFC 9112 §3.2.2): the host is the target's, the Host header is ignored; the
+    service had checked the Host header and made its URLs from it, answering for a host it was not asked."""
+    answer = client().simulate_get(METADATA, headers={"Host": host}, extras={"RAW_URI": target})
+    if issuer is None:
+        assert answer.status_code == 400 and "attacker" not in answer.text
+        assert answer.json["error"]["message"].startswith("this service does not serve the host")
+    else:
+        assert answer.status_code == 200 and answer.json["issuer"] == issuer
