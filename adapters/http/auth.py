@@ -21,7 +21,7 @@ from adapters.settings import Settings
 from community_api import accounts
 from community_api.access import Actor, actor_for
 from community_api.deps import Deps
-from community_api.errors import Unauthorized
+from community_api.errors import InvalidRequest, Unauthorized
 from community_api.keys import UNAUTHORIZED_MESSAGE
 from community_api.model import Account, ApiKey, WebSession
 from community_api.oauth import ACCESS_PREFIX, REFRESH_PREFIX, authenticate_bearer
@@ -42,6 +42,7 @@ CONNECTION_HEADER = "X-Community-Connection"
 CSRF_HEADER = "X-CSRF-Token"
 _SECRET_PREFIXES = ("cda_", ACCESS_PREFIX, REFRESH_PREFIX)
 PROTECTED_RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
+TWO_CREDENTIALS = "the Authorization header holds more than one credential (was it sent twice? send one key, once)"
 
 
 def public_base(settings: Settings, req: falcon.Request) -> str:
@@ -95,6 +96,11 @@ def bearer_key(deps: Deps, req: falcon.Request, *, resource: str | None = None) 
     presented = bearer_credentials(req.get_header("Authorization"))
     if not presented:
         raise Unauthorized(UNAUTHORIZED_MESSAGE)
+    if "," in presented:
+        # The header sent twice reaches the service as its two values joined by a comma; no key or token holds
+        # one. RFC 6750 §3.1: a request that repeats its credential is invalid_request, 400 (not "invalid key").
+        req.context.credential_repeated = True
+        raise InvalidRequest(TWO_CREDENTIALS)
     try:
         key = authenticate_bearer(deps.store, deps.clock, presented, resource, deps.refusals)
     except Unauthorized:

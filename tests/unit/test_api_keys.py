@@ -99,6 +99,26 @@ def test_scheme_is_case_insensitive_and_may_be_followed_by_several_spaces(ready:
     assert result.status_code == 200
 
 
+@pytest.mark.parametrize("header", ["Bearer {key},Bearer {key}", "Bearer {key}, Bearer {other}", "Bearer {key},"])
+def test_an_authorization_header_sent_twice_is_400_saying_so(ready: Ready, header: str) -> None:
+    """An HTTP server hands a header sent twice to the application as its values joined by a comma: it was
+    refused as an invalid key (401), with no hint why. RFC 6750 §3.1 names a repeated credential
+    invalid_request, 400; on the MCP endpoint too, with its challenge."""
+    world = ready.world
+    other = world.mint(ready.browser, scopes=["groups:read"])["secret"]
+    value = header.format(key=ready.key, other=other)
+    for answer in (
+        world.client.simulate_get("/v1/whoami", headers={"Authorization": value}),
+        world.client.simulate_post(
+            "/v1/mcp", headers={"Authorization": value}, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        ),
+    ):
+        assert answer.status_code == 400 and answer.json["error"]["code"] == "invalid_request"
+        assert "was it sent twice" in answer.json["error"]["message"] and ready.key not in answer.text
+        assert answer.headers["WWW-Authenticate"].endswith('error="invalid_request"')
+    assert world.client.simulate_get("/v1/whoami", headers={"Authorization": f"Bearer {ready.key}"}).status_code == 200
+
+
 def test_key_in_query_string_is_refused_even_with_a_header(ready: Ready) -> None:
     world = ready.world
     assert world.client.simulate_get("/v1/whoami", params={"access_token": ready.key}).status_code == 401
