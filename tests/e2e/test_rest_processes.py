@@ -515,6 +515,20 @@ def test_an_idempotency_key_sent_twice_is_refused_and_does_nothing(service: Serv
     assert first.json()["id"] == again.json()["id"]
 
 
+def test_an_authorization_header_sent_twice_is_400_saying_so(service: Service, alice: dict[str, Any]) -> None:
+    """The same joining: ``Authorization`` sent twice was refused as an invalid key (401), with no hint why."""
+    key = mint(service, name="twice", scopes=["groups:read"])["secret"]
+    head = f"Host: 127.0.0.1\r\nAuthorization: Bearer {key}\r\nAuthorization: Bearer {key}\r\nConnection: close\r\n"
+    for request in (
+        f"GET /v1/whoami HTTP/1.1\r\n{head}\r\n",
+        f"POST /v1/mcp HTTP/1.1\r\n{head}Content-Length: 0\r\n\r\n",
+    ):
+        answer = exchange(service, request.encode())
+        assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+        assert b'error="invalid_request"' in answer.partition(b"\r\n\r\n")[0]
+        assert b"was it sent twice" in answer and key.encode() not in answer
+
+
 POST_DMS = b"POST /v1/dms HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 
 
