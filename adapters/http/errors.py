@@ -107,10 +107,9 @@ def handle_service_error(
         if getattr(req.context, "credential_refused", False):
             challenge += ', error="invalid_token"'
         resp.set_header("WWW-Authenticate", challenge)
-    if getattr(req.context, "credential_repeated", False):
-        resp.set_header(
-            "WWW-Authenticate", getattr(req.context, "www_authenticate", WWW_AUTHENTICATE) + ', error="invalid_request"'
-        )
+    elif getattr(req.context, "credential_repeated", False):  # ``auth.bearer_key``: RFC 6750 §3.1's 400
+        challenge = getattr(req.context, "www_authenticate", WWW_AUTHENTICATE)
+        resp.set_header("WWW-Authenticate", challenge + ', error="invalid_request"')
     if isinstance(error, UnsupportedContentCoding):
         resp.set_header("Accept-Encoding", "identity")
     required = error.details.get("requiredScope")
