@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 
@@ -143,6 +144,32 @@ def _refuse_if_taken(bind: str, option: str) -> None:
         )
 
 
+# Settings that aim the service outside the demo: exported in a shell for a real service (its public URL and
+# hosts, a Selenium Grid, a shared throttle storage, its metrics folder, which a new service empties of its
+# files), they would send the demo's links to another site, its browsers to machines that cannot reach the
+# stand-in, or write into the real service's storage. They are not passed on, and the demo says so; the
+# service's tunables (its pace, pool size, sign-up, secret) are.
+NOT_FOR_THE_DEMO = (
+    "COMMUNITY_API_PUBLIC_URL",
+    "COMMUNITY_API_ALLOWED_HOSTS",
+    "COMMUNITY_API_MCP_ALLOWED_HOSTS",
+    "COMMUNITY_API_MCP_ALLOWED_ORIGINS",
+    "COMMUNITY_API_TRUSTED_PROXIES",
+    "COMMUNITY_API_SELENIUM_REMOTE_URL",
+    "COMMUNITY_API_THROTTLE_STORAGE",
+    "COMMUNITY_API_PREVIOUS_SECRET",
+    "PROMETHEUS_MULTIPROC_DIR",
+)
+
+
+def demo_environment(environ: Mapping[str, str], own: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The service's environment: ``environ`` without the settings that aim outside the demo, with the
+    demo's ``own`` settings over it; and the names left out that were set."""
+    dropped = [name for name in NOT_FOR_THE_DEMO if environ.get(name)]
+    env = {name: value for name, value in environ.items() if name not in NOT_FOR_THE_DEMO}
+    return {**env, **own}, dropped
+
+
 def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) -> int:
     api = f"http://{bind}"
     _refuse_if_taken(bind, "--bind")
@@ -164,14 +191,20 @@ def run_demo(bind: str, sandbox_bind: str, *, exit_after_setup: bool = False) ->
         # The stand-in speaks HTTPS with a certificate made at its start: the service's browser is told to
         # trust exactly that certificate's key.
         platform, certificate, spki = _wait_for_sandbox(folder / "sandbox.log", sandbox)
-        env = {
-            **os.environ,
+        own = {
             "COMMUNITY_API_MODE": "demo",
             "COMMUNITY_API_DB": str(database),
             "COMMUNITY_API_PLATFORM_URL": platform,
             "COMMUNITY_API_PLATFORM_API_URL": platform + "/api2",
             "COMMUNITY_API_BROWSER_TRUSTED_SPKI": spki,
         }
+        env, dropped = demo_environment(os.environ, own)
+        if dropped:
+            print(
+                f"demo: not passing on {', '.join(dropped)} from this shell: the demo serves on loopback, with "
+                "its own browsers, storage and metrics",
+                flush=True,
+            )
         env.setdefault("COMMUNITY_API_SECRET", "demo-secret-" + os.urandom(16).hex())
         serve = [sys.executable, "-m", "adapters.cli", "serve", "--bind", bind, "--workers", "2"]
         service = _start(serve, folder / "service.log", env)

@@ -45,6 +45,17 @@ def test_demo_prints_curl_lines_that_work(stop: str, demo_env: dict[str, str]) -
     process group), by SIGTERM, by its terminal closing (SIGHUP), or by SIGTERM to `make demo`'s group,
     which gives the demo a second one moments later (make passes its own on to its child)."""
     api_port, platform_port = free_port(), free_port()
+    metrics = Path(demo_env["TMPDIR"]) / "real-service-metrics"
+    if stop == "SIGHUP":
+        # Once, from a shell that exported a real service's settings: the demo must not follow them to its
+        # public URL, a Grid that cannot reach the stand-in, or its metrics folder (which a start empties).
+        metrics.mkdir()
+        (metrics / "counter_1.db").write_bytes(b"the real service's")
+        demo_env = demo_env | {
+            "COMMUNITY_API_PUBLIC_URL": "https://api.example.com",
+            "COMMUNITY_API_SELENIUM_REMOTE_URL": "http://127.0.0.1:9",
+            "PROMETHEUS_MULTIPROC_DIR": str(metrics),
+        }
     demo = subprocess.Popen(
         [
             sys.executable,
@@ -77,6 +88,11 @@ def test_demo_prints_curl_lines_that_work(stop: str, demo_env: dict[str, str]) -
                 break
         output = "\n".join(lines)
         assert "Press Ctrl-C" in output, output
+        if stop == "SIGHUP":
+            assert "demo: not passing on COMMUNITY_API_PUBLIC_URL, COMMUNITY_API_SELENIUM_REMOTE_URL, " in output
+            metadata = requests.get(f"http://127.0.0.1:{api_port}/.well-known/oauth-authorization-server", timeout=10)
+            assert metadata.json()["issuer"] == f"http://127.0.0.1:{api_port}"
+            assert (metrics / "counter_1.db").read_bytes() == b"the real service's"
         # The stand-in speaks HTTPS (HTTP/2), as the real hosts do, with the certificate it printed.
         platform = re.search(r"the stand-in platform: (https://\S+) .*self-signed: (\S+)\)", output)
         assert platform, output
