@@ -194,6 +194,10 @@ def sign_in(
     )
 
 
+# What ``secrets.token_urlsafe(32)`` makes: a session's CSRF token, as the OpenAPI document gives it.
+CSRF_TOKEN_PATTERN = "^[A-Za-z0-9_-]{43}$"  # noqa: S105 - a pattern, not a token
+
+
 def new_session(account_id: str, now: datetime, *, csrf_token: str | None = None) -> tuple[str, WebSession]:
     """A new session cookie's value, and the session to store for it (only the value's hash is kept);
     its CSRF token ``csrf_token``, or a new one."""

@@ -42,6 +42,7 @@ CONNECTION_HEADER = "X-Community-Connection"
 CSRF_HEADER = "X-CSRF-Token"
 _SECRET_PREFIXES = ("cda_", ACCESS_PREFIX, REFRESH_PREFIX)
 PROTECTED_RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
+TWO_CSRF_TOKENS = "X-CSRF-Token holds more than one token (was it sent twice? send it once)"
 TWO_CREDENTIALS = "the Authorization header holds more than one credential (was it sent twice? send one key, once)"
 
 
@@ -128,5 +129,8 @@ def web_session(deps: Deps, req: falcon.Request) -> tuple[Account, WebSession]:
     cookies = req.get_cookie_values(SESSION_COOKIE) or []
     account, session = accounts.session_account(deps.store, deps.clock, cookies[0] if cookies else None)
     if req.method not in SAFE_METHODS:
-        accounts.check_csrf(session, req.get_header(CSRF_HEADER))
+        presented = req.get_header(CSRF_HEADER)
+        if presented is not None and "," in presented:  # sent twice, joined (no token holds a comma)
+            raise InvalidRequest(TWO_CSRF_TOKENS)
+        accounts.check_csrf(session, presented)
     return account, session

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.http.auth import CONNECTION_HEADER, CSRF_HEADER
+from community_api.accounts import CSRF_TOKEN_PATTERN
 from community_api.ids import own_id_pattern
 
 ERROR = {"$ref": "#/components/schemas/Error"}
@@ -77,6 +78,9 @@ MCP_CONNECTION_PARAM = param(
 CSRF_PARAM = param(
     CSRF_HEADER,
     "header",
+    # ``accounts.new_session``: 32 random bytes, base64url. Two joined by a comma (sent twice) answer 400,
+    # any other wrong one 403.
+    {"type": "string", "pattern": CSRF_TOKEN_PATTERN},
     required=True,
     description="The session's CSRF token: the `csrfToken` that signing in (`POST /v1/session`) answered.",
 )

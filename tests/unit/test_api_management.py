@@ -135,6 +135,11 @@ def test_management_needs_the_session_and_csrf(world: World) -> None:
     )
     assert wrong_csrf.status_code == 403
     assert world.client.simulate_post("/v1/keys", json={}, headers=browser.headers()).status_code == 201
+    # Sent twice, it reaches the service joined by a comma: said so (400), rather than "wrong" (403).
+    twice = {**browser.headers(), "X-CSRF-Token": f"{browser.csrf},{browser.csrf}"}
+    refused = world.client.simulate_post("/v1/keys", json={}, headers=twice)
+    assert refused.status_code == 400 and "was it sent twice" in refused.json["error"]["message"]
+    assert browser.csrf not in refused.text
 
 
 def test_api_key_is_not_accepted_on_management_and_cookie_not_on_data(world: World) -> None:

@@ -252,6 +252,12 @@ def test_the_document_names_the_csrf_header_wherever_the_service_requires_it(wor
             seen.append((method, path, refused))
     assert ("delete", "/v1/keys/{key_id}", True) in seen and ("get", "/v1/me", False) in seen
     assert "X-CSRF-Token" in document["components"]["securitySchemes"]["webSession"]["description"]
+    # Its shape: the token signing in answered fits it; two joined by a comma (the header sent twice, 400) do not.
+    import jsonschema
+
+    (csrf,) = [p for p in document["paths"]["/v1/keys"]["post"]["parameters"] if p["name"] == "X-CSRF-Token"]
+    shape = jsonschema.Draft202012Validator(csrf["schema"])
+    assert shape.is_valid(browser.csrf) and not shape.is_valid(f"{browser.csrf},{browser.csrf}")
 
 
 def test_client_registration_is_described_by_the_fields_the_service_reads(world: World) -> None:
