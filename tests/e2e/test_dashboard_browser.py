@@ -182,3 +182,23 @@ def test_an_account_whose_email_domain_is_outside_ascii_signs_in_from_the_browse
     press(driver, "form[action='/login'] button[type=submit]")
     assert driver.current_url == site.url + "/connections", driver.page_source[:2000]
     assert "max@bücher.example" in driver.find_element(By.CLASS_NAME, "who").text
+
+
+def test_a_refused_form_puts_the_focus_on_what_went_wrong(site: Site) -> None:
+    """By keyboard or with a screen reader: the page of a refused form had the focus at its top, the error
+    read out (``role="alert"``) but a keyboard user tabbing through the skip link and the header to reach the
+    form again. The error now takes the focus, and the next Tab is the form's first field."""
+    from selenium.webdriver.common.keys import Keys
+
+    driver = site.driver
+    driver.delete_all_cookies()  # signed out
+    site.open("/login")
+    fill(driver, "email", "nobody@example.com")
+    fill(driver, "password", "not the password")
+    press(driver, "form[action='/login'] button[type=submit]")
+    assert driver.current_url == site.url + "/login"
+    focused = driver.switch_to.active_element
+    assert focused.get_attribute("id") == "form-error" and focused.get_attribute("role") == "alert"
+    focused.send_keys(Keys.TAB)
+    assert driver.switch_to.active_element.get_attribute("id") == "email"
+    assert driver.find_element(By.ID, "email").get_attribute("value") == "nobody@example.com"
