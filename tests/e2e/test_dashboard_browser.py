@@ -187,7 +187,7 @@ def test_an_account_whose_email_domain_is_outside_ascii_signs_in_from_the_browse
 def test_a_refused_form_puts_the_focus_on_what_went_wrong(site: Site) -> None:
     """By keyboard or with a screen reader: the page of a refused form had the focus at its top, the error
     read out (``role="alert"``) but a keyboard user tabbing through the skip link and the header to reach the
-    form again. The error now takes the focus, and the next Tab is the form's first field."""
+    form again. The error now takes the focus, above the page's forms: the next Tab is the first field."""
     from selenium.webdriver.common.keys import Keys
 
     driver = site.driver
