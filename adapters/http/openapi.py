@@ -181,7 +181,13 @@ def document() -> dict[str, Any]:
         "paths": paths,
         "components": {
             "securitySchemes": {
-                "apiKey": {"type": "http", "scheme": "bearer"},
+                "apiKey": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "An API key (`cda_…`; on /v1/mcp an OAuth access token too), in "
+                    "`Authorization: Bearer …` only (never in the URL), and once: the header sent twice answers "
+                    "400 invalid_request.",
+                },
                 "webSession": {
                     "type": "apiKey",
                     "in": "cookie",
