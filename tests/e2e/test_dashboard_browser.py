@@ -184,10 +184,15 @@ def test_an_account_whose_email_domain_is_outside_ascii_signs_in_from_the_browse
     assert "max@bücher.example" in driver.find_element(By.CLASS_NAME, "who").text
 
 
+def focus_on(driver: WebDriver, element_id: str) -> None:
+    """Wait (5 s at most) until the element ``element_id`` has the focus."""
+    WebDriverWait(driver, 5).until(lambda d: d.switch_to.active_element.get_attribute("id") == element_id)
+
+
 def test_a_refused_form_puts_the_focus_on_what_went_wrong(site: Site) -> None:
     """By keyboard or with a screen reader: the page of a refused form had the focus at its top, the error
     read out (``role="alert"``) but a keyboard user tabbing through the skip link and the header to reach the
-    form again. The error now takes the focus, above the page's forms: the next Tab is the first field."""
+    form again. The error now takes the focus, above the form refused: the next Tab is that form's field."""
     from selenium.webdriver.common.keys import Keys
 
     driver = site.driver
@@ -197,8 +202,21 @@ def test_a_refused_form_puts_the_focus_on_what_went_wrong(site: Site) -> None:
     fill(driver, "password", "not the password")
     press(driver, "form[action='/login'] button[type=submit]")
     assert driver.current_url == site.url + "/login"
+    focus_on(driver, "form-error")  # (a browser moves the focus to an autofocus element after the load)
     focused = driver.switch_to.active_element
-    assert focused.get_attribute("id") == "form-error" and focused.get_attribute("role") == "alert"
+    assert focused.get_attribute("role") == "alert"
     focused.send_keys(Keys.TAB)
     assert driver.switch_to.active_element.get_attribute("id") == "email"
     assert driver.find_element(By.ID, "email").get_attribute("value") == "nobody@example.com"
+    # A page of several forms shows the error once, beside the form refused, and focuses it there: the next
+    # Tab is that form's field, not the page's first form.
+    fill(driver, "email", EMAIL)
+    fill(driver, "password", PASSWORD)
+    press(driver, "form[action='/login'] button[type=submit]")
+    site.open("/account")
+    fill(driver, "delete_password", "not the password")
+    press(driver, "form[action='/account/delete'] button[type=submit]")
+    assert len(driver.find_elements(By.CSS_SELECTOR, "[role=alert]")) == 1
+    focus_on(driver, "delete-error")
+    driver.switch_to.active_element.send_keys(Keys.TAB)
+    assert driver.switch_to.active_element.get_attribute("id") == "delete_password"

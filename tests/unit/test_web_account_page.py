@@ -34,6 +34,8 @@ def test_the_account_page_changes_the_password_and_signs_out_other_browsers(worl
         ],
     )
     assert wrong.status_code == 403 and 'id="password-error"' in wrong.text
+    # Once, beside the form refused (it was also at the page's top: two alerts read out), and focused there.
+    assert wrong.text.count('role="alert"') == 1 and 'id="password-error" tabindex="-1" autofocus' in wrong.text
     differ = here.post(
         "/account/password",
         [
@@ -73,6 +75,7 @@ def test_deleting_the_account_from_the_page_asks_for_the_password(world: World) 
     token = csrf(here.get("/account").text, "/account/delete")
     refused = here.post("/account/delete", [("csrf_token", token), ("password", "not the password")])
     assert refused.status_code == 403 and 'id="delete-error"' in refused.text
+    assert refused.text.count('role="alert"') == 1 and 'id="delete-error" tabindex="-1" autofocus' in refused.text
     assert world.store.count_accounts() == 1
     gone = here.post("/account/delete", [("csrf_token", token), ("password", PASSWORD)])
     assert gone.status_code == 303 and gone.headers["location"] == "/signup"
