@@ -105,6 +105,8 @@ def test_a_person_manages_keys_in_the_browser(site: Site) -> None:
     assert re.fullmatch(r"cda_[0-9A-Za-z]{49}", first)
     assert driver.find_element(By.CSS_SELECTOR, "button[data-copy]").is_displayed()  # the script ran under CSP
     assert "shown only this once" in driver.page_source
+    focus_on(driver, "secret")  # a keyboard user copies it at once; a screen reader reads the warning with it
+    assert driver.switch_to.active_element.get_attribute("aria-describedby") == "secret-warning"
     screenshot(driver, "key-created")
     answer = site.whoami(first)
     assert answer.status_code == 200 and answer.json()["handle"] == "alice"
