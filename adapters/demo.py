@@ -24,6 +24,7 @@ from types import FrameType
 
 import requests
 
+from adapters.gunicorn_command import host_and_port
 from adapters.serve_bind import bind_refusal
 from community_api.scopes import ALL_SCOPES
 
@@ -130,8 +131,8 @@ def curl_lines(api: str, key: str, group: str, post_id: str, conversation_id: st
 def _refuse_if_taken(bind: str, option: str) -> None:
     """Stop with a clear line when another program already listens at ``bind`` (HOST:PORT). Without this,
     the service could not bind, and the demo would talk to whatever answers there."""
-    host, _, port = bind.rpartition(":")
-    if not host or not (port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
+    host, port = host_and_port(bind)
+    if not host or port is None or not (port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
         raise SystemExit(
             f"demo: {option} takes HOST:PORT (a port from 1 to 65535), such as 127.0.0.1:8000, not {bind!r}"
         )

@@ -13,17 +13,21 @@ def random_base62(length: int) -> str:
     return "".join(secrets.choice(BASE62) for _ in range(length))
 
 
+_OWN_ID_LENGTH = 16
+
+
 def new_id(kind: str) -> str:
     """``acc_…``, ``con_…``, ``key_…``: 16 random base62 characters (about 95 bits)."""
-    return f"{kind}_{random_base62(16)}"
-
-
-_OWN_ID = re.compile(r"[a-z]{3}_[0-9A-Za-z]{16}")
+    return f"{kind}_{random_base62(_OWN_ID_LENGTH)}"
 
 
 def own_id_pattern(kind: str) -> str:
-    """The shape of ``new_id(kind)``'s ids, as a JSON Schema ``pattern`` for the OpenAPI document."""
-    return f"^{kind}_[0-9A-Za-z]{{16}}$"
+    """The shape of ``new_id(kind)``'s ids, as a JSON Schema ``pattern`` for the OpenAPI document (``kind``
+    may itself be a pattern)."""
+    return f"^{kind}_[0-9A-Za-z]{{{_OWN_ID_LENGTH}}}$"
+
+
+_OWN_ID = re.compile(own_id_pattern("[a-z]{3}"))
 
 
 def looks_like_own_id(value: str) -> bool:
