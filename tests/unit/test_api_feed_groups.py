@@ -136,6 +136,26 @@ def test_since_window_stops_paging_early_with_newest(ready: Ready, since: str) -
     assert world.gateway.pages_asked() <= 3  # batches of 1 then 2, not 30 pages
 
 
+@pytest.mark.parametrize(("since", "span"), [("24h", timedelta(hours=24)), ("7d", timedelta(days=7))])
+def test_a_post_stays_in_a_since_window_until_it_is_older_than_the_window(
+    ready: Ready, since: str, span: timedelta
+) -> None:
+    # The window's length itself, at its edge: the seed's posts sit well inside or well outside both windows,
+    # so a window a little short (23 h, 6 days) would have passed every other test.
+    world = ready.world
+    made = world.post(FEED, ready.key, {"title": "On the edge of the window"}).json["id"]
+
+    def shown() -> bool:
+        return made in {
+            p["id"] for p in world.get(FEED, ready.key, params={"pages": "3", "since": since}).json["posts"]
+        }
+
+    world.clock.advance(seconds=(span - timedelta(minutes=1)).total_seconds())
+    assert shown(), f"a post {span - timedelta(minutes=1)} old is inside since={since}"
+    world.clock.advance(minutes=2)
+    assert not shown(), f"a post {span + timedelta(minutes=1)} old is outside since={since}"
+
+
 def test_since_date_keeps_only_posts_from_that_day_on(ready: Ready) -> None:
     world = ready.world
     day = (world.clock.now() - timedelta(days=10)).strftime("%Y-%m-%d")
