@@ -43,6 +43,33 @@ def test_awaiting_reply_scans_pages_and_keeps_only_those(ready: Ready) -> None:
     assert awaiting["nextCursor"] is None
 
 
+def test_awaiting_reply_scans_at_most_five_pages_and_says_where_to_go_on(ready: Ready) -> None:
+    # The seed's inbox holds two pages; this one holds eight, the last three older than any of the seed's.
+    world = ready.world
+    gateway = world.gateway
+    own_id = ready.connection["platformUserId"]
+    seeded = next(c for c in gateway.world.conversations.values() if own_id in c.user_ids and c.messages)
+    someone = next(u for u in seeded.user_ids if u != own_id)
+    oldest = min(c.messages[0].created_at for c in gateway.world.conversations.values() if c.messages)
+    for i in range(8 * 30 - 45):
+        at = oldest - timedelta(days=1, minutes=i)
+        conversation = gateway.world.add_conversation(own_id, someone, at)
+        gateway.world.add_message(conversation, someone if i % 3 else own_id, f"message {i}", at)
+    inbox = []
+    for offset in range(0, 8 * 30, 30):
+        inbox += world.get("/v1/dms", ready.key, params={"cursor": str(offset)}).json["conversations"]
+    assert len(inbox) == 8 * 30
+
+    pages_before = gateway.calls["list_conversations"]
+    first = world.get("/v1/dms", ready.key, params={"awaitingReply": "true"}).json
+    assert gateway.calls["list_conversations"] - pages_before == 5
+    assert [c["id"] for c in first["conversations"]] == [c["id"] for c in inbox[:150] if c["awaitingReply"]]
+    assert first["nextCursor"] == "150"
+    rest = world.get("/v1/dms", ready.key, params={"awaitingReply": "true", "cursor": "150"}).json
+    assert [c["id"] for c in rest["conversations"]] == [c["id"] for c in inbox[150:] if c["awaitingReply"]]
+    assert rest["nextCursor"] is None
+
+
 def test_a_conversation_moved_up_while_the_inbox_is_scanned_is_answered_once(ready: Ready) -> None:
     """The awaiting-reply scan reads its pages one after another; a conversation that gets a message
     meanwhile moves to the top and the rest move down a place, so the second page starts with the last
