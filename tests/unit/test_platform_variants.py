@@ -240,6 +240,15 @@ def test_a_tree_that_is_not_the_post_asked_for_is_not_found_and_nothing_is_delet
     assert [r.method for r in client.sent] == ["GET", "GET"]
 
 
+def test_comments_are_asked_for_25_at_a_time_with_the_pinned_one() -> None:
+    """Every client asks the comments route for ``limit=25``; 50 and 100 are refused ("invalid limit",
+    PLATFORM.md): the gateway asks for 25, never more, and for the pinned comment on the first page."""
+    client = PostTreeClient(feed_post(POST, "seed-swap", pinned=0))
+    PlatformPosts(client, BASE).post_detail(SESSION, POST, "quiet-garden")
+    asked = [parse_qs(urlsplit(r.url).query) for r in client.sent if "/comments" in r.url]
+    assert asked == [{"limit": ["25"], "group-id": ["g" * 32], "pinned": ["true"]}]
+
+
 def test_a_post_whose_read_mark_fails_is_still_answered() -> None:
     """Opening the post's page marks it read on the site (sent after the last comments page): when that
     one request fails, the post and its comments were read all the same and are answered."""
