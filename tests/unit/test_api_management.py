@@ -6,14 +6,17 @@ import re
 from datetime import timedelta
 from typing import Any
 
+import falcon.testing
 import pytest
 
+from adapters.settings import Settings
 from adapters.wire import rfc3339
+from adapters.wiring import app_for
 from community_api.account_lifecycle import account_summaries
 from community_api.errors import Conflict
 from community_api.model import CONNECTION_EXPIRED
 from fakes.platform_sessions import SESSION_LIFETIME
-from tests.unit.world_support import PASSWORD, World
+from tests.unit.world_support import PASSWORD, World, build_world
 
 
 def test_first_account_then_signup_closed(world: World) -> None:
@@ -105,6 +108,20 @@ def test_session_cookie_is_httponly_and_lax(world: World) -> None:
     cookie = result.cookies["cda_session"]
     assert cookie.http_only and (cookie.same_site or "").lower() == "lax" and not cookie.secure
     assert result.json["csrfToken"]
+
+
+def test_session_cookies_are_secure_under_an_https_public_url_whatever_the_hop_before() -> None:
+    """Behind a proxy that ends TLS and is not among the trusted ones, a request arrives as plain HTTP: the
+    public URL still says browsers reach the service over HTTPS, so the cookies of a JSON sign-in are
+    Secure, as the dashboard's are."""
+    world = build_world()
+    settings = Settings(mode="test", usage_flush_seconds=0, public_url="https://api.example")
+    world.client = falcon.testing.TestClient(app_for(world.deps, settings))
+    world.client.simulate_post("/v1/accounts", json={"email": "o@example.com", "password": PASSWORD})
+    result = world.client.simulate_post("/v1/session", json={"email": "o@example.com", "password": PASSWORD})
+    assert result.status_code == 200
+    assert {"cda_session", "cda_device"} <= set(result.cookies)
+    assert all(cookie.secure and cookie.http_only for cookie in result.cookies.values())
 
 
 def test_wrong_password_and_unknown_email_answer_alike_and_are_throttled(world: World) -> None:
