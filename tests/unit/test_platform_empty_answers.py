@@ -96,8 +96,10 @@ def test_a_401_to_a_live_session_is_a_refusal_not_an_expired_connection(request_
     assert ("GET", "/self") in platform.sent
 
 
-def test_not_permitted_is_not_a_member_without_a_look() -> None:
-    platform = CannedPlatform(refusal(401, "action not permitted"), alive=False)
+@pytest.mark.parametrize("message", ["action not permitted", "Action not permitted", "ACTION NOT PERMITTED"])
+def test_not_permitted_is_not_a_member_without_a_look(message: str) -> None:
+    # Read tolerantly: the words are the platform's, their case is not a contract.
+    platform = CannedPlatform(refusal(401, message), alive=False)
     with pytest.raises(NotFound):
         platform.one(SESSION, COMMENTS, "post p")
     assert ("GET", "/self") not in platform.sent

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from adapters.platform.platform_answers import RequestRefused, Resp, platform_retry_after, raise_for_status
-from community_api.errors import PlatformUnavailable, RateLimited
+from community_api.errors import Forbidden, PlatformError, PlatformUnavailable, RateLimited
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 
@@ -28,10 +28,28 @@ NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
         ("999999999", 86400),
         ("²", 60),  # a digit to str.isdigit(), not to int(): a header read as Latin-1 may hold it
         ("\u0663", 60),  # an Arabic-Indic three: the header's digits are ASCII
+        # A date whose zone is unknown ("-0000", RFC 5322) cannot be compared with the clock: no usable wait.
+        ("Tue, 24 Nov 2026 12:01:30 -0000", 60),
     ],
 )
 def test_the_platforms_retry_after_is_used_else_60_seconds(header: str | None, seconds: int) -> None:
     assert platform_retry_after(header, NOW) == seconds
+
+
+def test_a_wait_until_a_date_is_rounded_up_never_ending_before_the_date() -> None:
+    half_past = NOW.replace(microsecond=500_000)  # 89.5 s before 12:01:30
+    assert platform_retry_after("Tue, 24 Nov 2026 12:01:30 GMT", half_past) == 90
+
+
+def test_the_firewalls_block_page_is_a_platform_failure_and_the_platforms_own_403_a_refusal() -> None:
+    """Its HTML "Request blocked" page (PLATFORM.md) says the request never reached the platform: not that
+    the account may not do this, which the platform's JSON 403 says."""
+    blocked = Resp(status=403, content_type="text/html; charset=utf-8", body="<title>Request blocked</title>")
+    with pytest.raises(PlatformError, match="firewall"):
+        raise_for_status(blocked, "post x")
+    refused = Resp(status=403, content_type="application/json", body='{"message": "cannot post to this label"}')
+    with pytest.raises(Forbidden, match="cannot post to this label"):
+        raise_for_status(refused, "post x")
 
 
 def test_a_429_is_rate_limited_with_the_platforms_wait() -> None:
