@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import signal
 import threading
@@ -21,6 +22,7 @@ import jwt
 import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
 
+from adapters.platform.platform_client import DRIVER_LOGGER
 from adapters.platform.selenium_platform_gateway import SeleniumPlatformGateway
 from community_api.errors import (
     ConnectionExpired,
@@ -382,6 +384,28 @@ def test_sign_in_refusals_are_clear_and_bounded(gateway: SeleniumPlatformGateway
         gateway.login("alice@sandbox.test", "wrong")
     with pytest.raises(InvalidRequest, match="not valid"):
         gateway.adopt_session("eyJhbGciOiJIUzI1NiJ9.e30.forged")
+
+
+def test_a_sign_in_the_firewall_blocks_is_a_platform_failure_not_wrong_credentials(
+    gateway: SeleniumPlatformGateway, sandbox: SandboxProcess
+) -> None:
+    """The login page says "Request blocked" when its firewall challenge fails: the form never reached the
+    platform, so the caller must not be told the credentials are wrong (and go and change a right password)."""
+    sandbox.control("errors", {"route": "/__fw/challenge", "status": 500, "count": 20})
+    with pytest.raises(PlatformError, match="firewall blocked the login"):
+        gateway.login("alice@sandbox.test", "sandbox")
+
+
+def test_the_typed_password_is_not_logged_even_at_debug_level(
+    gateway: SeleniumPlatformGateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Selenium logs every WebDriver command at DEBUG, a typed text included: an operator who turns DEBUG on
+    to see why linking fails must not find the platform password in the log."""
+    caplog.set_level(logging.DEBUG, logger=DRIVER_LOGGER)
+    assert gateway.login("alice@sandbox.test", "sandbox").user.handle == "alice"
+    assert "/login" in caplog.text  # the driver's commands are logged
+    # Selenium writes a command's parameters as a Python dict: the text typed would read 'sandbox'.
+    assert "'sandbox'" not in caplog.text and '"sandbox"' not in caplog.text
 
 
 def test_credentials_are_typed_as_written(gateway: SeleniumPlatformGateway) -> None:

@@ -106,7 +106,8 @@ def api(sandbox: SandboxProcess, tmp_path_factory: pytest.TempPathFactory) -> It
         key = web.post(url + "/v1/keys", json={"scopes": list(ALL_SCOPES)}, timeout=10).json()["secret"]
         yield Api(url, key, bob.json()["id"], web, folder / "service.log")
         log = (folder / "service.log").read_text()
-        assert "sandbox\n" not in log and '"sandbox"' not in log  # the platform password is never logged
+        # The platform password is never logged, in JSON or as a Python value in a message.
+        assert "sandbox\n" not in log and '"sandbox"' not in log and "'sandbox'" not in log
 
 
 def test_health_and_readiness_of_the_real_service(api: Api) -> None:
