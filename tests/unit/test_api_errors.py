@@ -188,6 +188,27 @@ def test_a_body_past_the_limit_without_content_length(ready: Ready) -> None:
     assert result.json["error"]["details"] == {"maxBytes": 256 * 1024}
 
 
+class _NeverRead(io.BytesIO):
+    def read(self, size: int | None = -1, /) -> bytes:
+        raise AssertionError("the body was read")
+
+
+def test_a_body_announced_past_the_limit_is_refused_before_a_byte_is_read(ready: Ready) -> None:
+    """A client announcing a gigabyte hears 413 at once: the service neither reads nor waits for any of it."""
+    result = ready.world.client.simulate_request(
+        "POST",
+        "/v1/dms",
+        headers={
+            "Authorization": f"Bearer {ready.key}",
+            "Content-Type": "application/json",
+            "Content-Length": "1073741824",
+        },
+        extras={"wsgi.input": _NeverRead()},
+    )
+    assert_error(result, 413, "payload_too_large")
+    assert result.json["error"]["details"] == {"maxBytes": 256 * 1024}
+
+
 class _BrokenMidBody(io.BytesIO):
     """A body stream that fails part-way, as gunicorn's reader does: a connection reset (an OSError), or
     a chunked body framed wrongly (its InvalidChunkSize)."""
