@@ -114,6 +114,22 @@ def test_the_dashboard_asks_then_removes(world: World) -> None:
     assert page.get("/connections/con_nope/remove").status_code == 404
 
 
+def test_another_accounts_confirmation_page_is_not_found_and_names_nothing(world: World) -> None:
+    """The page that asks "Unlink @alice?" is the owner's: to another account it is as a connection that
+    does not exist, without the handle or the keys bound to it."""
+    owner = WebBrowser(world)
+    owner.sign_up()
+    owner.link("alice")
+    alice_id = world.store.list_connections(account_id(world))[0].id
+    owner.mint({"name": "bound one", "connection_id": alice_id})
+    world.add_account("two@example.com", "another long password")
+    stranger = WebBrowser(world)
+    assert stranger.sign_in("two@example.com", "another long password").status_code == 303
+    asked = stranger.get(f"/connections/{alice_id}/remove")
+    assert asked.status_code == 404
+    assert "@alice" not in asked.text and "bound one" not in asked.text
+
+
 def test_the_removal_form_sent_again_from_another_tab_says_it_is_gone(world: World) -> None:
     """The same confirmation page, open in two tabs: the second Remove finds nothing to remove, and says so
     on a page rather than failing; a visitor who is not signed in is sent to sign in first."""
