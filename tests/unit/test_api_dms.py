@@ -44,7 +44,8 @@ def test_awaiting_reply_scans_pages_and_keeps_only_those(ready: Ready) -> None:
 
 
 def test_awaiting_reply_scans_at_most_five_pages_and_says_where_to_go_on(ready: Ready) -> None:
-    # The seed's inbox holds two pages; this one holds eight, the last three older than any of the seed's.
+    # The seed's inbox holds two pages (45 conversations); this one holds eight: 195 more, all older than the
+    # seed's, a third of them answered last by the account itself.
     world = ready.world
     gateway = world.gateway
     own_id = ready.connection["platformUserId"]
