@@ -98,6 +98,9 @@ def test_registration_answers_a_public_client(world: World) -> None:
         ["https://app.example:99999/cb"],
         ["http://127.0.0.1:65536/cb"],
         ["https://app.example:0/cb"],
+        # A fragment, even an empty one (RFC 6749 §3.1.2: no fragment component; urlsplit reads "" here).
+        ["https://app.example/cb#frag"],
+        ["https://app.example/cb#"],
     ],
 )
 def test_registration_refuses_unsafe_redirect_uris(world: World, uris: object) -> None:
