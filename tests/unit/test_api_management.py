@@ -16,7 +16,7 @@ from community_api.account_lifecycle import account_summaries
 from community_api.errors import Conflict
 from community_api.model import CONNECTION_EXPIRED
 from fakes.platform_sessions import SESSION_LIFETIME
-from tests.unit.world_support import PASSWORD, World, build_world
+from tests.unit.world_support import PASSWORD, World
 
 
 def test_first_account_then_signup_closed(world: World) -> None:
@@ -110,11 +110,10 @@ def test_session_cookie_is_httponly_and_lax(world: World) -> None:
     assert result.json["csrfToken"]
 
 
-def test_session_cookies_are_secure_under_an_https_public_url_whatever_the_hop_before() -> None:
+def test_session_cookies_are_secure_under_an_https_public_url_whatever_the_hop_before(world: World) -> None:
     """Behind a proxy that ends TLS and is not among the trusted ones, a request arrives as plain HTTP: the
     public URL still says browsers reach the service over HTTPS, so the cookies of a JSON sign-in are
     Secure, as the dashboard's are."""
-    world = build_world()
     settings = Settings(mode="test", usage_flush_seconds=0, public_url="https://api.example")
     world.client = falcon.testing.TestClient(app_for(world.deps, settings))
     world.client.simulate_post("/v1/accounts", json={"email": "o@example.com", "password": PASSWORD})
