@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -359,10 +359,13 @@ def test_accounts_set_password_for_a_person_who_forgot_it(tmp_path: Path) -> Non
     assert found is not None and DEFAULT_HASHER.verify(found[1], "caf\u00e9 cr\u00e8me 123")
 
 
-def at_a_terminal(args: list[str], env: dict[str, str], answers: list[str | bytes]) -> tuple[int, str]:
+def at_a_terminal(
+    args: list[str], env: dict[str, str], answers: list[str | bytes | Callable[[], str]]
+) -> tuple[int, str]:
     """Run the command with a pseudo-terminal as its controlling terminal, as an operator types it: each
-    answer is typed after a prompt ending in ": ". Answers the exit status and everything the terminal
-    showed."""
+    answer is typed after a prompt ending in ": " (a callable is called then, for what happens while the
+    operator reads the prompt, and answers what is typed). Answers the exit status and everything the
+    terminal showed."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("COMMUNITY_API_")} | env
     pid, fd = pty.fork()
     if pid == 0:  # the child: its stdin, stdout and stderr are the terminal
@@ -384,6 +387,7 @@ def at_a_terminal(args: list[str], env: dict[str, str], answers: list[str | byte
             shown += chunk
             if answers and shown.endswith(b": "):  # a prompt, waiting: one answer for each
                 answer = answers.pop(0)
+                answer = answer() if callable(answer) else answer
                 os.write(fd, (answer if isinstance(answer, bytes) else answer.encode()) + b"\n")
         else:
             os.kill(pid, signal.SIGKILL)  # still waiting for something never typed
@@ -427,6 +431,26 @@ def test_deleting_an_account_at_a_terminal_asks_for_its_email_first(tmp_path: Pa
     assert status == 2 and "what was typed is not UTF-8 text" in shown and "Traceback" not in shown, shown
     status, shown = at_a_terminal(["accounts", "delete", "ops@example.com"], env, ["OPS@example.com"])
     assert status == 0 and "deleted" in shown, shown
+
+
+def test_deleting_at_a_terminal_deletes_the_account_confirmed_never_one_made_since(tmp_path: Path) -> None:
+    """The prompt names the account by its email and id; while the operator reads it, that account may be
+    deleted and another made with the same email (its owner signing up again). The email typed confirms the
+    account shown: the new one is kept."""
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
+    assert run("accounts", "create", "ops@example.com", stdin="a strong password\n", env=env).returncode == 0
+    first = run("accounts", "list", env=env).stdout.splitlines()[1].split()[1]
+
+    def meanwhile() -> str:
+        assert run("accounts", "delete", first, env=env).returncode == 0  # a script: not asked
+        assert run("accounts", "create", "ops@example.com", stdin="another password\n", env=env).returncode == 0
+        return "ops@example.com"
+
+    status, shown = at_a_terminal(["accounts", "delete", "ops@example.com"], env, [meanwhile])
+    assert status == 2 and f"Delete ops@example.com ({first})" in shown, shown
+    assert f"no account with the id {first}" in shown and "deleted:" not in shown, shown
+    rows = run("accounts", "list", env=env).stdout.splitlines()[1:]
+    assert [row.split()[0] for row in rows] == ["ops@example.com"] and rows[0].split()[1] != first
 
 
 def test_an_account_is_named_by_its_id_too(tmp_path: Path) -> None:
