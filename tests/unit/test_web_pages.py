@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from urllib.parse import quote
 
 import attrs
 import pytest
@@ -82,6 +83,49 @@ def test_sign_in_goes_back_to_next_but_never_to_another_site(world: World, brows
     page = other.get("/login?next=//evil.example/x")
     done = other.submit(page, "/login", {"email": "owner@example.com", "password": PASSWORD})
     assert done.headers["location"] == "/"
+
+
+# Where a browser could be sent after signing in, from a crafted link to the sign-in page. Browsers read a
+# backslash as a slash (WHATWG URL), so ``/\evil.example`` leads to another site as ``//evil.example`` does.
+OFF_SITE = [
+    "//evil.example/x",
+    "/\\evil.example/x",
+    "/\\/evil.example",
+    "\\\\evil.example",
+    "/keys\\..\\\\evil.example",
+    "https://evil.example/",
+    "evil.example/keys",
+    "",
+]
+
+
+@pytest.mark.parametrize("target", OFF_SITE)
+def test_a_next_that_leads_off_the_site_goes_home_instead(world: World, browser: WebBrowser, target: str) -> None:
+    browser.sign_up()
+    signed_in = browser.get(f"/login?next={quote(target)}")
+    assert signed_in.status_code == 303 and signed_in.headers["location"] == "/"  # already signed in
+    browser.cookies.pop("cda_session")
+    page = browser.get(f"/login?next={quote(target)}")
+    done = browser.submit(page, "/login", {"email": "owner@example.com", "password": PASSWORD})
+    assert done.status_code == 303 and done.headers["location"] == "/"
+
+
+def test_a_next_on_the_site_is_kept_with_its_query(world: World, browser: WebBrowser) -> None:
+    browser.sign_up()
+    target = "/oauth/authorize?client_id=ocl_1&state=a%2Fb"
+    assert browser.get(f"/login?next={quote(target)}").headers["location"] == target
+
+
+def test_sign_in_pages_open_in_two_tabs_both_work(world: World, browser: WebBrowser) -> None:
+    """The form token is the browser's, not the page's: a second sign-in tab (or a reload) keeps it, so the
+    first tab's form is not refused as expired."""
+    browser.sign_up()
+    browser.cookies.clear()
+    first_tab = browser.get("/login")
+    second_tab = browser.get("/login")
+    assert second_tab.cookies.get("cda_form") is None  # the cookie set by the first is kept
+    done = browser.submit(first_tab, "/login", {"email": "owner@example.com", "password": PASSWORD})
+    assert done.status_code == 303, done.text
 
 
 def test_wrong_password_is_refused_alike_and_throttled(world: World, browser: WebBrowser) -> None:
