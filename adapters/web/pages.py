@@ -175,8 +175,9 @@ def form_target(uri: str) -> str:
 
 
 def safe_next(target: str | None) -> str:
-    """A path on this site to go to after signing in; anything else (another site, ``//host``) is ``/``."""
-    if not target or not target.startswith("/") or target.startswith(("//", "/\\")) or "\\" in target:
+    """A path on this site to go to after signing in; anything else (another site, ``//host``) is ``/``. No
+    backslash anywhere: browsers read one as a slash (``/\\host`` is ``//host``)."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
         return "/"
     return target
 
