@@ -290,6 +290,19 @@ def test_rotate_shows_the_old_keys_grace_and_the_old_key_keeps_working(world: Wo
     assert "has already stopped working" in owner.get(f"/keys/{key_id}/revoke").text
 
 
+def test_rotate_sent_without_a_grace_keeps_the_old_key_for_the_default_24_hours(
+    world: World, owner: WebBrowser
+) -> None:
+    """As ``POST /v1/keys/{id}/rotate`` with no ``grace``: a form sent without the field (a hand-made one, an
+    older page) is the default, never an end at once."""
+    old = owner.mint()
+    key_id = key_id_of(world, old)
+    done = owner.submit(owner.get(f"/keys/{key_id}/rotate"), f"/keys/{key_id}/rotate", {"grace": None})
+    assert done.status_code == 201 and "24 h 0 min left" in done.text
+    world.clock.advance(hours=23, minutes=59)
+    assert world.get("/v1/whoami", old).status_code == 200
+
+
 def test_rotate_with_no_grace_ends_the_old_key_now(world: World, owner: WebBrowser) -> None:
     old = owner.mint()
     key_id = key_id_of(world, old)
