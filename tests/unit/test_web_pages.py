@@ -108,6 +108,10 @@ def test_a_next_that_leads_off_the_site_goes_home_instead(world: World, browser:
     page = browser.get(f"/login?next={quote(target)}")
     done = browser.submit(page, "/login", {"email": "owner@example.com", "password": PASSWORD})
     assert done.status_code == 303 and done.headers["location"] == "/"
+    browser.cookies.pop("cda_session")  # the form's own next field changed (an old page, a hand-made form)
+    fill = {"email": "owner@example.com", "password": PASSWORD, "next": target}
+    done = browser.submit(browser.get("/login"), "/login", fill)
+    assert done.status_code == 303 and done.headers["location"] == "/"
 
 
 def test_a_next_on_the_site_is_kept_with_its_query(world: World, browser: WebBrowser) -> None:
@@ -282,6 +286,7 @@ def test_rotate_shows_the_old_keys_grace_and_the_old_key_keeps_working(world: Wo
     assert world.get("/v1/whoami", new).status_code == 200
     listed = owner.get("/keys").text
     assert "in grace: 24 h 0 min left" in listed
+    assert f'href="/keys/{key_id}/revoke"' in listed  # among the keys in use, not the ended ones
     assert f'href="/keys/{key_id}/rotate"' not in listed  # rotated: its successor is the one to rotate
     assert f'href="/keys/{key_id_of(world, new)}/rotate"' in listed
     assert f'action="/keys/{key_id}/revoke"' in owner.get(f"/keys/{key_id}/revoke").text  # in grace: it can end now
