@@ -79,6 +79,7 @@ def test_deleting_the_account_from_the_page_asks_for_the_password(world: World) 
     assert world.store.count_accounts() == 1
     gone = here.post("/account/delete", [("csrf_token", token), ("password", PASSWORD)])
     assert gone.status_code == 303 and gone.headers["location"] == "/signup"
+    assert "cda_session" not in here.cookies  # the browser forgets the ended session's cookie
     assert world.store.count_accounts() == 0
     assert here.get("/keys").status_code == 303
 
