@@ -39,6 +39,7 @@ def client(**settings: Any) -> falcon.testing.TestClient:
         "attacker.example:8000",
         "127.0.0.1.attacker.example",
         "localhost.attacker.example:80",
+        "attackerlocalhost:8000",  # ends in "localhost", but is no name under it
         "10.0.0.1",
         "",
         "[2001:db8::1]:80",
@@ -77,6 +78,7 @@ def test_a_host_the_service_does_not_serve_is_400(host: str) -> None:
         "localhost.",
         "localhost.:8000",
         "[::ffff:127.0.0.1]:8000",  # a service bound to it (an IPv6 socket on IPv4's loopback)
+        "mcp.localhost:8000",  # a name under localhost is loopback too (RFC 6761 §6.3; browsers resolve it so)
     ],
 )
 def test_loopback_hosts_are_served_with_their_own_urls(host: str) -> None:
