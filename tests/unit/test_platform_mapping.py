@@ -12,7 +12,7 @@ import pytest
 
 from adapters.platform import platform_mapping as m
 from adapters.platform.platform_answers import Resp
-from community_api.errors import PlatformError
+from community_api.errors import ConnectionExpired, PlatformError
 from community_api.model import Post
 
 
@@ -454,6 +454,35 @@ def _root_node(children: list[dict[str, Any]]) -> dict[str, Any]:
 )
 def test_a_pinned_comment_is_read_whichever_way_the_answer_holds_it(answer: dict[str, Any], pinned: list[int]) -> None:
     assert [n["post"]["id"] for n in m.pinned_trees(answer)] == [f"{n:032x}" for n in pinned]
+
+
+COMMENT = "c" * 32
+
+
+@pytest.mark.parametrize(
+    ("record", "comment"),
+    [
+        ({"id": COMMENT, "post_type": "comment", "root_id": ROOT, "parent_id": ROOT}, True),
+        ({"id": COMMENT, "postType": "comment"}, True),
+        ({"id": COMMENT, "parent_id": ROOT}, True),
+        # A top-level comment's parent_id may be "" (PLATFORM.md): with no post_type, its root tells.
+        ({"id": COMMENT, "root_id": ROOT, "parent_id": ""}, True),
+        ({"id": COMMENT, "rootId": ROOT}, True),
+        ({"id": ROOT, "postType": "generic", "rootId": ROOT}, False),  # a post is its own root
+        ({"id": ROOT, "post_type": "generic", "root_id": "", "parent_id": ""}, False),
+        ({"id": ROOT}, False),
+    ],
+)
+def test_a_comment_is_told_from_a_post_by_any_field_that_says_so(record: dict[str, Any], comment: bool) -> None:
+    assert m.is_comment(record) is comment
+
+
+@pytest.mark.parametrize(("body", "data"), [("", None), ("  \n", None), ("null", None), ("{}", {})])
+def test_self_answered_empty_is_a_dead_session(body: str, data: object) -> None:
+    """``api2/self`` of an expired session answers 200 with an empty body (PLATFORM.md); a body of ``null``
+    or ``{}`` names no user either."""
+    with pytest.raises(ConnectionExpired):
+        m.self_user(body, data)
 
 
 def test_pinned_comments_take_their_place_once_whether_the_pages_hold_them_or_not() -> None:
