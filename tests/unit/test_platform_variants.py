@@ -135,6 +135,13 @@ def test_a_group_names_its_labels_by_comma_joined_ids_and_they_are_read_from_its
     assert m.group({**record, "labels": []}).labels == ()
 
 
+def test_a_group_that_does_not_say_how_many_members_it_has_counts_none_rather_than_zero() -> None:
+    record = {"id": "g" * 32, "name": "design-guild", "metadata": {"display_name": "Design Guild"}}
+    assert m.group(record).member_count is None  # unknown, which 0 would misstate
+    assert m.group({**record, "metadata": {"totalMembers": 0}}).member_count == 0
+    assert m.group({**record, "metadata": {"total_members": "12"}}).member_count == 12
+
+
 class GroupListClient(PlatformClient):
     """The account's group list (``users/{id}/groups``) served as a platform variant would: pages held to
     ``cap`` groups whatever ``limit`` asks, ``has_more`` sent or not, ``offset`` heeded or not."""
