@@ -47,6 +47,9 @@ SETTING_NAMES = (
     "METRICS_TOKEN",
 )
 MAX_USAGE_FLUSH_SECONDS = 3600.0
+# The MCP endpoint's hosts by default: the loopback names the transport's list can name. Left so (unless a public
+# URL is set), the endpoint serves every loopback host the REST host rule serves (``adapters/mcp/endpoint``).
+LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 
 
 class SettingsError(Exception):
@@ -69,7 +72,7 @@ class Settings:
     # Seconds after which a browser nobody used is closed, giving its memory back (0: kept until evicted).
     browser_idle_seconds: float = 900.0
     signup: bool = False
-    mcp_allowed_hosts: tuple[str, ...] = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+    mcp_allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     # Web pages of other origins (``scheme://host[:port]``, ``:*`` any port) whose scripts may call the MCP
     # endpoint (CORS): a browser-based MCP client. The service's own hosts always may.
     mcp_allowed_origins: tuple[str, ...] = ()

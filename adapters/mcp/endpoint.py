@@ -25,12 +25,12 @@ from mcp.server.transport_security import TransportSecuritySettings
 from adapters.http.auth import CONNECTION_HEADER, bearer_key, resource_url
 from adapters.http.body import MAX_DATA_BODY, UnsupportedMediaType, read_raw, refuse_content_coding
 from adapters.http.errors import error_body
-from adapters.http.host_check import host_name
+from adapters.http.host_check import host_name, is_loopback
 from adapters.http.operation_resources import refuse_idempotency_key
 from adapters.mcp import envelope
 from adapters.mcp.bridge import SessionManagers
 from adapters.mcp.server import CALLER_ENVIRON_KEY, Caller, build_server
-from adapters.settings import Settings
+from adapters.settings import LOOPBACK_HOSTS, Settings
 from community_api.deps import Deps
 from community_api.errors import Forbidden
 
@@ -70,6 +70,18 @@ def security_settings(settings: Settings) -> TransportSecuritySettings:
     origins += [origin.lower() for origin in settings.mcp_allowed_origins if origin.lower() not in origins]
     origins += _portless(origins)
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def serves_every_loopback_host(settings: Settings) -> bool:
+    """Whether every loopback host the REST host rule serves is served here too. Without a public URL that
+    rule serves any loopback name or address (``127.0.0.0/8``, ``[::ffff:127.0.0.1]``, names under
+    ``localhost``: ``adapters/http/host_check``), while the transport's list names hosts one by one and cannot
+    name a range: an agent given ``http://127.0.0.2:8000/v1/mcp`` got 421 where REST answered. So while the
+    list holds the loopback defaults, a Host the rule served as loopback is served (docs/decisions.md, "The
+    hosts REST serves are the MCP endpoint's too"). ``MCP_ALLOWED_HOSTS`` set without them, or a public URL
+    (the rule is off then), leaves the list alone to judge."""
+    hosts = {host.lower() for host in settings.mcp_allowed_hosts}
+    return not settings.public_url and set(LOOPBACK_HOSTS) <= hosts
 
 
 def _absolute(host: str) -> str | None:
@@ -142,6 +154,7 @@ class McpResource:
         server = build_server(deps)
         security = security_settings(settings)
         self.origins = security.allowed_origins
+        self.every_loopback = serves_every_loopback_host(settings)
         self.bridge = SessionManagers(
             lambda: StreamableHTTPSessionManager(
                 server,
@@ -162,6 +175,18 @@ class McpResource:
         resp.set_header("Access-Control-Allow-Origin", origin)
         resp.set_header("Access-Control-Expose-Headers", CORS_EXPOSE_HEADERS)
         return True
+
+    def _transport_host(self, host: str) -> str:
+        """The Host as the transport's DNS-rebinding check is to read it: in lower case, since a host name is
+        case-insensitive (RFC 9110 §4.2.3) as the REST host rule reads it and the transport compares it as
+        written; and a loopback host that rule has served (``127.0.0.2:8000``, ``mcp.localhost:8000``) as
+        ``localhost`` on the same port, a name the list holds (``serves_every_loopback_host``). Only the
+        transport reads this copy of the request."""
+        host = host.lower()
+        name = host_name(host)
+        if self.every_loopback and is_loopback(name.removesuffix(".")):
+            return "localhost" + host[len(name) :]
+        return host
 
     def on_options(self, req: falcon.Request, resp: falcon.Response) -> None:
         """The preflight of a browser-based client: its origin must be allowed. Without an ``Origin`` it is
@@ -196,9 +221,7 @@ class McpResource:
         environ["CONTENT_LENGTH"] = str(len(raw))
         environ.pop("HTTP_TRANSFER_ENCODING", None)
         if "HTTP_HOST" in environ:
-            # A host name is case-insensitive (RFC 9110 §4.2.3), as the REST host rule reads it; the
-            # transport's DNS-rebinding check compares it as written.
-            environ["HTTP_HOST"] = environ["HTTP_HOST"].lower()
+            environ["HTTP_HOST"] = self._transport_host(environ["HTTP_HOST"])
         environ[CALLER_ENVIRON_KEY] = Caller(key, req.get_header(CONNECTION_HEADER), req)
         answer = self.bridge.handle(environ, raw)
         resp.status = answer.status

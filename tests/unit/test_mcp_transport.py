@@ -136,6 +136,35 @@ def test_the_hosts_rest_serves_are_served_here_too() -> None:
         world.close()
 
 
+def test_every_loopback_host_rest_serves_is_served_here_too() -> None:
+    """Without a public URL the REST host rule serves any loopback name or address; the transport's list
+    names three. An agent given ``http://127.0.0.2:8000/v1/mcp`` or ``mcp.localhost`` got 421 where REST
+    answered."""
+    loopback = ("mcp.localhost:8000", "MCP.LocalHost", "127.0.0.2:8000", "127.1.2.3", "[::ffff:127.0.0.1]:8000")
+    world = McpWorld.build(Settings(mode="test"))
+    try:
+        for host in loopback:
+            rest = world.client.simulate_get("/v1/whoami", headers=world.headers(world.all_key, {"Host": host}))
+            assert rest.status_code == 200, host
+            assert world.rpc("tools/list", headers={"Host": host}).status_code == 200, host
+        for other in ("localhost.evil.example:8000", "evil-localhost:8000", "10.0.0.1:8000"):
+            assert world.rpc("tools/list", headers={"Host": other}).status_code == 400, other  # REST's rule
+    finally:
+        world.close()
+    # MCP_ALLOWED_HOSTS set without the loopback names replaces them (docs/mcp.md); with a public URL
+    # the REST rule is off and the list alone judges: either way only what the list names is served here.
+    for settings in (
+        Settings(mode="test", mcp_allowed_hosts=("127.0.0.1:8000",)),
+        Settings(mode="test", public_url="https://mcp.example.org"),
+    ):
+        world = McpWorld.build(settings)
+        try:
+            for host in loopback:
+                assert_error(world.rpc("tools/list", headers={"Host": host}), 421, "misdirected_request")
+        finally:
+            world.close()
+
+
 def test_names_written_in_capitals_in_the_settings_are_the_same_names() -> None:
     settings = Settings(
         mode="test", public_url="https://MCP.Example.org", mcp_allowed_origins=("https://App.Example.com",)
