@@ -32,7 +32,7 @@ def host_name(host: str) -> str:
 
 
 @functools.lru_cache(maxsize=256)  # every request asks, and a client sends the same Host each time
-def _read_host(host: str) -> tuple[str, str]:
+def read_host(host: str) -> tuple[str, str]:
     """A Host header value (in lower case) as the check compares it: the host and its name without the port,
     a name written absolute (``localhost.``, RFC 1034 §3.1) without its final dot, as Django reads it; the
     name is empty for a text that is not a Host's syntax (``[::1``, ``::1``)."""
@@ -70,7 +70,7 @@ class AllowedHosts:
             # request's host (``req.prefix``), read that one.
             req.env["HTTP_HOST"] = urlsplit(raw).netloc
         sent = (req.get_header("Host") or "").strip()
-        host, name = _read_host(sent.lower())
+        host, name = read_host(sent.lower())
         if is_loopback(name) or name in self._allowed or host in self._allowed:
             return
         resp.status = falcon.HTTP_400

@@ -25,7 +25,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from adapters.http.auth import CONNECTION_HEADER, bearer_key, resource_url
 from adapters.http.body import MAX_DATA_BODY, UnsupportedMediaType, read_raw, refuse_content_coding
 from adapters.http.errors import error_body
-from adapters.http.host_check import host_name, is_loopback
+from adapters.http.host_check import host_name, is_loopback, read_host
 from adapters.http.operation_resources import refuse_idempotency_key
 from adapters.mcp import envelope
 from adapters.mcp.bridge import SessionManagers
@@ -183,9 +183,10 @@ class McpResource:
         ``localhost`` on the same port, a name the list holds (``serves_every_loopback_host``). Only the
         transport reads this copy of the request."""
         host = host.lower()
-        name = host_name(host)
-        if self.every_loopback and is_loopback(name.removesuffix(".")):
-            return "localhost" + host[len(name) :]
+        if self.every_loopback:
+            read, name = read_host(host)  # as the REST rule read it: a final dot dropped
+            if is_loopback(name):
+                return "localhost" + read[len(name) :]
         return host
 
     def on_options(self, req: falcon.Request, resp: falcon.Response) -> None:
