@@ -10,7 +10,10 @@ import pytest
 from mcp import Client
 
 from adapters.commands import command_fields
+from community_api.commands import optional_pattern
 from community_api.errors import ConnectionExpired, PlatformUnavailable
+from community_api.idempotency import KEY_PATTERN, KEY_PROBLEM
+from community_api.platform_ids import GROUP_PATTERN, GROUP_PROBLEM, ID_PROBLEM, PLATFORM_ID_PATTERN
 from fakes.platform_seed import platform_id
 from tests.unit.test_mcp_world import DM_GAP, McpWorld
 
@@ -164,6 +167,16 @@ def test_idempotency_key_acts_once(world: McpWorld) -> None:
     # The platform may have acted: the retry gets the same answer rather than a second post.
     assert world.fail("create_post", kept)["code"] == "platform_unavailable"
     assert len(world.gateway.created_posts()) == 1
+
+
+def test_an_idempotency_key_used_again_on_another_connection_is_a_different_call(world: McpWorld) -> None:
+    """The key is the account's, the post is a connection's: the same arguments on bob's connection are not
+    a retry of alice's post. Answering alice's post back would tell the agent that bob had posted it."""
+    args = {"group": FEED, "title": "Mine", "idempotencyKey": "per-connection"}
+    alices = world.ok("create_post", args)
+    bobs = world.fail("create_post", args, headers={"X-Community-Connection": world.bob.id})
+    assert bobs["code"] == "conflict" and bobs["details"] == {"reason": "different_request"}
+    assert [post.id for post in world.gateway.created_posts()] == [alices["id"]]
 
 
 def test_a_call_with_no_browser_free_says_when_to_call_again(world: McpWorld) -> None:
@@ -348,6 +361,63 @@ def test_an_idempotency_key_is_refused_in_the_words_of_the_header(world: McpWorl
     assert error["details"]["field"] == "idempotencyKey"
 
 
+A_POST = "a" * 32  # well-formed, where another argument is the one refused
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "message", "details"),
+    [
+        ("get_post", {"postId": ""}, "postId must not be empty", {"field": "postId"}),
+        ("get_post", {"postId": "a" * 33}, "postId is longer than 32 characters", {"field": "postId", "maxLength": 32}),
+        ("get_post", {"postId": "../x"}, f"postId {ID_PROBLEM}", {"field": "postId", "pattern": PLATFORM_ID_PATTERN}),
+        (
+            "delete_comment",
+            {"commentId": "X" * 32},
+            f"commentId {ID_PROBLEM}",
+            {"field": "commentId", "pattern": PLATFORM_ID_PATTERN},
+        ),
+        (
+            "get_dm_thread",
+            {"conversationId": "1e3"},
+            f"conversationId {ID_PROBLEM}",
+            {"field": "conversationId", "pattern": PLATFORM_ID_PATTERN},
+        ),
+        (
+            "get_group",
+            {"group": "Builders Club"},
+            f"group {GROUP_PROBLEM}",
+            {"field": "group", "pattern": GROUP_PATTERN},
+        ),
+        (
+            "get_group",
+            {"group": "x" * 101},
+            "group is longer than 100 characters",
+            {"field": "group", "maxLength": 100},
+        ),
+        (
+            "get_post",
+            {"postId": A_POST, "group": "-x-"},
+            f"group {GROUP_PROBLEM}",
+            {"field": "group", "pattern": optional_pattern(GROUP_PATTERN)},
+        ),
+        (
+            "send_dm",
+            {"to": A_POST, "content": "hi", "idempotencyKey": "a,b"},
+            f"idempotencyKey {KEY_PROBLEM}",
+            {"field": "idempotencyKey", "pattern": KEY_PATTERN},
+        ),
+    ],
+)
+def test_a_value_the_core_does_not_structure_is_refused_with_the_rule_it_breaks(
+    world: McpWorld, tool: str, args: dict[str, Any], message: str, details: dict[str, Any]
+) -> None:
+    """A path id, the group or the idempotency key is held to the tool's published schema: the refusal
+    names the field and the rule from that schema (its pattern, its length) that the value breaks, so a
+    client can check the next value itself; nothing reaches the platform."""
+    assert world.fail(tool, args) == {"code": "invalid_request", "message": message, "details": details}
+    assert world.gateway.created_posts() == [] and world.gateway.sent_messages() == []
+
+
 @pytest.mark.parametrize(
     ("tool", "args", "field"),
     [
@@ -372,7 +442,12 @@ def test_arguments_of_the_wrong_shape_never_give_a_500(world: McpWorld) -> None:
     for params in ({"name": "whoami", "arguments": [1]}, {"name": 3}, {}):
         result = world.rpc("tools/call", params)
         assert result.status_code < 500 and "error" in result.json, result.text
-    assert world.fail("no_such_tool", {})["message"] == "no tool named no_such_tool"
+    # A typo is mended from the answer alone: it names every tool there is.
+    assert world.fail("send_dms", {}) == {
+        "code": "not_found",
+        "message": "no tool named send_dms",
+        "details": {"allowed": sorted(tool["name"] for tool in world.rpc("tools/list", {}).json["result"]["tools"])},
+    }
     for name in ("x" * 100_000, "who\nami\u202e"):  # never repeated: a transcript would carry it
         error = world.fail(name, {})
         assert (error["code"], error["message"]) == ("not_found", "no such tool")
