@@ -225,6 +225,19 @@ def test_idempotency_keys_are_per_account(ready: Ready) -> None:
     assert theirs.status_code == 201 and theirs.json["id"] != mine["id"]
 
 
+def test_an_idempotency_key_used_again_on_another_connection_is_a_different_request(ready: Ready) -> None:
+    """The key is the account's, the post is a connection's: the same body on bob's connection is not a
+    retry of alice's post. Answering alice's post back would tell the caller that bob had posted it."""
+    world = ready.world
+    bob = world.link(ready.browser, "bob")
+    headers = {"Idempotency-Key": "per-connection"}
+    alices = world.post(FEED, ready.key, {"title": "Mine"}, headers=headers)
+    assert alices.status_code == 201, alices.text
+    bobs = world.post(FEED, ready.key, {"title": "Mine"}, headers={**headers, "X-Community-Connection": bob["id"]})
+    assert bobs.status_code == 409 and bobs.json["error"]["details"] == {"reason": "different_request"}
+    assert [post.id for post in world.gateway.created_posts()] == [alices.json["id"]]
+
+
 @pytest.mark.parametrize("group", ["quiet-garden", "design-guild", "no-such-group"])
 def test_a_post_looked_for_in_another_group_is_not_found_there_and_the_answer_says_which(
     ready: Ready, group: str

@@ -267,6 +267,18 @@ def test_a_malformed_message_is_an_invalid_request_in_one_sentence(world: McpWor
     assert world.gateway.sent_messages() == []  # the send in it did not go out
 
 
+@pytest.mark.parametrize("body", [b'{"jsonrpc": "2.0", "id": 1,', b"\xff\xfe", b"", b"[1,"])
+def test_text_that_is_not_json_is_answered_with_the_transports_parse_error(world: McpWorld, body: bytes) -> None:
+    """Not JSON at all: JSON-RPC's Parse error (-32700), as the transport words it (where in the text it
+    stopped), not rewritten into an Invalid Request as a message that fails its models is."""
+    headers = {**world.headers(world.all_key), "Content-Type": "application/json"}
+    result = world.client.simulate_post("/v1/mcp", headers=headers, body=body)
+    assert result.status_code == 400, result.text
+    assert result.json["jsonrpc"] == "2.0" and result.json["id"] is None
+    error = result.json["error"]
+    assert error["code"] == -32700 and error["message"].startswith("Parse error: "), error
+
+
 def test_the_document_refuses_every_message_the_endpoint_refuses(world: McpWorld) -> None:
     """``/v1/openapi.json`` describes the message ``/v1/mcp`` takes: each refused above is outside it (a
     client that checks its message against the document is never surprised by a 400), and a request, a

@@ -152,6 +152,12 @@ def test_mcp_tool_calls_by_tool_and_outcome() -> None:
         world.ok("whoami", {})
         world.call("get_post", {"postId": "not an id"})
         world.call("no_such_tool_xyz", {})
+        # A write's failure is answered from its kept record (the idempotency unit of work), not raised:
+        # it is counted under its code all the same, and again when a retry is answered from that record.
+        world.gateway.fail_next("create_post", PlatformUnavailable("the platform did not answer in time"))
+        post = {"group": "builders-club", "title": "Counted", "idempotencyKey": "counted-1"}
+        for _ in range(2):
+            world.fail("create_post", post)
         after = scrape(world.client)
     finally:
         world.close()
@@ -164,6 +170,7 @@ def test_mcp_tool_calls_by_tool_and_outcome() -> None:
     assert grew(tool="whoami", outcome="ok") == 1
     assert grew(tool="get_post", outcome="invalid_request") == 1
     assert grew(tool="unknown", outcome="not_found") == 1
+    assert grew(tool="create_post", outcome="platform_unavailable") == 2
     assert not any("no_such_tool_xyz" in str(labels) for _, labels in after)
 
 
