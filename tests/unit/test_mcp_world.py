@@ -214,6 +214,7 @@ def test_listed_tools_carry_schemas_and_annotations(world: McpWorld) -> None:
     tools = {t["name"]: t for t in world.rpc("tools/list").json["result"]["tools"]}
     for tool in tools.values():
         assert tool["description"] and tool["inputSchema"]["type"] == "object"
+        assert tool["title"] == OPERATIONS_BY_NAME[tool["name"]].title  # what a client shows a person
         assert tool["outputSchema"]["type"] == "object"
         jsonschema.Draft202012Validator.check_schema(tool["inputSchema"])
         jsonschema.Draft202012Validator.check_schema(tool["outputSchema"])
@@ -236,14 +237,37 @@ def test_listed_tools_carry_schemas_and_annotations(world: McpWorld) -> None:
     ]
     assert "30 to 45 seconds" in tools["send_dm"]["description"] and "20 an hour" in tools["send_dm"]["description"]
     assert "about 30 posts" in tools["get_feed"]["description"]
+    assert (tools["send_dm"]["title"], tools["get_feed"]["title"]) == ("Send a DM", "Read a group's feed")
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_the_official_client_lists_per_key_in_both_protocol_modes(world: McpWorld, mode: str) -> None:
-    async def names(client: Client) -> tuple[str, set[str]]:
-        return client.protocol_version, {tool.name for tool in (await client.list_tools()).tools}
+    async def names(client: Client) -> tuple[str, set[str], tuple[int | None, str | None]]:
+        result = await client.list_tools()
+        return client.protocol_version, {tool.name for tool in result.tools}, (result.ttl_ms, result.cache_scope)
 
-    version, listed = world.with_client(world.read_key, mode, names)
+    version, listed, caching = world.with_client(world.read_key, mode, names)
     assert listed == READ_TOOLS
     assert version == (LEGACY_VERSION if mode == "legacy" else "2026-07-28")
+    # The list is the key's: a client or a cache in between must keep it for that key alone, and ask again.
+    assert caching == (0, "private")
     assert world.with_client(world.all_key, mode, names)[1] == set(OPERATIONS_BY_NAME)
+
+
+def test_the_server_reached_without_the_http_endpoint_offers_nothing_and_does_nothing(world: McpWorld) -> None:
+    """Who calls is known only from the HTTP endpoint, which checks the key before any MCP code runs.
+    Reached another way (in memory here; a stdio transport one day), the server has no caller: it offers no
+    tool and refuses every call as unauthorized, and nothing reaches the platform."""
+    from adapters.mcp.server import build_server
+
+    async def run() -> tuple[Any, Any]:
+        async with Client(build_server(world.resource.deps)) as client:
+            return await client.list_tools(), await client.call_tool(
+                "create_post", {"group": "builders-club", "title": "x"}
+            )
+
+    listed, called = anyio.run(run)
+    assert listed.tools == []
+    assert called.is_error is True
+    assert json.loads(called.content[0].text)["error"]["code"] == "unauthorized"
+    assert world.gateway.created_posts() == []
