@@ -336,6 +336,17 @@ def test_the_loop_thread_starts_at_the_first_request_and_serves_concurrent_ones(
     assert world.ok("whoami", {})["handle"] == "alice"  # a fresh session manager after close()
 
 
+def test_a_request_leaves_nothing_of_it_running_on_its_threads_loop(world: McpWorld) -> None:
+    """Between requests a thread's loop is idle (``bridge.py``): the request's own server task has wound
+    down before the answer is handed back, so nothing of it is left to run during the next request."""
+    import asyncio
+
+    for tool in ("whoami", "list_groups", "whoami"):
+        world.ok(tool, {})
+        served = world.resource.bridge._local.loop  # this thread's loop: the test client serves here
+        assert asyncio.all_tasks(served.loop) == {served._held}  # only the session manager held open
+
+
 def test_messages_and_answers_are_the_ones_the_openapi_document_describes(world: McpWorld) -> None:
     """``POST /v1/mcp`` is described as JSON-RPC: what a client sends validates against the documented
     message, what it refuses does not, and each answer (200, 202, 400, 406, 401) matches its status's schema."""
