@@ -30,7 +30,6 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import attrs
@@ -150,14 +149,13 @@ class SessionManagers:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._loops: list[_ThreadLoop] = []
-        self._helper: ThreadPoolExecutor | None = None
 
     def handle(self, environ: dict[str, Any], body: bytes) -> Answer:
-        """Serve one request (its environ, and its body already read) on this thread and answer it."""
-        if _loop_running():
-            # Called from async code (a test client driven from a coroutine): this thread's loop cannot
-            # run inside that one, so a helper thread serves the request on its own loop.
-            return self._helper_pool().submit(self.handle, environ, body).result()
+        """Serve one request (its environ, and its body already read) on this thread and answer it.
+
+        A WSGI server's threads run no event loop of their own. Called from one that does (async code), the
+        thread's loop cannot run inside that one: asyncio's RuntimeError says so (drive the app from a
+        worker thread instead, as ``tests/unit/test_mcp_world.py`` does with ``anyio.to_thread``)."""
         scope = build_scope(environ)  # type: ignore[arg-type]  # a2wsgi's Environ is a TypedDict
         while True:
             answer = self._thread_loop().serve(scope, body)
@@ -176,19 +174,10 @@ class SessionManagers:
             self._loops.append(fresh)
         return fresh
 
-    def _helper_pool(self) -> ThreadPoolExecutor:
-        with self._lock:
-            if self._helper is None:
-                self._helper = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mcp-helper")
-            return self._helper
-
     def close(self) -> None:
         """Close the session managers and loops of this process (tests; a worker's exit ends them anyway)."""
         with self._lock:
             loops, self._loops = self._loops, []
-            helper, self._helper = self._helper, None
-        if helper is not None:
-            helper.shutdown(wait=True)
         for loop in loops:
             loop.close()
 
@@ -198,11 +187,3 @@ class SessionManagers:
         pid = os.getpid()
         with self._lock:
             return any(loop.pid == pid and not loop.loop.is_closed() for loop in self._loops)
-
-
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
