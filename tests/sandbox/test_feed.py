@@ -132,6 +132,18 @@ def test_unknown_sort_is_the_default_and_unread_forces_newest(alice: Browser) ->
     assert alice.data(f"/{BIG}", query_string="s=best&fl=unr").json["pageProps"]["sortType"] == "newest"
 
 
+@pytest.mark.parametrize("query", ["fl=all", "fl=UNR", "fl=", "p=abc", "p=0", "p=-3", "p=1.5", "p="])
+def test_a_filter_or_a_page_the_site_does_not_know_is_ignored(alice: Browser, query: str) -> None:
+    """Only ``fl=unr`` filters (and forces ``newest``); any other ``fl`` is ignored, and a page that is not
+    a positive whole number is page 1, as a website treats a query it does not understand."""
+
+    def shown(query_string: str) -> tuple[str, int, list[str]]:
+        props = alice.data(f"/{BIG}", query_string=query_string).json["pageProps"]
+        return props["sortType"], props["page"], [tree["post"]["id"] for tree in props["postTrees"]]
+
+    assert shown(f"group={BIG}&{query}") == shown(f"group={BIG}")
+
+
 def test_pinned_lead_page_one_and_repeat_in_place(alice: Browser) -> None:
     for query in ("", "&s=newest", "&s=best"):
         pages = walk(alice, query)
