@@ -10,9 +10,10 @@ from falcon import testing
 
 from scripts.sandbox.model import Group, Post
 from scripts.sandbox.state import Sandbox
-from tests.sandbox.conftest import BIG, Browser, group_id, user_id
+from tests.sandbox.conftest import BIG, Browser, Clock, group_id, user_id
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MAX_PAGES = 200  # more pages of comments than any seeded post has
 
 
 def micros(iso: str) -> int:
@@ -101,7 +102,7 @@ def test_comments_are_a_snake_case_tree_two_deep_and_paged(client: testing.TestC
             assert reply["post"]["parent_id"] == c["id"] and reply["children"] == []
     # walk all top-level comments with the created-gt cursor (microseconds)
     seen, cursor = [], 0
-    while True:
+    for _ in range(MAX_PAGES):  # bounded: a cursor that never moves on fails the test rather than hangs it
         page = alice.get(
             f"/api2/posts/{post['id']}/comments", query_string=f"group-id={gid}&limit=2&created-gt={cursor}"
         ).json["post_tree"]["children"]
@@ -109,6 +110,8 @@ def test_comments_are_a_snake_case_tree_two_deep_and_paged(client: testing.TestC
             break
         seen += page
         cursor = micros(page[-1]["post"]["created_at"])
+    else:
+        raise AssertionError("the comments never came to an end")
     assert len(seen) == post["metadata"]["comments"]  # the count is of top-level comments (PLATFORM.md)
     assert len({n["post"]["id"] for n in seen}) == len(seen)
 
@@ -310,7 +313,7 @@ def test_the_busy_post_pages_its_comments_with_last_and_has_more(client: testing
         if world_post:
             break
     assert world_post is not None
-    while True:
+    for _ in range(MAX_PAGES):
         answer = alice.get(
             f"/api2/posts/{world_post['id']}/comments", query_string=f"limit=25&created-gt={cursor}"
         ).json
@@ -321,6 +324,8 @@ def test_the_busy_post_pages_its_comments_with_last_and_has_more(client: testing
             break
         assert len(children) == 25 and answer["last"] > cursor
         cursor = answer["last"]
+    else:
+        raise AssertionError("the comments never came to an end")
     # One of its top-level comments is pinned: it comes apart (``pinned_post_tree``), not in the pages.
     assert pages == 3 and len(seen) == len(set(seen)) == world_post["metadata"]["comments"] - 1 >= 61
     # ``tail=true`` jumps to the newest page: the last 25 of the walk, oldest first, with nothing after it.
@@ -349,13 +354,15 @@ def test_a_pinned_comment_comes_apart_when_asked_with_pinned_true(
     assert tree["post"]["id"] == pin.id and tree["post"]["post_type"] == "comment"
     assert [r["post"]["parent_id"] for r in tree["children"]] == [pin.id] * len(pin.children)
     seen, cursor = [], 0
-    while True:
+    for _ in range(MAX_PAGES):
         answer = alice.get(url, query_string=f"group-id={group.id}&limit=25&pinned=true&created-gt={cursor}").json
         assert cursor == 0 or "pinned_post_tree" not in answer  # the first page only
         seen += [n["post"]["id"] for n in answer["post_tree"]["children"]]
         if not answer["meta"]["has_more"]:
             break
         cursor = answer["last"]
+    else:
+        raise AssertionError("the comments never came to an end")
     assert pin.id not in seen and len(seen) + 1 == post.num_comments
     without = alice.get(url, query_string=f"group-id={group.id}&limit=25").json
     assert "pinned_post_tree" not in without
@@ -405,3 +412,105 @@ def test_times_trim_their_fraction_and_last_comment_is_in_nanoseconds(alice: Bro
     last = [p["metadata"]["lastComment"] for p in posts if p["metadata"]["lastComment"]]
     assert last and all(type(n) is int and len(str(n)) == 19 and n > 2**53 for n in last)
     assert all(n % 1000 == 0 for n in last)  # kept in microseconds, written in nanoseconds
+
+
+def _post(alice: Browser, gid: str, title: str, labels: str = "") -> dict:
+    body = {"post_type": "generic", "group_id": gid, "metadata": {"title": title, "content": "x", "labels": labels}}
+    answer = alice.post("/api2/posts", json=body)
+    assert answer.status_code == 200, answer.text
+    return dict(answer.json)
+
+
+def _comment(alice: Browser, root: str, parent: str, content: str = "c", **extra: str) -> testing.Result:
+    body = {"post_type": "comment", "root_id": root, "parent_id": parent, "metadata": {"content": content}, **extra}
+    return alice.post("/api2/posts", json=body)
+
+
+def test_every_malformed_create_is_refused_and_nothing_is_made(client: testing.TestClient, alice: Browser) -> None:
+    """What the gateway could send wrong is refused by a 400, as the site refuses it, and makes nothing: a
+    stand-in that took it would hide the gateway's mistake."""
+    gid = group_id(client)
+    post = _post(alice, gid, "Root")
+    comment = _comment(alice, post["id"], post["id"]).json
+    gone = _comment(alice, post["id"], post["id"]).json
+    assert alice.delete(f"/api2/posts/{gone['id']}").status_code == 200
+    made = len(client.simulate_get("/__sandbox/created").json["created"])
+    other_group = group_id(client, "night-owls")
+    refused = [
+        alice.post("/api2/posts", json={"post_type": "generic", "group_id": gid, "metadata": {"title": "  "}}),
+        alice.post("/api2/posts", json={"post_type": "poll", "group_id": gid, "metadata": {"title": "x"}}),
+        _comment(alice, comment["id"], comment["id"]),  # a comment is not a root
+        _comment(alice, post["id"], post["id"], group_id=other_group),  # the post is in another group
+        _comment(alice, post["id"], gone["id"]),  # a deleted parent
+        _comment(alice, post["id"], post["id"], content=" \n "),  # nothing to say
+    ]
+    assert [answer.status_code for answer in refused] == [400] * len(refused), [a.text for a in refused]
+    assert len(client.simulate_get("/__sandbox/created").json["created"]) == made
+
+
+def test_the_first_of_several_labels_is_taken_and_a_comment_has_its_posts(
+    client: testing.TestClient, alice: Browser
+) -> None:
+    gid = group_id(client)
+    labels = [label["id"] for label in alice.get(f"/api2/groups/{gid}/labels").json["labels"]]
+    post = _post(alice, gid, "Labelled", labels=f"{labels[3]}, {labels[1]}")
+    assert post["label_id"] == labels[3]
+    comment = _comment(alice, post["id"], post["id"]).json
+    assert comment["label_id"] == labels[3]
+
+
+def test_ones_own_new_post_is_read(client: testing.TestClient, alice: Browser) -> None:
+    post = _post(alice, group_id(client), "Mine, so read")
+    unread = alice.data(f"/{BIG}", query_string=f"group={BIG}&s=newest&fl=unr").json["pageProps"]["postTrees"]
+    assert post["id"] not in {tree["post"]["id"] for tree in unread}
+    newest = alice.data(f"/{BIG}", query_string=f"group={BIG}&s=newest").json["pageProps"]["postTrees"]
+    assert post["id"] in {tree["post"]["id"] for tree in newest}
+
+
+def test_a_deleted_comment_is_recounted_replies_aside_and_the_last_comment_may_be_a_reply(
+    client: testing.TestClient, clock: Clock, alice: Browser
+) -> None:
+    post = _post(alice, group_id(client), "Counted")
+    first = _comment(alice, post["id"], post["id"], "first").json
+    clock.advance(1)
+    reply = _comment(alice, post["id"], first["id"], "reply").json
+    clock.advance(1)
+    second = _comment(alice, post["id"], post["id"], "second").json
+    assert alice.delete(f"/api2/posts/{second['id']}").status_code == 200
+    meta = alice.get(f"/api2/posts/{post['id']}/comments").json["post_tree"]["post"]["metadata"]
+    assert meta["comments"] == 1  # top-level comments only: the reply is not counted (PLATFORM.md)
+    assert meta["last_comment_id"] == reply["id"]  # the newest live one, a reply included
+
+
+def test_comments_are_asked_of_a_post_in_its_own_group(client: testing.TestClient, alice: Browser) -> None:
+    gid = group_id(client)
+    post = _post(alice, gid, "Asked for")
+    comment = _comment(alice, post["id"], post["id"]).json
+    assert alice.get(f"/api2/posts/{post['id']}/comments", query_string=f"group-id={gid}").status_code == 200
+    for path, query in (
+        (f"/api2/posts/{post['id']}/comments", f"group-id={group_id(client, 'night-owls')}"),
+        (f"/api2/posts/{comment['id']}/comments", ""),
+    ):
+        answer = alice.get(path, query_string=query)
+        assert (answer.status_code, answer.json) == (404, {"message": "not found"})
+
+
+def test_the_last_page_of_comments_ends_exactly_and_tail_ignores_the_cursor(
+    client: testing.TestClient, clock: Clock, alice: Browser
+) -> None:
+    post = _post(alice, group_id(client), "Paged")
+    made = []
+    for n in range(3):
+        clock.advance(1)
+        made.append(_comment(alice, post["id"], post["id"], f"c{n}").json["id"])
+    url = f"/api2/posts/{post['id']}/comments"
+
+    def ask(query: str) -> tuple[list[str], int, bool]:
+        answer = alice.get(url, query_string=query).json
+        return [c["post"]["id"] for c in answer["post_tree"]["children"]], answer["last"], answer["meta"]["has_more"]
+
+    assert ask("limit=2")[0] == made[:2] and ask("limit=2")[2] is True
+    everything, last, more = ask("limit=3")
+    assert (everything, more) == (made, False)  # exactly the limit left: no next page
+    assert ask(f"limit=3&created-gt={last}") == ([], last, False)  # past the end: the cursor stays
+    assert ask(f"limit=2&tail=true&created-gt={last}")[0] == made[1:]  # the newest page whatever the cursor
