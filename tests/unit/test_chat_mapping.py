@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -84,3 +85,16 @@ def test_without_a_way_to_ask_who_we_are_a_lean_channel_has_no_member() -> None:
 def test_a_channel_without_an_id_is_still_a_shape_we_cannot_read() -> None:
     with pytest.raises(PlatformError):
         chat.conversation({"user": {"id": BOB, "name": "bob"}}, lambda: ME)
+
+
+@pytest.mark.parametrize("name", ["last_message", "lastMessage"])
+def test_a_channel_without_a_time_of_its_own_is_as_recent_as_its_last_message(name: str) -> None:
+    """The last message is read under either name; it belongs to the channel it came in (the record need
+    not say so), and a channel with no ``updated_at`` is dated by it, so that the inbox can still be ordered."""
+    last = {"id": "m" * 32, "created_at": "2026-11-01T10:00:00.5Z", "metadata": {"content": "hi", "src": BOB}}
+    found = chat.conversation({"id": "c" * 32, "user": {"id": BOB, "name": "bob"}, name: last})
+    assert found.last_message is not None
+    assert (found.last_message.conversation_id, found.last_message.content) == ("c" * 32, "hi")
+    assert found.updated_at == found.last_message.created_at == datetime(2026, 11, 1, 10, 0, 0, 500_000, tzinfo=UTC)
+    silent = chat.conversation({"id": "c" * 32, "user": {"id": BOB, "name": "bob"}})
+    assert silent.last_message is None and silent.updated_at is None
