@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 
 from falcon import testing
 
@@ -142,6 +143,24 @@ def test_send_and_sent_readout(client: testing.TestClient, alice: Browser, brows
     assert alice.post(f"/api2/channels/{channel['id']}/messages", json={"content": " "}).status_code == 400
 
 
+def test_sending_reads_ones_own_channel_and_keeps_the_thread_in_order(
+    client: testing.TestClient, alice: Browser
+) -> None:
+    """The clock stands still here: two messages sent in the same microsecond still come one after the
+    other. Sending in a channel with unread messages reads them (one has seen them to answer)."""
+    client.simulate_post("/__sandbox/antispam", json={"enabled": False})
+    channel = next(c for c in all_channels(alice) if c["metadata"]["num_unread"] > 0)
+    url = f"/api2/channels/{channel['id']}/messages"
+    first, second = (alice.post(url, json={"content": text}).json for text in ("one", "two"))
+    assert datetime.fromisoformat(first["created_at"]) < datetime.fromisoformat(second["created_at"])
+    thread = alice.get(url, query_string="before=2").json["messages"]
+    assert [m["id"] for m in thread] == [first["id"], second["id"]]
+    assert channel_with(alice, channel["user"]["name"])["metadata"]["num_unread"] == 0
+    refused = alice.post(url, json={"content": "with a file", "attachments": "x"})
+    assert refused.status_code == 400 and refused.json == {"message": "invalid attachments"}
+    assert [s["content"] for s in client.simulate_get("/__sandbox/sent").json["sent"]] == ["one", "two"]
+
+
 def test_chat_request(client: testing.TestClient, alice: Browser, browser: Callable[..., Browser]) -> None:
     gid = group_id(client)
     bob = user_id(client, "bob")
@@ -161,6 +180,9 @@ def test_chat_request(client: testing.TestClient, alice: Browser, browser: Calla
     assert stranger["id"] in new["user_ids"] and new["last_message"] is None
     again = carol.post(f"/api2/users/{stranger['id']}/chat-request", query_string=f"g={gid}").json["channel"]
     assert again["id"] == new["id"]
+    assert new["id"] not in {c["id"] for c in all_channels(carol)}  # no message yet: not in the inbox
+    yourself = alice.post(f"/api2/users/{user_id(client, 'alice')}/chat-request", query_string=f"g={gid}")
+    assert yourself.status_code == 400 and yourself.json == {"message": "cannot chat with yourself"}
     quiet = group_id(client, "quiet-garden")  # dave is not a member there
     r = alice.post(f"/api2/users/{user_id(client, 'dave')}/chat-request", query_string=f"g={quiet}")
     assert r.status_code == 401 and r.json == {"message": "action not permitted"}
