@@ -33,9 +33,14 @@ def test_self_has_private_fields(alice: Browser) -> None:
     assert me["stripe_customer_id"].startswith("cus_") and me["payment_methods"]
     assert '"pts"' in me["metadata"]["sp_data"]
     unread, offset = 0, 0
-    while channels := alice.get("/api2/self/chat-channels", query_string=f"offset={offset}&limit=30").json["channels"]:
+    for _ in range(MAX_PAGES):  # bounded: an offset that is not honoured fails the test rather than hangs it
+        channels = alice.get("/api2/self/chat-channels", query_string=f"offset={offset}&limit=30").json["channels"]
+        if not channels:
+            break
         unread += sum(1 for channel in channels if channel["metadata"]["num_unread"])
         offset += len(channels)
+    else:
+        raise AssertionError("the inbox never came to an end")
     assert me["metadata"]["unread_chats"] == unread > 0
 
 
@@ -59,6 +64,9 @@ def test_user_groups_and_limits(client: testing.TestClient, alice: Browser) -> N
     first = alice.get("/api2/self/groups", query_string="offset=0&limit=2").json
     assert [g["name"] for g in first["groups"]] == ["builders-club", "night-owls"] and first["has_more"] is True
     assert alice.get("/api2/self/groups", query_string="offset=2&limit=2").json["has_more"] is False
+    assert alice.get("/api2/self/groups", query_string="offset=1&limit=2").json["has_more"] is False  # to the end
+    unknown = alice.get(f"/api2/users/{'0' * 32}/groups")
+    assert (unknown.status_code, unknown.json) == (404, {"message": "not found"})
     dave = user_id(client, "dave")  # another user: only the groups both share
     assert [g["name"] for g in alice.get(f"/api2/users/{dave}/groups").json["groups"]] == [
         "builders-club",
@@ -366,6 +374,8 @@ def test_a_pinned_comment_comes_apart_when_asked_with_pinned_true(
     assert pin.id not in seen and len(seen) + 1 == post.num_comments
     without = alice.get(url, query_string=f"group-id={group.id}&limit=25").json
     assert "pinned_post_tree" not in without
+    shouted = alice.get(url, query_string=f"group-id={group.id}&limit=25&pinned=TRUE").json
+    assert shouted["pinned_post_tree"] == tree  # the flag is read whatever its case
 
 
 def test_a_pinned_comment_under_its_post_and_in_its_place_in_another_group(
@@ -514,3 +524,4 @@ def test_the_last_page_of_comments_ends_exactly_and_tail_ignores_the_cursor(
     assert (everything, more) == (made, False)  # exactly the limit left: no next page
     assert ask(f"limit=3&created-gt={last}") == ([], last, False)  # past the end: the cursor stays
     assert ask(f"limit=2&tail=true&created-gt={last}")[0] == made[1:]  # the newest page whatever the cursor
+    assert ask("limit=2&tail=TRUE")[0] == made[1:] and ask("limit=2&tail=false")[0] == made[:2]

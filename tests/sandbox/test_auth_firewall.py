@@ -50,6 +50,18 @@ def test_wrong_password_is_401_invalid_credentials(browser: Callable[..., Browse
     r = browser().login("bob", password="nope")
     assert r.status_code == 401 and r.json == {"message": "invalid credentials"}
     assert "auth_token" not in r.cookies
+    for password in (None, 123, ["sandbox"]):  # not text: refused alike, never a 500
+        b = browser()
+        b.pass_firewall()
+        r = b.post("/api2/auth/login", json={"email": "bob@sandbox.test", "password": password})
+        assert r.status_code == 401 and r.json == {"message": "invalid credentials"}
+
+
+def test_signing_in_again_keeps_the_browsers_client_id(browser: Callable[..., Browser]) -> None:
+    b = browser()
+    first = b.login("bob").cookies["client_id"].value
+    assert b.login("bob").cookies["client_id"].value == first
+    assert browser().login("bob").cookies["client_id"].value != first  # another browser, another id
 
 
 def test_a_user_made_to_meet_a_captcha_gets_one_and_no_cookie(
