@@ -8,7 +8,8 @@ Quirks handled here:
 - that route may need the group (``group-id``). When the caller names none: the group the gateway saw the
   post in (feeds, details), else the route is asked without it, and if the platform refuses that (400,
   404, or 401 "action not permitted": what it answers without a group is not known) every group of the
-  account is asked at once and the one that answers is the post's group;
+  account is asked at once and the one that answers is the post's group. With a group, any of those
+  refusals means the post is not in that group (``NotFound``), however the platform words it;
 - ``DELETE posts/{id}`` deletes posts and comments alike, so the kind is checked first with the comments
   route, which answers a post's tree and refuses (404) a comment id; an id already seen as a comment (in a
   post's tree, or made here) is known to be no post: it is deleted without that look, and asked for as a
@@ -63,9 +64,9 @@ class PlatformPosts:
             raise NotFound(f"post {post_id} not found")  # seen as a comment: no post, and no read to say so
         group_id = self._client.group_ref(session, group).id if group else self._client.post_groups.get(post_id)
         resp = self._client.call(session, [self._comments_req(post_id, group_id, limit)])[0]
-        if group_id is None and _refused_without_a_group(resp):
-            found = self._ask_every_group(session, post_id, limit)
-            if found is None:
+        if _refused_for_the_group(resp):
+            found = None if group_id is not None else self._ask_every_group(session, post_id, limit)
+            if found is None:  # in no group of the account, or not in the one asked (however it says so)
                 raise NotFound(f"post {post_id} not found")
             resp = found
         data = m.obj(checked_json(resp, f"post {post_id}"), "comments")
@@ -205,12 +206,13 @@ class PlatformPosts:
         self._client.comment_posts.pop(comment_id)
 
 
-def _refused_without_a_group(resp: Resp) -> bool:
-    """Whether the comments route, asked without ``group-id``, refused for want of it as far as we can
-    tell. Every client sends it (PLATFORM.md), so what the platform answers without one is not known: a
-    400, a 404, or the 401 that means "not a member of that group" may each be that refusal, and the
-    post is then looked for in every group (which also keeps ``delete_comment`` from taking a post for
-    a comment), as is any other 401 once ``self`` has shown the session alive (``PlatformClient.call``).
+def _refused_for_the_group(resp: Resp) -> bool:
+    """Whether the comments route refused the post for its ``group-id``, or for want of one, as far as we
+    can tell. Every client sends one (PLATFORM.md), and what the platform answers without one, or with a
+    group the post is not in, is not known: a 400, a 404, or the 401 that means "not a member of that
+    group" may each be that refusal, as is any other 401 once ``self`` has shown the session alive
+    (``PlatformClient.call``). Without a group the post is then looked for in every group (which also
+    keeps ``delete_comment`` from taking a post for a comment); with one, it is not in that group.
     A 401 of a dead session (raised before this is asked), a 429 or a 5xx are not."""
     return resp.status in (400, 404) or resp.not_a_member or (resp.status == 401 and resp.session_alive)
 

@@ -625,6 +625,21 @@ def test_a_post_is_never_deleted_as_a_comment(
     assert gateway.post_detail(alice, post.id, None).post.id == post.id  # still there
 
 
+@pytest.mark.parametrize("refusal", REFUSED_WITHOUT_A_GROUP)
+def test_a_post_refused_in_the_group_named_is_not_found_there(
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess, refusal: dict[str, Any]
+) -> None:
+    """Asked with a group, the same refusals say the post is not in it: not found, never the platform's 400
+    passed on as the caller's bad request nor its 401 as a refusal, and not looked for elsewhere."""
+    post = _quiet_garden_post(gateway)
+    route = f"/api2/posts/{post.id}/comments"
+    sandbox.control("errors", {"route": "^" + route + "$", "count": 1, **refusal})
+    before = len(sandbox.control("requests")["requests"])
+    with pytest.raises(NotFound):
+        gateway.post_detail(alice, post.id, "quiet-garden")
+    assert [r["path"] for r in asked(sandbox, before) if r["path"] == route] == [route]
+
+
 def test_a_comment_seen_in_its_post_is_deleted_without_a_look(
     gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
 ) -> None:
