@@ -146,8 +146,9 @@ class PlatformPosts:
 
     def delete_post(self, session: PlatformSession, post_id: str) -> None:
         self._post_tree(session, post_id, None, limit=1)  # NotFound for a comment id
+        # Its group is kept: asked for again, the post is then one request that says it is gone (a post never
+        # moves, and an id is never reused), not a look through every group first.
         self._client.act(session, Req("DELETE", self._client.api("posts", post_id)), f"post {post_id}")
-        self._client.post_groups.pop(post_id)
 
     def create_comment(
         self,
@@ -202,8 +203,8 @@ class PlatformPosts:
                 pass  # not a post: a comment, or nothing (the DELETE says which)
             else:
                 raise NotFound(f"comment {comment_id} not found")
+        # A known comment stays known once deleted: deleting it again is the DELETE alone, which says it is gone.
         self._client.act(session, Req("DELETE", self._client.api("posts", comment_id)), f"comment {comment_id}")
-        self._client.comment_posts.pop(comment_id)
 
 
 def _refused_for_the_group(resp: Resp) -> bool:

@@ -18,7 +18,7 @@ from adapters.platform.page_fetch import PageRunner, Req
 from adapters.platform.platform_answers import Resp
 from adapters.platform.platform_client import PlatformClient
 from adapters.platform.platform_posts import PlatformPosts
-from community_api.errors import NotFound
+from community_api.errors import InvalidRequest, NotFound
 from community_api.model import PlatformSession
 
 WWW, API = "https://www.example-community.com", "https://api2.example-community.com"
@@ -69,6 +69,7 @@ class CommentsPlatform(PlatformClient):
             for post in self.groups
         }
         self.deleted: list[str] = []
+        self.refuse_writes: str | None = None  # the platform's message when it refuses every new post or comment
         self.created: list[dict[str, Any]] = []
         self.sent: list[Req] = []
 
@@ -108,8 +109,7 @@ class CommentsPlatform(PlatformClient):
         if req.method == "GET" and (found := re.fullmatch(r"/posts/(\w+)/comments", path)):
             return self._comments(found[1], query)
         if req.method == "DELETE" and (found := re.fullmatch(r"/posts/(\w+)", path)):
-            self.deleted.append(found[1])
-            return ok({})
+            return self._delete(found[1])
         if req.method == "POST" and path == "/posts":
             return self._create(req.body)
         return Resp(404, JSON, '{"message": "not found"}')
@@ -144,13 +144,28 @@ class CommentsPlatform(PlatformClient):
         return ok(answer)
 
     def _create(self, body: dict[str, Any]) -> Resp:
+        if self.refuse_writes is not None:
+            return Resp(400, JSON, json.dumps({"message": self.refuse_writes}))
+        self.created.append(body)
+        if body["post_type"] == "generic":
+            made = f"{len(self.created):032x}"
+            self.groups[made], self.comments[made] = body["group_id"], []
+            return ok({"id": made, "name": "made-here"})  # no author, as the platform answers
         post, parent = body["root_id"], body["parent_id"]
         if parent != post and parent not in {c["id"] for c in self.comments[post]}:
             return Resp(400, JSON, '{"message": "invalid parent"}')
         record = self._comment(post, comment_id(post, 900 + len(self.created)), parent, micros(900))
-        self.created.append(body)
         self.comments[post].append(record)
         return ok(record)
+
+    def _delete(self, target: str) -> Resp:
+        if self.groups.pop(target, None) is None:
+            found = [(post, c) for post, cs in self.comments.items() for c in cs if c["id"] == target]
+            if not found:
+                return Resp(404, JSON, '{"message": "not found"}')
+            self.comments[found[0][0]].remove(found[0][1])
+        self.deleted.append(target)
+        return ok({})
 
 
 def ok(data: object) -> Resp:
@@ -237,3 +252,108 @@ def test_a_platform_that_disregards_the_cursor_does_not_keep_the_gateway_asking(
     detail = PlatformPosts(platform, WWW).post_detail(SESSION, POST, "quiet-garden")
     assert [c.id for c in detail.comments] == [comment_id(POST, n) for n in range(25)]
     assert len(platform.comments_asked()) == 2
+
+
+def test_a_new_post_is_sent_as_the_site_sends_it_and_read_back_in_one_request() -> None:
+    """PLATFORM.md's body, ``labels`` "" for none (never null); its group is known from then on."""
+    platform = CommentsPlatform()
+    posts = PlatformPosts(platform, WWW)
+    made = posts.create_post(SESSION, "quiet-garden", "Seed swap", "Bring seeds", None)
+    write = next(r for r in platform.sent if r.method == "POST")
+    assert parse_qs(urlsplit(write.url).query) == {"follow": ["true"]}
+    assert platform.created == [
+        {
+            "post_type": "generic",
+            "group_id": QUIET,
+            "metadata": {
+                "title": "Seed swap",
+                "content": "Bring seeds",
+                "labels": "",
+                "attachments": "",
+                "action": 0,
+                "video_ids": "",
+            },
+        }
+    ]
+    platform.sent.clear()
+    assert posts.post_detail(SESSION, made.id, None).post.id == made.id
+    assert [q["group-id"] for q in platform.comments_asked()] == [[QUIET]]
+
+
+def test_a_comment_and_a_reply_are_sent_as_the_site_sends_them_and_deleted_with_the_delete_alone() -> None:
+    platform = CommentsPlatform()
+    posts = PlatformPosts(platform, WWW)
+    top = posts.create_comment(SESSION, POST, "first", None, "quiet-garden")
+    reply = posts.create_comment(SESSION, POST, "second", top.id, "quiet-garden")
+    assert (top.parent_id, reply.parent_id) == (None, top.id)
+    metadata = {"attachments": "", "action": 0, "video_ids": ""}
+    assert platform.created == [
+        {
+            "post_type": "comment",
+            "group_id": QUIET,
+            "root_id": POST,
+            "parent_id": POST,
+            "metadata": {"content": "first", **metadata},
+        },
+        {
+            "post_type": "comment",
+            "group_id": QUIET,
+            "root_id": POST,
+            "parent_id": top.id,
+            "metadata": {"content": "second", **metadata},
+        },
+    ]
+    platform.sent.clear()
+    posts.delete_comment(SESSION, reply.id)
+    assert [(r.method, urlsplit(r.url).path) for r in platform.sent] == [("DELETE", f"/posts/{reply.id}")]
+
+
+def test_a_reply_under_a_comment_of_another_post_is_refused_before_anything_is_sent() -> None:
+    platform = CommentsPlatform()
+    posts = PlatformPosts(platform, WWW)
+    elsewhere = posts.post_detail(SESSION, OTHER_POST, "loud-garden").comments[0]
+    platform.sent.clear()
+    with pytest.raises(InvalidRequest, match="not a comment of this post") as refused:
+        posts.create_comment(SESSION, POST, "astray", elsewhere.id, "quiet-garden")
+    assert refused.value.details["field"] == "parentId"
+    assert platform.sent == [] and platform.created == []
+
+
+@pytest.mark.parametrize(
+    ("parent", "refusal", "field"),
+    [
+        (comment_id(POST, 77), None, "parentId"),  # a parent the platform does not know: "invalid parent"
+        (comment_id(POST, 1), "Invalid parent", "parentId"),
+        (None, "invalid parent", None),  # no parent was sent: the refusal is not about one the caller gave
+        (comment_id(POST, 1), "content too long", None),  # a reply refused for something else
+    ],
+)
+def test_a_refusal_names_parent_id_only_when_it_is_about_the_parent_the_caller_gave(
+    parent: str | None, refusal: str | None, field: str | None
+) -> None:
+    platform = CommentsPlatform()
+    platform.refuse_writes = refusal
+    with pytest.raises(InvalidRequest) as refused:
+        PlatformPosts(platform, WWW).create_comment(SESSION, POST, "hello", parent, "quiet-garden")
+    assert refused.value.details.get("field") == field
+    assert refused.value.message.lower() == (refusal or "invalid parent").lower()
+
+
+def test_what_was_deleted_is_not_found_again_with_one_request() -> None:
+    """The gateway keeps what it learnt of a deleted post's group and of a deleted comment: asking again is
+    the one request that says it is gone, not a look through every group first."""
+    platform = CommentsPlatform()
+    posts = PlatformPosts(platform, WWW)
+    gone = posts.post_detail(SESSION, POST, None).comments[0]
+    posts.delete_comment(SESSION, gone.id)
+    posts.delete_post(SESSION, POST)
+    platform.sent.clear()
+    with pytest.raises(NotFound):
+        posts.post_detail(SESSION, POST, None)
+    with pytest.raises(NotFound):
+        posts.delete_comment(SESSION, gone.id)
+    assert [(r.method, urlsplit(r.url).path) for r in platform.sent] == [
+        ("GET", f"/posts/{POST}/comments"),
+        ("DELETE", f"/posts/{gone.id}"),
+    ]
+    assert platform.deleted == [gone.id, POST]
