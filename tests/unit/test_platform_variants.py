@@ -112,6 +112,23 @@ def test_without_last_or_meta_a_full_page_asks_again_from_its_last_comment() -> 
     assert _next_page(data, tree, POST) is None  # nothing to page from
 
 
+@pytest.mark.parametrize(("has_more", "pages_on"), [(1, True), (0, False), (True, True), (False, False)])
+def test_meta_has_more_is_read_as_the_platform_writes_flags_true_false_or_1_0(has_more: object, pages_on: bool) -> None:
+    """The platform writes some flags as 0/1: ``has_more: 0`` after a full page is the end, not a page to
+    guess at (which would be one more read)."""
+    data, tree = comments_answer(COMMENTS_PAGE, last=1731068076900001, meta={"has_more": has_more})
+    assert _next_page(data, tree, POST) == (1731068076900001 if pages_on else None)
+
+
+@pytest.mark.parametrize("last", [True, 0, -5, "1731068076900001", 1.7e15, None])
+def test_a_last_that_is_no_time_is_not_a_cursor_the_last_comments_time_is(last: object) -> None:
+    """``last`` is microseconds, a positive integer; anything else (``true``, which Python counts as 1, zero,
+    a negative, text, a float) would restart the walk from the thread's beginning: the page's last comment
+    gives the cursor instead."""
+    data, tree = comments_answer(COMMENTS_PAGE, last=last, meta={"has_more": True})
+    assert _next_page(data, tree, POST) == 1731068076900000
+
+
 def test_a_group_names_its_labels_by_comma_joined_ids_and_they_are_read_from_its_label_list() -> None:
     record = {
         "id": "g" * 32,
