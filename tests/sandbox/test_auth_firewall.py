@@ -178,3 +178,49 @@ def test_expired_session_feed_data_is_the_about_page(client: testing.TestClient,
     assert r.status_code == 200
     props = r.json["pageProps"]
     assert "postTrees" not in props and "self" not in props and props["currentGroup"]["name"] == BIG
+
+
+def test_non_browser_user_agents_are_blocked_whatever_their_case(alice: Browser) -> None:
+    for agent in ("Python-Requests/2.32.3", "CURL/8.5.0", "Wget/1.21"):
+        alice.user_agent = agent
+        assert alice.get("/api2/self").status_code == 403
+        assert alice.get("/__fw/challenge").status_code == 403
+
+
+def test_the_challenge_is_not_cached_and_never_gives_a_negative_lifetime(
+    client: testing.TestClient, browser: Callable[..., Browser]
+) -> None:
+    """A cached challenge would hand every browser behind a cache one token; a negative ``max-age`` would
+    be a cookie deleted as it is set."""
+    b = browser()
+    fresh = b.get("/__fw/challenge")
+    assert fresh.headers["cache-control"] == "no-store" and 86399 <= fresh.json["maxAge"] <= 86400
+    client.simulate_post("/__sandbox/ttl", json={"firewallSeconds": -30})
+    assert b.get("/__fw/challenge").json["maxAge"] == 0
+
+
+def test_a_session_ends_at_its_exp_to_the_second(client: testing.TestClient, alice: Browser, clock: Clock) -> None:
+    client.simulate_post("/__sandbox/ttl", json={"sessionSeconds": 60})
+    assert alice.login("alice").status_code == 200
+    clock.t = float(int(clock.t))  # a whole second, so that exp (whole seconds) is exactly 60 s away
+    assert alice.login("alice").status_code == 200
+    clock.advance(59)
+    assert alice.get("/api2/self").json["name"] == "alice"
+    clock.advance(1)
+    assert alice.get("/api2/self").content == b""
+
+
+def test_the_request_log_keeps_the_raw_path_without_its_query(client: testing.TestClient, alice: Browser) -> None:
+    """Under gunicorn ``RAW_URI`` holds the query too: the log's ``rawPath`` is the path as sent, the query
+    apart."""
+    client.simulate_post("/__sandbox/reset")
+    alice.get(
+        "/api2/posts/a%2Fb/comments", query_string="limit=25", extras={"RAW_URI": "/api2/posts/a%2Fb/comments?limit=25"}
+    )
+    seen = client.simulate_get("/__sandbox/requests").json["requests"]
+    assert seen[-1] == {
+        "method": "GET",
+        "path": "/api2/posts/a/b/comments",
+        "rawPath": "/api2/posts/a%2Fb/comments",
+        "query": "limit=25",
+    }

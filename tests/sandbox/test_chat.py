@@ -230,3 +230,15 @@ def test_antispam_hourly_limit_and_settings(client: testing.TestClient, alice: B
 def test_an_inbox_page_past_the_end_is_null(alice: Browser) -> None:
     q = "offset=3000&limit=30&last=true&unread-only=false"
     assert alice.get("/api2/self/chat-channels", query_string=q).json == {"channels": None}
+
+
+def test_antispam_counts_the_last_hour_and_a_gap_of_exactly_the_minimum_is_enough(
+    client: testing.TestClient, alice: Browser, clock: Clock
+) -> None:
+    client.simulate_post("/__sandbox/antispam", json={"minGapSeconds": 20, "perHour": 2})
+    url = f"/api2/channels/{channel_with(alice, 'bob')['id']}/messages"
+    assert alice.post(url, json={"content": "one"}).status_code == 200
+    clock.advance(20)
+    assert alice.post(url, json={"content": "two, twenty seconds on"}).status_code == 200
+    clock.advance(3600)  # both are now more than an hour old
+    assert alice.post(url, json={"content": "three, an hour on"}).status_code == 200
