@@ -164,11 +164,19 @@ class GroupListClient(PlatformClient):
     ``cap`` groups whatever ``limit`` asks, ``has_more`` sent or not, ``offset`` heeded or not."""
 
     def __init__(
-        self, count: int, *, cap: int = 30, has_more: bool = False, as_number: bool = False, heeds_offset: bool = True
+        self,
+        count: int,
+        *,
+        cap: int = 30,
+        has_more: bool = False,
+        as_number: bool = False,
+        heeds_offset: bool = True,
+        camel: bool = False,
     ) -> None:
         super().__init__(PageRunner(BASE, "https://api2.example-community.com", timeout=5), pool=None, timeout=5)  # type: ignore[arg-type]
         self.groups = [{"id": f"{n:032x}", "name": f"group-{n}"} for n in range(count)]
         self.cap, self.has_more, self.as_number, self.heeds_offset = cap, has_more, as_number, heeds_offset
+        self.flag_name = "hasMore" if camel else "has_more"  # page data's spelling, read on api2 too
         self.reads = 0
 
     def me(self, session: PlatformSession, *, fresh: bool = False) -> PlatformUser:
@@ -183,7 +191,7 @@ class GroupListClient(PlatformClient):
         end = offset + min(int(query["limit"][0]), self.cap)
         answer: dict[str, Any] = {"groups": self.groups[offset:end]}
         if self.has_more:
-            answer["has_more"] = int(end < len(self.groups)) if self.as_number else end < len(self.groups)
+            answer[self.flag_name] = int(end < len(self.groups)) if self.as_number else end < len(self.groups)
         return answer
 
 
@@ -195,6 +203,8 @@ class GroupListClient(PlatformClient):
         (30, {"has_more": True}, 1),  # a full page that says it is the last
         (30, {"has_more": True, "as_number": True}, 1),  # has_more written 0/1
         (45, {"has_more": True, "cap": 20}, 3),  # pages held to 20: has_more, not the page's length, says more
+        (45, {"has_more": True, "cap": 20, "camel": True}, 3),  # the flag spelt hasMore
+        (30, {"has_more": True, "camel": True}, 1),
         (45, {"heeds_offset": False}, 2),  # the same page again brings nothing new: the end
         (45, {"heeds_offset": False, "has_more": True}, 2),
     ],
