@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
+from adapters.platform import platform_urls
 from adapters.platform.page_fetch import PageRunner, Req
 from community_api.errors import PlatformError
 
@@ -106,3 +107,10 @@ def test_empty_and_dot_segments_are_refused(value: str) -> None:
         runner.api("posts", value, "comments")
     with pytest.raises(PlatformError):
         Req.data(["builders-club", value], {"group": "builders-club"})
+
+
+def test_a_configured_url_ending_in_a_slash_gives_no_empty_segment() -> None:
+    """``COMMUNITY_API_PLATFORM_API_URL=https://api2.…/`` is as likely as without the slash: ``//self`` would be
+    another route on many servers."""
+    assert platform_urls.url(API + "/", "self") == API + "/self"
+    assert PageRunner(WWW + "/", API + "//", timeout=5).api("self", query={"a": 1}) == API + "/self?a=1"
