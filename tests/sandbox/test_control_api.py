@@ -86,7 +86,7 @@ def test_a_route_starting_with_a_caret_is_searched_as_a_regular_expression() -> 
 def test_a_hang_ends_by_itself_after_its_seconds(client: testing.TestClient, alice: Browser) -> None:
     client.simulate_post("/__sandbox/errors", json={"route": "/api2/self", "status": "hang", "seconds": 0.2})
     result: dict[str, testing.Result] = {}
-    worker = threading.Thread(target=lambda: result.update(r=alice.get("/api2/self")))
+    worker = threading.Thread(target=lambda: result.update(r=alice.get("/api2/self")), daemon=True)
     worker.start()
     worker.join(5)  # no clear-faults: the hang's own 0.2 s end it
     assert not worker.is_alive() and result["r"].status_code == 504
