@@ -110,3 +110,17 @@ def user_id(client: testing.TestClient, handle: str) -> str:
 
 def group_id(client: testing.TestClient, slug: str = BIG) -> str:
     return client.simulate_get("/__sandbox/state").json["groups"][slug]["id"]
+
+
+def new_post(b: Browser, gid: str, title: str, labels: str = "") -> dict:
+    """A post made through api2 as the site makes one; its answer (``{id, name, …}``)."""
+    body = {"post_type": "generic", "group_id": gid, "metadata": {"title": title, "content": "x", "labels": labels}}
+    answer = b.post("/api2/posts", json=body)
+    assert answer.status_code == 200, answer.text
+    return dict(answer.json)
+
+
+def new_comment(b: Browser, root: str, parent: str, content: str = "c", **extra: str) -> testing.Result:
+    """A comment (``parent`` the post) or reply made through api2, answered as it came: refusals are tested."""
+    body = {"post_type": "comment", "root_id": root, "parent_id": parent, "metadata": {"content": content}, **extra}
+    return b.post("/api2/posts", json=body)

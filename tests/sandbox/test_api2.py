@@ -10,7 +10,7 @@ from falcon import testing
 
 from scripts.sandbox.model import Group, Post
 from scripts.sandbox.state import Sandbox
-from tests.sandbox.conftest import BIG, Browser, Clock, group_id, user_id
+from tests.sandbox.conftest import BIG, Browser, Clock, group_id, new_comment, new_post, user_id
 from tests.sandbox.test_chat import all_channels
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -417,35 +417,23 @@ def test_times_trim_their_fraction_and_last_comment_is_in_nanoseconds(alice: Bro
     assert all(n % 1000 == 0 for n in last)  # kept in microseconds, written in nanoseconds
 
 
-def _post(alice: Browser, gid: str, title: str, labels: str = "") -> dict:
-    body = {"post_type": "generic", "group_id": gid, "metadata": {"title": title, "content": "x", "labels": labels}}
-    answer = alice.post("/api2/posts", json=body)
-    assert answer.status_code == 200, answer.text
-    return dict(answer.json)
-
-
-def _comment(alice: Browser, root: str, parent: str, content: str = "c", **extra: str) -> testing.Result:
-    body = {"post_type": "comment", "root_id": root, "parent_id": parent, "metadata": {"content": content}, **extra}
-    return alice.post("/api2/posts", json=body)
-
-
 def test_every_malformed_create_is_refused_and_nothing_is_made(client: testing.TestClient, alice: Browser) -> None:
     """What the gateway could send wrong is refused by a 400, as the site refuses it, and makes nothing: a
     stand-in that took it would hide the gateway's mistake."""
     gid = group_id(client)
-    post = _post(alice, gid, "Root")
-    comment = _comment(alice, post["id"], post["id"]).json
-    gone = _comment(alice, post["id"], post["id"]).json
+    post = new_post(alice, gid, "Root")
+    comment = new_comment(alice, post["id"], post["id"]).json
+    gone = new_comment(alice, post["id"], post["id"]).json
     assert alice.delete(f"/api2/posts/{gone['id']}").status_code == 200
     made = len(client.simulate_get("/__sandbox/created").json["created"])
     other_group = group_id(client, "night-owls")
     refused = [
         alice.post("/api2/posts", json={"post_type": "generic", "group_id": gid, "metadata": {"title": "  "}}),
         alice.post("/api2/posts", json={"post_type": "poll", "group_id": gid, "metadata": {"title": "x"}}),
-        _comment(alice, comment["id"], comment["id"]),  # a comment is not a root
-        _comment(alice, post["id"], post["id"], group_id=other_group),  # the post is in another group
-        _comment(alice, post["id"], gone["id"]),  # a deleted parent
-        _comment(alice, post["id"], post["id"], content=" \n "),  # nothing to say
+        new_comment(alice, comment["id"], comment["id"]),  # a comment is not a root
+        new_comment(alice, post["id"], post["id"], group_id=other_group),  # the post is in another group
+        new_comment(alice, post["id"], gone["id"]),  # a deleted parent
+        new_comment(alice, post["id"], post["id"], content=" \n "),  # nothing to say
     ]
     assert [answer.status_code for answer in refused] == [400] * len(refused), [a.text for a in refused]
     assert len(client.simulate_get("/__sandbox/created").json["created"]) == made
@@ -456,14 +444,14 @@ def test_the_first_of_several_labels_is_taken_and_a_comment_has_its_posts(
 ) -> None:
     gid = group_id(client)
     labels = [label["id"] for label in alice.get(f"/api2/groups/{gid}/labels").json["labels"]]
-    post = _post(alice, gid, "Labelled", labels=f"{labels[3]}, {labels[1]}")
+    post = new_post(alice, gid, "Labelled", labels=f"{labels[3]}, {labels[1]}")
     assert post["label_id"] == labels[3]
-    comment = _comment(alice, post["id"], post["id"]).json
+    comment = new_comment(alice, post["id"], post["id"]).json
     assert comment["label_id"] == labels[3]
 
 
 def test_ones_own_new_post_is_read(client: testing.TestClient, alice: Browser) -> None:
-    post = _post(alice, group_id(client), "Mine, so read")
+    post = new_post(alice, group_id(client), "Mine, so read")
     unread = alice.data(f"/{BIG}", query_string=f"group={BIG}&s=newest&fl=unr").json["pageProps"]["postTrees"]
     assert post["id"] not in {tree["post"]["id"] for tree in unread}
     newest = alice.data(f"/{BIG}", query_string=f"group={BIG}&s=newest").json["pageProps"]["postTrees"]
@@ -473,12 +461,12 @@ def test_ones_own_new_post_is_read(client: testing.TestClient, alice: Browser) -
 def test_a_deleted_comment_is_recounted_replies_aside_and_the_last_comment_may_be_a_reply(
     client: testing.TestClient, clock: Clock, alice: Browser
 ) -> None:
-    post = _post(alice, group_id(client), "Counted")
-    first = _comment(alice, post["id"], post["id"], "first").json
+    post = new_post(alice, group_id(client), "Counted")
+    first = new_comment(alice, post["id"], post["id"], "first").json
     clock.advance(1)
-    reply = _comment(alice, post["id"], first["id"], "reply").json
+    reply = new_comment(alice, post["id"], first["id"], "reply").json
     clock.advance(1)
-    second = _comment(alice, post["id"], post["id"], "second").json
+    second = new_comment(alice, post["id"], post["id"], "second").json
     assert alice.delete(f"/api2/posts/{second['id']}").status_code == 200
     meta = alice.get(f"/api2/posts/{post['id']}/comments").json["post_tree"]["post"]["metadata"]
     assert meta["comments"] == 1  # top-level comments only: the reply is not counted (PLATFORM.md)
@@ -487,8 +475,8 @@ def test_a_deleted_comment_is_recounted_replies_aside_and_the_last_comment_may_b
 
 def test_comments_are_asked_of_a_post_in_its_own_group(client: testing.TestClient, alice: Browser) -> None:
     gid = group_id(client)
-    post = _post(alice, gid, "Asked for")
-    comment = _comment(alice, post["id"], post["id"]).json
+    post = new_post(alice, gid, "Asked for")
+    comment = new_comment(alice, post["id"], post["id"]).json
     assert alice.get(f"/api2/posts/{post['id']}/comments", query_string=f"group-id={gid}").status_code == 200
     for path, query in (
         (f"/api2/posts/{post['id']}/comments", f"group-id={group_id(client, 'night-owls')}"),
@@ -501,11 +489,11 @@ def test_comments_are_asked_of_a_post_in_its_own_group(client: testing.TestClien
 def test_the_last_page_of_comments_ends_exactly_and_tail_ignores_the_cursor(
     client: testing.TestClient, clock: Clock, alice: Browser
 ) -> None:
-    post = _post(alice, group_id(client), "Paged")
+    post = new_post(alice, group_id(client), "Paged")
     made = []
     for n in range(3):
         clock.advance(1)
-        made.append(_comment(alice, post["id"], post["id"], f"c{n}").json["id"])
+        made.append(new_comment(alice, post["id"], post["id"], f"c{n}").json["id"])
     url = f"/api2/posts/{post['id']}/comments"
 
     def ask(query: str) -> tuple[list[str], int, bool]:

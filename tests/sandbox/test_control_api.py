@@ -12,7 +12,8 @@ import pytest
 from falcon import testing
 
 from scripts.sandbox.state import FaultRule, Sandbox
-from tests.sandbox.conftest import BIG, Browser, Clock, group_id
+from tests.sandbox.conftest import BIG, Browser, Clock, group_id, new_comment, new_post
+from tests.sandbox.test_chat import inbox
 
 
 @pytest.mark.parametrize(
@@ -116,7 +117,7 @@ def test_a_reset_forgets_every_setting_and_record_of_the_dms(
     client: testing.TestClient, alice: Browser, clock: Clock
 ) -> None:
     client.simulate_post("/__sandbox/antispam", json={"minGapSeconds": 600, "perHour": 2})
-    channel = next(iter(alice.get("/api2/self/chat-channels", query_string="offset=0&limit=1").json["channels"]))
+    channel = inbox(alice, limit=1)[0]
     url = f"/api2/channels/{channel['id']}/messages"
     assert alice.post(url, json={"content": "one"}).status_code == 200
     after = client.simulate_post("/__sandbox/reset").json
@@ -126,7 +127,7 @@ def test_a_reset_forgets_every_setting_and_record_of_the_dms(
 
 
 def test_clearing_flags_also_forgets_when_the_account_last_sent(client: testing.TestClient, alice: Browser) -> None:
-    channel = next(iter(alice.get("/api2/self/chat-channels", query_string="offset=0&limit=1").json["channels"]))
+    channel = inbox(alice, limit=1)[0]
     url = f"/api2/channels/{channel['id']}/messages"
     assert alice.post(url, json={"content": "one"}).status_code == 200
     assert alice.post(url, json={"content": "too soon"}).status_code == 429
@@ -142,9 +143,8 @@ def test_the_read_outs_count_what_is_there(client: testing.TestClient, alice: Br
     assert "quiet-garden" not in users["dave"]["groups"] and BIG in users["dave"]["groups"]
     before = client.simulate_get("/__sandbox/state").json
     gid = group_id(client)
-    made = alice.post("/api2/posts", json={"post_type": "generic", "group_id": gid, "metadata": {"title": "t"}}).json
-    reply = {"post_type": "comment", "group_id": gid, "root_id": made["id"], "parent_id": made["id"]}
-    comment = alice.post("/api2/posts", json={**reply, "metadata": {"content": "c"}}).json
+    made = new_post(alice, gid, "t")
+    comment = new_comment(alice, made["id"], made["id"]).json
     for gone in (comment["id"], made["id"]):
         assert alice.delete(f"/api2/posts/{gone}").status_code == 200
     after = client.simulate_get("/__sandbox/state").json

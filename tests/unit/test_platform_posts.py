@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from adapters.platform import platform_mapping as m
 from adapters.platform.page_fetch import PageRunner, Req
 from adapters.platform.platform_answers import Resp
 from adapters.platform.platform_client import PlatformClient
@@ -173,7 +174,7 @@ def ok(data: object) -> Resp:
 
 
 def to_micros(stamp: str) -> int:
-    return int(datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp() * 1_000_000)
+    return m.micros(datetime.fromisoformat(stamp))
 
 
 def test_an_id_seen_as_a_comment_is_no_post_without_asking_the_platform() -> None:
