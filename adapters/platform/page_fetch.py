@@ -238,7 +238,8 @@ def _size(answers: object) -> int:
         packed = answers.get("packed")
         return len(packed) if isinstance(packed, str) else 0
     if isinstance(answers, list):
-        return sum(len(a.get("text") or "") for a in answers if isinstance(a, dict))
+        texts = (a.get("text") for a in answers if isinstance(a, dict))
+        return sum(len(text) for text in texts if isinstance(text, str))  # anything else is read as "" (``_plain``)
     return 0
 
 
