@@ -4,6 +4,7 @@ files, a real second process)."""
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import logging
 import os
@@ -204,3 +205,103 @@ def test_a_reservation_that_cannot_be_removed_is_released_quietly(
     assert room() is None  # still counted
     now[0] += RESERVATION_SECONDS + 1
     assert room() is not None
+
+
+def test_without_locks_on_the_file_system_starts_are_judged_by_the_figures_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file system without ``flock`` (ENOLCK: some network mounts) is not waited on as if the lock were held,
+    and reservations read or written without the lock would be counted by chance."""
+    room = MemoryRoom(str(tmp_path), figures=Figures(MIN_FREE_MIB + STARTING_MIB - 1))
+    held = room()  # one start in flight, counted while locks work
+    assert held is not None and room() is None
+
+    def no_locks(descriptor: int, operation: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(memory_room.fcntl, "flock", no_locks)
+    started = time.monotonic()
+    assert room() is not None and room.pending() == 0
+    assert time.monotonic() - started < memory_room.LOCK_WAIT_SECONDS
+    assert len(list(tmp_path.iterdir())) == 2  # the lock and the first reservation: nothing written unlocked
+
+
+def test_reservations_in_an_untrusted_folder_are_neither_counted_nor_removed(tmp_path: Path) -> None:
+    folder = tmp_path / "starts"
+    folder.mkdir()
+    folder.chmod(0o777)
+    forged = folder / f"{os.getpid()}-forged"
+    forged.write_text(repr(time.time() + 3600))  # would refuse every start if it counted
+    room = MemoryRoom(str(folder), figures=Figures(MIN_FREE_MIB + STARTING_MIB - 1))
+    assert room() is not None and room.pending() == 0
+    assert forged.exists()
+
+
+@pytest.mark.parametrize("mode", [0o770, 0o750, 0o710, 0o707, 0o701])
+def test_a_folder_its_group_or_others_may_enter_is_not_trusted(tmp_path: Path, mode: int) -> None:
+    folder = tmp_path / "starts"
+    folder.mkdir()
+    folder.chmod(mode)
+    room = MemoryRoom(str(folder), figures=Figures(None))
+    assert room() is not None
+    assert list(folder.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a folder to another user")
+def test_a_private_folder_of_another_user_is_not_trusted(tmp_path: Path) -> None:
+    folder = tmp_path / "starts"
+    folder.mkdir(mode=0o700)
+    os.chown(folder, 65534, 65534)  # nobody's: its owner could forge reservations or remove ours
+    room = MemoryRoom(str(folder), figures=Figures(None))
+    assert room() is not None
+    assert list(folder.iterdir()) == []
+
+
+def test_a_symlink_in_place_of_the_lock_is_not_followed(tmp_path: Path) -> None:
+    folder = tmp_path / "starts"
+    folder.mkdir(mode=0o700)
+    target = tmp_path / "elsewhere"
+    (folder / "lock").symlink_to(target)
+    room = MemoryRoom(str(folder), figures=Figures(None))
+    assert room() is not None
+    assert not target.exists() and [p.name for p in folder.iterdir()] == ["lock"]
+
+
+def test_a_reservation_stops_counting_the_moment_its_time_is_up(tmp_path: Path) -> None:
+    now = [1_000_000.0]
+    room = MemoryRoom(str(tmp_path), figures=Figures(None), clock=lambda: now[0])
+    assert room() is not None
+    now[0] += RESERVATION_SECONDS - 0.5
+    assert room.pending() == 1
+    now[0] += 0.5
+    assert room.pending() == 0
+
+
+def test_a_reservation_that_cannot_be_written_leaves_no_file_and_the_start_goes_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    room = MemoryRoom(str(tmp_path), figures=Figures(None))
+    assert room.pending() == 0  # makes the folder
+
+    def disk_full(descriptor: int, *args: object, **kwargs: object) -> object:
+        os.close(descriptor)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(memory_room.os, "fdopen", disk_full)
+    with caplog.at_level(logging.WARNING, logger="adapters.platform.memory_room"):
+        held = room()
+    monkeypatch.undo()
+    assert held is not None
+    held.release()
+    assert [p.name for p in tmp_path.iterdir()] == ["lock"]  # no empty reservation left to be read as broken
+    assert any("could not be reserved" in r.getMessage() for r in caplog.records)
+
+
+def test_many_starts_of_one_process_each_have_a_reservation_of_their_own(tmp_path: Path) -> None:
+    room = MemoryRoom(str(tmp_path), figures=Figures(None))
+    held = [room() for _ in range(60)]
+    assert room.pending() == 60
+    for each in held:
+        assert each is not None
+        each.release()
+    assert room.pending() == 0
