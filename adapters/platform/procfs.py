@@ -143,14 +143,24 @@ def cgroup_headroom_mib(own: str = "/proc/self/cgroup", root: str = "/sys/fs/cgr
     return None
 
 
+def _within(path: str, top: str) -> bool:
+    """Is the normalised ``path`` ``top`` or below it (a string prefix is not enough: ``cgroup2``)?"""
+    return os.path.commonpath([path, top]) == top
+
+
 def _v2_headroom_mib(root: str, path: str) -> int | None:
+    top = os.path.normpath(root)
+    level = os.path.normpath(os.path.join(top, path.lstrip("/")))
+    if not _within(level, top):
+        # A cgroup outside the part of the tree this process sees (``/../…`` in a cgroup namespace,
+        # cgroup_namespaces(7)): its levels cannot be read, and what lies outside the mount is not them.
+        return None
     least: int | None = None
-    level = os.path.normpath(os.path.join(root, path.lstrip("/")))
     while True:
         headroom = _headroom(level)
         if headroom is not None:
             least = headroom if least is None else min(least, headroom)
-        if level == os.path.normpath(root) or not level.startswith(os.path.normpath(root)):
+        if level == top:
             return None if least is None else least // (1024 * 1024)
         level = os.path.dirname(level)
 
@@ -178,7 +188,7 @@ def _v1_headroom_mib(mount: str, path: str) -> int | None:
     """The v1 memory cgroup at ``path`` under ``mount``; in a container without its own cgroup namespace the
     path is the host's, and the container's cgroup is the mount itself."""
     for level in (os.path.normpath(os.path.join(mount, path.lstrip("/"))), mount):
-        if not level.startswith(os.path.normpath(mount)):
+        if not _within(level, os.path.normpath(mount)):
             continue
         try:
             with open(os.path.join(level, "memory.limit_in_bytes"), encoding="ascii") as text:
