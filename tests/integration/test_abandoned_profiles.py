@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.platform.orphans import PROFILE_PREFIX, remove_abandoned_profiles
+from adapters.platform import orphans
+from adapters.platform.orphans import PROFILE_PREFIX, profile_prefix, remove_abandoned_profiles
 from scripts.processes import ROOT
 
 HOST = socket.gethostname()
@@ -152,3 +153,131 @@ def test_the_master_leaves_a_browser_its_live_worker_is_closing(temp: Path, tmp_
         "closing": {"running": False, "profile": False},
         "orphaned": {"running": False, "profile": False},
     }
+
+
+def test_locks_that_are_not_chromiums_are_left_alone(temp: Path) -> None:
+    """Chromium's lock is a link to ``host-PID``: anything else in its place is not a browser's, and asking it
+    never raises."""
+    odd = temp / (PROFILE_PREFIX + "file-lock")
+    (odd / "Default").mkdir(parents=True)
+    (odd / "SingletonLock").write_text(f"{HOST}-{ended_pid()}")  # a file, not a link
+    kept = [
+        odd,
+        profile(temp, PROFILE_PREFIX + "no-pid", f"{HOST}-abc"),
+    ]
+    for folder in kept:
+        then = time.time() - 2 * 3600
+        os.utime(folder, (then, then))
+    assert remove_abandoned_profiles() == 0
+    assert all(p.is_dir() for p in kept)
+
+
+def test_a_lock_is_read_whatever_dashes_the_host_name_holds(temp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(orphans.socket, "gethostname", lambda: "box-with-dashes")
+    gone = profile(temp, PROFILE_PREFIX + "gone", f"box-with-dashes-{ended_pid()}")
+    other = profile(temp, PROFILE_PREFIX + "other", f"box-with-{ended_pid()}")  # another machine's
+    assert remove_abandoned_profiles() == 1
+    assert not gone.exists() and other.is_dir()
+
+
+def test_a_folder_this_worker_made_is_left_to_it(temp: Path) -> None:
+    """Named with ``profile_prefix`` (the worker's PID, ended by a dash) while the worker runs: it closes its own
+    browsers, even when their Chromium has just ended."""
+    mine = profile(temp, profile_prefix() + "abc", f"{HOST}-{ended_pid()}")
+    assert remove_abandoned_profiles() == 0 and mine.is_dir()
+
+
+_SWEEPS = """
+import json, os, subprocess, sys, tempfile, time
+import attrs
+from adapters.platform import procfs
+from adapters.platform.orphans import PROFILE_PREFIX, become_subreaper, end_orphaned_browsers
+bindir, outside, ended_driver = sys.argv[1], sys.argv[2], sys.argv[3]
+chromium, driver = os.path.join(bindir, "chromium"), os.path.join(bindir, "chromedriver")
+me = os.getpid()
+seen = {}
+
+def folder(name, where=None):
+    path = os.path.join(where or tempfile.gettempdir(), PROFILE_PREFIX + name)
+    os.makedirs(os.path.join(path, "Default"))
+    return path
+
+def wait_for(check):
+    deadline = time.monotonic() + 10
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return check()
+
+# A subreaper adopts a Chromium whose parent ended, and the sweep ends it and removes its profile.
+seen["subreaper"] = become_subreaper()
+adopted = folder("adopted")
+subprocess.run(["sh", "-c", f'"{chromium}" --user-data-dir="{adopted}" &'])
+wait_for(lambda: any(name == "chromium" for pid, (up, name) in procfs.process_table().items() if up == me))
+seen["adopted"] = [attrs.astuple(end_orphaned_browsers(me)), os.path.isdir(adopted)]
+
+# A driver with its Chromium under it: both ended, one driver counted. The profile is named through a dot
+# segment; one outside the temporary folder is never removed; one already gone is not counted.
+elsewhere = folder("elsewhere", outside)
+through_dots = os.path.join(tempfile.gettempdir(), "sub", "..", PROFILE_PREFIX + "dotted")
+os.makedirs(os.path.join(through_dots, "Default"))
+missing = os.path.join(tempfile.gettempdir(), PROFILE_PREFIX + "missing")
+launched = subprocess.Popen(
+    [driver, f"--user-data-dir={through_dots}", f"--user-data-dir={elsewhere}", f"--user-data-dir={missing}"],
+)
+wait_for(lambda: [procfs.command_name(p) for p in procfs.descendants(launched.pid)] == ["chromium"])
+under = procfs.descendants(launched.pid)
+seen["driver"] = [
+    attrs.astuple(end_orphaned_browsers(me)),
+    procfs.running(launched.pid) or any(procfs.running(pid) for pid in under),
+    os.path.isdir(through_dots),
+    os.path.isdir(elsewhere),
+]
+launched.wait()
+
+# A Chromium below a live process of the master's that is no browser is that process's, not an orphan.
+shell = subprocess.Popen(["sh", "-c", f'"{chromium}" & wait'])
+wait_for(lambda: [procfs.command_name(p) for p in procfs.descendants(shell.pid)] == ["chromium"])
+seen["not_an_orphan"] = [attrs.astuple(end_orphaned_browsers(me)), procfs.running(procfs.descendants(shell.pid)[0])]
+for pid in procfs.descendants(shell.pid):
+    os.kill(pid, 9)
+shell.wait()
+
+# A driver that has ended and waits to be reaped is no orphan to count.
+dead = subprocess.Popen([ended_driver])
+wait_for(lambda: (procfs.stat(dead.pid) or ["?"])[0] == "Z")
+seen["zombie"] = attrs.astuple(end_orphaned_browsers(me))
+dead.wait()
+print(json.dumps(seen))
+"""
+
+
+def test_the_masters_sweep_ends_what_is_its_own_and_only_that(temp: Path, tmp_path: Path) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    chromium = bindir / "chromium"  # its command name is the script's: a process that waits, with no child
+    chromium.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(60)\n")
+    driver = bindir / "chromedriver"  # starts its Chromium, as chromedriver does, and waits
+    driver.write_text(f'#!/bin/sh\n"{chromium}" "$@" &\nwait\n')
+    ended = tmp_path / "ended" / "chromedriver"  # a driver that ends at once
+    ended.parent.mkdir()
+    ended.write_text("#!/bin/sh\nexit 0\n")
+    for program in (chromium, driver, ended):
+        program.chmod(0o755)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    run = subprocess.run(
+        [sys.executable, "-c", _SWEEPS, str(bindir), str(outside), str(ended)],
+        cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(temp)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout)
+    assert seen["subreaper"] is True
+    assert seen["adopted"] == [[0, 1, 1], False]  # ended and its profile removed
+    # drivers, processes, profiles; nothing left running; the dotted profile removed, the outside one kept
+    assert seen["driver"] == [[1, 2, 1], False, False, True]
+    assert seen["not_an_orphan"] == [[0, 0, 0], True]
+    assert seen["zombie"] == [0, 0, 0]
