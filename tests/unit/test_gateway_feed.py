@@ -1,7 +1,8 @@
 """``SeleniumPlatformGateway``'s own reading of the feed and of groups, with a client whose platform is a
 table of answers (no browser): each sort asked for as PLATFORM.md writes its query, every page in one
-batch, bad pages refused before anything is sent, what the gateway learns of posts and groups kept, and
-``whoami`` asking the platform every time."""
+batch, bad pages refused before anything is sent, what the gateway learns of posts and groups kept, no
+empty batch for a user in no group, ``whoami`` asking the platform every time, and signing in given twice a
+call's time."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from adapters.platform.deadline import remaining
 from adapters.platform.page_fetch import PageRunner, Req
 from adapters.platform.platform_answers import Resp
 from adapters.platform.platform_client import PlatformClient
@@ -44,6 +46,7 @@ class TablePlatform(PlatformClient):
         super().__init__(PageRunner(WWW, API, timeout=5), pool=None, timeout=5)  # type: ignore[arg-type]
         self.pages = pages or {}
         self.batches: list[list[str]] = []
+        self.groups = [GROUP]  # the user's
 
     def _send(self, session: PlatformSession, reqs: Sequence[Req], *, read: bool) -> list[Resp]:
         self.batches.append([req.data_path or req.url.removeprefix(API) for req in reqs])
@@ -58,7 +61,7 @@ class TablePlatform(PlatformClient):
         if path == "/self":
             return ok(ALICE)
         if path == f"/users/{ALICE['id']}/groups":
-            return ok({"groups": [GROUP], "has_more": False})
+            return ok({"groups": self.groups, "has_more": False})
         if path == f"/groups/{GROUP['id']}":
             return ok(GROUP)
         if path == f"/groups/{GROUP['id']}/labels":
@@ -175,3 +178,39 @@ def test_whoami_asks_the_platform_every_time() -> None:
     gateway.whoami(SESSION)
     gateway.whoami(SESSION)
     assert platform.batches == [["/self"], ["/self"]]
+
+
+def test_a_user_in_no_group_is_answered_without_an_empty_batch() -> None:
+    """An empty batch would still take the connection's browser (and start one if none runs)."""
+    platform = TablePlatform()
+    platform.groups = []
+    assert gateway_with(platform).list_groups(SESSION) == []
+    assert all(platform.batches) and len(platform.batches) == 2  # self, then the user's groups
+
+
+def test_each_group_listed_has_its_labels_asked_for_in_one_batch() -> None:
+    platform = TablePlatform()
+    (group,) = gateway_with(platform).list_groups(SESSION)
+    assert group.id == GROUP_ID
+    assert platform.batches[-1] == [f"/groups/{GROUP_ID}/labels"]
+
+
+@pytest.mark.parametrize("method", ["login", "adopt_session"])
+def test_signing_in_may_take_twice_the_time_of_a_call(method: str) -> None:
+    """It loads two pages and waits for the platform's answer in between."""
+    left: list[float] = []
+
+    class Client:
+        def login(self, email: str, password: str) -> None:
+            left.append(remaining(0))
+
+        def adopt(self, token: str) -> None:
+            left.append(remaining(0))
+
+    gateway = SeleniumPlatformGateway(WWW, API, timeout=5)
+    gateway._client = Client()  # type: ignore[assignment]
+    if method == "login":
+        gateway.login("alice@example.com", "pw")
+    else:
+        gateway.adopt_session("token")
+    assert 9 < left[0] <= 10
