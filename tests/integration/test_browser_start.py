@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,6 +97,30 @@ def test_ready_starts_a_browser_when_none_runs_and_says_why_one_cannot_start(
     assert broken.ready() == "no browser could be started (FileNotFoundError)"
 
 
+@contextlib.contextmanager
+def grid_status(body: bytes) -> Iterator[str]:
+    """A Selenium Grid's URL whose ``GET /status`` answers ``body``; any other path 404 with no body."""
+
+    class Status(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            found = self.path == "/status"
+            self.send_response(200 if found else 404)
+            self.end_headers()
+            if found:
+                self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Status)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
@@ -103,25 +130,35 @@ def test_ready_starts_a_browser_when_none_runs_and_says_why_one_cannot_start(
     ],
 )
 def test_ready_on_a_grid_asks_its_status(body: bytes, expected: str | None) -> None:
-    import http.server
-    import threading
-
     from adapters.platform.selenium_platform_gateway import grid_ready
 
-    class Status(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            self.send_response(200 if self.path == "/status" else 404)
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Status)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        assert grid_ready(f"http://127.0.0.1:{server.server_address[1]}/", 5) == expected
-    finally:
-        server.shutdown()
-        server.server_close()
+    with grid_status(body) as url:
+        assert grid_ready(url + "/", 5) == expected
     assert grid_ready("http://127.0.0.1:9", 1) == "the Selenium Grid does not answer (ConnectionError)"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # Only ``true`` is ready: a proxy's or an older Grid's look-alike is not.
+        (b'{"value": {"ready": "false"}}', "the Selenium Grid answers but has no node ready"),
+        (b'{"value": {"ready": 1}}', "the Selenium Grid answers but has no node ready"),
+        (b'{"value": {}}', "the Selenium Grid answers but has no node ready"),
+        # JSON of another shape: not a Grid's answer.
+        (b'{"value": "up"}', "the Selenium Grid does not answer (AttributeError)"),
+        (b"[]", "the Selenium Grid does not answer (AttributeError)"),
+    ],
+)
+def test_only_a_grids_own_ready_true_is_ready(body: bytes, expected: str) -> None:
+    from adapters.platform.selenium_platform_gateway import grid_ready
+
+    with grid_status(body) as url:
+        assert grid_ready(url, 5) == expected
+
+
+def test_a_grid_url_written_with_a_slash_is_asked_at_its_status() -> None:
+    from adapters.platform.selenium_platform_gateway import grid_ready
+
+    with grid_status(b'{"value": {"ready": true}}') as url:
+        assert grid_ready(url + "/", 5) is None
+        assert grid_ready(url, 5) is None
