@@ -188,6 +188,7 @@ def test_idle_closes_count_every_browser_closed() -> None:
     clock.now += 601
     assert pool.close_idle() == 3
     assert metric("community_api_browser_idle_closes_total") - before == 3
+    pool.close()  # and its sweeping thread
 
 
 def test_a_start_short_of_memory_is_counted_and_said_once_however_often_it_looks_again(
@@ -297,6 +298,7 @@ def test_connections_without_a_browser_are_forgotten() -> None:
     clock.now += 61
     assert pool.close_idle() == 1
     assert len(pool._slots) == 0
+    pool.close()
 
 
 def test_only_unused_browsers_are_looked_up_in_the_store(busy: Callable[[BrowserPool, str], None]) -> None:
@@ -311,6 +313,7 @@ def test_only_unused_browsers_are_looked_up_in_the_store(busy: Callable[[Browser
     use(pool, "idle")
     assert pool.close_unlinked() == 0
     assert asked == ["idle"]  # one indexed read each: none for a browser that no check would close
+    pool.close()
 
 
 # -- the sweeping thread -----------------------------------------------------------------------------------

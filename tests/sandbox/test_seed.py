@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from scripts.sandbox.model import DAY_US, HOUR_US, Channel, World, iso
+from scripts.sandbox.model import DAY_US, HOUR_US, Channel, Post, World, iso
 from scripts.sandbox.seed import (
     BUSY_PINNED_AT,
     BUSY_TITLE,
@@ -26,7 +26,7 @@ def world() -> World:
     return build_world(1, NOW)
 
 
-def roots(slug: str) -> list:
+def roots(slug: str) -> list[Post]:
     w = world()
     group = w.group_by_slug(slug)
     assert group is not None
