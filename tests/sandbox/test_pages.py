@@ -1,6 +1,7 @@
 """The stand-in's HTML pages and page data as the site writes them: ``self`` on a post page, a text that
 holds ``</script>`` kept whole inside ``__NEXT_DATA__``, page data in UTF-8 as Next writes JSON, page data
-asked for without ``.json`` not found, and the login page's ``next`` kept on the site."""
+asked for without ``.json`` not found, the login page's ``next`` kept on the site, and ``pinned`` written as the
+integer PLATFORM.md says it is."""
 
 from __future__ import annotations
 
@@ -65,3 +66,11 @@ def test_the_login_page_sends_one_back_only_within_the_site(
     page = browser().get("/login", params={"next": asked})
     assert page.status_code == 200
     assert f"var next = {kept};" in page.text
+
+
+def test_pinned_is_written_as_the_integer_the_platform_writes(alice: Browser) -> None:
+    """PLATFORM.md: ``metadata.pinned`` is 1 or 0 (or absent on a repeat), not a JSON boolean."""
+    trees = alice.data(f"/{BIG}").json["pageProps"]["postTrees"]
+    flags = [t["post"]["metadata"]["pinned"] for t in trees if "pinned" in t["post"]["metadata"]]
+    assert set(flags) == {0, 1}
+    assert all(type(flag) is int for flag in flags)
