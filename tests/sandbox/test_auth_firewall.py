@@ -8,6 +8,8 @@ from collections.abc import Callable
 
 from falcon import testing
 
+from scripts.sandbox.app import create_app
+from scripts.sandbox.state import Sandbox
 from tests.sandbox.conftest import BIG, Browser, Clock, group_id
 
 
@@ -224,3 +226,25 @@ def test_the_request_log_keeps_the_raw_path_without_its_query(client: testing.Te
         "rawPath": "/api2/posts/a%2Fb/comments",
         "query": "limit=25",
     }
+
+
+def test_a_session_made_right_after_an_expiry_is_good(
+    client: testing.TestClient, browser: Callable[..., Browser]
+) -> None:
+    """Sessions made before "expire every session of alice" end; the very next one made after it does not, even
+    when no other token was issued in between (the firewall token here was obtained before)."""
+    b = browser()
+    b.pass_firewall()
+    client.simulate_post("/__sandbox/expire-session", json={"user": "alice"})
+    assert b.post("/api2/auth/login", json={"email": "alice@sandbox.test", "password": "sandbox"}).status_code == 200
+    assert b.get("/api2/self").json["name"] == "alice"
+
+
+def test_tokens_of_another_stand_in_process_are_not_accepted(alice: Browser, clock: Clock) -> None:
+    """Each process signs with a key of its own: a restart (or a second stand-in) does not honour old cookies."""
+    other = Browser(testing.TestClient(create_app(sandbox=Sandbox(1, clock=clock))))
+    other.cookies = dict(alice.cookies)
+    assert alice.get("/api2/self").json["name"] == "alice"
+    assert other.get("/api2/self").status_code == 403  # the firewall token is not one of its own either
+    other.pass_firewall()
+    assert other.get("/api2/self").content == b""  # and the session is no session there
