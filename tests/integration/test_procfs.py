@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from adapters.platform import procfs
+from tests.integration.test_selenium_gateway_pool import MIB, cgroup_level, cgroup_v1_level
 
-MIB = 1024 * 1024
 NAME = "a) b (c"  # a command name ``stat`` writes as ``PID (a) b (c) S ...``
 
 
@@ -121,29 +121,15 @@ def test_memory_written_otherwise_than_in_kb_is_unknown(tmp_path: Path, line: st
     assert procfs.memory_available_mib(str(meminfo)) is None
 
 
-def v1_level(folder: Path, limit: int, usage: int) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "memory.limit_in_bytes").write_text(f"{limit}\n")
-    (folder / "memory.usage_in_bytes").write_text(f"{usage}\n")
-    (folder / "memory.stat").write_text(f"hierarchical_memory_limit {limit}\ntotal_inactive_file 0\n")
-
-
 def test_a_v1_memory_cgroup_is_found_by_its_controller_and_whole_path(tmp_path: Path) -> None:
     """Only the ``memory`` controller's line counts (not a named hierarchy whose name holds the word), and a
     cgroup path may hold a colon."""
     root, own = tmp_path / "cgroup", tmp_path / "self-cgroup"
-    v1_level(root / "memory", 1 << 62, 0)  # the controller's root: no limit
-    v1_level(root / "memory" / "svc:1", 1024 * MIB, 700 * MIB)
-    v1_level(root / "memory" / "wrong", 2048 * MIB, 0)
+    cgroup_v1_level(root / "memory", 1 << 62, 0, 1 << 62, 0)  # the controller's root: no limit
+    cgroup_v1_level(root / "memory" / "svc:1", 1024 * MIB, 700 * MIB, 1024 * MIB, 0)
+    cgroup_v1_level(root / "memory" / "wrong", 2048 * MIB, 0, 2048 * MIB, 0)
     own.write_text("3:name=memorywatch:/wrong\n5:memory:/svc:1\n0::/svc:1\n")
     assert procfs.cgroup_headroom_mib(str(own), str(root)) == 324
-
-
-def v2_level(folder: Path, limit: str, current: int) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "memory.max").write_text(limit + "\n")
-    (folder / "memory.current").write_text(f"{current}\n")
-    (folder / "memory.stat").write_text("inactive_file 0\n")
 
 
 def test_the_v2_headroom_is_the_least_of_every_level_wherever_it_is(tmp_path: Path) -> None:
@@ -151,8 +137,8 @@ def test_the_v2_headroom_is_the_least_of_every_level_wherever_it_is(tmp_path: Pa
     root.mkdir()
     (root / "cgroup.controllers").write_text("memory\n")
     own.write_text("0::/system.slice/x.service\n")
-    v2_level(root / "system.slice" / "x.service", str(1000 * MIB), 900 * MIB)  # the unit's own limit is tighter
-    v2_level(root / "system.slice", str(4000 * MIB), 1000 * MIB)
+    cgroup_level(root / "system.slice" / "x.service", str(1000 * MIB), 900 * MIB, 0)  # the unit's own limit is tighter
+    cgroup_level(root / "system.slice", str(4000 * MIB), 1000 * MIB, 0)
     assert procfs.cgroup_headroom_mib(str(own), str(root)) == 100
 
 
@@ -173,18 +159,18 @@ def test_a_cgroup_path_climbing_out_of_the_mount_reads_nothing_outside_it(tmp_pa
     root, own = tmp_path / "mnt" / "cgroup", tmp_path / "self-cgroup"
     root.mkdir(parents=True)
     (root / "cgroup.controllers").write_text("memory\n")
-    v2_level(tmp_path / "outside", str(100 * MIB), 0)  # a limit a climbing path would find
+    cgroup_level(tmp_path / "outside", str(100 * MIB), 0, 0)  # a limit a climbing path would find
     own.write_text("0::/../../outside\n")
     assert headroom_within(5, own, root) is None  # not visible here: unknown
-    v2_level(tmp_path / "mnt" / "cgroup2", str(100 * MIB), 0)  # beside the mount, its name starting alike
+    cgroup_level(tmp_path / "mnt" / "cgroup2", str(100 * MIB), 0, 0)  # beside the mount, its name starting alike
     own.write_text("0::/../cgroup2\n")
     assert headroom_within(5, own, root) is None
-    v1_level(tmp_path / "mnt" / "outside", 100 * MIB, 0)
-    v1_level(root / "memory", 1024 * MIB, 700 * MIB)
+    cgroup_v1_level(tmp_path / "mnt" / "outside", 100 * MIB, 0, 100 * MIB, 0)
+    cgroup_v1_level(root / "memory", 1024 * MIB, 700 * MIB, 1024 * MIB, 0)
     (root / "cgroup.controllers").unlink()
     own.write_text("5:memory:/../../outside\n")
     assert headroom_within(5, own, root) == 324  # the mount's own: as in a container without a namespace
-    v1_level(root / "memory2", 100 * MIB, 0)  # beside the mount, its name starting alike
+    cgroup_v1_level(root / "memory2", 100 * MIB, 0, 100 * MIB, 0)  # beside the mount, its name starting alike
     own.write_text("5:memory:/../memory2\n")
     assert headroom_within(5, own, root) == 324
 
@@ -194,7 +180,7 @@ def test_a_v1_cgroup_without_its_totals_counts_its_own_reclaimable_cache(tmp_pat
     the cgroup's own ``inactive_file`` is room all the same."""
     root, own = tmp_path / "cgroup", tmp_path / "self-cgroup"
     unit = root / "memory" / "x.service"
-    v1_level(unit, 1024 * MIB, 1000 * MIB)
+    cgroup_v1_level(unit, 1024 * MIB, 1000 * MIB, 1024 * MIB, 0)
     (unit / "memory.stat").write_text(f"hierarchical_memory_limit {1024 * MIB}\ninactive_file {50 * MIB}\n")
     own.write_text("5:memory:/x.service\n")
     assert procfs.cgroup_headroom_mib(str(own), str(root)) == 74

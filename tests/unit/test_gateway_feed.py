@@ -6,7 +6,6 @@ call's time."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -20,6 +19,7 @@ from adapters.platform.platform_client import PlatformClient
 from adapters.platform.selenium_platform_gateway import SeleniumPlatformGateway
 from community_api.errors import InvalidRequest, PlatformError
 from community_api.model import PlatformSession
+from tests.unit.test_platform_client_send import ok
 from tests.unit.test_platform_variants import feed_post
 
 WWW = "https://www.example-community.com"
@@ -32,10 +32,6 @@ GROUP: dict[str, Any] = {
     "metadata": {"display_name": "Quiet Garden", "labels": ""},
 }
 ALICE = {"id": "a" * 32, "name": "alice", "firstName": "Alice", "lastName": "A"}
-
-
-def ok(data: object) -> Resp:
-    return Resp(200, "application/json", json.dumps(data))
 
 
 class TablePlatform(PlatformClient):
