@@ -91,6 +91,8 @@ def test_bad_bodies(ready: Ready, body: bytes, content_type: str, status: int, c
         # Valid UTF-8 that is not JSON (a lone surrogate's escape included): orjson's own words follow.
         (b'{"title": "\\ud800"}', "the request body is not valid JSON: "),
         (b"{not json", "the request body is not valid JSON: "),
+        (b"", "a JSON object is required as the request body"),
+        (b" \r\n", "a JSON object is required as the request body"),  # white space is no body either
     ],
 )
 def test_a_body_that_cannot_be_read_says_why(ready: Ready, body: bytes, says: str) -> None:
@@ -140,6 +142,26 @@ def test_a_compressed_body_is_415_saying_to_send_it_uncompressed(ready: Ready, c
     plain = {**headers, "Content-Encoding": "identity"}  # no coding at all, said explicitly
     sent = ready.world.client.simulate_post("/v1/groups/builders-club/posts", body=b'{"title": "x"}', headers=plain)
     assert sent.status_code == 201
+
+
+@pytest.mark.parametrize(
+    ("content_type", "coding"),
+    [
+        ("application/json", "IDENTITY"),  # a content coding's name is case-insensitive (RFC 9110 §8.4.1)
+        ("Application/JSON", None),  # and so is a media type's (RFC 9110 §8.3.1)
+        ("application/json; charset=utf-8", None),  # with its parameters
+        ("APPLICATION/JSON ; Charset=UTF-8", " Identity "),
+    ],
+)
+def test_a_json_body_is_taken_however_its_headers_are_cased(
+    ready: Ready, content_type: str, coding: str | None
+) -> None:
+    headers = {"Authorization": f"Bearer {ready.key}", "Content-Type": content_type}
+    if coding is not None:
+        headers["Content-Encoding"] = coding
+    sent = ready.world.client.simulate_post("/v1/groups/builders-club/posts", body=b'{"title": "x"}', headers=headers)
+    assert sent.status_code == 201, sent.text
+    assert [post.title for post in ready.world.gateway.created_posts()] == ["x"]
 
 
 @pytest.mark.parametrize("character", ["я", "😀"])
@@ -207,6 +229,34 @@ def test_a_body_announced_past_the_limit_is_refused_before_a_byte_is_read(ready:
     )
     assert_error(result, 413, "payload_too_large")
     assert result.json["error"]["details"] == {"maxBytes": 256 * 1024}
+    one_past = ready.world.client.simulate_request(  # the limit is exact: one byte past it is past it
+        "POST",
+        "/v1/dms",
+        headers={
+            "Authorization": f"Bearer {ready.key}",
+            "Content-Type": "application/json",
+            "Content-Length": str(256 * 1024 + 1),
+        },
+        extras={"wsgi.input": _NeverRead()},
+    )
+    assert_error(one_past, 413, "payload_too_large")
+
+
+def test_a_body_with_no_length_is_no_body_unless_the_server_ends_it(ready: Ready) -> None:
+    """Without a Content-Length, only a server that ends the stream itself (PEP 3333's
+    ``wsgi.input_terminated``, as gunicorn does for a chunked body) lets the body be read: on any other, a
+    read would wait for bytes that never come. Such a request is one without a body."""
+    body = json.dumps({"title": "never read"}).encode()
+    result = ready.world.client.simulate_request(
+        "POST",
+        "/v1/groups/builders-club/posts",
+        headers={"Authorization": f"Bearer {ready.key}", "Content-Type": "application/json"},
+        extras={"wsgi.input": io.BytesIO(body)},
+        content_type="application/json",
+    )
+    assert_error(result, 400, "invalid_request")
+    assert result.json["error"]["message"] == "a JSON object is required as the request body"
+    assert ready.world.gateway.created_posts() == []
 
 
 class _BrokenMidBody(io.BytesIO):

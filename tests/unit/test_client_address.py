@@ -44,6 +44,10 @@ PROXIES = trusted_networks(["10.0.0.5", "fd00::/8"])
         ("10.0.0.5", "198.51.100.1:http", "10.0.0.5"),
         ("10.0.0.5", "[2001:db8::1]:x", "10.0.0.5"),
         ("10.0.0.5", "198.51.100.1:123456", "10.0.0.5"),
+        ("10.0.0.5", "198.51.100.1:65535", "198.51.100.1"),  # five digits: a port
+        ("10.0.0.5", "198.51.100.1:\u0661\u0662", "10.0.0.5"),  # digits of another script are no port
+        # An empty element of a list is no element (RFC 9110 §5.6.1): no hop, and nothing malformed.
+        ("10.0.0.5", "198.51.100.1, , 10.0.0.5,", "198.51.100.1"),
         ("10.0.0.5", "2001:db8::1:4321", "2001:db8::1:4321"),  # no brackets: all of it is the address
     ],
 )
@@ -88,6 +92,8 @@ def test_the_setting_lists_addresses_or_networks() -> None:
     )
     with pytest.raises(SettingsError):
         load_settings({**base, "COMMUNITY_API_TRUSTED_PROXIES": "proxy.example"})
+    # Blank entries (a trailing comma, a value of spaces) name nothing, rather than failing the start.
+    assert trusted_networks(["127.0.0.1", " ", ""]) == (ipaddress.IPv4Network("127.0.0.1/32"),)
 
 
 def test_a_trusted_proxy_written_ipv4_mapped_is_the_ipv4_network_it_maps() -> None:
