@@ -128,6 +128,21 @@ def test_key_in_query_string_is_refused_even_with_a_header(ready: Ready) -> None
     assert ready.key not in result.text
 
 
+@pytest.mark.parametrize(
+    "query",
+    [
+        "token=cdo_" + "a" * 40,  # an OAuth access token
+        "refresh_token=cdr_" + "a" * 40,  # and a refresh token
+        "x=1&x=cda_" + "a" * 49,  # a parameter given twice: each of its values is looked at
+        "x=cda_" + "a" * 49 + "&x=1",
+    ],
+)
+def test_any_credential_in_the_query_string_is_refused(ready: Ready, query: str) -> None:
+    result = ready.world.get("/v1/whoami", ready.key, query_string=query)
+    assert result.status_code == 401
+    assert "never in the URL" in result.json["error"]["message"]
+
+
 def test_a_key_of_another_account_cannot_reach_its_connection(world: World) -> None:
     owner = world.sign_up("one@example.com")
     alice = world.link(owner)

@@ -158,6 +158,21 @@ def test_management_needs_the_session_and_csrf(world: World) -> None:
     assert browser.csrf not in refused.text
 
 
+def test_safe_methods_need_no_csrf_token(world: World) -> None:
+    """A GET or HEAD changes nothing, so a signed-in browser reads without its CSRF token."""
+    browser = world.sign_up()
+    cookie_only = {"Cookie": f"cda_session={browser.cookie}"}
+    for method in ("GET", "HEAD"):
+        assert world.client.simulate_request(method, "/v1/me", headers=cookie_only).status_code == 200, method
+
+
+def test_a_session_cookie_sent_twice_counts_as_its_first(world: World) -> None:
+    """As everywhere in the service (and the platform): the first of a cookie sent twice."""
+    browser = world.sign_up()
+    first = {"Cookie": f"cda_session={browser.cookie}; cda_session=stale"}
+    assert world.client.simulate_get("/v1/me", headers=first).status_code == 200
+
+
 def test_api_key_is_not_accepted_on_management_and_cookie_not_on_data(world: World) -> None:
     browser = world.sign_up()
     world.link(browser)

@@ -107,6 +107,26 @@ def test_an_allowed_host_written_absolute_or_in_capitals_is_served() -> None:
         assert api.simulate_get(METADATA, headers={"Host": host}).status_code == 200, host
 
 
+def test_a_blank_allowed_host_allows_no_request_without_a_host() -> None:
+    api = client(allowed_hosts=("api.internal", " "))
+    refused = api.simulate_get(METADATA, headers={"Host": ""})
+    assert refused.status_code == 400 and refused.json["error"]["message"].startswith("the request names no host")
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/readyz"])
+def test_health_is_answered_whatever_the_host(path: str) -> None:
+    """A probe (a container's health check, a load balancer's) names the host by its address, which the
+    operator never listed: health shows nothing that a host could make into a URL."""
+    answer = client().simulate_get(path, headers={"Host": "10.1.2.3:8000"})
+    assert answer.status_code in (200, 503) and answer.json["status"], answer.text
+
+
+def test_an_asterisk_request_target_keeps_the_host_header() -> None:
+    """``OPTIONS *`` (RFC 9112 §3.2.4) is no absolute form: the Host header still names the host."""
+    answer = client().simulate_options("/", headers={"Host": "localhost:8000"}, extras={"RAW_URI": "*"})
+    assert not (answer.status_code == 400 and "host" in answer.text), answer.text
+
+
 def test_with_a_public_url_every_absolute_url_comes_from_it() -> None:
     answer = client(public_url="https://api.example").simulate_get(
         METADATA, headers={"Host": "attacker.example", "X-Forwarded-Host": "attacker.example"}

@@ -216,3 +216,17 @@ def test_no_route_repeats_a_path_only_when_it_could_be_a_typo(ready: Ready, path
 )
 def test_an_encoded_slash_is_found_in_the_path_alone(raw: str, refused: bool) -> None:
     assert has_encoded_slash(raw) is refused
+
+
+def test_an_encoded_slash_is_no_route_in_the_api_and_no_page_on_the_dashboard(ready: Ready) -> None:
+    """``PATH_INFO`` comes decoded; the request target as sent (gunicorn's ``RAW_URI``) shows the ``%2F``."""
+    client = ready.world.client
+    api = "/v1/posts/" + "a" * 32 + "%2Fcomments"
+    refused = client.simulate_get(api, extras={"RAW_URI": api}, headers={"Authorization": f"Bearer {ready.key}"})
+    assert refused.status_code == 404 and refused.json["error"]["message"] == ENCODED_SLASH
+    # A dashboard address opened in a browser: the dashboard's own "no page" page, as for any address it
+    # does not have (without the slash, this one is a form's target, which sends a visitor to sign in).
+    page = "/keys/x%2Frevoke"
+    answer = client.simulate_get(page, extras={"RAW_URI": page}, headers={"Accept": "text/html"})
+    assert answer.status_code == 404 and answer.headers["content-type"].startswith("text/html")
+    assert "<title>Page not found" in answer.text

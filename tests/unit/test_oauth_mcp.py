@@ -20,6 +20,7 @@ from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientMetadata
 
+from adapters.http.auth import resource_metadata_url
 from adapters.mcp import McpResource
 from community_api.keys import revoke_key
 from tests.unit.oauth_support import REDIRECT_URI, RESOURCE, Connector, MemoryStorage
@@ -69,6 +70,20 @@ def test_401_points_the_client_at_the_protected_resource_metadata(world: World) 
     assert metadata.json["resource"] == RESOURCE
     # REST keeps its plain challenge: OAuth tokens are not for it.
     assert world.client.simulate_get("/v1/whoami").headers["www-authenticate"] == 'Bearer realm="community-api"'
+
+
+@pytest.mark.parametrize(
+    ("resource", "metadata"),
+    [
+        ("https://api.example/v1/mcp", "https://api.example/.well-known/oauth-protected-resource/v1/mcp"),
+        # RFC 9728 §3.1: a terminating slash of the resource's path is removed.
+        ("https://api.example/v1/mcp/", "https://api.example/.well-known/oauth-protected-resource/v1/mcp"),
+        ("https://api.example/", "https://api.example/.well-known/oauth-protected-resource"),
+        ("http://127.0.0.1:8000", "http://127.0.0.1:8000/.well-known/oauth-protected-resource"),
+    ],
+)
+def test_the_metadata_of_a_resource_is_at_its_well_known_url(resource: str, metadata: str) -> None:
+    assert resource_metadata_url(resource) == metadata
 
 
 def test_an_access_token_works_until_its_grant_is_revoked(world: World, owner: WebBrowser) -> None:

@@ -72,6 +72,23 @@ def test_a_device_cookie_of_another_email_or_forged_counts_for_nothing(world: Wo
     assert attempt(world, "198.51.100.7", PASSWORD, device=mine).status_code == 200
 
 
+def test_a_device_cookie_sent_twice_counts_as_its_first(world: World) -> None:
+    world.sign_up(OWNER)
+    mine = device_cookie(attempt(world, "198.51.100.7", PASSWORD))
+    for i in range(100):
+        attempt(world, f"10.2.{i // 250}.{i % 250 + 1}")
+
+    def with_cookies(header: str) -> int:
+        return world.client.simulate_post(
+            "/v1/session",
+            json={"email": OWNER, "password": PASSWORD},
+            remote_addr="198.51.100.7",
+            headers={"Cookie": header},
+        ).status_code
+
+    assert with_cookies(f"cda_device={mine}; cda_device=garbage") == 200
+
+
 def test_the_owners_device_has_a_bound_of_its_own(world: World) -> None:
     world.sign_up(OWNER)
     device = device_cookie(attempt(world, "198.51.100.7", PASSWORD))
