@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import falcon.testing
 import pytest
 
+from adapters.mcp.envelope import tidy
 from adapters.settings import Settings
 from community_api.keys import revoke_key
 from tests.unit.test_mcp_world import HOST, McpWorld
@@ -240,6 +241,7 @@ BAD_MESSAGES = [
     ({"jsonrpc": "2.0"}, "a method (a request or a notification), or a result or an error"),
     ({"jsonrpc": "2.0", "id": 1, "method": 5}, "method must be a string"),
     ({"jsonrpc": "2.0", "id": 1, "method": "ping", "error": {"code": 0, "message": {}}}, "carries no result or error"),
+    ({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": SEND, "result": {}}, "carries no result or error"),
     ({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": [SEND]}, "params must be an object"),
     ({"jsonrpc": "2.0", "id": 1, "result": 5}, "not a valid JSON-RPC 2.0 message"),
     ({"jsonrpc": "2.0", "id": 1, "error": {"code": 1}}, "not a valid JSON-RPC 2.0 message"),
@@ -265,6 +267,23 @@ def test_a_malformed_message_is_an_invalid_request_in_one_sentence(world: McpWor
     assert error["code"] == -32600 and error["message"].startswith("Invalid Request: ")
     assert says in error["message"] and len(error["message"]) < 120, error["message"]
     assert world.gateway.sent_messages() == []  # the send in it did not go out
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b'["not", "an", "object"]',
+        b'{"error": "a text"}',
+        b'{"error": {"message": 5}}',
+        b'{"result": {}}',
+        b"not JSON",
+        b'{"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "Invalid params: x"}}',
+    ],
+)
+def test_only_a_validation_report_is_shortened(answer: bytes) -> None:
+    """``tidy`` rewrites the transport's report of a message its models refused, and passes any other
+    answer on as it is, whatever its shape."""
+    assert tidy(answer) == answer
 
 
 @pytest.mark.parametrize("body", [b'{"jsonrpc": "2.0", "id": 1,', b"\xff\xfe", b"", b"[1,"])
