@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from adapters.http import request_log
 from adapters.http.request_log import JsonLines, JsonLinesHandler, configure_logging, request_id
 from community_api.errors import ConnectionExpired, PlatformError, PlatformUnavailable
 from community_api.keys import display_prefix
@@ -160,36 +162,145 @@ def _no_record(*args: object, **kwargs: object) -> logging.LogRecord:
     raise AssertionError("the request line went through a LogRecord")
 
 
-@pytest.mark.parametrize("where", ["a filter on the logger", "a second handler", "a level above INFO"])
-def test_any_other_logging_set_up_gets_the_record(
-    ready: Ready, configured: JsonLinesHandler, where: str, tmp_path: Path
+# (the set-up, whether the configured handler's stream gets the line, whether a record of it was made)
+SET_UPS = [
+    ("a filter on the logger", True, True),
+    ("a filter on the handler", True, True),
+    ("a second handler", True, True),
+    ("a second JSON-lines handler", True, True),
+    ("the handler's level above INFO", False, True),
+    ("the logger's level above INFO", False, False),
+    ("the logger not propagating", False, True),
+]
+
+
+@pytest.mark.parametrize(("where", "written", "recorded"), SET_UPS, ids=[row[0] for row in SET_UPS])
+def test_any_other_logging_set_up_gets_what_logging_would_give_it(
+    ready: Ready,
+    configured: JsonLinesHandler,
+    monkeypatch: pytest.MonkeyPatch,
+    where: str,
+    written: bool,
+    recorded: bool,
 ) -> None:
-    configured.setStream(io.StringIO())
+    """Written straight to the stream only where ``logging`` would have put the record there and nowhere
+    else; with any other set-up, the record goes where ``logging`` sends it."""
+    monkeypatch.setattr(logging.getLogger(), "handlers", [configured])  # (pytest's own handlers left out)
+    stream = io.StringIO()
+    configured.setStream(stream)
     requests_logger = logging.getLogger("community_api.requests")
     seen: list[logging.LogRecord] = []
+    made = requests_logger.makeRecord
 
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            seen.append(record)
+    def record_made(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = made(*args, **kwargs)
+        seen.append(record)
+        return record
 
-    keep = Keep()
-    undo = []
+    monkeypatch.setattr(requests_logger, "makeRecord", record_made)
+    other = JsonLinesHandler()
+    other.setStream(io.StringIO())
+    level = requests_logger.level
     if where == "a filter on the logger":
-        requests_logger.addFilter(lambda record: seen.append(record) or True)  # type: ignore[func-returns-value]
-        undo.append(lambda: requests_logger.filters.clear())
+        monkeypatch.setattr(requests_logger, "filters", [lambda record: True])
+    elif where == "a filter on the handler":
+        monkeypatch.setattr(configured, "filters", [lambda record: True])
     elif where == "a second handler":
-        requests_logger.addHandler(keep)
-        undo.append(lambda: requests_logger.removeHandler(keep))
+        monkeypatch.setattr(requests_logger, "handlers", [logging.NullHandler()])
+    elif where == "a second JSON-lines handler":
+        monkeypatch.setattr(requests_logger, "handlers", [other])
+    elif where == "the handler's level above INFO":
+        monkeypatch.setattr(configured, "level", logging.WARNING)
+    elif where == "the logger's level above INFO":
+        requests_logger.setLevel(logging.WARNING)  # (setLevel, not the attribute: isEnabledFor caches)
     else:
-        configured.setLevel(logging.WARNING)
-        requests_logger.addHandler(keep)
-        undo.append(lambda: requests_logger.removeHandler(keep))
+        monkeypatch.setattr(requests_logger, "propagate", False)
     try:
         ready.world.get("/v1/whoami", ready.key)
     finally:
-        for step in undo:
-            step()
-    assert [json.loads(record.getMessage())["route"] for record in seen] == ["/v1/whoami"]
+        requests_logger.setLevel(level)
+    assert (stream.getvalue() != "") is written, stream.getvalue()
+    assert bool(seen) is recorded
+    if where == "a second JSON-lines handler":
+        assert json.loads(other.stream.getvalue())["route"] == "/v1/whoami"  # both got it
+
+
+def test_the_json_formatter_keeps_the_services_lines_and_wraps_every_other(tmp_path: Path) -> None:
+    formatter = JsonLines()
+    for name in ("community_api.requests", "community_api.errors"):  # already a JSON line each
+        record = logging.LogRecord(name, logging.WARNING, __file__, 1, '{"status": 503}', None, None)
+        assert formatter.format(record) == '{"status": 503}'
+    try:
+        raise ValueError("broken")
+    except ValueError:
+        import sys
+
+        failure = logging.LogRecord("adapters.x", logging.ERROR, __file__, 1, "it failed", None, sys.exc_info())
+    line = json.loads(formatter.format(failure))
+    assert line["level"] == "error" and line["logger"] == "adapters.x" and line["message"] == "it failed"
+    assert "ValueError: broken" in line["traceback"]
+
+
+class _Clock:
+    """``time`` as request_log reads it, at moments the test sets."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def time(self) -> float:
+        return self.now
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+def test_the_lines_time_and_duration(
+    ready: Ready, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caplog.set_level(logging.INFO, logger="community_api.requests")
+    clock = _Clock()
+    monkeypatch.setattr(request_log, "time", clock)
+    monkeypatch.setattr(request_log, "_clock_text", request_log._SecondText())
+    started = ready.world.gateway.whoami
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        clock.now += 0.25  # the request takes a quarter of a second
+        return started(*args, **kwargs)
+
+    monkeypatch.setattr(ready.world.gateway, "whoami", slow)
+    for now in (1_800_000_000.8125, 1_800_000_004.5):  # (fractions a float holds exactly)
+        clock.now = now
+        ready.world.get("/v1/whoami", ready.key)
+    first, second = lines(caplog, "community_api.requests")
+    assert first["time"] == "2027-01-15T08:00:01.062+00:00" and first["durationMs"] == 250.0
+    assert second["time"] == "2027-01-15T08:00:04.750+00:00" and second["durationMs"] == 250.0
+
+
+def test_a_long_cause_is_cut_in_the_error_line(ready: Ready, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    error = PlatformError("post_tree is not an object")
+    error.__cause__ = ValueError("x" * 5000)
+    ready.world.gateway.fail_next("whoami", error)
+    assert ready.world.get("/v1/whoami", ready.key).status_code == 502
+    [line] = lines(caplog, "community_api.errors")
+    assert line["cause"] == "ValueError: " + "x" * 300
+
+
+def test_a_forked_worker_makes_request_ids_of_its_own() -> None:
+    """Each gunicorn worker is a fork: its new ids must not repeat its siblings'."""
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child's part)
+        try:
+            os.write(write, request_id(None).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        theirs = pipe.read()
+    os.waitpid(child, 0)
+    mine = request_id(None)
+    assert len(theirs) == len(mine) == 32 and theirs[:16] != mine[:16]
 
 
 def test_a_create_whose_outcome_is_unknown_gets_the_error_line(ready: Ready, caplog: pytest.LogCaptureFixture) -> None:
