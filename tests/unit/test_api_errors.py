@@ -53,6 +53,7 @@ def test_unknown_and_planned_routes(ready: Ready, method: str, path: str, status
 def test_405_lists_the_allowed_methods(ready: Ready) -> None:
     result = ready.world.client.simulate_request("PATCH", "/v1/posts/p1")
     assert "GET" in result.headers["Allow"] and "DELETE" in result.headers["Allow"]
+    assert result.json["error"]["message"] == "PATCH is not allowed on /v1/posts/p1"
 
 
 @pytest.mark.parametrize(

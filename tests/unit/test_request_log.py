@@ -303,6 +303,34 @@ def test_a_forked_worker_makes_request_ids_of_its_own() -> None:
     assert len(theirs) == len(mine) == 32 and theirs[:16] != mine[:16]
 
 
+def test_a_cause_raised_while_handling_another_is_named_too(ready: Ready, caplog: pytest.LogCaptureFixture) -> None:
+    """An error raised in an ``except`` block without ``from`` carries its cause as ``__context__``."""
+    caplog.set_level(logging.INFO)
+    try:
+        try:
+            raise TimeoutError("script timeout after 20000 ms")
+        except TimeoutError:
+            raise PlatformUnavailable("the platform did not answer in 20 s")  # noqa: B904
+    except PlatformUnavailable as raised:
+        error = raised
+    ready.world.gateway.fail_next("whoami", error)
+    assert ready.world.get("/v1/whoami", ready.key).status_code == 503
+    [line] = lines(caplog, "community_api.errors")
+    assert line["cause"] == "TimeoutError: script timeout after 20000 ms"
+
+
+def test_a_bug_during_a_create_gets_one_error_line(ready: Ready, caplog: pytest.LogCaptureFixture) -> None:
+    """The answer kept for its retries (outcome unknown) is not a second failure to report."""
+    caplog.set_level(logging.INFO)
+    ready.world.gateway.fail_next("create_post", KeyError("internal"))
+    answer = ready.world.post(
+        "/v1/groups/builders-club/posts", ready.key, {"title": "t"}, headers={"Idempotency-Key": "bug-once"}
+    )
+    assert answer.status_code == 500
+    [line] = lines(caplog, "community_api.errors")
+    assert line["status"] == 500 and line["cause"] == "KeyError: 'internal'"
+
+
 def test_a_create_whose_outcome_is_unknown_gets_the_error_line(ready: Ready, caplog: pytest.LogCaptureFixture) -> None:
     """Its answer is kept for retries rather than raised (idempotency), and no error handler saw it: the
     one failure an operator most needs to see left no line saying why."""

@@ -5,6 +5,8 @@ The whole path on a disk that really fills: ``tests/e2e/test_full_disk.py``."""
 from __future__ import annotations
 
 import errno
+import json
+import logging
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -108,9 +110,16 @@ def world() -> Iterator[McpWorld]:
     built.close()
 
 
-def test_both_edges_answer_503_and_say_a_write_may_have_been_done(world: McpWorld, tmp_path: Path) -> None:
+def test_both_edges_answer_503_and_say_a_write_may_have_been_done(
+    world: McpWorld, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
     world.gateway.fail_next("whoami", full_database(tmp_path), times=2)
     read = world.client.simulate_get("/v1/whoami", headers=world.headers(world.all_key))
+    # One line for the operator says why (a traceback per request while the disk is full would not).
+    [line] = [json.loads(r.getMessage()) for r in caplog.records if r.name == "community_api.errors"]
+    assert line["status"] == 503 and line["code"] == "service_unavailable"
+    assert line["message"] == read.json["error"]["message"] and line["cause"].endswith("database or disk is full")
     assert read.status_code == 503 and read.headers["Retry-After"] == "30"
     assert read.json["error"]["code"] == "service_unavailable"
     assert read.json["error"]["message"] == (

@@ -61,7 +61,15 @@ def test_the_api_answers_json_even_to_a_browser(world: World, monkeypatch: pytes
     assert answer.status_code == 503 and answer.json["error"]["code"] == "service_unavailable"
 
 
-@pytest.mark.parametrize("path", ["/setings", "/keys/extra/parts/here", "/%3Cscript%3Ealert(1)%3C%2Fscript%3E"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/setings",
+        "/keys/extra/parts/here",
+        "/%3Cscript%3Ealert(1)%3C%2Fscript%3E",
+        "/v1beta",  # begins as the API's paths do, but is none of them
+    ],
+)
 def test_an_address_with_no_page_is_a_page_saying_so(world: World, path: str) -> None:
     """A mistyped or stale address of the dashboard, opened in a browser, showed the API's raw JSON."""
     page = WebBrowser(world).get(path, Accept=BROWSER_ACCEPT)
