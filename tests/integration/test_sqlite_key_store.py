@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import attrs
@@ -172,6 +173,41 @@ def test_a_changed_secret_keeps_every_session_through_the_previous_one_and_resea
     finally:
         changing.close()
         new_only.close()
+
+
+def test_each_seal_has_a_nonce_of_its_own(store: SqliteKeyStore, db_path: str) -> None:
+    """AES-GCM under one key must never reuse a nonce: two seals of the same token on the same row (a
+    connection linked again) share no nonce, and so no ciphertext."""
+    sealed = []
+    for _ in range(2):
+        store.save_connection(a_connection(1), PLATFORM_TOKEN)
+        with closing(raw(db_path)) as conn:
+            sealed.append(conn.execute("SELECT session FROM connections WHERE id = 'con_1'").fetchone()[0])
+    first, second = sealed
+    assert first[:1] == second[:1] == b"\x01"  # the layout's version
+    assert first[1:13] != second[1:13] and first[13:] != second[13:]
+    assert store.get_platform_session("con_1") == PLATFORM_TOKEN
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda sealed: b"\x02" + sealed[1:],  # a layout this version does not know: not read as its own
+        lambda sealed: sealed[:1] + sealed[1:6],  # cut short, inside the nonce
+        lambda sealed: sealed[:20],  # cut short, inside the ciphertext
+        lambda sealed: b"",
+    ],
+    ids=["another layout", "short nonce", "short ciphertext", "empty"],
+)
+def test_a_session_that_is_not_a_seal_of_this_layout_does_not_open(
+    store: SqliteKeyStore, db_path: str, damage: Any
+) -> None:
+    store.save_connection(a_connection(1), PLATFORM_TOKEN)
+    with closing(raw(db_path)) as conn:
+        sealed = conn.execute("SELECT session FROM connections WHERE id = 'con_1'").fetchone()[0]
+        conn.execute("UPDATE connections SET session = ? WHERE id = 'con_1'", (damage(sealed),))
+    assert store.get_platform_session("con_1") is None
+    assert store.get_connection("con_1") == attrs.evolve(a_connection(1), status=CONNECTION_EXPIRED)
 
 
 def test_a_sealed_session_moved_to_another_row_does_not_open(store: SqliteKeyStore, db_path: str) -> None:
