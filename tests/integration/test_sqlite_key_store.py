@@ -583,6 +583,19 @@ def test_one_check_blocks_never_outlive_a_change(tmp_path: Path) -> None:
     assert loaded is not None and loaded[1] == "session"
 
 
+def test_a_unit_of_work_rolled_back_leaves_nothing_in_the_read_cache(store: SqliteKeyStore) -> None:
+    """Inside a unit of work the cache is not used: a key read there and then rolled back would stay in it
+    (a rollback does not undo the connection's count of changes, which the cache's stamp reads)."""
+    secret = generate_secret()
+    store.add_account(Account("acc_1", "ada@example.com", T0), "argon-hash")
+    with pytest.raises(RuntimeError), store.unit_of_work():
+        store.add_key(a_key(secret), hash_secret(secret))
+        assert [key.id for key, _ in store.find_keys_by_prefix(display_prefix(secret))] == ["key_1"]
+        raise RuntimeError("the step fails after its read")
+    assert store.get_key("key_1") is None
+    assert store.find_keys_by_prefix(display_prefix(secret)) == []
+
+
 def test_one_check_is_per_thread(tmp_path: Path) -> None:
     """A block on one thread does not hold back the look-ups of another thread's requests."""
 
