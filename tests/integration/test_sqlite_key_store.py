@@ -40,6 +40,7 @@ from community_api.model import (
     AuditEvent,
     Connection,
     IdempotencyRecord,
+    WebSession,
 )
 from fakes.clock import FakeClock
 from tests.integration.store_support import T0 as WORKERS_T0
@@ -594,6 +595,20 @@ def test_a_unit_of_work_rolled_back_leaves_nothing_in_the_read_cache(store: Sqli
         raise RuntimeError("the step fails after its read")
     assert store.get_key("key_1") is None
     assert store.find_keys_by_prefix(display_prefix(secret)) == []
+
+
+def test_a_unit_of_work_inside_another_joins_it_to_its_end(store: SqliteKeyStore) -> None:
+    """After an inner block closes, the outer one is still one transaction: a write that takes the write
+    lock of its own (``_immediate``) joins it, and a failure after it undoes both."""
+    account = Account("acc_1", "ada@example.com", T0)
+    session = WebSession("hash-1", "acc_1", "csrf", T0, T0 + timedelta(days=1))
+    with pytest.raises(RuntimeError), store.unit_of_work():
+        with store.unit_of_work():
+            store.add_account(account, "argon-hash")
+        store.add_web_session(session)
+        assert store.get_web_session("hash-1") == session
+        raise RuntimeError("the step fails at its end")
+    assert store.get_account("acc_1") is None and store.get_web_session("hash-1") is None
 
 
 def test_one_check_is_per_thread(tmp_path: Path) -> None:
