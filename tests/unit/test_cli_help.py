@@ -225,6 +225,12 @@ def test_the_summary_says_a_previous_secret_is_set_and_never_its_value() -> None
         ),
         ("redis://redis.internal/0?password=hunter2", "redis://redis.internal/0?password=***"),
         ("redis://redis.internal/0?Pass%77ord=hunter2", "redis://redis.internal/0?Pass%77ord=***"),
+        ("redis://redis.internal/0?p%61ssword=hunter2", "redis://redis.internal/0?p%61ssword=***"),  # decoded
+        ("redis://redis.internal/0?db=1&api_key=hunter2", "redis://redis.internal/0?db=1&api_key=***"),
+        ("redis://redis.internal/0?auth_token=hunter2", "redis://redis.internal/0?auth_token=***"),
+        ("redis://redis.internal/0?client_secret=hunter2", "redis://redis.internal/0?client_secret=***"),
+        ("redis://redis.internal/0?password", None),  # a name alone holds no value to hide
+        ("not a uri", None),
     ],
 )
 def test_a_storage_uri_is_shown_without_its_credentials(uri: str, shown: str | None) -> None:
