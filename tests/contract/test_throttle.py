@@ -406,6 +406,17 @@ def test_a_different_salt_draws_different_gaps() -> None:
     assert {one("c1", t) for t in times} <= {float(g) for g in range(30, 46)}
 
 
+def test_the_gap_takes_every_whole_second_from_30_to_45_and_differs_by_account() -> None:
+    """Each of the 16 gaps is drawn (45 s included), and two accounts that reserve at the same moment do not
+    share one sequence of gaps: a client watching one account cannot read off another's next gap."""
+    from adapters.throttle.limits_throttle import hmac_gap_drawer
+
+    draw = hmac_gap_drawer("salt")
+    times = [1_900_000_000.0 + 3.1 * i for i in range(2000)]
+    assert {draw("c1", t) for t in times} == {float(g) for g in range(30, 46)}
+    assert [draw("c1", t) for t in times[:40]] != [draw("c2", t) for t in times[:40]]
+
+
 @pytest.mark.parametrize("uri", ["nosuch://x", "async+memory://", "memcached://127.0.0.1:1"])
 def test_limits_throttle_refuses_storages_it_cannot_use(uri: str) -> None:
     with pytest.raises(ConfigurationError):
