@@ -8,6 +8,7 @@ timer thread, which freezegun leaves on real time, and which would drop entries 
 from __future__ import annotations
 
 import math
+import socket
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -108,6 +109,49 @@ def refused_after(throttle: Throttle, connection_id: str = "c1") -> int:
 def test_first_send_is_allowed(throttle: Throttle) -> None:
     send(throttle)
     assert throttle.quota("c1").sent_last_hour == 1
+
+
+def test_a_send_right_at_the_end_of_the_gap_starts_a_gap_of_its_own(
+    make: Callable[..., Throttle], frozen: FrozenDateTimeFactory
+) -> None:
+    """Two reservations a whole gap apart are both within the pace record's 45 s: the newer one is the last
+    (memory:// answers the oldest of a window, and an entry exactly 30 s old is in a 30 s window)."""
+    throttle = make(draw_gap=lambda connection_id, last: 30.0)
+    send(throttle)
+    frozen.tick(30)
+    send(throttle)
+    assert refused_after(throttle) == 30
+
+
+def test_a_reserve_stalled_between_its_read_and_its_write_is_refused(
+    make: Callable[..., Throttle], frozen: FrozenDateTimeFactory
+) -> None:
+    """A process paused for 14 s or more between reading the pace and recording its reservation (a swap
+    storm, a stopped VM) cannot vouch that no other worker got in between: refused, nothing counted, and the
+    pace it recorded holds the next send back."""
+    stalled: list[bool] = []
+
+    def draw(connection_id: str, last: float) -> float:
+        if not stalled:  # the second reserve's read of the pace (the first had none to read): it stalls
+            frozen.tick(15)
+        stalled.append(True)
+        return 30.0
+
+    throttle = make(draw_gap=draw)
+    if isinstance(throttle, FakeThrottle):
+        pytest.skip("the fake runs in one process: nothing can slip in between its read and its write")
+    send(throttle)
+    frozen.tick(40)
+    assert refused_after(throttle) == 30  # the stalled reservation's own pace, from its record
+    assert throttle.quota("c1").sent_last_hour == 1
+
+
+def test_a_throttle_storage_that_does_not_answer_is_not_ready() -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    throttle = LimitsThrottle(f"redis://127.0.0.1:{port}/0", salt=SALT)
+    assert throttle.ready() == "the throttle storage does not answer"
 
 
 def test_a_send_inside_the_gap_is_refused_with_the_exact_retry_after(
