@@ -221,6 +221,31 @@ def test_unknown_scope_is_refused(ready: Ready) -> None:
     assert result.json["error"]["details"]["unknown"] == ["admin"]
 
 
+@pytest.mark.parametrize("scopes", [{"posts:read": True}, "posts:read", 5, [5], [["posts:read"]]])
+def test_scopes_must_be_a_list_of_names(ready: Ready, scopes: object) -> None:
+    """An object's keys or a string's characters are never read as a list: a key with scopes the client did
+    not spell out would be minted."""
+    result = ready.world.client.simulate_post(
+        "/v1/keys", json={"name": "typed", "scopes": scopes}, headers=ready.browser.headers()
+    )
+    assert result.status_code == 400
+    assert result.json["error"]["message"] == "scopes must be a list of scope names"
+    assert result.json["error"]["details"] == {"field": "scopes"}
+    assert "typed" not in [key.name for key in ready.world.store.list_keys(ready.browser.account["id"])]
+
+
+def test_an_unknown_field_given_as_null_is_still_unknown(ready: Ready) -> None:
+    """null is "not given" for a field the route takes; a name it does not take is a typo all the same."""
+    result = ready.world.client.simulate_post(
+        "/v1/keys", json={"name": "typo", "scope": None}, headers=ready.browser.headers()
+    )
+    assert result.status_code == 400 and result.json["error"]["details"]["unknown"] == ["scope"]
+    taken = ready.world.client.simulate_post(
+        "/v1/keys", json={"name": "null", "scopes": None}, headers=ready.browser.headers()
+    )
+    assert taken.status_code == 201 and taken.json["scopes"] == ["groups:read", "posts:read", "comments:read"]
+
+
 def test_bound_key_uses_its_connection_and_refuses_another(ready: Ready) -> None:
     world = ready.world
     bob = world.link(ready.browser, "bob")
