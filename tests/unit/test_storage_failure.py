@@ -78,9 +78,30 @@ def raised_from(cause: BaseException) -> BaseException:
         return outer
 
 
+def extended(name: str) -> sqlite3.Error:
+    """An error of SQLite's with an extended result code (SQLITE_IOERR_WRITE, …), as the module reports one."""
+    error = sqlite3.OperationalError("disk I/O error")
+    error.sqlite_errorname = name
+    return error
+
+
+def raised_while_handling(cause: BaseException) -> BaseException:
+    try:
+        try:
+            raise cause
+        except BaseException:
+            raise RuntimeError("while writing usage")  # noqa: B904 (no ``from``: the cause is the context)
+    except RuntimeError as outer:
+        return outer
+
+
 @pytest.mark.parametrize(
     ("make", "said"),
     [
+        (lambda _: extended("SQLITE_IOERR_WRITE"), "the disk failed a read or a write"),
+        (lambda _: extended("SQLITE_READONLY_DBMOVED"), "the database is read-only"),
+        (lambda _: extended("SQLITE_BUSY_SNAPSHOT"), "the database stayed busy"),
+        (lambda tmp: raised_while_handling(full_database(tmp)), "the disk is full"),
         (full_database, "the disk is full"),
         (read_only_database, "the database is read-only"),
         (busy_database, "the database stayed busy"),
