@@ -8,6 +8,7 @@ import errno
 import json
 import logging
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -122,6 +123,17 @@ def test_what_is_a_failure_of_the_storage(
     tmp_path: Path, make: Callable[[Path], BaseException], said: str | None
 ) -> None:
     assert storage_failure(make(tmp_path)) == said
+
+
+def test_a_chain_of_causes_that_loops_ends() -> None:
+    """Exceptions can be made to name each other as context; the walk through them must still end."""
+    first, second = RuntimeError("first"), RuntimeError("second")
+    first.__context__, second.__context__ = second, first
+    answers: list[str | None] = []
+    walker = threading.Thread(target=lambda: answers.append(storage_failure(first)), daemon=True)
+    walker.start()
+    walker.join(timeout=10)
+    assert not walker.is_alive() and answers == [None]
 
 
 @pytest.fixture
