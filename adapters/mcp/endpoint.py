@@ -221,6 +221,9 @@ class McpResource:
         # The body was read here (size limit, chunked uploads): the ASGI side gets it whole.
         environ["CONTENT_LENGTH"] = str(len(raw))
         environ.pop("HTTP_TRANSFER_ENCODING", None)
+        # A media type is case-insensitive (RFC 9110 §8.3.1), and _read_body took it as such; the transport
+        # compares it as written and answered ``Application/JSON`` 415. JSON has one encoding (RFC 8259 §8.1).
+        environ["CONTENT_TYPE"] = "application/json"
         if "HTTP_HOST" in environ:
             environ["HTTP_HOST"] = self._transport_host(environ["HTTP_HOST"])
         environ[CALLER_ENVIRON_KEY] = Caller(key, req.get_header(CONNECTION_HEADER), req)

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import falcon.testing
 import pytest
 
+from adapters.mcp.endpoint import origin_allowed
 from adapters.mcp.envelope import tidy
 from adapters.settings import Settings
 from community_api.keys import revoke_key
@@ -156,6 +157,7 @@ def test_every_loopback_host_rest_serves_is_served_here_too() -> None:
     # the REST rule is off and the list alone judges: either way only what the list names is served here.
     for settings in (
         Settings(mode="test", mcp_allowed_hosts=("127.0.0.1:8000",)),
+        Settings(mode="test", mcp_allowed_hosts=("localhost:*",)),  # one loopback name: that name only
         Settings(mode="test", public_url="https://mcp.example.org"),
     ):
         world = McpWorld.build(settings)
@@ -417,6 +419,7 @@ def test_a_browser_client_on_an_allowed_origin_gets_cors_answers(world: McpWorld
     allowed = {h.strip().lower() for h in preflight.headers["access-control-allow-headers"].split(",")}
     assert {"authorization", "content-type", "mcp-protocol-version", "x-community-connection"} <= allowed
     assert "origin" in preflight.headers["vary"].lower()
+    assert preflight.headers["access-control-max-age"] == "600"  # one preflight per ten minutes, not per call
     answer = world.rpc("tools/list", headers={"Origin": INSPECTOR})
     assert answer.status_code == 200 and answer.headers["access-control-allow-origin"] == INSPECTOR
     # The 401 too, with the header that says where to get a token readable by the page.
@@ -425,6 +428,27 @@ def test_a_browser_client_on_an_allowed_origin_gets_cors_answers(world: McpWorld
     assert unauthorized.headers["access-control-allow-origin"] == INSPECTOR
     assert "www-authenticate" in unauthorized.headers["access-control-expose-headers"].lower()
     assert requests_today(world) == 1  # the preflight is not a request of the key's
+
+
+@pytest.mark.parametrize(
+    ("origin", "allowed"),
+    [
+        ("http://localhost:6274", True),
+        ("http://localhost", False),  # (the portless entry, when listed, stands for this one)
+        ("http://localhost:6274.evil.example", False),  # a port is digits: no name may follow it
+        ("http://localhost:", False),
+        ("http://localhostx:6274", False),
+    ],
+)
+def test_an_any_port_entry_allows_that_host_on_a_port_of_digits(origin: str, allowed: bool) -> None:
+    assert origin_allowed(origin, ["http://localhost:*"]) is allowed
+
+
+def test_mcp_messages_are_taken_however_their_media_type_is_cased(world: McpWorld) -> None:
+    headers = {**world.headers(world.all_key), "Content-Type": "Application/JSON; Charset=UTF-8"}
+    answer = world.client.simulate_post("/v1/mcp", headers=headers, body=json.dumps(LIST).encode())
+    assert answer.status_code == 200, answer.text
+    assert "tools" in answer.json["result"]
 
 
 @pytest.mark.parametrize(
