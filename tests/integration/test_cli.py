@@ -253,6 +253,7 @@ def test_backup_says_what_the_copy_holds(tmp_path: Path) -> None:
         (("copy.sqlite3", "--into", "."), "backup takes a new file's PATH, or --into FOLDER (with --keep N), not both"),
         (("copy.sqlite3", "--keep", "3"), "--keep goes with --into FOLDER: it removes older copies from that folder"),
         (("--into", "{tmp}", "--keep", "0"), "--keep takes a number of copies from 1 to 10000, not 0"),
+        (("--into", "{tmp}", "--keep", "10001"), "--keep takes a number of copies from 1 to 10000, not 10001"),
         (("--into", "{tmp}/nowhere"), "no folder {tmp}/nowhere to write the backup in"),
         (("--into", ""), "--into needs the folder to write the copies in"),
         (
@@ -262,7 +263,17 @@ def test_backup_says_what_the_copy_holds(tmp_path: Path) -> None:
         # Before: a file named "copies" was written (Path drops the slash).
         (("{tmp}/copies/",), "{tmp}/copies/ names a folder: name a new file in it, or use --into FOLDER"),
     ],
-    ids=["neither", "both", "keep without into", "keep 0", "no folder", "empty folder", "a file", "a folder"],
+    ids=[
+        "neither",
+        "both",
+        "keep without into",
+        "keep 0",
+        "keep past the bound",
+        "no folder",
+        "empty folder",
+        "a file",
+        "a folder",
+    ],
 )
 def test_backup_refuses_what_it_cannot_do_in_one_line(tmp_path: Path, args: tuple[str, ...], said: str) -> None:
     env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET}
