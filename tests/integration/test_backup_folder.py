@@ -41,6 +41,15 @@ def test_each_day_adds_a_copy_named_by_its_time_and_the_oldest_beyond_keep_go(da
     assert names(folder)[0] == "community-api-20261201T030000Z.sqlite3"
 
 
+def test_fewer_copies_than_keep_are_all_kept(database: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "backups"
+    folder.mkdir()
+    days = [T0 + timedelta(days=n) for n in range(4)]
+    for day in days:
+        assert backup_into(database, folder, keep=5, now=day).removed == ()
+    assert names(folder) == [day.strftime(NAME_FORMAT) for day in days]
+
+
 def test_the_copy_just_made_stays_when_the_clock_went_back(database: Path, tmp_path: Path) -> None:
     folder = tmp_path / "backups"
     folder.mkdir()
