@@ -98,6 +98,12 @@ def test_a_partial_copy_left_by_a_killed_run_is_removed_and_one_in_progress_kept
     other = folder / ".something.partial-1"
     for path in (left, in_progress, other):
         path.write_bytes(b"half a database")
+    # A link named as a partial copy of an ended run: not a file this command wrote, and never followed.
+    target = tmp_path / "kept.txt"
+    target.write_text("kept")
+    link = folder / f".community-api-20261102T030000Z.sqlite3.partial-{ended.pid}"
+    os.symlink(target, link)
     done = backup_into(database, folder, keep=3, now=T0)
     assert done.removed == (left,)
     assert not left.exists() and in_progress.exists() and other.exists()
+    assert link.is_symlink() and target.read_text() == "kept"

@@ -78,6 +78,7 @@ def test_the_schemes_are_registered_with_limits() -> None:
         ("sqlite:///srv/api/db.sqlite3", "/srv/api/db.sqlite3"),
         ("sqlite:////srv/api/db.sqlite3", "/srv/api/db.sqlite3"),
         ("sqlite://var/db.sqlite3", "var/db.sqlite3"),
+        ("sqlite://var/my%20api/db.sqlite3", "var/my api/db.sqlite3"),
         ("sqlite:///srv/my%20api/db.sqlite3", "/srv/my api/db.sqlite3"),
         ("sqlite://~/db.sqlite3", "{home}/db.sqlite3"),  # before: a folder named "~" in the working folder
         ("sqlite:///~/db.sqlite3", "/~/db.sqlite3"),  # an absolute path, as written
