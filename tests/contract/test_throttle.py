@@ -17,7 +17,7 @@ import pytest
 from freezegun.api import FrozenDateTimeFactory
 from limits.errors import ConfigurationError
 
-from adapters.throttle.limits_throttle import LimitsThrottle
+from adapters.throttle.limits_throttle import LimitsThrottle, hmac_gap_drawer
 from community_api.errors import RateLimited
 from community_api.ports import Throttle
 from fakes.throttle import FakeThrottle
@@ -114,8 +114,8 @@ def test_first_send_is_allowed(throttle: Throttle) -> None:
 def test_a_send_right_at_the_end_of_the_gap_starts_a_gap_of_its_own(
     make: Callable[..., Throttle], frozen: FrozenDateTimeFactory
 ) -> None:
-    """Two reservations a whole gap apart are both within the pace record's 45 s: the newer one is the last
-    (memory:// answers the oldest of a window, and an entry exactly 30 s old is in a 30 s window)."""
+    """A send exactly one gap after the last is let through (the window is half-open), and the gap that
+    follows is counted from it, not from the send before, although both are within the pace record's 45 s."""
     throttle = make(draw_gap=lambda connection_id, last: 30.0)
     send(throttle)
     frozen.tick(30)
@@ -441,8 +441,6 @@ def test_workers_sharing_a_storage_draw_the_same_gap(
 
 
 def test_a_different_salt_draws_different_gaps() -> None:
-    from adapters.throttle.limits_throttle import hmac_gap_drawer
-
     one, other = hmac_gap_drawer("one"), hmac_gap_drawer("other")
     times = [1_900_000_000.0 + 7.3 * i for i in range(40)]
     assert [one("c1", t) for t in times] == [one("c1", t) for t in times]
@@ -453,8 +451,6 @@ def test_a_different_salt_draws_different_gaps() -> None:
 def test_the_gap_takes_every_whole_second_from_30_to_45_and_differs_by_account() -> None:
     """Each of the 16 gaps is drawn (45 s included), and two accounts that reserve at the same moment do not
     share one sequence of gaps: a client watching one account cannot read off another's next gap."""
-    from adapters.throttle.limits_throttle import hmac_gap_drawer
-
     draw = hmac_gap_drawer("salt")
     times = [1_900_000_000.0 + 3.1 * i for i in range(2000)]
     assert {draw("c1", t) for t in times} == {float(g) for g in range(30, 46)}

@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -225,7 +226,7 @@ def test_any_other_logging_set_up_gets_what_logging_would_give_it(
         assert json.loads(other.stream.getvalue())["route"] == "/v1/whoami"  # both got it
 
 
-def test_the_json_formatter_keeps_the_services_lines_and_wraps_every_other(tmp_path: Path) -> None:
+def test_the_json_formatter_keeps_the_services_lines_and_wraps_every_other() -> None:
     formatter = JsonLines()
     for name in ("community_api.requests", "community_api.errors"):  # already a JSON line each
         record = logging.LogRecord(name, logging.WARNING, __file__, 1, '{"status": 503}', None, None)
@@ -233,8 +234,6 @@ def test_the_json_formatter_keeps_the_services_lines_and_wraps_every_other(tmp_p
     try:
         raise ValueError("broken")
     except ValueError:
-        import sys
-
         failure = logging.LogRecord("adapters.x", logging.ERROR, __file__, 1, "it failed", None, sys.exc_info())
     line = json.loads(formatter.format(failure))
     assert line["level"] == "error" and line["logger"] == "adapters.x" and line["message"] == "it failed"
