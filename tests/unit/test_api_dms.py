@@ -277,6 +277,18 @@ def test_dm_idempotency_sends_once(ready: Ready) -> None:
     assert len(world.gateway.sent_messages()) == 1
 
 
+def test_an_idempotency_key_used_again_with_another_query_is_a_different_request(ready: Ready) -> None:
+    """The query is part of the request: the same body sent with another ``group`` is not a retry."""
+    world = ready.world
+    bob = world.gateway.user("bob")
+    headers = {"Idempotency-Key": "dm-query"}
+    first = send(ready, {"to": bob.id, "content": "once"}, params={"group": "builders-club"}, headers=headers)
+    assert first.status_code == 201, first.text
+    other = send(ready, {"to": bob.id, "content": "once"}, headers=headers)
+    assert other.status_code == 409 and other.json["error"]["details"] == {"reason": "different_request"}
+    assert len(world.gateway.sent_messages()) == 1
+
+
 def test_throttle_is_per_connection(ready: Ready) -> None:
     world = ready.world
     bob_connection = world.link(ready.browser, "bob")
