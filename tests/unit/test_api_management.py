@@ -108,6 +108,18 @@ def test_session_cookie_is_httponly_and_lax(world: World) -> None:
     cookie = result.cookies["cda_session"]
     assert cookie.http_only and (cookie.same_site or "").lower() == "lax" and not cookie.secure
     assert result.json["csrfToken"]
+    # The session lasts 14 days, the device cookie (proof of an earlier sign-in) 180.
+    assert cookie.max_age == 14 * 86400 and result.cookies["cda_device"].max_age == 180 * 86400
+    assert cookie.path == result.cookies["cda_device"].path == "/"
+
+
+def test_session_cookies_are_secure_on_a_request_made_over_https(world: World) -> None:
+    world.client.simulate_post("/v1/accounts", json={"email": "o@example.com", "password": PASSWORD})
+    result = world.client.simulate_post(
+        "/v1/session", json={"email": "o@example.com", "password": PASSWORD}, protocol="https"
+    )
+    assert result.status_code == 200
+    assert all(cookie.secure for cookie in result.cookies.values())
 
 
 def test_session_cookies_are_secure_under_an_https_public_url_whatever_the_hop_before(world: World) -> None:
