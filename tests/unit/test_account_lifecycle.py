@@ -95,10 +95,9 @@ def test_deleting_the_account_takes_everything_with_it(world: World) -> None:
         refused = world.client.simulate_delete("/v1/me", headers=browser.headers(), json=body)
         assert refused.status_code == 403, body
     assert key_works(world, key) and me(world, browser) == 200  # nothing deleted
-    assert (
-        world.client.simulate_delete("/v1/me", headers=browser.headers(), json={"password": PASSWORD}).status_code
-        == 204
-    )
+    deleted = world.client.simulate_delete("/v1/me", headers=browser.headers(), json={"password": PASSWORD})
+    assert deleted.status_code == 204
+    assert deleted.cookies["cda_session"].value == ""  # the browser forgets the session cookie
     assert not key_works(world, key) and not key_works(world, bound)
     assert me(world, browser) == 401
     account_id = browser.account["id"]

@@ -195,7 +195,8 @@ def test_api_key_is_not_accepted_on_management_and_cookie_not_on_data(world: Wor
 
 def test_sign_out_ends_the_session(world: World) -> None:
     browser = world.sign_up()
-    assert world.client.simulate_delete("/v1/session", headers=browser.headers()).status_code == 204
+    signed_out = world.client.simulate_delete("/v1/session", headers=browser.headers())
+    assert signed_out.status_code == 204 and signed_out.cookies["cda_session"].value == ""  # the cookie cleared
     assert world.client.simulate_get("/v1/me", headers=browser.headers()).status_code == 401
 
 
