@@ -72,7 +72,8 @@ def test_sign_out_everywhere_ends_every_session_but_no_key(world: World) -> None
         world.client.simulate_delete("/v1/sessions", headers={"Cookie": f"cda_session={here.cookie}"}).status_code
         == 403
     )  # the CSRF token is needed
-    assert world.client.simulate_delete("/v1/sessions", headers=here.headers()).status_code == 204
+    everywhere = world.client.simulate_delete("/v1/sessions", headers=here.headers())
+    assert everywhere.status_code == 204 and everywhere.cookies["cda_session"].value == ""  # this one's cleared
     assert me(world, here) == me(world, elsewhere) == 401
     assert key_works(world, key)
 
