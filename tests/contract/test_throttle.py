@@ -8,7 +8,6 @@ timer thread, which freezegun leaves on real time, and which would drop entries 
 from __future__ import annotations
 
 import math
-import socket
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,6 +20,7 @@ from adapters.throttle.limits_throttle import LimitsThrottle, hmac_gap_drawer
 from community_api.errors import RateLimited
 from community_api.ports import Throttle
 from fakes.throttle import FakeThrottle
+from scripts.processes import free_port
 from tests.contract.redis_support import flush_redis, running_redis_server
 from tests.frozen_clock import frozen_at
 
@@ -147,10 +147,7 @@ def test_a_reserve_stalled_between_its_read_and_its_write_is_refused(
 
 
 def test_a_throttle_storage_that_does_not_answer_is_not_ready() -> None:
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    throttle = LimitsThrottle(f"redis://127.0.0.1:{port}/0", salt=SALT)
+    throttle = LimitsThrottle(f"redis://127.0.0.1:{free_port()}/0", salt=SALT)  # a port nothing listens on
     assert throttle.ready() == "the throttle storage does not answer"
 
 

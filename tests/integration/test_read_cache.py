@@ -14,6 +14,7 @@ import pytest
 
 from adapters.store.read_cache import MAX_ENTRIES, ReadCache
 from adapters.store.wal_index import WalIndexHeader
+from tests.integration.test_wal_index import wal_db
 
 
 class Counted:
@@ -31,18 +32,11 @@ class Counted:
         return self.cache.get(key, load)
 
 
-def _wal(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("CREATE TABLE IF NOT EXISTS t (n INTEGER)")
-    return conn
-
-
 @pytest.fixture
 def files(tmp_path: Path) -> Iterator[tuple[Path, sqlite3.Connection, sqlite3.Connection]]:
     """The file, the cache's connection, and another connection (another worker) that writes."""
     path = tmp_path / "db.sqlite3"
-    with closing(_wal(path)) as mine, closing(_wal(path)) as other:
+    with closing(wal_db(path)) as mine, closing(wal_db(path)) as other:
         other.execute("INSERT INTO t VALUES (0)")  # a commit, so that the header is written
         yield path, mine, other
 

@@ -99,6 +99,13 @@ def raw(path: str) -> sqlite3.Connection:
     return sqlite3.connect(path, isolation_level=None)
 
 
+def sealed_session(path: str, connection_id: str = "con_1") -> bytes:
+    """The session column of a connection as the file holds it."""
+    with closing(raw(path)) as conn:
+        sealed: bytes = conn.execute("SELECT session FROM connections WHERE id = ?", (connection_id,)).fetchone()[0]
+    return sealed
+
+
 def test_secrets_never_reach_the_file(store: SqliteKeyStore, db_path: str) -> None:
     api_secret = generate_secret()
     store.add_account(Account("acc_1", "ada@example.com", T0), "argon-hash")
@@ -167,8 +174,7 @@ def test_a_changed_secret_keeps_every_session_through_the_previous_one_and_resea
         assert first.counts == {"resealed": 1, "current": 1, "lost": 1} and first.lost == ("con_2",)
         assert [new_only.get_platform_session(f"con_{n}") for n in (1, 2, 3)] == [PLATFORM_TOKEN, None, "third-token"]
         assert changing.reseal_sessions().counts == {"current": 2, "lost": 1}  # a second run moves nothing
-        with closing(raw(db_path)) as conn:  # the old secret opens nothing any more
-            sealed = conn.execute("SELECT session FROM connections WHERE id = 'con_1'").fetchone()[0]
+        sealed = sealed_session(db_path)  # the old secret opens nothing any more
         assert SessionCipher(SECRET).open(sealed, "con_1") is None
         assert SessionCipher("the-new-secret").open(sealed, "con_1") == PLATFORM_TOKEN
     finally:
@@ -182,8 +188,7 @@ def test_each_seal_has_a_nonce_of_its_own(store: SqliteKeyStore, db_path: str) -
     sealed = []
     for _ in range(2):
         store.save_connection(a_connection(1), PLATFORM_TOKEN)
-        with closing(raw(db_path)) as conn:
-            sealed.append(conn.execute("SELECT session FROM connections WHERE id = 'con_1'").fetchone()[0])
+        sealed.append(sealed_session(db_path))
     first, second = sealed
     assert first[:1] == second[:1] == b"\x01"  # the layout's version
     assert first[1:13] != second[1:13] and first[13:] != second[13:]
@@ -204,9 +209,9 @@ def test_a_session_that_is_not_a_seal_of_this_layout_does_not_open(
     store: SqliteKeyStore, db_path: str, damage: Any
 ) -> None:
     store.save_connection(a_connection(1), PLATFORM_TOKEN)
+    damaged = damage(sealed_session(db_path))
     with closing(raw(db_path)) as conn:
-        sealed = conn.execute("SELECT session FROM connections WHERE id = 'con_1'").fetchone()[0]
-        conn.execute("UPDATE connections SET session = ? WHERE id = 'con_1'", (damage(sealed),))
+        conn.execute("UPDATE connections SET session = ? WHERE id = 'con_1'", (damaged,))
     assert store.get_platform_session("con_1") is None
     assert store.get_connection("con_1") == attrs.evolve(a_connection(1), status=CONNECTION_EXPIRED)
 

@@ -20,7 +20,7 @@ from adapters.store.wal_index import HEADER_SIZE, WalIndexHeader
 from tests.integration.store_support import T0, two_workers
 
 
-def _wal_db(path: Path) -> sqlite3.Connection:
+def wal_db(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("CREATE TABLE IF NOT EXISTS t (n INTEGER)")
@@ -29,7 +29,7 @@ def _wal_db(path: Path) -> sqlite3.Connection:
 
 def test_every_commit_of_another_connection_moves_the_header(tmp_path: Path) -> None:
     path = tmp_path / "db.sqlite3"
-    with closing(_wal_db(path)) as reader, closing(_wal_db(path)) as writer:
+    with closing(wal_db(path)) as reader, closing(wal_db(path)) as writer:
         reader.execute("SELECT count(*) FROM t").fetchone()
         header = WalIndexHeader.open(str(path))
         assert header is not None
@@ -58,7 +58,7 @@ def test_every_commit_of_another_connection_moves_the_header(tmp_path: Path) -> 
 )
 def test_a_header_it_cannot_vouch_for_reads_as_none(tmp_path: Path, change: object, why: str) -> None:
     path = tmp_path / "db.sqlite3"
-    with closing(_wal_db(path)) as conn:
+    with closing(wal_db(path)) as conn:
         conn.execute("INSERT INTO t VALUES (1)")
         raw = (tmp_path / "db.sqlite3-shm").read_bytes()[: 2 * HEADER_SIZE]
     crafted = tmp_path / "crafted-shm"
@@ -75,14 +75,14 @@ def test_a_left_over_shared_memory_file_is_not_trusted(tmp_path: Path) -> None:
     """A ``-shm`` file that SQLite does not use for this database (left from another file once at that
     path) never changes: it must not be taken for the live one."""
     path = tmp_path / "db.sqlite3"
-    with closing(_wal_db(path)) as conn:
+    with closing(wal_db(path)) as conn:
         conn.execute("INSERT INTO t VALUES (1)")
         left_over = (tmp_path / "db.sqlite3-shm").read_bytes()
     path.unlink()
     (tmp_path / "db.sqlite3-wal").unlink(missing_ok=True)
     (tmp_path / "db.sqlite3-shm").write_bytes(left_over)  # no -wal beside it: nothing to vouch for it
     assert WalIndexHeader.open(str(path)) is None
-    with closing(_wal_db(tmp_path / "other.sqlite3")) as other:  # a live WAL of another database
+    with closing(wal_db(tmp_path / "other.sqlite3")) as other:  # a live WAL of another database
         other.execute("INSERT INTO t VALUES (2)")
         (tmp_path / "db.sqlite3-wal").write_bytes((tmp_path / "other.sqlite3-wal").read_bytes())
         assert WalIndexHeader.open(str(path)) is None  # its salts are not the ones the header repeats
@@ -179,7 +179,7 @@ def test_mapping_the_header_keeps_sqlites_locks_on_the_shared_memory(tmp_path: P
     from scripts.processes import ROOT
 
     path = tmp_path / "db.sqlite3"
-    with closing(_wal_db(path)) as setup:
+    with closing(wal_db(path)) as setup:
         setup.execute("INSERT INTO t VALUES (1)")
     holder = subprocess.Popen(
         [sys.executable, "-c", _HOLDER, str(path)],
