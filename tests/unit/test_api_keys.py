@@ -440,3 +440,12 @@ def test_an_account_holds_at_most_a_hundred_live_keys(ready: Ready) -> None:
     assert world.client.simulate_post("/v1/keys", json={}, headers=browser.headers()).status_code == 409
     assert world.client.simulate_delete(f"/v1/keys/{rotated.json['id']}", headers=browser.headers()).status_code == 204
     assert world.mint(browser)["secret"]  # revoking one made room
+
+
+@pytest.mark.parametrize("random_length", [0, keys.RANDOM_LENGTH - 1, keys.RANDOM_LENGTH + 1, 2 * keys.RANDOM_LENGTH])
+def test_a_value_of_the_wrong_length_is_no_key_even_when_its_checksum_holds(random_length: int) -> None:
+    """The shape alone refuses it, before any look-up: a checksum is six characters, so one in a few billion
+    random values has one that holds, and the length is what keeps the rest of the rule."""
+    body = keys.KEY_PREFIX + "A" * random_length
+    assert not keys.has_valid_shape(body + keys._checksum(body))
+    assert keys.has_valid_shape(_valid_shape_unknown_key())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from community_api import pace
 from community_api.errors import RateLimited
 from community_api.scopes import ALL_SCOPES
 from tests.unit.world_support import PASSWORD, Ready, World, build_world
@@ -260,3 +261,13 @@ def test_an_inbox_scan_refused_part_way_waits_for_the_whole_scan(paced: Ready) -
     assert refused.status_code == 429 and refused.json["error"]["details"]["reason"] == "read_pace"
     # One more read alone would fit once the read of 0 s leaves (51 s); the scan's two need 56 s.
     assert refused.headers["retry-after"] == "56"
+
+
+@pytest.mark.parametrize(("seconds", "retry_after"), [(-5.0, 1), (0.0, 1), (0.2, 1), (1.0, 1), (1.01, 2), (59.5, 60)])
+def test_a_hold_asks_for_whole_seconds_and_never_fewer_than_one(seconds: float, retry_after: int) -> None:
+    """A hold that ends in a fraction of a second (or has just ended) still asks for one: ``Retry-After: 0``
+    would have a client retry at once, in a loop, while the hold lasts."""
+    refusal = pace.held_refusal(seconds)
+    assert refusal.retry_after == retry_after and refusal.details["retryAfter"] == retry_after
+    assert refusal.details["reason"] == "platform_hold"
+    assert f"held for {retry_after} s" in refusal.message

@@ -16,6 +16,7 @@ import falcon.testing
 import pytest
 
 from community_api import accounts
+from community_api import sign_in_guard as guard
 from community_api.errors import ServiceError
 from tests.unit.world_support import PASSWORD, World, build_world
 
@@ -234,3 +235,37 @@ def test_failed_sign_ins_are_counted_for_a_day_and_never_kept_on_the_audit_trail
     trail = [e for e in world.store.audit_trail() if e.event.startswith("login.")]
     assert [(e.event, e.subject) for e in trail] == [("login.succeeded", None)] * 2
     assert all(e.account_id for e in trail)
+
+
+def test_the_per_email_bound_holds_for_an_hour(world: World) -> None:
+    world.sign_up(OWNER)
+    for i in range(100):
+        assert attempt(world, f"10.3.{i // 250}.{i % 250 + 1}").status_code == 401
+    world.clock.advance(minutes=16)  # past the pair's and the address's windows, not the email's
+    held = attempt(world, "192.0.2.57", PASSWORD)
+    assert held.status_code == 429 and held.headers["Retry-After"] == "3600"
+    assert held.json["error"]["message"] == "too many failed sign-ins: try again in 60 minutes"
+    world.clock.advance(minutes=45)
+    assert attempt(world, "192.0.2.57", PASSWORD).status_code == 200
+
+
+# How the core counts a client, whatever the edge hands it (the HTTP edge already unmaps and trims).
+CLIENT_KEYS = [
+    ("203.0.113.9", "203.0.113.9"),
+    (" 203.0.113.9 ", "203.0.113.9"),
+    ("::ffff:203.0.113.9", "203.0.113.9"),
+    ("2001:db8:1:2::1", "2001:db8:1:2::/64"),
+    ("2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"),
+    (" 2001:db8:1:3::1\t", "2001:db8:1:3::/64"),
+    ("", "unknown"),
+    ("   ", "unknown"),
+    ("unix:/run/community-api.sock", "unix:/run/community-api.sock"),
+    ("x" * 100, "x" * 64),
+]
+
+
+@pytest.mark.parametrize(("address", "counted_as"), CLIENT_KEYS)
+def test_a_client_is_counted_by_its_ipv4_address_its_ipv6_64_or_its_name_cut_short(
+    address: str, counted_as: str
+) -> None:
+    assert guard.client_key(address) == counted_as
