@@ -71,11 +71,11 @@ def path_group(value: str) -> str:
 # --- fields of a body or query: a bad one is a bad request naming the field (400) ----------------
 
 
-def field_group(value: str | None, field: str = "group") -> str | None:
-    """An optional group named in a query or a tool's argument: empty is not given (a query string's empty
+def field_group(value: str | None) -> str | None:
+    """An optional ``group`` named in a query or a tool's argument: empty is not given (a query string's empty
     value, an agent's "")."""
     if value is None or value == "":
         return None
     if not is_group_name(value):
-        raise InvalidRequest(f"{field} {GROUP_PROBLEM}", field=field, pattern=GROUP_PATTERN)
+        raise InvalidRequest(f"group {GROUP_PROBLEM}", field="group", pattern=GROUP_PATTERN)
     return value
