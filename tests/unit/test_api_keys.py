@@ -419,6 +419,18 @@ def test_failed_authentication_does_not_count_as_usage(ready: Ready) -> None:
     assert record["lastUsedAt"] is not None
 
 
+def test_a_successor_starts_unused(ready: Ready) -> None:
+    """A rotation makes a new value: the dashboard must not say it was used when only its predecessor was."""
+    world = ready.world
+    minted = world.mint(ready.browser)
+    assert world.get("/v1/whoami", minted["secret"]).status_code == 200
+    rotated = world.client.simulate_post(f"/v1/keys/{minted['id']}/rotate", headers=ready.browser.headers())
+    assert rotated.status_code == 201 and rotated.json["lastUsedAt"] is None
+    me = world.client.simulate_get("/v1/me", headers=ready.browser.headers()).json
+    used = {k["id"]: k["lastUsedAt"] for k in me["keys"]}
+    assert used[minted["id"]] is not None and used[rotated.json["id"]] is None
+
+
 def test_an_account_holds_at_most_a_hundred_live_keys(ready: Ready) -> None:
     """A script minting in a loop stops with a clear 409 instead of filling the database; revoking a key
     makes room, and rotating one at the limit still works (it replaces the key; the old one counts until

@@ -245,6 +245,16 @@ def test_mint_with_the_default_scopes_shows_the_value_once_and_it_works(world: W
     assert world.post("/v1/groups/builders-club/posts", secret, {"title": "x"}).status_code == 403
 
 
+def test_the_mint_form_takes_a_name_of_at_most_100_characters_once_trimmed(world: World, owner: WebBrowser) -> None:
+    """The form's own ``maxlength`` is the browser's courtesy; a request built by hand meets the rule itself."""
+    refused = owner.submit(owner.get("/keys"), "/keys", {"name": "n" * 101})
+    assert refused.status_code == 400 and "name is longer than 100 characters" in refused.text
+    assert world.store.list_keys(account_id(world)) == []
+    done = owner.submit(owner.get("/keys"), "/keys", {"name": f"  {'n' * 100}  "})
+    assert done.status_code == 201, done.text
+    assert [key.name for key in world.store.list_keys(account_id(world))] == ["n" * 100]
+
+
 def test_the_keys_page_says_how_many_live_keys_the_account_holds_and_refuses_past_the_most(
     world: World, owner: WebBrowser
 ) -> None:
