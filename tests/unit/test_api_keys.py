@@ -431,6 +431,32 @@ def test_a_successor_starts_unused(ready: Ready) -> None:
     assert used[minted["id"]] is not None and used[rotated.json["id"]] is None
 
 
+def test_ending_a_key_leaves_how_its_ended_predecessors_ended(ready: Ready) -> None:
+    """A key replaced by a rotation stays "replaced" (``expiresAt``), one revoked stays "revoked" with its
+    time, whatever later happens to their successors: the dashboard says why an old value is refused."""
+    world, headers = ready.world, ready.browser.headers()
+
+    def records() -> dict[str, tuple[str | None, str | None]]:
+        me = world.client.simulate_get("/v1/me", headers=headers).json
+        return {k["id"]: (k["expiresAt"], k["revokedAt"]) for k in me["keys"]}
+
+    replaced = world.mint(ready.browser)
+    successor = world.client.simulate_post(
+        f"/v1/keys/{replaced['id']}/rotate", params={"grace": "0"}, headers=headers
+    ).json
+    revoked = world.mint(ready.browser)
+    in_grace = world.client.simulate_post(f"/v1/keys/{revoked['id']}/rotate", headers=headers).json
+    assert world.client.simulate_delete(f"/v1/keys/{revoked['id']}", headers=headers).status_code == 204
+    before = records()
+    world.clock.advance(minutes=5)
+    assert world.client.simulate_delete(f"/v1/keys/{successor['id']}", headers=headers).status_code == 204
+    assert world.client.simulate_post(f"/v1/keys/{in_grace['id']}/rotate", headers=headers).status_code == 201
+    after = records()
+    assert after[replaced["id"]] == before[replaced["id"]] and before[replaced["id"]][1] is None
+    assert after[revoked["id"]] == before[revoked["id"]]
+    assert world.get("/v1/whoami", replaced["secret"]).status_code == 401
+
+
 def test_an_account_holds_at_most_a_hundred_live_keys(ready: Ready) -> None:
     """A script minting in a loop stops with a clear 409 instead of filling the database; revoking a key
     makes room, and rotating one at the limit still works (it replaces the key; the old one counts until
