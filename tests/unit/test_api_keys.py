@@ -457,6 +457,24 @@ def test_ending_a_key_leaves_how_its_ended_predecessors_ended(ready: Ready) -> N
     assert world.get("/v1/whoami", replaced["secret"]).status_code == 401
 
 
+def test_revoking_a_revoked_key_again_changes_nothing(ready: Ready) -> None:
+    """Idempotent, as a retried DELETE must be: 204 again, the first time kept, one line on the trail."""
+    world, headers = ready.world, ready.browser.headers()
+    minted = world.mint(ready.browser)
+    assert world.client.simulate_delete(f"/v1/keys/{minted['id']}", headers=headers).status_code == 204
+    first = next(
+        k for k in world.client.simulate_get("/v1/me", headers=headers).json["keys"] if k["id"] == minted["id"]
+    )
+    world.clock.advance(minutes=5)
+    assert world.client.simulate_delete(f"/v1/keys/{minted['id']}", headers=headers).status_code == 204
+    again = next(
+        k for k in world.client.simulate_get("/v1/me", headers=headers).json["keys"] if k["id"] == minted["id"]
+    )
+    assert again == first and first["revokedAt"] is not None
+    revocations = [e for e in world.store.audit_trail() if e.event == "key.revoked" and e.key_id == minted["id"]]
+    assert len(revocations) == 1
+
+
 def test_an_account_holds_at_most_a_hundred_live_keys(ready: Ready) -> None:
     """A script minting in a loop stops with a clear 409 instead of filling the database; revoking a key
     makes room, and rotating one at the limit still works (it replaces the key; the old one counts until
