@@ -8,6 +8,7 @@ import pytest
 from freezegun import freeze_time
 
 from community_api import keys
+from community_api.ids import random_base62
 from community_api.scopes import ALL_SCOPES, DEFAULT_SCOPES
 from tests.unit.world_support import Ready, World, build_world
 
@@ -473,6 +474,20 @@ def test_revoking_a_revoked_key_again_changes_nothing(ready: Ready) -> None:
     assert again == first and first["revokedAt"] is not None
     revocations = [e for e in world.store.audit_trail() if e.event == "key.revoked" and e.key_id == minted["id"]]
     assert len(revocations) == 1
+
+
+def test_a_value_sharing_a_keys_shown_prefix_is_not_that_key(ready: Ready) -> None:
+    """The eight characters after ``cda_`` are shown on the dashboard, in the activity and in logs, and a key
+    is looked up by them: only the whole value's hash may match. A value made from a real key's prefix,
+    its checksum right, opens nothing, and an operator told it leaked revokes nothing."""
+    world = ready.world
+    for tail in range(3):
+        body = ready.key[:12] + random_base62(keys.RANDOM_LENGTH - 8)
+        forged = body + keys._checksum(body)
+        assert keys.has_valid_shape(forged) and keys.display_prefix(forged) == keys.display_prefix(ready.key)
+        assert world.get("/v1/whoami", forged).status_code == 401, tail
+        assert keys.revoke_leaked_key(world.store, world.clock, forged).key is None
+    assert world.get("/v1/whoami", ready.key).status_code == 200
 
 
 def test_an_account_holds_at_most_a_hundred_live_keys(ready: Ready) -> None:
