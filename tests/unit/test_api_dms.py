@@ -28,6 +28,25 @@ def test_inbox_pages_by_offset_cursor(ready: Ready) -> None:
     assert set(conversation["with"]) == {"id", "handle", "name"}
 
 
+def test_an_inbox_one_short_of_two_pages_ends_on_its_second_and_an_empty_chat_awaits_nothing(ready: Ready) -> None:
+    """59 conversations: the second page holds 29 and says there is no third. A chat opened with nothing
+    sent yet (the platform lists it in no inbox) read as a thread awaits no reply."""
+    world = ready.world
+    me = ready.connection["platformUserId"]
+    others = [user for user in world.gateway.world.users if user != me]
+    for n in range(14):
+        added = world.gateway.world.add_conversation(me, others[n % len(others)], world.clock.now())
+        world.gateway.world.add_message(added, me, f"hello {n}", world.clock.now())
+    first = world.get("/v1/dms", ready.key).json
+    second = world.get("/v1/dms", ready.key, params={"cursor": first["nextCursor"]}).json
+    assert (len(first["conversations"]), first["nextCursor"]) == (30, "30")
+    assert (len(second["conversations"]), second["nextCursor"]) == (29, None)
+    empty = world.gateway.world.add_conversation(me, others[0], world.clock.now())
+    thread = world.get(f"/v1/dms/{empty.id}", ready.key).json
+    assert thread["messages"] == [] and thread["conversation"]["lastMessage"] is None
+    assert thread["conversation"]["awaitingReply"] is False
+
+
 def test_awaiting_reply_scans_pages_and_keeps_only_those(ready: Ready) -> None:
     world = ready.world
     own_id = ready.connection["platformUserId"]
