@@ -12,10 +12,11 @@ error texts end up in agent transcripts and logs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError, best_match
 
 from adapters.commands import unknown_names
@@ -37,6 +38,20 @@ PATTERN_PROBLEMS = {
 }
 
 
+def _whole_value_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    """JSON Schema's patterns are ECMA-262 regular expressions, whose final ``$`` matches at the very end of
+    the value only. Python's also matches before a final newline, so ``"<id>\\n"`` would pass ``^…$`` here
+    (as it would not in a client's own validator) and be refused later by the core in other words, or not
+    at all where the core holds no rule of its own. ``\\Z`` is ECMA's ``$``."""
+    if validator.is_type(instance, "string"):
+        anchored = pattern[:-1] + r"\Z" if pattern.endswith("$") and not pattern.endswith(r"\$") else pattern
+        if not re.search(anchored, instance):
+            yield ValidationError(f"does not match {pattern!r}")
+
+
+_Validator = validators.extend(Draft202012Validator, {"pattern": _whole_value_pattern})
+
+
 class ArgumentChecker:
     def __init__(
         self, schema: Schema, core_refusal: Callable[[Mapping[str, Any]], InvalidRequest | None] | None = None
@@ -45,7 +60,7 @@ class ArgumentChecker:
         self.core_refusal = core_refusal
         self.properties: Mapping[str, Any] = schema.get("properties", {})
         # ``oneOf`` (``to`` xor ``conversationId``) is left to the core, whose message names both fields.
-        self._validator = Draft202012Validator({name: value for name, value in schema.items() if name != "oneOf"})
+        self._validator = _Validator({name: value for name, value in schema.items() if name != "oneOf"})
         self._integers = frozenset(name for name, spec in self.properties.items() if spec.get("type") == "integer")
 
     def check(self, arguments: Mapping[str, Any]) -> dict[str, Any]:

@@ -212,6 +212,10 @@ BAD_ARGUMENTS = [
     ("send_dm", {"to": platform_id("usr-bob"), "content": ""}, "content"),
     ("send_dm", {"to": platform_id("usr-bob"), "content": "hi", "idempotencyKey": "has space"}, "idempotencyKey"),
     ("send_dm", {"to": platform_id("usr-bob"), "content": "hi", "idempotencyKey": "a,b"}, "idempotencyKey"),
+    # A regular expression's "$" also matches before a final newline: the key is held to the whole value.
+    ("send_dm", {"to": platform_id("usr-bob"), "content": "hi", "idempotencyKey": "retry-1\n"}, "idempotencyKey"),
+    ("get_post", {"postId": platform_id("pst-00001") + "\n"}, "postId"),
+    ("get_feed", {"group": "builders-club\n"}, "group"),
 ]
 
 
