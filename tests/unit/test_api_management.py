@@ -102,6 +102,34 @@ def test_a_domain_outside_ascii_without_an_idna_form_is_not_an_address(world: Wo
     assert refused.status_code == 400 and refused.json["error"]["details"]["field"] == "email"
 
 
+_LABELS = ".".join(["b" * 63] * 3)  # three labels of the most DNS allows each
+
+
+@pytest.mark.parametrize(
+    ("email", "password", "refusal"),
+    [
+        ("a" * 64 + f"@{_LABELS}." + "c" * 63, PASSWORD, None),  # 320 characters: the most
+        ("a" * 63 + f"@{_LABELS}.{'b' * 63}.c", PASSWORD, "email is longer than 320 characters"),
+        ("a" * 65 + "@example.com", PASSWORD, "email is not a valid address"),  # a local part holds 64 at most
+        ("owner@localhost", PASSWORD, "email is not a valid address"),  # no dot in the domain
+        ("owner@example." + "c" * 64, PASSWORD, "email is not a valid address"),
+        ("owner@example.com", "p" * 1024, None),
+        ("owner@example.com", "p" * 1025, "password is longer than 1024 characters"),
+    ],
+    ids=["320", "321", "local-65", "no-dot", "label-64", "password-1024", "password-1025"],
+)
+def test_sign_up_takes_an_email_and_a_password_up_to_their_limits(
+    world: World, email: str, password: str, refusal: str | None
+) -> None:
+    answer = world.client.simulate_post("/v1/accounts", json={"email": email, "password": password})
+    if refusal is None:
+        assert answer.status_code == 201, answer.text
+        assert world.client.simulate_post("/v1/session", json={"email": email, "password": password}).status_code == 200
+        return
+    assert answer.status_code == 400 and answer.json["error"]["message"] == refusal, answer.text
+    assert world.store.count_accounts() == 0
+
+
 def test_session_cookie_is_httponly_and_lax(world: World) -> None:
     world.client.simulate_post("/v1/accounts", json={"email": "o@example.com", "password": PASSWORD})
     result = world.client.simulate_post("/v1/session", json={"email": "o@example.com", "password": PASSWORD})

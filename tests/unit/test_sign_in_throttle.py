@@ -189,6 +189,8 @@ def test_sign_ups_refused_as_taken_are_counted_per_address() -> None:
         "/v1/accounts", json={"email": OWNER, "password": PASSWORD}, remote_addr="203.0.113.50"
     )
     assert held.status_code == 429 and int(held.headers["Retry-After"]) == 3600
+    assert held.json["error"]["message"] == "too many sign-ups refused from this address: try again in 60 minutes"
+    assert held.json["error"]["details"]["bound"] == "signup-taken"  # not counted as accounts created
     assert sign_up("203.0.113.50", "fresh@example.com") == 429  # that address, for an hour
     assert sign_up("203.0.113.51") == 409  # another address is counted on its own
     assert sign_up("203.0.113.51", "fresh@example.com") == 201
