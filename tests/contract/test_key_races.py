@@ -8,7 +8,8 @@ What must hold (issue 14, DESIGN §2, spec §3):
 - a rotation and a revocation at once: the end is what one of the two orders gives, and the revoked key
   never works again;
 - N sign-ups of one email at once: one account;
-- OAuth client registrations from one address at once: never more than the address's hourly bound.
+- OAuth client registrations, and sign-ups, from one address at once: never more than the address's
+  hourly bound.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from argon2.profiles import CHEAPEST
 from adapters.store.sqlite_key_store import SqliteKeyStore
 from community_api import accounts, keys, oauth_clients
 from community_api.clock import SystemClock
-from community_api.errors import Conflict, Forbidden, ServiceError, Unauthorized
+from community_api.errors import Conflict, Forbidden, RateLimited, ServiceError, Unauthorized
 from community_api.model import Account
 from community_api.ports import KeyStore
 from community_api.refusal_audit import RefusalAudit
@@ -75,6 +76,18 @@ def register(store: KeyStore, address: str) -> tuple[str, str | None]:
     except oauth_clients.RegistrationThrottled:
         return "throttled", None
     return "registered", client.id
+
+
+def sign_up_from(store: KeyStore, address: str) -> tuple[str, str | None]:
+    """A sign-up of an email of its own from ``address``, with sign-up open."""
+    body = accounts.NewAccount(f"{uuid.uuid4().hex}@example.com", "a long enough password")
+    try:
+        account = accounts.create_account(
+            store, SystemClock(), body, signup_enabled=True, client_address=address, hasher=HASHER
+        )
+    except RateLimited:
+        return "throttled", None
+    return "created", account.id
 
 
 Action = Callable[[KeyStore, str], tuple[str, str | None]]
@@ -253,3 +266,17 @@ def test_registrations_at_once_from_one_address_stay_within_its_bound(arena: Are
     outcomes = arena.run([[register] * len(addresses) for _ in range(RACERS)], addresses)
     for address, answers in zip(addresses, outcomes, strict=True):
         assert sorted(kind for kind, _ in answers) == ["registered"] * 2 + ["throttled"] * (RACERS - 2), address
+
+
+def test_sign_ups_at_once_from_one_address_stay_within_its_bound(arena: Arena) -> None:
+    """Each round an address two short of its bound of accounts created sends six sign-ups at once: two
+    pass (the count is checked and added in the step that writes the account)."""
+    addresses = [f"203.0.113.{round_}" for round_ in range(4)]
+    limit = accounts.CREATED_PER_ADDRESS[0]
+    for address in addresses:
+        for _ in range(limit - 2):
+            assert sign_up_from(arena.store, address)[0] == "created"
+    outcomes = arena.run([[sign_up_from] * len(addresses) for _ in range(RACERS)], addresses)
+    for address, answers in zip(addresses, outcomes, strict=True):
+        assert sorted(kind for kind, _ in answers) == ["created"] * 2 + ["throttled"] * (RACERS - 2), address
+    assert arena.store.count_accounts() == len(addresses) * limit
