@@ -271,3 +271,19 @@ def test_a_client_is_counted_by_its_ipv4_address_its_ipv6_64_or_its_name_cut_sho
     address: str, counted_as: str
 ) -> None:
     assert guard.client_key(address) == counted_as
+
+
+def test_an_email_counts_the_same_however_its_domain_is_written(world: World) -> None:
+    """A domain outside ASCII has two spellings (``bücher`` and its IDNA form ``xn--bcher-kva``): guesses
+    spread over both are one email's guesses, and the owner's device cookie holds for either."""
+    owner = "max@bücher.example"
+    world.add_account(owner)
+    device = device_cookie(attempt(world, "198.51.100.7", PASSWORD, email=owner))
+    for n in range(5):
+        spelled = owner if n % 2 else "max@xn--bcher-kva.example"
+        assert attempt(world, "203.0.113.9", email=spelled).status_code == 401
+    assert attempt(world, "203.0.113.9", PASSWORD, email=owner).status_code == 429
+    assert attempt(world, "203.0.113.9", PASSWORD, email="MAX@XN--BCHER-KVA.EXAMPLE").status_code == 429
+    for _ in range(5):
+        attempt(world, "198.51.100.7", email=owner, device=device)
+    assert attempt(world, "198.51.100.7", PASSWORD, email="max@xn--bcher-kva.example", device=device).status_code == 429
