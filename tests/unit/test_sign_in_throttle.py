@@ -287,3 +287,16 @@ def test_an_email_counts_the_same_however_its_domain_is_written(world: World) ->
     for _ in range(5):
         attempt(world, "198.51.100.7", email=owner, device=device)
     assert attempt(world, "198.51.100.7", PASSWORD, email="max@xn--bcher-kva.example", device=device).status_code == 429
+
+
+def test_a_device_keeps_its_count_across_its_own_sign_ins(world: World) -> None:
+    """The cookie a sign-in renews names the same device: a right password between wrong ones counts one
+    attempt less, it does not start the device afresh."""
+    world.sign_up(OWNER)
+    device = device_cookie(attempt(world, "198.51.100.7", PASSWORD))
+    for _ in range(4):
+        assert attempt(world, "198.51.100.7", device=device).status_code == 401
+    renewed = device_cookie(attempt(world, "198.51.100.7", PASSWORD, device=device))
+    assert renewed.split(".")[1] == device.split(".")[1]  # v1.<device>.<issued>.<tag>.<mac>
+    assert attempt(world, "198.51.100.7", device=renewed).status_code == 401  # the fifth wrong one that counts
+    assert attempt(world, "198.51.100.7", PASSWORD, device=renewed).status_code == 429  # the device is held
