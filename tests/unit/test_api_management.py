@@ -13,6 +13,7 @@ from adapters.settings import Settings
 from adapters.wire import rfc3339
 from adapters.wiring import app_for
 from community_api.account_lifecycle import account_summaries
+from community_api.accounts import new_session
 from community_api.errors import Conflict
 from community_api.model import CONNECTION_EXPIRED
 from fakes.platform_sessions import SESSION_LIFETIME
@@ -232,6 +233,24 @@ def test_session_expires_after_14_days(world: World) -> None:
     browser = world.sign_up()
     world.clock.advance(days=14, seconds=1)
     assert world.client.simulate_get("/v1/me", headers=browser.headers()).status_code == 401
+
+
+def test_a_session_ends_at_the_very_instant_of_its_14_days(world: World) -> None:
+    """The cookie's Max-Age and the stored end are the same instant: the browser drops the cookie then, and
+    a copy of it sent at that instant is refused too."""
+    browser = world.sign_up()
+    world.clock.advance(days=14, microseconds=-1)
+    assert world.client.simulate_get("/v1/me", headers=browser.headers()).status_code == 200
+    world.clock.advance(microseconds=1)
+    assert world.client.simulate_get("/v1/me", headers=browser.headers()).status_code == 401
+
+
+def test_a_session_whose_account_is_gone_is_no_session(world: World) -> None:
+    """What a deletion racing a request leaves the request to read: a session found, its account not."""
+    cookie, session = new_session("acc_gone", world.clock.now())
+    world.store.add_web_session(session)
+    answer = world.client.simulate_get("/v1/me", headers={"Cookie": f"cda_session={cookie}"})
+    assert answer.status_code == 401 and answer.json["error"]["code"] == "unauthorized"
 
 
 def test_linking_connections(world: World) -> None:
