@@ -23,8 +23,9 @@ REDIRECT_URI = "http://127.0.0.1:33418/callback"
 RESOURCE = f"{ORIGIN}/v1/mcp"
 
 
-def pkce() -> tuple[str, str]:
-    verifier = secrets.token_urlsafe(48)
+def pkce(verifier: str | None = None) -> tuple[str, str]:
+    """A verifier (``verifier``, or a new one) and its S256 challenge."""
+    verifier = verifier or secrets.token_urlsafe(48)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
     return verifier, challenge
 
@@ -63,9 +64,17 @@ class Connector:
         }
         return "/oauth/authorize?" + urlencode({k: v for k, v in params.items() if v is not None})
 
-    def approve(self, browser: WebBrowser, fill: dict[str, Any] | None = None, **overrides: str | None) -> Grant:
-        """Ask for authorization, approve on the consent page, and read the code from the redirect."""
-        verifier, challenge = pkce()
+    def approve(
+        self,
+        browser: WebBrowser,
+        fill: dict[str, Any] | None = None,
+        *,
+        verifier: str | None = None,
+        **overrides: str | None,
+    ) -> Grant:
+        """Ask for authorization, approve on the consent page, and read the code from the redirect. The PKCE
+        verifier is ``verifier``, or a new one."""
+        verifier, challenge = pkce(verifier)
         page = browser.get(self.authorize_path(challenge, **overrides))
         assert page.status_code == 200, page.text[:500]
         done = browser.submit(page, "/oauth/authorize", fill, button=("decision", "approve"))

@@ -43,6 +43,30 @@ def test_a_wrong_verifier_is_refused_and_spends_the_code(owner: WebBrowser, conn
     assert grants(world) == []
 
 
+@pytest.mark.parametrize(
+    ("verifier", "good"),
+    [
+        ("a" * 43, True),
+        ("a" * 128, True),
+        ("-._~" + "A0z" * 13, True),  # RFC 7636 §4.1: unreserved characters, 43 to 128 of them
+        ("a" * 42, False),
+        ("a" * 129, False),
+        ("a" * 42 + "+", False),
+        ("a" * 42 + "/", False),
+    ],
+    ids=["43", "128", "unreserved", "42", "129", "plus", "slash"],
+)
+def test_a_verifier_is_43_to_128_unreserved_characters_even_when_its_challenge_matches(
+    owner: WebBrowser, connector: Connector, world: World, verifier: str, good: bool
+) -> None:
+    answer = connector.redeem(connector.approve(owner, verifier=verifier))
+    if good:
+        assert answer.status_code == 200, answer.text
+        return
+    oauth_error(answer, "invalid_grant")
+    assert grants(world) == []
+
+
 def test_a_code_whose_connection_was_removed_since_the_consent_grants_nothing(
     owner: WebBrowser, connector: Connector, world: World
 ) -> None:
