@@ -102,6 +102,23 @@ def test_a_connector_is_refused_on_the_consent_page_when_the_account_holds_its_m
     assert "location" not in refused.headers and grants(world) == []
 
 
+def test_the_consent_page_binds_no_connection_of_another_account(
+    owner: WebBrowser, connector: Connector, world: World
+) -> None:
+    """A consent form posted by hand with another account's connection id: refused there, no code given
+    (as an unknown connection is), rather than a code that fails later at the token endpoint."""
+    world.add_account("stranger@example.com")
+    stranger = WebBrowser(world)
+    stranger.sign_in("stranger@example.com")
+    stranger.link("bob")
+    theirs = world.store.list_connections(account_id(world, "stranger@example.com"))[0].id
+    _, challenge = pkce()
+    page = owner.get(connector.authorize_path(challenge))
+    refused = owner.submit(page, "/oauth/authorize", {"connection_id": theirs}, button=("decision", "approve"))
+    assert refused.status_code == 404 and "location" not in refused.headers, refused.text[:300]
+    assert "@bob" not in refused.text and grants(world) == []
+
+
 def test_a_code_redeemed_once_the_account_holds_its_most_keys_grants_nothing(
     owner: WebBrowser, connector: Connector, world: World
 ) -> None:
