@@ -9,7 +9,7 @@ import pytest
 from community_api import keys
 from community_api.model import ApiKey
 from tests.unit.oauth_support import REDIRECT_URI, Connector, accepted, pkce, redirect_query
-from tests.unit.web_support import HOST, ORIGIN, WebBrowser, account_id
+from tests.unit.web_support import HOST, ORIGIN, WebBrowser, account_id, activity_rows
 from tests.unit.world_support import World
 
 OTHER_RESOURCE = "https://other.example/v1/mcp"
@@ -158,6 +158,33 @@ def test_a_code_of_another_client_or_an_expired_code(owner: WebBrowser, connecto
     world.clock.advance(minutes=10, seconds=1)
     oauth_error(connector.redeem(late), "invalid_grant")
     oauth_error(connector.redeem(late, code="cdc_garbage"), "invalid_grant")
+
+
+def test_a_code_and_a_refresh_token_end_at_the_very_instant_of_their_lifetimes(
+    owner: WebBrowser, connector: Connector, world: World
+) -> None:
+    on_time, late = connector.approve(owner), connector.approve(owner)
+    world.clock.advance(minutes=10, microseconds=-1)
+    tokens = connector.redeem(on_time).json
+    world.clock.advance(microseconds=1)
+    oauth_error(connector.redeem(late), "invalid_grant")
+    world.clock.advance(days=30, microseconds=-2)
+    tokens = connector.refresh(tokens["refresh_token"]).json  # the last instant of its 30 days
+    world.clock.advance(days=30)
+    oauth_error(connector.refresh(tokens["refresh_token"]), "invalid_grant")
+
+
+def test_an_empty_verifier_is_a_missing_one(owner: WebBrowser, connector: Connector, world: World) -> None:
+    oauth_error(connector.redeem(connector.approve(owner), code_verifier=""), "invalid_request")
+    assert grants(world) == []
+
+
+def test_a_reused_code_is_told_to_the_owner(owner: WebBrowser, connector: Connector) -> None:
+    grant = connector.approve(owner)
+    connector.redeem(grant)
+    connector.redeem(grant)
+    said = [what for _, what in activity_rows(owner.get("/account").text)]
+    assert said[0] == "A connector's authorization code was used a second time: that connector was revoked"
 
 
 def test_unknown_client_and_unknown_grant_type(connector: Connector, world: World) -> None:
