@@ -16,18 +16,19 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from argon2 import PasswordHasher
 from argon2.profiles import CHEAPEST
 
 from adapters.store.sqlite_key_store import SqliteKeyStore
-from community_api import accounts, keys, oauth_clients
+from community_api import accounts, keys, oauth, oauth_clients
 from community_api.clock import SystemClock
 from community_api.errors import Conflict, Forbidden, RateLimited, ServiceError, Unauthorized
 from community_api.model import Account
@@ -88,6 +89,33 @@ def sign_up_from(store: KeyStore, address: str) -> tuple[str, str | None]:
     except RateLimited:
         return "throttled", None
     return "created", account.id
+
+
+class SlowTokenReads:
+    """The store, its read of a token taking a moment (a busy disk): every racer has read the refresh token
+    unused before the first one's step uses it, the interleaving that only the step's own check can catch."""
+
+    def __init__(self, store: KeyStore) -> None:
+        self._store = store
+
+    def get_oauth_token(self, token_hash: str) -> Any:
+        found = self._store.get_oauth_token(token_hash)
+        time.sleep(0.2)
+        return found
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def refresh(store: KeyStore, target: str) -> tuple[str, str | None]:
+    """``target``: a client's id and a refresh token of it, as ``client|token``."""
+    client_id, token = target.split("|")
+    slow = cast(KeyStore, SlowTokenReads(store))
+    try:
+        issued = oauth.refresh(slow, SystemClock(), client_id=client_id, refresh_token=token, scope=None, resource=None)
+    except oauth_clients.OAuthError:
+        return "refused", None
+    return "refreshed", issued.refresh_token
 
 
 Action = Callable[[KeyStore, str], tuple[str, str | None]]
@@ -280,3 +308,44 @@ def test_sign_ups_at_once_from_one_address_stay_within_its_bound(arena: Arena) -
     for address, answers in zip(addresses, outcomes, strict=True):
         assert sorted(kind for kind, _ in answers) == ["created"] * 2 + ["throttled"] * (RACERS - 2), address
     assert arena.store.count_accounts() == len(addresses) * limit
+
+
+def a_grant(store: KeyStore, n: int) -> tuple[str, oauth.IssuedTokens]:
+    """A connector's grant on ACCOUNT, through consent and the code's exchange: its client's id and tokens."""
+    clock, verifier = SystemClock(), "v" * 43
+    if store.get_account(ACCOUNT) is None:
+        store.add_account(Account(id=ACCOUNT, email="race@example.com", created_at=clock.now()), "h")
+    metadata = oauth_clients.ClientMetadata(redirect_uris=["https://agent.example/cb"], client_name="Racer")
+    client = oauth_clients.register_client(store, clock, metadata, f"192.0.2.{n}")
+    request = oauth_clients.AuthorizationRequest(
+        client=client,
+        redirect_uri="https://agent.example/cb",
+        redirect_uri_sent=True,
+        state=None,
+        code_challenge=oauth.s256(verifier),
+        requested_scopes=("posts:read",),
+        resource="https://service.example/v1/mcp",
+    )
+    code = oauth.approve(store, clock, request, account_id=ACCOUNT, scopes=["posts:read"], connection_id=None)
+    tokens = oauth.exchange_code(
+        store,
+        clock,
+        client_id=client.id,
+        code=code,
+        redirect_uri=request.redirect_uri,
+        code_verifier=verifier,
+        resource=None,
+    )
+    return client.id, tokens
+
+
+def test_a_refresh_token_sent_at_once_is_used_once(arena: Arena) -> None:
+    """Six refreshes with one refresh token at once: one answers a new pair; the others are replays, which
+    revoke the grant (OAuth 2.1 §6.1), so that nothing issued by it works afterwards."""
+    grants = [a_grant(arena.store, n) for n in range(4)]
+    targets = [f"{client_id}|{tokens.refresh_token}" for client_id, tokens in grants]
+    outcomes = arena.run([[refresh] * len(targets) for _ in range(RACERS)], targets)
+    for (_, tokens), answers in zip(grants, outcomes, strict=True):
+        assert sorted(kind for kind, _ in answers) == ["refreshed"] + ["refused"] * (RACERS - 1), answers
+        grant = arena.store.get_key(tokens.key.id)
+        assert grant is not None and grant.revoked_at is not None

@@ -431,6 +431,17 @@ def test_a_new_scope_needs_a_new_consent(world: World, owner: WebBrowser, connec
     assert [g.scopes for g in grants] == [("groups:read", "posts:read"), ("groups:read", "posts:write")]
 
 
+def test_a_refresh_may_ask_for_offline_access_as_its_authorization_could(
+    world: World, owner: WebBrowser, connector: Connector
+) -> None:
+    """Clients ask for ``offline_access`` to be given a refresh token, at the authorization and again at a
+    refresh: it is no scope of ours, ignored at both, never "a new scope"."""
+    tokens = connector.redeem(connector.approve(owner)).json
+    renewed = connector.refresh(tokens["refresh_token"], scope="groups:read offline_access")
+    assert renewed.status_code == 200, renewed.text
+    assert renewed.json["scope"] == "groups:read posts:read"
+
+
 def test_oauth_answers_match_their_documented_schemas(world: World, owner: WebBrowser) -> None:
     """What a connector reads from each OAuth route, success and refusal, validates against the OpenAPI
     document's schema for it."""
