@@ -47,3 +47,14 @@ def test_a_leaked_oauth_token_revokes_its_grant(world: World, connector: Connect
     assert revoke_leaked_token(world.store, world.clock, tokens[which]).key is None
     with pytest.raises(InvalidRequest):
         revoke_leaked_token(world.store, world.clock, ACCESS_PREFIX + "x" * 49)
+
+
+def test_a_leaked_token_pasted_with_spaces_and_a_newline_is_still_found(world: World, connector: Connector) -> None:
+    """As a key's value is: an operator pastes what a scanner reported, often with the line's spaces."""
+    owner = WebBrowser(world)
+    owner.sign_up()
+    owner.link("alice")
+    tokens = connector.redeem(connector.approve(owner)).json
+    leaked = revoke_leaked_token(world.store, world.clock, f"  {tokens['refresh_token']}\n")
+    assert leaked.key is not None and leaked.was_live
+    assert not accepted(world, tokens["access_token"])
