@@ -239,3 +239,24 @@ def test_a_session_ended_while_its_password_change_runs_changes_nothing_and_come
         )
     assert me(world, here) == 401
     world.sign_in("owner@example.com", PASSWORD)  # the password did not change
+
+
+def test_the_operator_names_an_account_by_its_email_or_id_as_pasted(world: World) -> None:
+    """Spaces around a name pasted into the command line are not part of it."""
+    account = world.add_account("owner@example.com")
+    assert account_lifecycle.account_named(world.store, "  Owner@Example.com \n") == account
+    assert account_lifecycle.account_named(world.store, f"\t{account.id} ") == account
+    with pytest.raises(NotFound, match="no account with the email other@example.com"):
+        account_lifecycle.account_named(world.store, " other@example.com ")
+
+
+def test_the_operators_list_counts_live_keys_only(world: World) -> None:
+    browser = world.sign_up()
+    kept, revoked = world.mint(browser), world.mint(browser)
+    rotated = world.client.simulate_post(
+        f"/v1/keys/{kept['id']}/rotate", params={"grace": "0"}, headers=browser.headers()
+    )
+    assert rotated.status_code == 201
+    assert world.client.simulate_delete(f"/v1/keys/{revoked['id']}", headers=browser.headers()).status_code == 204
+    (summary,) = account_lifecycle.account_summaries(world.store, world.clock)
+    assert summary.live_keys == 1  # the successor; the replaced key and the revoked one hold nothing

@@ -209,3 +209,14 @@ def test_a_password_change_whose_session_ended_meanwhile_says_so_and_shows_nothi
     assert 'id="activity"' not in refused.text
     assert here.get("/keys").status_code == 303
     WebBrowser(world).sign_in()  # with the old password
+
+
+def test_signing_out_everywhere_is_on_the_activity(world: World) -> None:
+    here = WebBrowser(world)
+    here.sign_up()
+    token = csrf(here.get("/account").text, "/account/sessions")
+    assert here.post("/account/sessions", [("csrf_token", token)]).status_code == 303
+    world.clock.advance(minutes=1)
+    here.sign_in()
+    said = [what for _, what in activity_rows(here.get("/account").text)]
+    assert said[:2] == ["Signed in", "Signed out everywhere"]
