@@ -248,6 +248,9 @@ def test_the_operator_names_an_account_by_its_email_or_id_as_pasted(world: World
     assert account_lifecycle.account_named(world.store, f"\t{account.id} ") == account
     with pytest.raises(NotFound, match="no account with the email other@example.com"):
         account_lifecycle.account_named(world.store, " other@example.com ")
+    # Without an "@" it is an id, whatever it looks like, and the refusal says how accounts are named.
+    with pytest.raises(NotFound, match=r"no account with the id owner \(name an account by its email or its id\)"):
+        account_lifecycle.account_named(world.store, "owner")
 
 
 def test_the_operators_list_counts_live_keys_only(world: World) -> None:
