@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import falcon.testing
 import pytest
 from argon2 import PasswordHasher
 
-from community_api import account_lifecycle, accounts
+from community_api import account_lifecycle, accounts, keys
 from community_api.account_lifecycle import reset_password_unchecked
 from community_api.errors import InvalidRequest, NotFound, ServiceError, Unauthorized
 from community_api.model import IdempotencyRecord
 from community_api.scopes import ALL_SCOPES
+from tests.unit.web_support import WebBrowser
 from tests.unit.world_support import PASSWORD, Browser, World
 
 NEW_PASSWORD = "a brand new passphrase"
@@ -263,3 +265,18 @@ def test_the_operators_list_counts_live_keys_only(world: World) -> None:
     assert world.client.simulate_delete(f"/v1/keys/{revoked['id']}", headers=browser.headers()).status_code == 204
     (summary,) = account_lifecycle.account_summaries(world.store, world.clock)
     assert summary.live_keys == 1  # the successor; the replaced key and the revoked one hold nothing
+
+
+def test_deleting_the_account_forgets_its_connectors_tokens(world: World, connector: Any) -> None:
+    """Revoked with their grant, and not kept: no dead credential of a deleted account stays in the store."""
+    owner = WebBrowser(world)
+    owner.sign_up()
+    owner.link("alice")
+    tokens = connector.redeem(connector.approve(owner)).json
+    deleted = world.client.simulate_delete(
+        "/v1/me", headers=owner.headers({"X-CSRF-Token": owner.csrf()}), json={"password": PASSWORD}
+    )
+    assert deleted.status_code == 204, deleted.text
+    for value in (tokens["access_token"], tokens["refresh_token"]):
+        assert world.store.get_oauth_token(keys.hash_secret(value)) is None
+    assert connector.refresh(tokens["refresh_token"]).status_code == 400
