@@ -343,6 +343,7 @@ def test_linking_refusals(world: World, body: dict) -> None:
         "eyJhbGciOi eyJ1c2Vy",
         '"eyJhbGciOi"',
         "eyJhbGciOi,x",
+        "eyJhbGciOi;x",  # a semicolon alone: it would end the cookie
         "eyJhbGciOi\\x",
         "eyJhbGciOié",
         "eyJhbGciOi\n",
