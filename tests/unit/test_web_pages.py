@@ -10,6 +10,7 @@ from urllib.parse import quote
 import attrs
 import pytest
 
+from community_api.connections import session_ending
 from community_api.keys import MAX_LIVE_KEYS, mint_key
 from community_api.scopes import DEFAULT_SCOPES
 from tests.unit.web_support import ORIGIN, WebBrowser, account_id, form, key_id_of, secret_on
@@ -183,6 +184,25 @@ def test_a_link_made_with_the_active_box_ticked_is_the_active_connection(world: 
     done = owner.submit(page, "/connections", {"session_token": token, "active": "1"}, index=1)
     assert done.status_code == 303, done.text
     assert [c.handle for c in world.store.list_connections(account_id(world)) if c.active] == ["bob"]
+
+
+@pytest.mark.parametrize(
+    ("left", "said"),
+    [
+        (timedelta(days=30, microseconds=1), None),
+        (timedelta(days=30), "ending"),  # a month to the instant: the warning starts
+        (timedelta(microseconds=1), "ending"),
+        (timedelta(0), "ended"),
+        (-timedelta(days=1), "ended"),
+    ],
+    ids=["past-a-month", "a-month", "a-moment", "now", "a-day-ago"],
+)
+def test_a_session_warns_from_a_month_before_its_end_and_is_ended_from_that_instant(
+    world: World, owner: WebBrowser, left: timedelta, said: str | None
+) -> None:
+    alice = world.store.list_connections(account_id(world))[0]
+    now = world.clock.now()
+    assert session_ending(attrs.evolve(alice, session_expires_at=now + left), now) == said
 
 
 def test_the_connections_page_says_when_each_platform_session_ends_and_warns_a_month_before(
