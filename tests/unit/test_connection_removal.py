@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from community_api.keys import mint_key
+from community_api.keys import hash_secret, mint_key, revoke_key
 from community_api.model import KEY_CONNECTOR
 from community_api.scopes import ALL_SCOPES
-from tests.unit.web_support import WebBrowser, account_id
+from tests.unit.web_support import WebBrowser, account_id, key_id_of
 from tests.unit.world_support import Browser, World
 
 
@@ -145,3 +145,31 @@ def test_the_removal_form_sent_again_from_another_tab_says_it_is_gone(world: Wor
     stranger = WebBrowser(world)
     sent_away = stranger.get(f"/connections/{alice_id}/remove")
     assert sent_away.status_code == 303 and sent_away.headers["location"].startswith("/login")
+
+
+def test_a_connector_grant_bound_to_the_connection_has_its_tokens_forgotten(world: World, connector: Any) -> None:
+    """Through the whole OAuth flow, the grant bound on the consent page ("Always @alice"): its access and
+    refresh tokens are gone from the store with the connection, not only refused."""
+    owner = WebBrowser(world)
+    owner.sign_up()
+    owner.link("alice")
+    alice = world.store.list_connections(account_id(world))[0]
+    tokens = connector.redeem(connector.approve(owner, {"connection_id": alice.id})).json
+    removed = world.client.simulate_delete(
+        f"/v1/connections/{alice.id}", headers=owner.headers({"X-CSRF-Token": owner.csrf()})
+    )
+    assert removed.status_code == 204
+    for value in (tokens["access_token"], tokens["refresh_token"]):
+        assert world.store.get_oauth_token(hash_secret(value)) is None
+
+
+def test_the_confirmation_names_only_the_keys_the_removal_would_stop(world: World) -> None:
+    page = WebBrowser(world)
+    page.sign_up()
+    page.link("alice")
+    alice_id = world.store.list_connections(account_id(world))[0].id
+    page.mint({"name": "bound one", "connection_id": alice_id})
+    old = page.mint({"name": "revoked one", "connection_id": alice_id})
+    assert revoke_key(world.store, world.clock, account_id=account_id(world), key_id=key_id_of(world, old)).revoked_at
+    asked = page.get(f"/connections/{alice_id}/remove")
+    assert "bound one" in asked.text and "revoked one" not in asked.text

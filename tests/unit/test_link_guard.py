@@ -146,3 +146,16 @@ def test_one_link_at_a_time_per_account(world: World) -> None:
         assert first.result(10).status_code == 201
     assert link(world, owner, email="bob@sandbox.test", password="sandbox").status_code == 201
     assert world.gateway.calls["login"] == 3  # the refused one never reached the platform
+
+
+def test_only_the_email_bound_suggests_a_session_token(world: World) -> None:
+    """A session token links without a password, so it is the way past a hold on the platform email (which
+    strangers can cause); past the account's own bound it would be no answer, and is not offered."""
+    owner = world.sign_up()
+    for n in range(10):
+        assert link(world, owner, email=f"guess{n}@sandbox.test", password="x").status_code == 400
+    held = link(world, owner, email="bob@sandbox.test", password="sandbox")
+    assert held.status_code == 429
+    assert (
+        held.json["error"]["message"] == "too many refused attempts to link a platform account: try again in 15 minutes"
+    )
