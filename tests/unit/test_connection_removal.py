@@ -173,3 +173,13 @@ def test_the_confirmation_names_only_the_keys_the_removal_would_stop(world: Worl
     assert revoke_key(world.store, world.clock, account_id=account_id(world), key_id=key_id_of(world, old)).revoked_at
     asked = page.get(f"/connections/{alice_id}/remove")
     assert "bound one" in asked.text and "revoked one" not in asked.text
+
+
+def test_removing_a_connection_that_is_not_active_leaves_the_active_one(world: World) -> None:
+    owner = world.sign_up()
+    world.link(owner)
+    bob, carol = world.link(owner, handle="bob"), world.link(owner, handle="carol")
+    chosen = world.client.simulate_post(f"/v1/connections/{carol['id']}/activate", headers=owner.headers())
+    assert chosen.status_code == 200, chosen.text
+    assert remove(world, owner, bob["id"]).status_code == 204
+    assert [(c["handle"], c["active"]) for c in listed(world, owner)] == [("alice", False), ("carol", True)]

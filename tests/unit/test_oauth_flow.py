@@ -162,6 +162,15 @@ def test_registration_reads_what_it_knows_and_ignores_the_rest(world: World) -> 
     assert spaced["client_name"] == "Test Agent"
 
 
+def test_registration_takes_a_uri_of_2000_characters_and_shows_a_name_of_100(world: World) -> None:
+    longest = "https://app.example/" + "p" * (2000 - len("https://app.example/"))
+    assert Connector(world).register(redirect_uris=[longest]).status_code == 201
+    refused = Connector(world).register(redirect_uris=[longest + "p"])
+    assert refused.status_code == 400 and refused.json["error"] == "invalid_redirect_uri"
+    named = Connector(world).register(client_name="N" * 150).json
+    assert named["client_name"] == "N" * 100  # what the consent page shows: the first 100 characters
+
+
 def test_registration_accepts_loopback_https_and_native_app_uris(world: World) -> None:
     uris = ["http://localhost:5000/cb", "http://[::1]:5/cb", "https://app.example/cb?x=1", "cursor://anysphere/cb"]
     assert Connector(world).register(redirect_uris=uris).json["redirect_uris"] == uris
