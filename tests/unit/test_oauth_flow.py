@@ -71,6 +71,9 @@ def test_registration_answers_a_public_client(world: World) -> None:
     [
         [],
         ["http://app.example/cb"],  # plain http only on loopback
+        ["http://0.0.0.0:33418/cb"],  # every address of the machine, not its loopback
+        ["http://10.0.0.7/cb"],
+        ["http://127.0.0.1.app.example/cb"],
         ["https://app.example/cb#frag"],
         ["javascript:alert(1)"],
         ["data:text/html,hi"],
