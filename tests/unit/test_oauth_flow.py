@@ -90,6 +90,10 @@ def test_registration_answers_a_public_client(world: World) -> None:
         ["intent://cb#Intent;scheme=app;end"],
         ["webcal://app.example/cb"],
         ["chrome-extension://abcdef/cb"],
+        ["file:///home/me/callback.html"],  # read locally
+        ["blob:https://app.example/0b9c6d2e-1f4a-4c8e-9d3b-7a6f5e4d3c2b"],
+        ["https://app.example/c\u202eb"],  # printable to no one: a bidirectional override
+        ["https://app.example/cb\u200b"],
         [""],
         ["https://app.example/" + "a" * 2000],  # over 2,000 characters
         ["com.example.app:"],  # a private-use scheme with nowhere to go

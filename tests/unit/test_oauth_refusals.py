@@ -387,6 +387,8 @@ def test_a_request_without_scope_is_offered_the_read_scopes(owner: WebBrowser, c
         ({"code_challenge_method": None}, "invalid_request", "S256"),
         ({"code_challenge": None}, "invalid_request", "PKCE is required"),
         ({"code_challenge": "short"}, "invalid_request", "base64url"),
+        ({"code_challenge": "A" * 44}, "invalid_request", "base64url"),  # a SHA-256 is 43, unpadded
+        ({"code_challenge": "A" * 42 + "="}, "invalid_request", "base64url"),
         ({"response_type": "token"}, "unsupported_response_type", "code"),
         ({"scope": "groups:read admin"}, "invalid_scope", "admin"),
     ],
