@@ -391,6 +391,8 @@ def test_a_request_without_scope_is_offered_the_read_scopes(owner: WebBrowser, c
         ({"code_challenge": "A" * 42 + "="}, "invalid_request", "base64url"),
         ({"response_type": "token"}, "unsupported_response_type", "code"),
         ({"scope": "groups:read admin"}, "invalid_scope", "admin"),
+        ({"resource": OTHER_RESOURCE}, "invalid_target", "issues tokens only for"),
+        ({"resource": f"{ORIGIN}/v1/mcp#x"}, "invalid_target", "issues tokens only for"),  # a fragment is no part
     ],
 )
 def test_faulty_requests_go_back_with_the_error_and_state(
