@@ -34,7 +34,7 @@ def test_a_bound_key_read_just_before_its_connection_was_removed_names_nothing(r
 
 
 def test_a_key_holding_no_scope_may_do_nothing(ready: Ready) -> None:
-    key = attrs.evolve(key_record(ready, ready.world.store.list_keys(ready.browser.account["id"])[0].id), scopes=())
+    key = attrs.evolve(ready.world.store.list_keys(ready.browser.account["id"])[0], scopes=())
     with pytest.raises(Forbidden) as refused:
         access.actor_for(ready.world.store, key, "posts:read", None)
     assert refused.value.details == {"requiredScope": "posts:read"}
