@@ -105,6 +105,28 @@ def test_a_label_is_found_by_its_name_however_its_letters_are_written(ready: Rea
     assert result.json["labelId"] == "e" * 32
 
 
+def test_a_label_name_is_case_folded_not_lowered(ready: Ready) -> None:
+    """``ß`` folds to ``ss`` (lower case leaves it): a label named "Straße" is the one typed "STRASSE"."""
+    group = next(g for g in ready.world.gateway.world.groups.values() if g.slug == "builders-club")
+    group.labels.append(LabelRec("f" * 32, "Straße"))
+    result = ready.world.post(FEED, ready.key, {"title": "Road works", "label": "STRASSE"})
+    assert result.status_code == 201, result.json
+    assert result.json["labelId"] == "f" * 32
+
+
+def test_a_name_two_labels_answer_to_picks_neither(ready: Ready) -> None:
+    """Two labels whose names differ only in case: a name matching both is refused listing them (by id
+    each may still be chosen), never a guess."""
+    group = next(g for g in ready.world.gateway.world.groups.values() if g.slug == "builders-club")
+    group.labels += [LabelRec("a" * 32, "Release"), LabelRec("b" * 32, "RELEASE")]
+    refused = ready.world.post(FEED, ready.key, {"title": "v2", "label": "release"})
+    assert refused.status_code == 400 and refused.json["error"]["details"]["field"] == "label", refused.text
+    assert {"id": "b" * 32, "name": "RELEASE"} in refused.json["error"]["details"]["allowed"]
+    chosen = ready.world.post(FEED, ready.key, {"title": "v2", "label": "b" * 32})
+    assert chosen.status_code == 201 and chosen.json["labelId"] == "b" * 32
+    assert len(ready.world.gateway.created_posts()) == 1
+
+
 def test_delete_post_then_it_is_gone(ready: Ready) -> None:
     world = ready.world
     post = world.post(FEED, ready.key, {"title": "Short lived"}).json
