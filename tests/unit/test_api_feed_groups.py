@@ -179,6 +179,16 @@ def test_a_since_window_is_read_whole_past_pinned_repeats_leading_later_pages(re
     assert body["stoppedEarly"] is True and body["pagesFetched"] >= 3
 
 
+def test_since_window_stops_paging_early_with_unread_too(ready: Ready) -> None:
+    """Unread posts come newest first, as the newest sort's do: the walk ends at the window's end."""
+    world = ready.world
+    body = world.get(FEED, ready.key, params={"pages": "30", "since": "24h", "sort": "unread"}).json
+    cutoff = world.clock.now() - timedelta(hours=24)
+    assert body["posts"] and all(parse(p["createdAt"]) >= cutoff for p in body["posts"])
+    assert body["stoppedEarly"] is True and body["pagesFetched"] <= 2
+    assert world.gateway.pages_asked() <= 3
+
+
 def test_since_with_best_sort_reads_every_requested_page(ready: Ready) -> None:
     world = ready.world
     body = world.get(FEED, ready.key, params={"pages": "3", "since": "7d", "sort": "best"}).json
