@@ -156,6 +156,15 @@ def test_a_post_stays_in_a_since_window_until_it_is_older_than_the_window(
     assert not shown(), f"a post {span + timedelta(minutes=1)} old is outside since={since}"
 
 
+def test_a_post_exactly_as_old_as_the_window_is_in_it(ready: Ready) -> None:
+    """The window's start is part of it: ``since=24h`` reads as "from 24 hours ago on"."""
+    world = ready.world
+    made = world.post(FEED, ready.key, {"title": "On the very edge"}).json["id"]
+    world.clock.advance(hours=24)
+    shown = world.get(FEED, ready.key, params={"pages": "3", "since": "24h"}).json["posts"]
+    assert made in {p["id"] for p in shown}
+
+
 def test_since_date_keeps_only_posts_from_that_day_on(ready: Ready) -> None:
     world = ready.world
     day = (world.clock.now() - timedelta(days=10)).strftime("%Y-%m-%d")
