@@ -126,3 +126,37 @@ def test_writes_that_keep_failing_are_logged_once_a_minute(clock: FakeClock, cap
     assert "61 failed writes in a row" in lines[1].getMessage() and "No space left" in lines[1].getMessage()
     assert "written again, after 180 failed writes" in lines[-1].getMessage()
     assert stored(store) == 181  # no count lost
+
+
+class UsedDuringAFailedWrite(FakeKeyStore):
+    """Its first write fails after the key was used again meanwhile (another thread's request, a minute on)."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__()
+        self.clock = clock
+        self.recorder: UsageRecorder | None = None
+        self.failures = 1
+        self.last_used_written: dict[str, datetime] = {}
+
+    def add_usage(self, counts: Mapping[tuple[str, str], int], last_used: Mapping[str, datetime]) -> None:
+        if self.failures and self.recorder is not None:
+            self.failures -= 1
+            self.clock.advance(minutes=1)
+            self.recorder.record("key_1")
+            raise OSError("disk full")
+        self.last_used_written.update(last_used)
+        super().add_usage(counts, last_used)
+
+
+def test_a_failed_write_never_sets_last_used_back(clock: FakeClock) -> None:
+    """The counts a failed write kept join those made meanwhile; the key's last use stays the later one."""
+    store = UsedDuringAFailedWrite(clock)
+    recorder = UsageRecorder(store, clock, flush_interval=3600)
+    store.recorder = recorder
+    recorder.record("key_1")
+    first_use = clock.now()
+    recorder.flush()  # fails, with a use made during it
+    recorder.flush()
+    assert store.key_usage("key_1", clock.now().date().isoformat()).requests_total == 2
+    assert store.last_used_written == {"key_1": clock.now()} and clock.now() > first_use
+    recorder.close()
