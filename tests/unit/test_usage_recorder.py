@@ -160,3 +160,13 @@ def test_a_failed_write_never_sets_last_used_back(clock: FakeClock) -> None:
     assert store.key_usage("key_1", clock.now().date().isoformat()).requests_total == 2
     assert store.last_used_written == {"key_1": clock.now()} and clock.now() > first_use
     recorder.close()
+
+
+def test_usage_read_in_a_worker_includes_its_own_buffered_counts(clock: FakeClock) -> None:
+    """``GET /v1/me`` in the worker that served the requests shows them at once, not an interval later."""
+    store = FakeKeyStore()
+    recorder = UsageRecorder(store, clock, flush_interval=3600)
+    recorder.record("key_1")
+    recorder.record("key_1")
+    assert recorder.usage("key_1").requests_total == 2
+    recorder.close()
