@@ -49,7 +49,7 @@ def _whole_value_pattern(validator: Any, pattern: str, instance: Any, schema: An
             yield ValidationError(f"does not match {pattern!r}")
 
 
-_Validator = validators.extend(Draft202012Validator, {"pattern": _whole_value_pattern})
+WholeValuePatternValidator = validators.extend(Draft202012Validator, {"pattern": _whole_value_pattern})
 
 
 class ArgumentChecker:
@@ -60,7 +60,7 @@ class ArgumentChecker:
         self.core_refusal = core_refusal
         self.properties: Mapping[str, Any] = schema.get("properties", {})
         # ``oneOf`` (``to`` xor ``conversationId``) is left to the core, whose message names both fields.
-        self._validator = _Validator({name: value for name, value in schema.items() if name != "oneOf"})
+        self._validator = WholeValuePatternValidator({name: value for name, value in schema.items() if name != "oneOf"})
         self._integers = frozenset(name for name, spec in self.properties.items() if spec.get("type") == "integer")
 
     def check(self, arguments: Mapping[str, Any]) -> dict[str, Any]:

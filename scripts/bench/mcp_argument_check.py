@@ -17,7 +17,7 @@ from jsonschema import Draft202012Validator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from adapters.mcp.arguments import _Validator  # noqa: E402
+from adapters.mcp.arguments import WholeValuePatternValidator  # noqa: E402
 from community_api.platform_ids import GROUP_PATTERN, PLATFORM_ID_PATTERN  # noqa: E402
 
 SCHEMA = {
@@ -38,7 +38,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     figures: dict[str, float] = {}
-    for name, validator in (("stock", Draft202012Validator(SCHEMA)), ("whole-value", _Validator(SCHEMA))):
+    for name, validator in (
+        ("stock", Draft202012Validator(SCHEMA)),
+        ("whole-value", WholeValuePatternValidator(SCHEMA)),
+    ):
         assert not list(validator.iter_errors(ARGUMENTS))
 
         def check(checked: Any = validator) -> None:
