@@ -176,3 +176,31 @@ def test_the_count_is_per_connection_and_given_back_on_failure() -> None:
     with in_flight.call("con_a"), in_flight.call("con_b"):
         assert (in_flight.count("con_a"), in_flight.count("con_b")) == (1, 1)
     assert in_flight.count("con_a") == 0
+
+
+@pytest.mark.parametrize("limit", [0, -1])
+def test_a_bound_with_no_room_for_a_call_is_refused_when_made(limit: int) -> None:
+    """A bound of 0 would refuse every call of every connection: a mistake in the wiring, said at start-up."""
+    with pytest.raises(ValueError, match="room for at least one call"):
+        InFlight(limit=limit)
+
+
+def test_a_call_that_waited_leaves_the_place_to_wait_to_the_next() -> None:
+    """Twice in a row, one call more waits for a place and is served: the first wait does not use up the
+    connection's right to wait."""
+    in_flight = InFlight(limit=1, wait=5)
+    for _ in range(2):
+        started, release = threading.Event(), threading.Event()
+
+        def hold(started: threading.Event, release: threading.Event) -> None:
+            with in_flight.call("con_a"):
+                started.set()
+                release.wait(5)
+
+        holder = threading.Thread(target=hold, args=(started, release))
+        holder.start()
+        assert started.wait(5)
+        threading.Timer(0.05, release.set).start()
+        with in_flight.call("con_a"):  # waits for the holder, then runs
+            assert in_flight.count("con_a") == 1
+        holder.join(5)
