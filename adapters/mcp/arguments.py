@@ -12,6 +12,7 @@ error texts end up in agent transcripts and logs.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -43,10 +44,14 @@ def _whole_value_pattern(validator: Any, pattern: str, instance: Any, schema: An
     the value only. Python's also matches before a final newline, so ``"<id>\\n"`` would pass ``^…$`` here
     (as it would not in a client's own validator) and be refused later by the core in other words, or not
     at all where the core holds no rule of its own. ``\\Z`` is ECMA's ``$``."""
-    if validator.is_type(instance, "string"):
-        anchored = pattern[:-1] + r"\Z" if pattern.endswith("$") and not pattern.endswith(r"\$") else pattern
-        if not re.search(anchored, instance):
-            yield ValidationError(f"does not match {pattern!r}")
+    if validator.is_type(instance, "string") and not _anchored_at_the_end(pattern).search(instance):
+        yield ValidationError(f"does not match {pattern!r}")
+
+
+@functools.cache
+def _anchored_at_the_end(pattern: str) -> re.Pattern[str]:
+    """``pattern`` compiled with a final ``$`` read as ``\\Z``: once per pattern, not on every call."""
+    return re.compile(pattern[:-1] + r"\Z" if pattern.endswith("$") and not pattern.endswith(r"\$") else pattern)
 
 
 WholeValuePatternValidator = validators.extend(Draft202012Validator, {"pattern": _whole_value_pattern})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from community_api.errors import PlatformUnavailable
-from fakes.platform_seed import LabelRec, platform_id
+from fakes.platform_seed import GroupRec, LabelRec, platform_id
 from tests.unit.world_support import Ready
 
 FEED = "/v1/groups/builders-club/posts"
@@ -86,6 +86,11 @@ def test_unknown_label_is_400_and_lists_labels(ready: Ready) -> None:
     assert ready.world.gateway.created_posts() == []
 
 
+def builders_club(ready: Ready) -> GroupRec:
+    """The fake platform's record of builders-club, whose labels a test may add to."""
+    return next(g for g in ready.world.gateway.world.groups.values() if g.slug == "builders-club")
+
+
 @pytest.mark.parametrize(
     "typed",
     [
@@ -98,7 +103,7 @@ def test_unknown_label_is_400_and_lists_labels(ready: Ready) -> None:
 def test_a_label_is_found_by_its_name_however_its_letters_are_written(ready: Ready, typed: str) -> None:
     """Before, the name was compared case folded only: "Événements" with its accents written as combining
     marks (as some keyboards write them) was an unknown label."""
-    group = next(g for g in ready.world.gateway.world.groups.values() if g.slug == "builders-club")
+    group = builders_club(ready)
     group.labels.append(LabelRec("e" * 32, "\u00c9v\u00e9nements"))  # as the platform names it: é one character
     result = ready.world.post(FEED, ready.key, {"title": "See you there", "label": typed})
     assert result.status_code == 201, result.json
@@ -107,7 +112,7 @@ def test_a_label_is_found_by_its_name_however_its_letters_are_written(ready: Rea
 
 def test_a_label_name_is_case_folded_not_lowered(ready: Ready) -> None:
     """``ß`` folds to ``ss`` (lower case leaves it): a label named "Straße" is the one typed "STRASSE"."""
-    group = next(g for g in ready.world.gateway.world.groups.values() if g.slug == "builders-club")
+    group = builders_club(ready)
     group.labels.append(LabelRec("f" * 32, "Straße"))
     result = ready.world.post(FEED, ready.key, {"title": "Road works", "label": "STRASSE"})
     assert result.status_code == 201, result.json
@@ -117,7 +122,7 @@ def test_a_label_name_is_case_folded_not_lowered(ready: Ready) -> None:
 def test_a_name_two_labels_answer_to_picks_neither(ready: Ready) -> None:
     """Two labels whose names differ only in case: a name matching both is refused listing them (by id
     each may still be chosen), never a guess."""
-    group = next(g for g in ready.world.gateway.world.groups.values() if g.slug == "builders-club")
+    group = builders_club(ready)
     group.labels += [LabelRec("a" * 32, "Release"), LabelRec("b" * 32, "RELEASE")]
     refused = ready.world.post(FEED, ready.key, {"title": "v2", "label": "release"})
     assert refused.status_code == 400 and refused.json["error"]["details"]["field"] == "label", refused.text
