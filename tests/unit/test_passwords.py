@@ -106,3 +106,23 @@ def test_a_rehash_never_puts_back_a_password_changed_meanwhile(world: World) -> 
     accounts._rehash(world.store, EMAIL, account_id, checked, world.deps.password_hasher.hash(COMPOSED))
     assert sign_in_status(world, COMPOSED) == 401
     assert sign_in_status(world, "the new password") == 200
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        "",  # argon2 reads no hash at all (InvalidHashError)
+        "$2b$12$abcdefghijklmnopqrstuuABCDEFGHIJKLMNOPQRSTUVWXYZ01234",  # another system's (bcrypt) hash
+        # an argon2 hash cut short: argon2 cannot decode it (VerificationError)
+        "$argon2id$v=19$m=65536,t=3,p=4$c2FsdHNhbHRzYWx0$ctyHxqf1fazha4/d1h+Rrkjr4NIgTgkHyqg0TM",
+    ],
+    ids=["empty", "bcrypt", "cut-short"],
+)
+def test_a_hash_argon2_cannot_read_matches_no_password(world: World, kept: str) -> None:
+    """A row imported or edited by hand holds a hash the hasher cannot read: its account answers "wrong
+    email or password" to every password, as any wrong password is answered, never a server error."""
+    world.sign_up(EMAIL, COMPOSED)
+    account_id, _ = stored(world)
+    world.store.set_password_hash(account_id, kept)
+    assert sign_in_status(world, COMPOSED) == 401
+    assert sign_in_status(world, kept or "anything at all") == 401
