@@ -94,6 +94,10 @@ def store() -> FakeKeyStore:
             AuditEvent(T0, "key.refused", key_id="key_script", detail="a new reason"),
             "A request with key “nightly script” (cda_AbCd1234…) was refused: a new reason",
         ),
+        (
+            AuditEvent(T0, "oauth.token_refused", key_id="key_claude", detail="a new reason"),
+            "A request with an access token of connector “Claude” was refused: a new reason",
+        ),
         (AuditEvent(T0, "something.new"), "something.new"),  # a line this release does not know: named as written
     ],
 )

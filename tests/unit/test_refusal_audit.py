@@ -78,6 +78,21 @@ def test_past_its_bound_the_longest_quiet_bucket_is_forgotten() -> None:
     assert len(audit.events) == 4
 
 
+def test_a_bucket_written_again_is_no_longer_the_longest_quiet() -> None:
+    """The bucket forgotten is the one whose last line is oldest, not the one first seen: a dead key still in
+    use a minute later keeps its bucket (and its count) when a new one arrives."""
+    clock, audit, refusals = FakeClock(), RecordedAudit(), RefusalAudit(max_buckets=2)
+    assert refusals.record(audit, refusal(clock, key_id="key_a", detail="revoked"))
+    clock.advance(seconds=1)
+    assert refusals.record(audit, refusal(clock, key_id="key_b", detail="revoked"))
+    clock.advance(seconds=60)
+    assert refusals.record(audit, refusal(clock, key_id="key_a", detail="revoked"))  # key_a written again
+    assert refusals.record(audit, refusal(clock, key_id="key_c", detail="revoked"))  # key_b is forgotten
+    assert not refusals.record(audit, refusal(clock, key_id="key_a", detail="revoked"))  # key_a's bucket held
+    assert refusals.record(audit, refusal(clock, key_id="key_b", detail="revoked"))  # key_b's came back
+    assert [e.key_id for e in audit.events] == ["key_a", "key_b", "key_a", "key_c", "key_b"]
+
+
 def _refused_rows(world: World, event: str, subjects: list[str]) -> int:
     return sum(1 for e in world.store.audit_trail() if e.event == event and e.subject in set(subjects))
 
