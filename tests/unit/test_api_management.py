@@ -524,6 +524,22 @@ def test_me_counts_requests_per_key(world: World) -> None:
     me = world.client.simulate_get("/v1/me", headers=browser.headers()).json
     assert me["usage"]["requestsToday"] == 0
     assert {k["id"]: k["requestsTotal"] for k in me["keys"]} == {one["id"]: 3, two["id"]: 1}
+    assert {k["id"]: k["requestsToday"] for k in me["keys"]} == {one["id"]: 0, two["id"]: 0}
+    world.clock.advance(days=40)  # another month, whatever day the clock began on (the session ended too)
+    me = world.client.simulate_get("/v1/me", headers=world.sign_in("owner@example.com").headers()).json
+    assert me["usage"]["requestsThisMonth"] == 0
+    assert {k["id"]: k["requestsTotal"] for k in me["keys"]} == {one["id"]: 3, two["id"]: 1}
+
+
+def test_me_speaks_for_the_active_connection_whichever_was_linked_first(world: World) -> None:
+    """``whoami`` and the quotas in ``GET /v1/me`` are the active connection's, not the first one linked."""
+    browser = world.sign_up()
+    world.link(browser)
+    bob = world.link(browser, "bob")
+    world.client.simulate_post(f"/v1/connections/{bob['id']}/activate", headers=browser.headers())
+    me = world.client.simulate_get("/v1/me", headers=browser.headers()).json
+    assert [(c["handle"], c["active"]) for c in me["connections"]] == [("alice", False), ("bob", True)]
+    assert me["whoami"]["handle"] == "bob"
 
 
 def test_every_management_answer_is_kept_by_no_cache(world: World) -> None:
