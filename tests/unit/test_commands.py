@@ -13,6 +13,7 @@ import pytest
 from adapters.commands import command_fields, structure_body, structure_query
 from adapters.operations import OPERATIONS
 from community_api import dms, feed, posts
+from community_api.commands import BadField, Matches, at_least, at_most, label_name
 from community_api.errors import InvalidRequest
 from community_api.platform_ids import PLATFORM_ID_PATTERN
 from community_api.scopes import ALL_SCOPES
@@ -323,6 +324,7 @@ SENT_TEXTS = [
     ("\x1b[31mred\x1b[0m", True),
     ("bell\x07", True),
     ("form\x0cfeed", True),
+    ("vertical\x0btab", True),  # a line break to str.splitlines, as form feed is: neither is typed in a post
     ("del\x7f", True),
     ("tab\tand\nlines\r\nok", False),
     ("\u00e9t\u00e9 \u2014 fine", False),
@@ -586,3 +588,38 @@ def test_the_published_since_pattern_admits_exactly_the_days_of_the_calendar(rea
         assert refused.status_code == 400
         assert refused.json["error"]["message"].endswith(f"({text} is no day of the calendar)")
     assert ready.world.get(FEED, ready.key, params={"since": "2024-02-29"}).status_code == 200
+
+
+@attrs.frozen
+class _Ruled:
+    """One field per rule of ``community_api.commands``, with small limits."""
+
+    short: str | None = attrs.field(default=None, validator=at_most(3))
+    long: str | None = attrs.field(default=None, validator=at_least(2))
+    digits: str | None = attrs.field(default=None, validator=Matches("^[0-9]+$", "must be digits"))
+    label: str | None = attrs.field(default=None, validator=label_name)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("short", "abc", None),  # at the limit: allowed
+        ("short", "abcd", "is longer than 3 characters"),
+        ("long", "ab", None),
+        ("long", "a", "must have at least 2 characters"),
+        ("digits", "12", None),
+        ("digits", "12a", "must be digits"),
+        ("digits", "12\n", "must be digits"),  # the whole value: a pattern's $ does not stop before a newline
+        ("label", "l" * 100, None),
+        ("label", "l" * 101, "must be a label id or a label name of at most 100 readable characters"),
+        ("label", "Help\u202e", "must be a label id or a label name of at most 100 readable characters"),
+    ],
+    ids=lambda value: repr(value)[:20],
+)
+def test_each_rule_holds_at_its_bound(field: str, value: str, problem: str | None) -> None:
+    if problem is None:
+        assert getattr(_Ruled(**{field: value}), field) == value
+        return
+    with pytest.raises(BadField) as refused:
+        _Ruled(**{field: value})
+    assert (refused.value.field, refused.value.problem) == (field, problem)
