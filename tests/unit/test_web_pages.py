@@ -429,6 +429,30 @@ def test_usage_shows_requests_per_key_and_the_dm_quota(world: World, owner: WebB
     assert next_send is not None and next_send.strftime("%Y-%m-%d %H:%M UTC") in after.text
 
 
+def test_usage_counts_each_day_month_and_connection_apart(world: World, owner: WebBrowser) -> None:
+    """A key's row says today, this month and in all, each its own count; each linked account's row says
+    its own DM quota and pace, not the first one's."""
+    secret = owner.mint({"scope": ["groups:read", "dms:write"]})
+    key_id = key_id_of(world, secret)
+    for _ in range(3):
+        world.get("/v1/whoami", secret)
+    world.clock.advance(days=1)  # the clock begins on the 1st: the same month
+    row = rf'id="usage-{key_id}".*?class="num today">{{}}<.*?class="num month">{{}}<.*?class="num">{{}}<'
+    assert re.search(row.format(0, 3, 3), owner.get("/usage").text, re.S)
+    owner.link("bob", active="on")  # the unbound key now acts as bob
+    alice = world.gateway.login("alice@sandbox.test", "sandbox").user.id
+    assert world.post("/v1/dms", secret, {"to": alice, "content": "hello"}).status_code == 201
+    assert world.get("/v1/groups", secret).status_code == 200  # reads, as bob
+    page = owner.get("/usage").text
+    assert page.index("@alice") < page.index("@bob")  # in the order they were linked
+    assert re.search(r"@alice.*?class=\"num\">0 of 20<.*?@bob.*?class=\"num\">1 of 20<", page, re.S)
+    assert 'id="writes-left-1">20 of 20<' in page and 'id="writes-left-2">18 of 20<' in page
+    assert 'id="reads-left-1">10,000 of 10,000<' in page and 'id="reads-left-2">10,000 of 10,000<' not in page
+    world.clock.advance(days=40)  # another month (five requests in all); the web session has ended meanwhile
+    owner.sign_in()
+    assert re.search(row.format(0, 0, 5), owner.get("/usage").text, re.S)
+
+
 def test_another_accounts_connection_cannot_be_made_active(world: World, owner: WebBrowser) -> None:
     theirs = world.add_account("other@example.com", PASSWORD)
     stranger = WebBrowser(world)
