@@ -14,7 +14,7 @@ from community_api.connections import session_ending
 from community_api.keys import MAX_LIVE_KEYS, mint_key
 from community_api.scopes import DEFAULT_SCOPES
 from tests.unit.web_support import ORIGIN, WebBrowser, account_id, form, key_id_of, secret_on
-from tests.unit.world_support import PASSWORD, World
+from tests.unit.world_support import PASSWORD, World, build_world
 
 
 @pytest.fixture
@@ -70,6 +70,18 @@ def test_sign_up_closes_after_the_first_account(world: World, browser: WebBrowse
     refused = other.post("/signup", pairs)
     assert refused.status_code == 403 and "sign-up is closed" in refused.text
     assert world.store.count_accounts() == 1
+
+
+def test_sign_up_stays_open_when_the_operator_opened_it() -> None:
+    """``COMMUNITY_API_SIGNUP=true``: the form is offered, and the sign-in page leads to it, after the first
+    account as before it."""
+    world = build_world(signup=True)
+    WebBrowser(world).sign_up()
+    other = WebBrowser(world)
+    assert 'action="/signup"' in other.get("/signup").text
+    assert 'href="/signup"' in other.get("/login").text
+    done = other.sign_up("second@example.com")
+    assert done.status_code == 303 and world.store.count_accounts() == 2
 
 
 def test_sign_in_goes_back_to_next_but_never_to_another_site(world: World, browser: WebBrowser) -> None:
