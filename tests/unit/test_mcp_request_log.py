@@ -4,6 +4,7 @@ the error line with its cause — although the HTTP answer is 200, carrying a to
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 from collections.abc import Iterator
@@ -67,6 +68,20 @@ def test_a_bug_in_a_tool_call_gets_the_error_line_and_shows_nothing_of_it(
     [line] = lines(caplog, "community_api.errors")
     assert line["requestId"] == "mcp-3" and line["tool"] == "whoami" and line["status"] == 500
     assert line["cause"] == "KeyError: 'secret-internal-name'"
+    # The traceback goes to the log, as REST's for its 500s: the one place a bug's whereabouts are kept.
+    [traced] = [record for record in caplog.records if record.exc_info]
+    assert traced.exc_info is not None and traced.exc_info[0] is KeyError
+
+
+def test_a_tool_call_the_storage_failed_gets_the_error_line(world: McpWorld, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    world.gateway.fail_next("whoami", OSError(errno.ENOSPC, "No space left on device"))
+    error = world.fail("whoami", {}, headers={"X-Request-Id": "mcp-4"})
+    assert error["code"] == "service_unavailable" and error["details"] == {"retryAfter": 30}
+    [line] = lines(caplog, "community_api.errors")
+    assert line["requestId"] == "mcp-4" and line["tool"] == "whoami" and line["status"] == 503
+    assert line["code"] == "service_unavailable" and line["message"] == error["message"]
+    assert line["cause"] == "OSError: [Errno 28] No space left on device"
 
 
 def test_a_refused_argument_gets_no_error_line(world: McpWorld, caplog: pytest.LogCaptureFixture) -> None:
