@@ -10,12 +10,14 @@ import pytest
 from mcp import Client
 
 from adapters.commands import command_fields
+from adapters.mcp.server import INSTRUCTIONS
+from adapters.version import service_version
 from community_api.commands import optional_pattern
 from community_api.errors import ConnectionExpired, PlatformUnavailable
 from community_api.idempotency import KEY_PATTERN, KEY_PROBLEM
 from community_api.platform_ids import GROUP_PATTERN, GROUP_PROBLEM, ID_PROBLEM, PLATFORM_ID_PATTERN
 from fakes.platform_seed import platform_id
-from tests.unit.test_mcp_world import DM_GAP, McpWorld
+from tests.unit.test_mcp_world import DM_GAP, LEGACY_VERSION, McpWorld
 
 FEED = "builders-club"
 
@@ -167,6 +169,32 @@ def test_idempotency_key_acts_once(world: McpWorld) -> None:
     # The platform may have acted: the retry gets the same answer rather than a second post.
     assert world.fail("create_post", kept)["code"] == "platform_unavailable"
     assert len(world.gateway.created_posts()) == 1
+
+
+def test_a_retry_with_its_arguments_in_another_order_is_the_same_call(world: McpWorld) -> None:
+    """A JSON object's members have no order: an agent that rebuilds its arguments for a retry may write them
+    in another one, and is answered the post it made, not a conflict."""
+    first = world.ok("create_post", {"group": FEED, "title": "Ordered", "content": "x", "idempotencyKey": "any-order"})
+    again = world.ok("create_post", {"idempotencyKey": "any-order", "content": "x", "title": "Ordered", "group": FEED})
+    assert again == first and len(world.gateway.created_posts()) == 1
+
+
+def test_a_call_without_arguments_is_a_call_with_none(world: McpWorld) -> None:
+    """``arguments`` is optional in a tools/call request: a tool that takes none is called without it."""
+    answer = world.rpc("tools/call", {"name": "whoami"})
+    assert answer.status_code == 200 and answer.json["result"]["isError"] is False
+    assert answer.json["result"]["structuredContent"]["handle"] == "alice"
+
+
+def test_initialize_names_the_service_and_tells_an_agent_how_to_use_it(world: McpWorld) -> None:
+    hello = {"protocolVersion": LEGACY_VERSION, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    result = world.rpc("initialize", hello).json["result"]
+    assert result["serverInfo"] == {
+        "name": "community-api",
+        "title": "Community Data API",
+        "version": service_version(),
+    }
+    assert result["instructions"] == INSTRUCTIONS
 
 
 def test_an_idempotency_key_used_again_on_another_connection_is_a_different_call(world: McpWorld) -> None:

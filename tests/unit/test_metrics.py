@@ -158,6 +158,8 @@ def test_mcp_tool_calls_by_tool_and_outcome() -> None:
         post = {"group": "builders-club", "title": "Counted", "idempotencyKey": "counted-1"}
         for _ in range(2):
             world.fail("create_post", post)
+        world.gateway.fail_next("list_groups", KeyError("a bug"))  # a fault of ours
+        world.fail("list_groups", {})
         after = scrape(world.client)
     finally:
         world.close()
@@ -171,6 +173,7 @@ def test_mcp_tool_calls_by_tool_and_outcome() -> None:
     assert grew(tool="get_post", outcome="invalid_request") == 1
     assert grew(tool="unknown", outcome="not_found") == 1
     assert grew(tool="create_post", outcome="platform_unavailable") == 2
+    assert grew(tool="list_groups", outcome="internal_error") == 1
     assert not any("no_such_tool_xyz" in str(labels) for _, labels in after)
 
 
