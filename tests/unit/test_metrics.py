@@ -5,8 +5,12 @@ The metrics live for the whole test process (like a worker's), so each test comp
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import falcon.testing
@@ -123,6 +127,10 @@ def test_platform_calls_by_kind_and_outcome(ready: Ready) -> None:
         - value(before, "community_api_platform_call_duration_seconds_count", kind="feed_pages")
         == 2
     )
+    world.gateway.fail_next("feed_pages", KeyError("a bug"))  # a fault of ours, not the platform's
+    assert world.get(FEED, ready.key).status_code == 500
+    after = scrape(world.client)
+    assert grew(kind="feed_pages", outcome="internal_error") == 1
 
 
 def test_dm_throttle_and_read_pace_refusals_are_counted(ready: Ready) -> None:
@@ -143,6 +151,69 @@ def test_dm_throttle_and_read_pace_refusals_are_counted(ready: Ready) -> None:
 
     assert grew("dm_throttle") == 1
     assert grew("read_pace") == 1
+    world.pace.writes_per_minute = 0  # every write refused from now: counted by its own reason
+    assert world.post(FEED, ready.key, {"title": "Refused"}).status_code == 429
+    after = scrape(world.client)
+    assert grew("write_pace") == 1 and grew("read_pace") == 1
+
+
+def test_every_call_of_the_gateway_port_is_counted_and_nothing_else() -> None:
+    """A call the port adds is timed and counted like the others (``login`` when an account is linked,
+    ``send_message`` for a DM); ``ready`` (the readiness check) and what is not a call pass through uncounted."""
+    from adapters.metrics import GATEWAY_CALLS
+    from community_api.ports import PlatformGateway
+
+    calls = {name for name, member in vars(PlatformGateway).items() if callable(member) and not name.startswith("_")}
+    assert calls - {"ready"} == GATEWAY_CALLS
+
+
+def test_readiness_and_scrapes_are_not_platform_calls(ready: Ready) -> None:
+    world = ready.world
+    for path in ("/healthz", "/readyz", "/metrics"):
+        world.client.simulate_get(path)
+    kinds = {
+        dict(labels)["kind"] for name, labels in scrape(world.client) if name == "community_api_platform_calls_total"
+    }
+    from adapters.metrics import GATEWAY_CALLS
+
+    assert kinds <= GATEWAY_CALLS
+
+
+def test_in_multiprocess_mode_every_workers_figures_are_summed(tmp_path: Path) -> None:
+    """As under gunicorn (``gunicorn_conf.py`` sets the folder): two workers count requests and live
+    browsers; a scrape answers their sums, live browsers as one figure, then what the scrape's own collectors
+    read (the connections gauge)."""
+    worker = (
+        "import sys\n"
+        "from adapters import metrics\n"
+        "metrics.BROWSERS_LIVE.inc(int(sys.argv[1]))\n"
+        "metrics.REQUESTS.labels('/v1/whoami', 'GET', '200').inc(int(sys.argv[1]))\n"
+    )
+    scraper = (
+        "from prometheus_client.core import GaugeMetricFamily\n"
+        "from adapters import metrics\n"
+        "class AtScrape:\n"
+        "    def collect(self):\n"
+        "        family = GaugeMetricFamily('community_api_read_at_scrape', 'read when scraped')\n"
+        "        family.add_metric([], 7)\n"
+        "        yield family\n"
+        "print(metrics.exposition(AtScrape())[0].decode())\n"
+    )
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    root = Path(__file__).resolve().parents[2]  # where ``adapters`` is imported from
+    for count in ("2", "3"):
+        subprocess.run([sys.executable, "-c", worker, count], env=env, cwd=root, check=True, timeout=60)
+    text = subprocess.run(
+        [sys.executable, "-c", scraper], env=env, cwd=root, check=True, timeout=60, capture_output=True, text=True
+    ).stdout
+    samples = {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+    assert samples[("community_api_browsers_live", frozenset())] == 5
+    assert value(samples, "community_api_requests_total", route="/v1/whoami", method="GET", status="200") == 5
+    assert samples[("community_api_read_at_scrape", frozenset())] == 7
 
 
 def test_mcp_tool_calls_by_tool_and_outcome() -> None:
