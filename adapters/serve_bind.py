@@ -82,7 +82,12 @@ def bind_refusal(host: str, port: int) -> OSError | None:
     host's form, ``SO_REUSEADDR``), the socket closed at once: gunicorn would otherwise try five times over
     five seconds, ten lines of errors, before it gave up."""
     bare = host.strip("[]")
-    with socket.socket(socket.AF_INET6 if ":" in bare else socket.AF_INET) as probe:
+    try:
+        # (An IPv6 address on a host whose kernel has no IPv6 fails here, EAFNOSUPPORT: said, not raised.)
+        probe = socket.socket(socket.AF_INET6 if ":" in bare else socket.AF_INET)
+    except OSError as error:
+        return error
+    with probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((bare, port))

@@ -180,6 +180,9 @@ def test_systemds_sockets_are_served_on_when_passed_to_this_process(environ: dic
         ({"LISTEN_PID": "systemd"}, "LISTEN_PID is 'systemd', not a process id"),  # before: a traceback
         ({"LISTEN_PID": "4242", "LISTEN_FDS": "-1"}, "LISTEN_FDS is '-1', not a number of sockets"),
         ({"LISTEN_PID": "4242", "LISTEN_FDS": "one"}, "LISTEN_FDS is 'one'"),
+        # Digits to str.isdigit, not to int(): a superscript two was a traceback.
+        ({"LISTEN_PID": "\u00b2"}, "LISTEN_PID is '\u00b2', not a process id"),
+        ({"LISTEN_PID": "4242", "LISTEN_FDS": "\u00b2"}, "LISTEN_FDS is '\u00b2', not a number of sockets"),
     ],
 )
 def test_activation_variables_gunicorn_cannot_read_are_refused(environ: dict[str, str], said: str) -> None:
@@ -205,3 +208,11 @@ def test_an_address_in_use_or_not_of_this_host_is_refused_saying_why() -> None:
     check_tcp_bind(f"127.0.0.1:{port}", "127.0.0.1", port)  # free again: nothing to say
     with pytest.raises(SettingsError, match="no interface of this host has that address"):
         check_tcp_bind("192.0.2.1:8000", "192.0.2.1", 8000)  # TEST-NET-1: no host's address
+
+
+def test_an_ipv6_address_is_probed_as_an_address() -> None:
+    """``[2001:db8::1]:8000`` (the documentation prefix: no host's) is an IPv6 address to bind, in its
+    family and without its brackets, not a host name to look up; a host without IPv6 says so in one line."""
+    with pytest.raises(SettingsError, match=r"^--bind \[2001:db8::1\]:8000: cannot listen there") as refused:
+        check_tcp_bind("[2001:db8::1]:8000", "[2001:db8::1]", 8000)
+    assert "resolves to no address" not in str(refused.value)
