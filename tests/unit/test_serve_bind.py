@@ -60,11 +60,13 @@ def test_a_new_socket_in_an_existing_folder_and_an_old_socket_are_accepted(short
         ("missing/api.sock", "the folder"),  # before: 5 s of "No such file or directory"
         ("a-file", "exists and is not a socket"),  # before: a traceback
         ("a-folder", "exists and is not a socket"),
+        ("a-dangling-link", "exists and is not a socket"),  # gunicorn sees no file; its bind: "in use"
     ],
 )
 def test_a_unix_path_gunicorn_cannot_listen_on_is_refused_in_one_line(short_tmp: Path, name: str, said: str) -> None:
     (short_tmp / "a-file").write_text("not a socket")
     (short_tmp / "a-folder").mkdir()
+    (short_tmp / "a-dangling-link").symlink_to(short_tmp / "nothing-here")
     bind = f"unix:{short_tmp / name}" if name else "unix:"
     with pytest.raises(SettingsError) as refused:
         check_serve_args(serve_args(bind))
