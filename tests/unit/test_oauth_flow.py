@@ -397,6 +397,50 @@ def test_consent_needs_a_scope_and_an_own_connection(world: World, owner: WebBro
     assert other.status_code == 404
 
 
+@pytest.mark.parametrize("button", [None, ("decision", "maybe"), ("decision", "Approve")], ids=str)
+def test_only_the_approve_button_approves(
+    world: World, owner: WebBrowser, connector: Connector, button: tuple[str, str] | None
+) -> None:
+    """A consent form sent without the approve button's own value (a script, a form changed in the page)
+    connects nothing: it is declined."""
+    _, challenge = pkce()
+    page = owner.get(connector.authorize_path(challenge, state="s-2"))
+    answer = owner.submit(page, "/oauth/authorize", button=button)
+    assert redirect_query(answer)["error"] == "access_denied" and "code" not in redirect_query(answer)
+    assert [k for k in world.store.list_keys(account_id(world)) if k.kind == "connector"] == []
+
+
+def test_a_refused_approval_shows_the_form_again_as_the_person_left_it(owner: WebBrowser, connector: Connector) -> None:
+    _, challenge = pkce()
+    page = owner.get(connector.authorize_path(challenge))
+    fill = {"granted_scope": ["groups:read"], "connection_id": "con_someone_else"}
+    refused = owner.submit(page, "/oauth/authorize", fill, button=("decision", "approve"))
+    assert refused.status_code == 404
+    ticked = [value for name, value in form(refused.text, "/oauth/authorize").defaults() if name == "granted_scope"]
+    assert ticked == ["groups:read"]  # posts:read, asked for, stays unticked as the person left it
+
+
+def test_a_request_without_state_is_answered_without_one(owner: WebBrowser, connector: Connector) -> None:
+    """``state`` goes back exactly when the client sent it (RFC 6749 §4.1.2): never an empty one."""
+    _, challenge = pkce()
+    page = owner.get(connector.authorize_path(challenge, state=None))
+    approved = owner.submit(page, "/oauth/authorize", button=("decision", "approve"))
+    assert "code" in redirect_query(approved) and "state=" not in approved.headers["location"]
+    page = owner.get(connector.authorize_path(challenge, state=None))
+    declined = owner.submit(page, "/oauth/authorize", button=("decision", "deny"))
+    assert redirect_query(declined)["error"] == "access_denied" and "state=" not in declined.headers["location"]
+
+
+def test_a_consent_form_with_a_parameter_given_twice_is_refused_on_a_page(
+    owner: WebBrowser, connector: Connector
+) -> None:
+    _, challenge = pkce()
+    page = owner.get(connector.authorize_path(challenge))
+    twice = owner.submit(page, "/oauth/authorize", {"state": ["st-1", "st-2"]}, button=("decision", "approve"))
+    assert twice.status_code == 400 and twice.headers["content-type"].startswith("text/html")
+    assert "state may be given once" in twice.text
+
+
 def test_revoking_the_connector_key_ends_its_tokens_at_once(
     world: World, owner: WebBrowser, connector: Connector
 ) -> None:

@@ -159,6 +159,32 @@ def test_wrong_password_is_refused_alike_and_throttled(world: World, browser: We
     assert limited.status_code == 429 and int(limited.headers["retry-after"]) > 0
 
 
+def test_a_refused_sign_in_keeps_the_email_and_where_it_was_going(world: World, browser: WebBrowser) -> None:
+    browser.sign_up()
+    other = WebBrowser(world)
+    page = other.get("/login?next=/usage")
+    refused = other.submit(page, "/login", {"email": "owner@example.com", "password": "x" * 12})
+    assert refused.status_code == 401
+    kept = dict(form(refused.text, "/login").defaults())
+    assert kept["email"] == "owner@example.com" and kept["next"] == "/usage"
+    assert "x" * 12 not in refused.text  # a password never comes back
+
+
+def test_the_sign_in_page_of_a_new_service_leads_to_sign_up(browser: WebBrowser) -> None:
+    assert 'href="/signup"' in browser.get("/login").text  # no account yet: the first is made there
+
+
+def test_a_browser_signed_in_on_the_page_is_known_for_180_days(browser: WebBrowser) -> None:
+    """The device cookie (OWASP's, for the failed sign-in bound) outlives the 14-day session, as the JSON
+    sign-in sets it: a browser that signed in before is not locked out by a stranger's guesses."""
+    browser.sign_up()
+    browser.cookies.clear()
+    signed = browser.sign_in()
+    cookies = {cookie.name: cookie for cookie in signed.cookies.values()}
+    assert cookies["cda_session"].max_age == 14 * 24 * 3600
+    assert cookies["cda_device"].max_age == 180 * 24 * 3600
+
+
 def test_sign_up_and_sign_in_pages_lead_a_signed_in_person_home(owner: WebBrowser) -> None:
     for path in ("/signup", "/login"):
         page = owner.get(path)

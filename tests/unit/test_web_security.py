@@ -154,6 +154,19 @@ def test_the_sign_in_form_has_its_own_csrf_token(world: World, owner: WebBrowser
     assert stranger.post("/login", [*pairs, ("csrf_token", token)]).status_code == 303
 
 
+def test_the_sign_up_form_has_its_own_csrf_token(world: World) -> None:
+    """Sign-up CSRF: another site must not make a browser create, and be signed in to, an account of its
+    choosing (the first account of a new service, or any when sign-up is open)."""
+    stranger = WebBrowser(world)
+    pairs = [("email", "planted@example.com"), ("password", "correct horse battery")]
+    pairs.append(("password_again", "correct horse battery"))
+    assert stranger.post("/signup", [*pairs, ("csrf_token", "made-up")]).status_code == 403
+    stranger.get("/signup")
+    assert stranger.post("/signup", [*pairs, ("csrf_token", "made-up")]).status_code == 403
+    assert world.store.count_accounts() == 0 and "cda_session" not in stranger.cookies
+    assert stranger.post("/signup", [*pairs, ("csrf_token", stranger.cookies["cda_form"])]).status_code == 303
+
+
 def test_a_planted_form_cookie_signs_nobody_in(world: World, owner: WebBrowser) -> None:
     """Login CSRF by a planted cookie: a sibling site sets ``cda_form=X`` in the victim's browser, then makes
     it post the sign-in form with ``csrf_token=X`` for the attacker's account. The service made no ``X``."""
