@@ -33,6 +33,7 @@ def test_protected_resource_and_authorization_server_metadata(world: World) -> N
         assert prm.status_code == 200 and prm.headers["access-control-allow-origin"] == "*"
         assert prm.json["resource"] == RESOURCE and prm.json["authorization_servers"] == [ORIGIN]
         assert "dms:write" in prm.json["scopes_supported"]
+        assert prm.json["bearer_methods_supported"] == ["header"]  # never a query string (DESIGN §2)
     asm = world.client.simulate_get("/.well-known/oauth-authorization-server", headers={"Host": HOST}).json
     assert asm["issuer"] == ORIGIN
     assert asm["authorization_endpoint"] == f"{ORIGIN}/oauth/authorize"
@@ -41,8 +42,14 @@ def test_protected_resource_and_authorization_server_metadata(world: World) -> N
     assert asm["code_challenge_methods_supported"] == ["S256"]
     assert asm["token_endpoint_auth_methods_supported"] == ["none"]
     assert asm["authorization_response_iss_parameter_supported"] is True
+    assert asm["grant_types_supported"] == ["authorization_code", "refresh_token"]
+    assert asm["response_types_supported"] == ["code"]
     preflight = world.client.simulate_options("/oauth/token", headers={"Host": HOST, "Origin": "https://app.example"})
     assert preflight.status_code == 204 and "POST" in preflight.headers["access-control-allow-methods"]
+    # A browser-based client sends its token request with these headers; the answer may be kept 10 minutes.
+    allowed = {name.strip().lower() for name in preflight.headers["access-control-allow-headers"].split(",")}
+    assert {"content-type", "authorization", "mcp-protocol-version"} <= allowed
+    assert preflight.headers["access-control-max-age"] == "600"
 
 
 def test_metadata_names_the_public_url_when_one_is_set(world: World) -> None:
@@ -64,6 +71,7 @@ def test_registration_answers_a_public_client(world: World) -> None:
     assert body["token_endpoint_auth_method"] == "none"  # RFC 7591 §3.2.1: the server may substitute
     assert body["redirect_uris"] == [REDIRECT_URI] and body["client_name"] == "Test Agent"
     assert body["grant_types"] == ["authorization_code", "refresh_token"]
+    assert body["client_id_issued_at"] == int(world.clock.now().timestamp())  # RFC 7591 §3.2.1: when, in seconds
 
 
 @pytest.mark.parametrize(
