@@ -46,6 +46,7 @@ def test_the_account_page_changes_the_password_and_signs_out_other_browsers(worl
         ],
     )
     assert differ.status_code == 400 and "differ" in differ.text
+    assert 'id="password-error" tabindex="-1" autofocus' in differ.text  # beside the form it refuses
     done = here.post(
         "/account/password",
         [("csrf_token", token), ("current_password", PASSWORD), ("new_password", NEW), ("new_password_again", NEW)],
@@ -65,6 +66,7 @@ def test_sign_out_everywhere_from_the_page(world: World) -> None:
     assert here.post("/account/sessions", [("csrf_token", "forged")]).status_code == 403
     out = here.post("/account/sessions", [("csrf_token", token)])
     assert out.status_code == 303 and out.headers["location"] == "/login"
+    assert "cda_session" not in here.cookies  # the browser forgets the ended session's cookie
     assert here.get("/keys").status_code == 303 and elsewhere.get("/keys").status_code == 303
 
 
