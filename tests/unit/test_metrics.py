@@ -17,9 +17,11 @@ import falcon.testing
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from adapters.metrics import GATEWAY_CALLS
 from adapters.settings import Settings
 from adapters.wiring import app_for
 from community_api.errors import PlatformUnavailable
+from community_api.ports import PlatformGateway
 from tests.unit.test_mcp_world import McpWorld
 from tests.unit.world_support import DM_GAP, Ready, World
 
@@ -160,9 +162,6 @@ def test_dm_throttle_and_read_pace_refusals_are_counted(ready: Ready) -> None:
 def test_every_call_of_the_gateway_port_is_counted_and_nothing_else() -> None:
     """A call the port adds is timed and counted like the others (``login`` when an account is linked,
     ``send_message`` for a DM); ``ready`` (the readiness check) and what is not a call pass through uncounted."""
-    from adapters.metrics import GATEWAY_CALLS
-    from community_api.ports import PlatformGateway
-
     calls = {name for name, member in vars(PlatformGateway).items() if callable(member) and not name.startswith("_")}
     assert calls - {"ready"} == GATEWAY_CALLS
 
@@ -174,8 +173,6 @@ def test_readiness_and_scrapes_are_not_platform_calls(ready: Ready) -> None:
     kinds = {
         dict(labels)["kind"] for name, labels in scrape(world.client) if name == "community_api_platform_calls_total"
     }
-    from adapters.metrics import GATEWAY_CALLS
-
     assert kinds <= GATEWAY_CALLS
 
 
