@@ -126,7 +126,8 @@ def test_another_accounts_confirmation_page_is_not_found_and_names_nothing(world
     stranger = WebBrowser(world)
     assert stranger.sign_in("two@example.com", "another long password").status_code == 303
     asked = stranger.get(f"/connections/{alice_id}/remove")
-    assert asked.status_code == 404
+    assert asked.status_code == 404 and asked.headers["content-type"].startswith("text/html")
+    assert "There is no such connection." in asked.text  # the dashboard's page, as for an id of nothing
     assert "@alice" not in asked.text and "bound one" not in asked.text
 
 

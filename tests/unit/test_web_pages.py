@@ -221,6 +221,7 @@ def test_a_link_made_with_the_active_box_ticked_is_the_active_connection(world: 
     page = owner.get("/connections")
     done = owner.submit(page, "/connections", {"session_token": token, "active": "1"}, index=1)
     assert done.status_code == 303, done.text
+    assert "The platform account is linked." in owner.follow(done).text
     assert [c.handle for c in world.store.list_connections(account_id(world)) if c.active] == ["bob"]
 
 
