@@ -359,7 +359,9 @@ def test_rotate_shows_the_old_keys_grace_and_the_old_key_keeps_working(world: Wo
     assert f'href="/keys/{key_id}/rotate"' not in listed  # rotated: its successor is the one to rotate
     assert f'href="/keys/{key_id_of(world, new)}/rotate"' in listed
     assert f'action="/keys/{key_id}/revoke"' in owner.get(f"/keys/{key_id}/revoke").text  # in grace: it can end now
-    world.clock.advance(hours=24)
+    world.clock.advance(hours=23, minutes=30)
+    assert "in grace: 30 min left" in owner.get("/keys").text  # under an hour: minutes alone
+    world.clock.advance(minutes=30)
     assert world.get("/v1/whoami", old).status_code == 401
     assert "has already stopped working" in owner.get(f"/keys/{key_id}/revoke").text
 
