@@ -37,6 +37,8 @@ def assert_secure_headers(result: falcon.testing.Result, *, cache: bool = False)
     assert result.headers["x-content-type-options"] == "nosniff"
     assert result.headers["referrer-policy"] == "same-origin"
     assert result.headers["x-frame-options"] == "DENY"
+    # A page this one opens (a client's redirect URI, a link) cannot reach back into it through window.opener.
+    assert result.headers["cross-origin-opener-policy"] == "same-origin"
     assert ("no-store" in result.headers["cache-control"]) is not cache
 
 
