@@ -168,6 +168,8 @@ def test_a_refused_sign_in_keeps_the_email_and_where_it_was_going(world: World, 
     kept = dict(form(refused.text, "/login").defaults())
     assert kept["email"] == "owner@example.com" and kept["next"] == "/usage"
     assert "x" * 12 not in refused.text  # a password never comes back
+    again = other.submit(refused, "/login", {"password": PASSWORD})  # the form shown again works as it is
+    assert again.status_code == 303 and again.headers["location"] == "/usage"
 
 
 def test_the_sign_in_page_of_a_new_service_leads_to_sign_up(browser: WebBrowser) -> None:

@@ -188,6 +188,7 @@ def test_cookies_are_httponly_and_lax_and_not_secure_over_http(world: World) -> 
     page = browser.get("/signup")
     form_cookie = page.cookies["cda_form"]
     assert form_cookie.http_only and str(form_cookie.same_site).lower() == "lax" and not form_cookie.secure
+    assert form_cookie.max_age == 24 * 3600  # a sign-in page left open for the day still signs in
     done = browser.submit(page, "/signup", {"email": "o@example.com", "password": "x" * 12, "password_again": "x" * 12})
     session = done.cookies["cda_session"]
     assert session.http_only and str(session.same_site).lower() == "lax" and not session.secure
@@ -205,6 +206,14 @@ def test_cookies_are_secure_over_https(how: str) -> None:
         page = world.client.simulate_get("/login", headers={"Host": HOST}, protocol="https")
     assert page.cookies["cda_form"].secure
     assert page.headers["strict-transport-security"].startswith("max-age=")
+    if how == "public url":  # the dashboard's own "no page" and refusal pages too, behind the TLS proxy
+        html = {"Host": HOST, "Accept": "text/html"}
+        missing = world.client.simulate_get("/no-such-page", headers=html)
+        form_headers = {**html, "Content-Type": "application/x-www-form-urlencoded"}
+        refused = world.client.simulate_post("/logout", headers=form_headers, body="csrf_token=x")
+        for answer, status in ((missing, 404), (refused, 403)):
+            assert answer.status_code == status and answer.headers["content-type"].startswith("text/html")
+            assert answer.headers["strict-transport-security"].startswith("max-age=")
 
 
 def test_a_public_url_written_in_capitals_is_the_origin_browsers_send() -> None:
