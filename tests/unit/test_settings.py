@@ -336,3 +336,33 @@ def test_an_empty_platform_url_is_refused_and_an_empty_api_url_follows_it() -> N
         {**BASE, "COMMUNITY_API_PLATFORM_URL": "https://www.example.com", "COMMUNITY_API_PLATFORM_API_URL": " "}
     )
     assert derived.platform_api_url == "https://www.example.com/api2"
+
+
+def test_production_needs_a_secret_of_32_characters_or_more() -> None:
+    production = {"COMMUNITY_API_MODE": "production", "COMMUNITY_API_PLATFORM_URL": "https://platform.example"}
+    for short in ("", "s" * 31):
+        with pytest.raises(SettingsError, match="SECRET must be set to at least 32 random characters"):
+            load_settings({**production, "COMMUNITY_API_SECRET": short})
+    assert load_settings({**production, "COMMUNITY_API_SECRET": "s" * 32}).secret == "s" * 32
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [("true", True), ("1", True), ("yes", True), ("on", True), (" TRUE ", True), ("Off", False), ("", False)],
+)
+def test_a_yes_or_no_setting_reads_the_usual_words(written: str, read: bool) -> None:
+    assert load_settings({**BASE, "COMMUNITY_API_SIGNUP": written}).signup is read
+
+
+def test_a_yes_or_no_setting_refuses_other_words() -> None:
+    with pytest.raises(SettingsError, match="SIGNUP must be true or false, not 'sometimes'"):
+        load_settings({**BASE, "COMMUNITY_API_SIGNUP": "sometimes"})
+
+
+def test_the_throttles_file_beside_a_relative_database_is_named_by_its_whole_path(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Every worker and command names one file, whatever folder it was started from."""
+    monkeypatch.chdir(tmp_path)
+    settings = load_settings({**BASE, "COMMUNITY_API_DB": "var/api.sqlite3"})
+    assert parse_uri(settings.throttle_uri)[0] == str(tmp_path / "var" / "api.throttle.mmap")
