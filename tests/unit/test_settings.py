@@ -33,6 +33,8 @@ def test_the_throttles_live_in_a_mapped_file_of_their_own_beside_the_database() 
 def test_the_read_pace_is_a_setting_of_at_least_one() -> None:
     assert load_settings(BASE).platform_reads_per_minute == 60
     assert load_settings({**BASE, "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "120"}).platform_reads_per_minute == 120
+    most = {**BASE, "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": "65536"}  # the throttle file's windows hold as much
+    assert load_settings(most).platform_reads_per_minute == 65536
     for bad in ("0", "-3", "fast", "65537"):
         with pytest.raises(SettingsError):
             load_settings({**BASE, "COMMUNITY_API_PLATFORM_READS_PER_MINUTE": bad})
@@ -51,7 +53,8 @@ def test_the_browser_trusts_only_the_certificate_keys_it_is_given() -> None:
     spki = "44Vy9wbXFEzxcccfXv4gs0Zlb7SjUg+FL5EcmCnEgOY="
     given = load_settings({**BASE, "COMMUNITY_API_BROWSER_TRUSTED_SPKI": f" {spki} ,{spki}"})
     assert given.browser_trusted_spki == (spki, spki)
-    for bad in ("yes", "*", spki[:-2], "not base64!" * 4, spki + "==", "é" + spki[1:]):
+    longer = "A" * 48  # 36 bytes: base64, but no SHA-256
+    for bad in ("yes", "*", spki[:-2], "not base64!" * 4, spki + "==", "é" + spki[1:], longer):
         with pytest.raises(SettingsError, match="BROWSER_TRUSTED_SPKI"):
             load_settings({**BASE, "COMMUNITY_API_BROWSER_TRUSTED_SPKI": bad})
     flags = chrome_options("/tmp/profile", given.browser_trusted_spki).arguments
@@ -149,6 +152,7 @@ def test_the_readme_lists_every_setting_and_no_other() -> None:
 def test_the_usage_flush_interval_is_a_finite_number_of_seconds() -> None:
     assert load_settings(BASE).usage_flush_seconds == 1
     assert load_settings({**BASE, "COMMUNITY_API_USAGE_FLUSH_SECONDS": "0"}).usage_flush_seconds == 0
+    assert load_settings({**BASE, "COMMUNITY_API_USAGE_FLUSH_SECONDS": "3600"}).usage_flush_seconds == 3600
     for bad in ("-1", "nan", "inf", "soon", "86401"):
         with pytest.raises(SettingsError, match="USAGE_FLUSH_SECONDS|not a number"):
             load_settings({**BASE, "COMMUNITY_API_USAGE_FLUSH_SECONDS": bad})
@@ -185,6 +189,7 @@ def test_a_setting_that_is_not_a_number_is_named(name: str, value: str, said: st
         "https://api.example.com:0",
         "https://api.example.com:99999",
         "https://api example.com",
+        "https://api.example.com/a b",  # a space anywhere: no URL a request carries
         "https://[api.example.com]",  # before: urlsplit's ValueError, a traceback instead of this message
         "https://[::1",
         # Before, kept as written; a public URL so written matched no Origin or Host a browser sends.
@@ -366,3 +371,18 @@ def test_the_throttles_file_beside_a_relative_database_is_named_by_its_whole_pat
     monkeypatch.chdir(tmp_path)
     settings = load_settings({**BASE, "COMMUNITY_API_DB": "var/api.sqlite3"})
     assert parse_uri(settings.throttle_uri)[0] == str(tmp_path / "var" / "api.throttle.mmap")
+
+
+def test_the_browser_pool_holds_one_browser_at_least() -> None:
+    assert load_settings({**BASE, "COMMUNITY_API_BROWSER_POOL_SIZE": "1"}).browser_pool_size == 1
+    with pytest.raises(SettingsError, match="BROWSER_POOL_SIZE must be at least 1"):
+        load_settings({**BASE, "COMMUNITY_API_BROWSER_POOL_SIZE": "0"})
+
+
+def test_the_mcp_endpoint_serves_the_loopback_names_when_no_host_is_listed() -> None:
+    assert load_settings(BASE).mcp_allowed_hosts == ("127.0.0.1:*", "localhost:*", "[::1]:*")
+    assert load_settings({**BASE, "COMMUNITY_API_MCP_ALLOWED_HOSTS": " , "}).mcp_allowed_hosts == (
+        "127.0.0.1:*",
+        "localhost:*",
+        "[::1]:*",
+    )
