@@ -18,7 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from adapters.metrics import GATEWAY_CALLS
-from adapters.settings import Settings
+from adapters.settings import Settings, SettingsError, load_settings
 from adapters.wiring import app_for
 from community_api.errors import PlatformUnavailable
 from community_api.ports import PlatformGateway
@@ -315,18 +315,13 @@ def test_an_untrusted_peer_cannot_claim_loopback(world: World) -> None:
 
 @pytest.mark.parametrize("token", ["short", "x" * 31, "has space" + "x" * 30, "é" * 40, "bell\x07" + "x" * 30])
 def test_a_weak_or_odd_metrics_token_refuses_to_start(token: str) -> None:
-    from adapters.settings import SettingsError, load_settings
-
     with pytest.raises(SettingsError, match="METRICS_TOKEN"):
         load_settings({"COMMUNITY_API_METRICS_TOKEN": token, "COMMUNITY_API_MODE": "test"})
 
 
 def test_a_metrics_token_of_32_characters_is_taken() -> None:
-    from adapters.settings import load_settings
-
-    assert (
-        load_settings({"COMMUNITY_API_METRICS_TOKEN": "x" * 32, "COMMUNITY_API_MODE": "test"}).metrics_token == "x" * 32
-    )
+    settings = load_settings({"COMMUNITY_API_METRICS_TOKEN": "x" * 32, "COMMUNITY_API_MODE": "test"})
+    assert settings.metrics_token == "x" * 32
 
 
 def test_metrics_are_not_usage(ready: Ready) -> None:
