@@ -176,7 +176,7 @@ def test_accounts_list_shows_each_account_with_what_it_holds(tmp_path: Path) -> 
     SqliteKeyStore.open(env["COMMUNITY_API_DB"], SECRET).close()  # the database a first `serve` makes
     empty = run("accounts", "list", env=env)
     assert empty.returncode == 0 and "no accounts" in empty.stdout
-    for email in ("ops@example.com", "dev@example.com"):
+    for email in ("operations-team@example.com", "dev@example.com"):
         assert run("accounts", "create", email, stdin="a strong password\n", env=env).returncode == 0
     assert run("keys", "mint", "--email", "dev@example.com", env=env).returncode == 0
     assert run("keys", "mint", "--email", "dev@example.com", env=env).returncode == 0
@@ -185,8 +185,11 @@ def test_accounts_list_shows_each_account_with_what_it_holds(tmp_path: Path) -> 
     lines = listed.stdout.strip().splitlines()
     assert lines[0].split() == ["EMAIL", "ACCOUNT", "CREATED", "CONNECTIONS", "TO", "LINK", "AGAIN", "LIVE", "KEYS"]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
-    assert set(rows) == {"ops@example.com", "dev@example.com"}
-    assert rows["dev@example.com"][-3:] == ["0", "0", "2"] and rows["ops@example.com"][-3:] == ["0", "0", "0"]
+    assert set(rows) == {"operations-team@example.com", "dev@example.com"}
+    assert rows["dev@example.com"][-3:] == ["0", "0", "2"]
+    assert rows["operations-team@example.com"][-3:] == ["0", "0", "0"]
+    # In columns however long the emails: each account id under ACCOUNT.
+    assert all(line.index("acc_") == lines[0].index("ACCOUNT") for line in lines[1:])
     assert "cda_" not in listed.stdout and "argon2" not in listed.stdout
 
 
