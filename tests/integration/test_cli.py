@@ -633,6 +633,9 @@ def test_keys_revoke_ends_leaked_keys_given_by_value(tmp_path: Path) -> None:
     assert authenticate_key(store, SystemClock(), kept, RefusalAudit()).name != "ci token"
     again = run("keys", "revoke", stdin=leaked + "\n", env=env)
     assert again.returncode == 0 and "already ended" in again.stdout
+    # Each way a value can fail makes the run fail, alone too: a scanner's pipeline must not read it as done.
+    for alone in ("not-a-key", unknown):
+        assert run("keys", "revoke", stdin=alone + "\n", env=env).returncode == 1, alone
     nothing = run("keys", "revoke", stdin="", env=env)
     assert nothing.returncode == 2 and "no key given" in nothing.stderr
     # COMMUNITY_API_DB forgotten: an empty database (a service's that has no accounts yet) is said to be
