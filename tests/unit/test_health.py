@@ -18,6 +18,7 @@ def test_readyz_names_each_check(world: World) -> None:
     answer = world.client.simulate_get("/readyz")
     assert answer.status_code == 200
     assert answer.json == {"status": "ready", "checks": {"database": "ok", "throttle": "ok", "browser": "ok"}}
+    assert answer.headers["cache-control"] == "no-store"  # a cache in between must not answer "ready" for it
 
 
 @pytest.mark.parametrize("part", ["store", "throttle", "pace", "gateway"])

@@ -308,6 +308,17 @@ def test_through_a_local_proxy_the_forwarded_client_decides(world: World) -> Non
     assert local.status_code == 200
 
 
+def test_behind_a_unix_socket_only_a_forwarded_loopback_client_is_served(world: World) -> None:
+    """``--bind unix:PATH``: the peer has no address (gunicorn gives ""), the proxy in front names the client.
+    A request that names none is not taken for loopback: the proxy may forward the world without saying so."""
+    unix_peer = {"REMOTE_ADDR": ""}  # (falcon's ``remote_addr=""`` would be read as its default, 127.0.0.1)
+    assert world.client.simulate_get("/metrics", extras=unix_peer).status_code == 403
+    world_client = {"X-Forwarded-For": "198.51.100.7"}
+    assert world.client.simulate_get("/metrics", extras=unix_peer, headers=world_client).status_code == 403
+    local = {"X-Forwarded-For": "127.0.0.1"}
+    assert world.client.simulate_get("/metrics", extras=unix_peer, headers=local).status_code == 200
+
+
 def test_an_untrusted_peer_cannot_claim_loopback(world: World) -> None:
     answer = world.client.simulate_get("/metrics", remote_addr="203.0.113.9", headers={"X-Forwarded-For": "127.0.0.1"})
     assert answer.status_code == 403
