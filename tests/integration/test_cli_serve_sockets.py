@@ -22,7 +22,10 @@ from tests.integration.cli_support import PLATFORM, SECRET, run
     [
         (("--workers", "0"), "--workers must be at least 1"),  # before: gunicorn listened, nothing answered
         (("--timeout", "-5"), "--timeout must be 0"),
+        (("--timeout", "-1"), "--timeout must be 0"),
         (("--bind", "127.0.0.1:99999"), "--bind takes HOST:PORT (a port from 1 to 65535)"),  # before: a traceback
+        (("--bind", "127.0.0.1:65536"), "--bind takes HOST:PORT (a port from 1 to 65535)"),
+        (("--bind", "127.0.0.1:0"), "--bind takes HOST:PORT (a port from 1 to 65535)"),  # gunicorn: any free port
         (("--bind", "127.0.0.1:http"), "--bind takes HOST:PORT"),
         (("--bind", "127.0.0.1:"), "--bind takes HOST:PORT (a port from 1 to 65535)"),
         (("--bind", "127.0.0.1:\u00b2"), "--bind takes HOST:PORT"),  # a digit to str.isdigit(), not to int()

@@ -40,6 +40,7 @@ def test_the_description_names_every_command_and_is_whole() -> None:
     [
         ("127.0.0.1:8000", (), False),
         ("localhost:8000", (), False),
+        ("LOCALHOST:8000", (), False),  # a host name in any case
         ("[::1]:8000", (), False),
         ("unix:/run/community-api.sock", (), False),
         ("0.0.0.0:8000", (), True),
@@ -121,6 +122,7 @@ def test_browsers_that_cannot_fit_the_memory_are_warned_of(
         return
     assert warning is not None and warning.startswith("community-api: warning: ")
     assert f"{workers * pool * 300} MiB when fresh, and {available} MiB is available here" in warning
+    assert f"{workers} worker{'s' if workers != 1 else ''} × {pool} browsers" in warning  # "1 worker", not "1 workers"
     assert f"about {fit} fit beside the 600 MiB kept free" in warning  # the least of the machine and its cgroup
     assert "COMMUNITY_API_BROWSER_POOL_SIZE" in warning and "--workers" in warning
 

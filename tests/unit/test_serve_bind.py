@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from adapters.gunicorn_command import check_serve_args, exposure_warning, startup_summary
+from adapters.gunicorn_command import (
+    check_can_listen,
+    check_serve_args,
+    exposure_warning,
+    gunicorn_argv,
+    startup_summary,
+    threads,
+)
 from adapters.serve_bind import activated_binds, check_bind, check_tcp_bind, listening_at, serving_on, unix_path
 from adapters.settings import Settings, SettingsError
 
@@ -218,3 +225,54 @@ def test_an_ipv6_address_is_probed_as_an_address() -> None:
     with pytest.raises(SettingsError, match=r"^--bind \[2001:db8::1\]:8000: cannot listen there") as refused:
         check_tcp_bind("[2001:db8::1]:8000", "[2001:db8::1]", 8000)
     assert "resolves to no address" not in str(refused.value)
+
+
+def test_an_ipv6_address_alone_is_served_on_gunicorns_default_port() -> None:
+    check_serve_args(serve_args("[::1]"))  # the address, with no port: not "[:" and a port "1]"
+
+
+def test_a_host_alone_is_probed_on_gunicorns_default_port_8000() -> None:
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            taken.bind(("127.0.0.1", 8000))
+            taken.listen()
+        except OSError:  # another program holds it already: taken all the same
+            pass
+        with pytest.raises(SettingsError, match="--bind 127.0.0.1: cannot listen there"):
+            check_can_listen("127.0.0.1")
+
+
+def test_under_socket_activation_the_unused_bind_is_not_probed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """gunicorn serves on systemd's sockets then, not on ``--bind``: a port in use there stops nothing."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        monkeypatch.setenv("LISTEN_PID", str(os.getpid()))
+        monkeypatch.setenv("LISTEN_FDS", "1")
+        check_can_listen(f"127.0.0.1:{port}")
+
+
+@pytest.mark.parametrize(
+    ("worker_class", "given", "served"), [("sync", None, 1), ("sync", 1, 1), ("gthread", None, 4), ("gthread", 1, 1)]
+)
+def test_threads_per_worker(worker_class: str, given: int | None, served: int) -> None:
+    args = argparse.Namespace(**{**vars(serve_args("127.0.0.1:8000")), "worker_class": worker_class, "threads": given})
+    assert threads(args) == served
+
+
+@pytest.mark.parametrize(
+    ("worker_class", "given", "said"),
+    [("sync", 2, "--threads applies to gthread workers"), ("gthread", 0, "--threads must be at least 1")],
+)
+def test_threads_gunicorn_would_take_badly_are_refused(worker_class: str, given: int, said: str) -> None:
+    args = argparse.Namespace(**{**vars(serve_args("127.0.0.1:8000")), "worker_class": worker_class, "threads": given})
+    with pytest.raises(SettingsError, match=said):
+        threads(args)
+
+
+def test_the_timeout_given_is_the_one_gunicorn_runs_with() -> None:
+    args = argparse.Namespace(**{**vars(serve_args("127.0.0.1:8000")), "timeout": 45, "preload": False})
+    argv = gunicorn_argv(args, Settings())
+    assert argv[argv.index("--timeout") + 1] == "45"
