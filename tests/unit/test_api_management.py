@@ -531,6 +531,27 @@ def test_me_counts_requests_per_key(world: World) -> None:
     assert {k["id"]: k["requestsTotal"] for k in me["keys"]} == {one["id"]: 3, two["id"]: 1}
 
 
+def test_a_key_is_shown_with_its_own_fields_and_nothing_kept_inside(world: World) -> None:
+    """The owning account is whoever asks, the lineage is bookkeeping: neither is part of a key's answer."""
+    browser = world.sign_up()
+    world.link(browser)
+    fields = {
+        "id",
+        "name",
+        "prefix",
+        "kind",
+        "scopes",
+        "connectionId",
+        "createdAt",
+        "lastUsedAt",
+        "expiresAt",
+        "revokedAt",
+    }
+    assert set(world.mint(browser)) == fields | {"secret"}
+    [listed] = world.client.simulate_get("/v1/me", headers=browser.headers()).json["keys"]
+    assert set(listed) == fields | {"requestsToday", "requestsTotal"}
+
+
 def test_me_speaks_for_the_active_connection_whichever_was_linked_first(world: World) -> None:
     """``whoami`` and the quotas in ``GET /v1/me`` are the active connection's, not the first one linked."""
     browser = world.sign_up()
