@@ -24,8 +24,10 @@ from adapters.serve_bind import activated_binds, check_bind, check_tcp_bind, lis
 from adapters.settings import Settings, SettingsError
 
 
-def serve_args(bind: str) -> argparse.Namespace:
-    return argparse.Namespace(bind=bind, workers=2, worker_class="gthread", threads=4, timeout=120)
+def serve_args(bind: str, **flags: object) -> argparse.Namespace:
+    """``serve``'s parsed flags: two gthread workers of four threads, ``flags`` changing any."""
+    defaults = {"bind": bind, "workers": 2, "worker_class": "gthread", "threads": 4, "timeout": 120, "preload": False}
+    return argparse.Namespace(**{**defaults, **flags})
 
 
 @pytest.fixture
@@ -258,8 +260,7 @@ def test_under_socket_activation_the_unused_bind_is_not_probed(monkeypatch: pyte
     ("worker_class", "given", "served"), [("sync", None, 1), ("sync", 1, 1), ("gthread", None, 4), ("gthread", 1, 1)]
 )
 def test_threads_per_worker(worker_class: str, given: int | None, served: int) -> None:
-    args = argparse.Namespace(**{**vars(serve_args("127.0.0.1:8000")), "worker_class": worker_class, "threads": given})
-    assert threads(args) == served
+    assert threads(serve_args("127.0.0.1:8000", worker_class=worker_class, threads=given)) == served
 
 
 @pytest.mark.parametrize(
@@ -267,12 +268,10 @@ def test_threads_per_worker(worker_class: str, given: int | None, served: int) -
     [("sync", 2, "--threads applies to gthread workers"), ("gthread", 0, "--threads must be at least 1")],
 )
 def test_threads_gunicorn_would_take_badly_are_refused(worker_class: str, given: int, said: str) -> None:
-    args = argparse.Namespace(**{**vars(serve_args("127.0.0.1:8000")), "worker_class": worker_class, "threads": given})
     with pytest.raises(SettingsError, match=said):
-        threads(args)
+        threads(serve_args("127.0.0.1:8000", worker_class=worker_class, threads=given))
 
 
 def test_the_timeout_given_is_the_one_gunicorn_runs_with() -> None:
-    args = argparse.Namespace(**{**vars(serve_args("127.0.0.1:8000")), "timeout": 45, "preload": False})
-    argv = gunicorn_argv(args, Settings())
+    argv = gunicorn_argv(serve_args("127.0.0.1:8000", timeout=45), Settings())
     assert argv[argv.index("--timeout") + 1] == "45"
