@@ -370,7 +370,7 @@ def test_the_throttles_file_beside_a_relative_database_is_named_by_its_whole_pat
     """Every worker and command names one file, whatever folder it was started from."""
     monkeypatch.chdir(tmp_path)
     settings = load_settings({**BASE, "COMMUNITY_API_DB": "var/api.sqlite3"})
-    assert parse_uri(settings.throttle_uri)[0] == str(tmp_path / "var" / "api.throttle.mmap")
+    assert parse_uri(settings.throttle_uri)[0] == str(tmp_path.resolve() / "var" / "api.throttle.mmap")
 
 
 def test_the_browser_pool_holds_one_browser_at_least() -> None:
@@ -380,9 +380,6 @@ def test_the_browser_pool_holds_one_browser_at_least() -> None:
 
 
 def test_the_mcp_endpoint_serves_the_loopback_names_when_no_host_is_listed() -> None:
-    assert load_settings(BASE).mcp_allowed_hosts == ("127.0.0.1:*", "localhost:*", "[::1]:*")
-    assert load_settings({**BASE, "COMMUNITY_API_MCP_ALLOWED_HOSTS": " , "}).mcp_allowed_hosts == (
-        "127.0.0.1:*",
-        "localhost:*",
-        "[::1]:*",
-    )
+    loopback = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+    assert load_settings(BASE).mcp_allowed_hosts == loopback
+    assert load_settings({**BASE, "COMMUNITY_API_MCP_ALLOWED_HOSTS": " , "}).mcp_allowed_hosts == loopback
