@@ -120,3 +120,23 @@ def test_the_masters_signal_does_not_kill_a_worker_that_is_ending(first: str, se
         [sys.executable, "-c", LATE_QUIT, first, second, timing], cwd=ROOT, capture_output=True, text=True, timeout=10
     )
     assert (ended.returncode, ended.stderr) == (0, "")
+
+
+def test_a_fast_stop_does_what_gunicorns_own_does_once() -> None:
+    """What gunicorn's base worker does on a fast stop: the worker is no longer alive, the operator's
+    ``worker_int`` hook runs (a gunicorn config may set one), the process exits; a second quit signal, while
+    the first is ending the worker, does nothing more."""
+    from types import SimpleNamespace
+
+    from adapters.worker_quit import QuietEnd, QuitOnce
+
+    hooked: list[object] = []
+    worker = SimpleNamespace(alive=True, cfg=SimpleNamespace(worker_int=hooked.append))
+    quiet_end = QuietEnd()
+    quiet_end.armed = True  # as if armed already: this test process keeps its own signal handling at its exit
+    handler = QuitOnce(worker, quiet_end)
+    with pytest.raises(SystemExit) as ended:
+        handler(3, None)
+    assert ended.value.code == 0 and worker.alive is False and hooked == [worker]
+    handler(3, None)  # the master's signal after a Ctrl-C: nothing more, no second exit
+    assert hooked == [worker]
