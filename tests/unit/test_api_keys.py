@@ -187,6 +187,32 @@ def test_default_scopes_and_opt_in(ready: Ready) -> None:
     assert result.headers["WWW-Authenticate"] == 'Bearer error="insufficient_scope", scope="dms:read"'
 
 
+def test_scopes_asked_for_are_kept_once_each_in_the_services_order(ready: Ready) -> None:
+    minted = ready.world.mint(ready.browser, scopes=["posts:read", "dms:write", "groups:read", "posts:read"])
+    assert minted["scopes"] == ["groups:read", "posts:read", "dms:write"]
+
+
+@pytest.mark.parametrize(
+    ("scopes", "message", "details"),
+    [
+        ([], "scopes must name at least one scope", {}),
+        (
+            ["posts:read", "posts:admin", "dms:delete", "posts:admin"],
+            "unknown scope: dms:delete, posts:admin",  # each once, sorted
+            {"unknown": ["dms:delete", "posts:admin"]},
+        ),
+    ],
+)
+def test_scopes_that_name_nothing_are_refused_listing_the_scopes_there_are(
+    ready: Ready, scopes: list[str], message: str, details: dict[str, list[str]]
+) -> None:
+    answer = ready.world.client.simulate_post(
+        "/v1/keys", json={"name": "k", "scopes": scopes}, headers=ready.browser.headers()
+    )
+    assert answer.status_code == 400 and answer.json["error"]["message"] == message
+    assert answer.json["error"]["details"] == {"field": "scopes", **details, "allowed": list(ALL_SCOPES)}
+
+
 @pytest.mark.parametrize(
     ("method", "path", "scope"),
     [
