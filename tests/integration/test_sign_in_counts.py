@@ -9,8 +9,9 @@ from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 
-import argon2
 import pytest
+from argon2 import PasswordHasher
+from argon2.profiles import CHEAPEST
 
 from adapters.store.sqlite_key_store import SqliteKeyStore
 from community_api import accounts
@@ -19,7 +20,7 @@ from community_api.sign_in_guard import DeviceCookies
 from fakes.clock import FakeClock
 
 SECRET = "service-secret-for-tests-0123456789"
-FAST = argon2.PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
+FAST = PasswordHasher.from_parameters(CHEAPEST)  # as the service hashes in test mode (adapters/wiring.py)
 OWNER, OWNER_PASSWORD = "owner@example.com", "correct horse battery"
 GUESSED = "victim.guessed@example.org"
 STRANGER = "203.0.113.77"

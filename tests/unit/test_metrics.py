@@ -33,9 +33,14 @@ def scrape(client: falcon.testing.TestClient, **kwargs: Any) -> dict[tuple[str, 
     answer = client.simulate_get("/metrics", **kwargs)
     assert answer.status_code == 200, answer.text
     assert answer.headers["content-type"].startswith("text/plain; version=")
+    return samples_of(answer.text)
+
+
+def samples_of(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """Each sample of a Prometheus text, by its name and labels."""
     return {
         (sample.name, frozenset(sample.labels.items())): sample.value
-        for family in text_string_to_metric_families(answer.text)
+        for family in text_string_to_metric_families(text)
         for sample in family.samples
     }
 
@@ -203,11 +208,7 @@ def test_in_multiprocess_mode_every_workers_figures_are_summed(tmp_path: Path) -
     text = subprocess.run(
         [sys.executable, "-c", scraper], env=env, cwd=root, check=True, timeout=60, capture_output=True, text=True
     ).stdout
-    samples = {
-        (sample.name, frozenset(sample.labels.items())): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
+    samples = samples_of(text)
     assert samples[("community_api_browsers_live", frozenset())] == 5
     assert value(samples, "community_api_requests_total", route="/v1/whoami", method="GET", status="200") == 5
     assert samples[("community_api_read_at_scrape", frozenset())] == 7
