@@ -4,8 +4,10 @@ use it, and a file that outlives the processes. (What it shares with the SQLite 
 
 from __future__ import annotations
 
+import fcntl
 import multiprocessing
 import os
+import struct
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -53,6 +55,8 @@ def frozen() -> Iterator[FrozenDateTimeFactory]:
         ("mmap://var/throttle.mmap", ("var/throttle.mmap", DEFAULT_CAPACITY)),
         ("mmap:///srv/my%20api/t.mmap?capacity=600", ("/srv/my api/t.mmap", 600)),
         ("mmap://~/t.mmap", ("{home}/t.mmap", DEFAULT_CAPACITY)),  # before: a folder named "~" where it ran
+        ("mmap:///t.mmap?capacity=65536", ("/t.mmap", 65536)),  # the largest
+        ("mmap:///t.mmap?capacity=1&capacity=8", ("/t.mmap", 8)),  # the last one given, as query strings go
     ],
 )
 def test_the_uri_names_the_file_and_the_capacity(
@@ -107,6 +111,17 @@ def test_a_larger_capacity_starts_the_file_again_and_a_smaller_one_uses_it(path:
     assert open_storage(path, capacity=8).get_moving_window("k", 16, 60)[1] == 16
 
 
+def test_a_slot_used_again_does_not_read_the_entries_it_held(path: Path, frozen: FrozenDateTimeFactory) -> None:
+    """A ring as long as the window, filled, then cleared (or expired): the slot is used again, and the
+    ring still holds the old times, which a new window must not count."""
+    storage = open_storage(path, capacity=4)
+    assert storage.acquire_entry("k", 4, 60, amount=4)
+    storage.clear("k")
+    assert storage.acquire_entry("k", 4, 60, amount=2)
+    assert storage.acquire_entry("k", 4, 60, amount=2)  # the ring's other half holds the old times
+    assert not storage.acquire_entry("k", 4, 60)
+
+
 def test_state_outlives_the_process(path: Path) -> None:
     assert open_storage(path).acquire_entry("k", 3, 600)
     assert open_storage(path).get_moving_window("k", 3, 600)[1] == 1  # a new instance, as after a restart
@@ -130,9 +145,24 @@ def test_a_file_that_holds_something_else_is_refused_and_left_as_it_is(path: Pat
     with pytest.raises(ConfigurationError):
         storage.get_moving_window("k", 3, 600)
     assert path.read_bytes() == held
+    # The refusal left the file unlocked: the other workers, each on a descriptor of its own, are not stuck.
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(fd)
 
 
-@pytest.mark.parametrize("held", [b"", bytes(10), bytes(64), bytes(64) + b"an old table's slots"])
+@pytest.mark.parametrize(
+    "held",
+    [
+        b"",
+        bytes(10),
+        bytes(64),
+        bytes(64) + b"an old table's slots",
+        MAGIC + struct.pack("<III", DEFAULT_CAPACITY, 0, 0) + bytes(52),  # the mark, and a table of no slots
+    ],
+)
 def test_an_empty_file_or_one_of_zeros_is_made_a_table(path: Path, held: bytes) -> None:
     """A new file, or one whose making was cut short (``_make`` writes the header last, so a file of zeros
     there may hold an old table's slots after it)."""
@@ -154,6 +184,48 @@ def test_the_table_grows_and_keeps_every_live_key(path: Path, frozen: FrozenDate
     assert all(storage.get_moving_window(f"key-{i}", 2, 600)[1] == 1 for i in range(3000))
     assert all(storage.get(f"counter-{i}") == 1 for i in range(3000))
     assert not storage.acquire_entry("key-7", 1, 600)
+    assert storage.reset() == 6000
+    assert path.stat().st_size == before  # forgetting every key gives the disk back
+    assert storage.get("counter-7") == 0 and storage.acquire_entry("key-7", 1, 600)
+
+
+def new_keys_that_grow_the_file(storage: MmapStorage, path: Path, keys: int) -> list[int]:
+    """Which of ``keys`` new keys (counting from 1) found the file larger once it was added."""
+    grew, size = [], 0
+    for n in range(1, keys + 1):
+        storage.incr(f"counter-{n}", 600)
+        if path.stat().st_size != size:
+            grew.append(n)
+            size = path.stat().st_size
+    return grew
+
+
+def test_a_table_is_rebuilt_twice_as_large_when_seventy_percent_full(path: Path, frozen: FrozenDateTimeFactory) -> None:
+    """A new table has 1,024 slots: 716 keys fit (70 %), the 717th doubles it to 2,048, where 1,433 fit."""
+    storage = open_storage(path, capacity=2)
+    assert new_keys_that_grow_the_file(storage, path, 1500) == [1, 717, 1434]
+    assert all(storage.get(f"counter-{n}") == 1 for n in range(1, 1501))
+
+
+def test_a_table_of_large_rings_starts_with_sixteen_slots(path: Path, frozen: FrozenDateTimeFactory) -> None:
+    """At the largest capacity a slot is 512 KiB: the first table is 16 of them (8 MiB), not the 1 MiB a
+    smaller ring's table is, and not one slot that grows at every new key. 11 keys fit; the 12th doubles it."""
+    storage = open_storage(path, capacity=65536)
+    storage.check()
+    assert 8 << 20 < path.stat().st_size < 9 << 20
+    assert new_keys_that_grow_the_file(storage, path, 12) == [1, 12]
+    assert 16 << 20 < path.stat().st_size < 17 << 20
+
+
+def test_a_file_cut_short_is_made_again_at_its_larger_capacity(path: Path) -> None:
+    """A table whose file lost its end (a copy cut short, say) is made again, empty, at the larger of its
+    own capacity and the opener's, so that a worker asking for the larger one does not empty it again."""
+    assert open_storage(path, capacity=16).acquire_entry("k", 16, 60)
+    os.truncate(path, 100)  # the header is whole, the slots are not
+    small = open_storage(path, capacity=8)
+    assert small.get_moving_window("k", 8, 60)[1] == 0
+    assert small.acquire_entry("k", 8, 60, amount=8)
+    assert open_storage(path, capacity=16).get_moving_window("k", 16, 60)[1] == 8
 
 
 def test_expired_and_cleared_slots_are_reused_so_the_table_stays_small(
@@ -202,7 +274,7 @@ def test_the_read_pace_step_answers_as_its_three_separate_calls_would(
     assert storage.acquire_entry_unless_held("hold", "reads", 3, 60, amount=2) == (0.0, True)
     assert storage.acquire_entry_unless_held("hold", "reads", 3, 60, amount=2) == (0.0, False)  # 4 > 3
     assert storage.acquire_entry_unless_held("hold", "reads", 3, 60, amount=4) == (0.0, False)  # > limit
-    storage.incr("hold", 30, amount=30)
+    storage.incr("hold", 30)  # as the pace's hold counts: 1, expiring when the hold ends
     assert storage.acquire_entry_unless_held("hold", "reads", 3, 60) == (START.timestamp() + 30, False)
     assert storage.get_moving_window("reads", 3, 60)[1] == 2  # a held call adds nothing
     frozen.tick(30)  # the hold expires with its counter

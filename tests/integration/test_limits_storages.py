@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 import random
 import sqlite3
 import stat
@@ -196,6 +197,7 @@ def test_a_new_storage_file_is_readable_by_its_owner_only(storage: AnyStorage, d
 
 
 def test_counters_for_the_fixed_window_strategy(storage: AnyStorage, frozen: FrozenDateTimeFactory) -> None:
+    assert storage.get_expiry("n") == START.timestamp()  # none yet: now, as limits' memory storage answers
     assert storage.incr("n", 30) == 1
     assert storage.incr("n", 30, amount=2) == 3
     assert storage.get("n") == 3
@@ -210,6 +212,61 @@ def test_counters_for_the_fixed_window_strategy(storage: AnyStorage, frozen: Fro
     assert limiter.hit(two_a_minute, "x")
     assert storage.reset() == 2
     assert storage.get("n") == 0
+    assert storage.incr("n", 30, amount=5) == 5  # a new counter starts at the amount, not at 1
+
+
+def test_a_counter_and_a_window_of_one_name_are_two_keys(storage: AnyStorage, frozen: FrozenDateTimeFactory) -> None:
+    """The fixed-window strategy and the moving window may use one key name: neither sees the other."""
+    assert storage.acquire_entry("k", 2, 60, amount=2)
+    assert storage.incr("k", 60, amount=7) == 7
+    assert storage.get_moving_window("k", 2, 60) == (START.timestamp(), 2)
+    assert not storage.acquire_entry("k", 2, 60)
+    assert storage.get("k") == 7
+
+
+def test_clear_forgets_a_name_and_nothing_else(storage: AnyStorage, frozen: FrozenDateTimeFactory) -> None:
+    """Cleared among many keys (two thousand fill several slots of one probe chain in the mmap table):
+    its window admits a whole burst again, its counter starts again, every other key is as it was."""
+    for i in range(2000):
+        assert storage.acquire_entry(f"k{i}", 4, 600, amount=4)
+        storage.incr(f"k{i}", 600)
+    for i in range(0, 2000, 2):
+        storage.clear(f"k{i}")
+    assert [storage.get_moving_window(f"k{i}", 4, 600)[1] for i in range(6)] == [0, 4, 0, 4, 0, 4]
+    assert [storage.get(f"k{i}") for i in range(6)] == [0, 1, 0, 1, 0, 1]
+    assert all(storage.get_moving_window(f"k{i}", 4, 600)[1] == 4 for i in range(1, 2000, 2))
+    assert all(storage.get(f"k{i}") == 1 for i in range(1, 2000, 2))
+    assert storage.acquire_entry("k0", 4, 600, amount=4)  # what the cleared slot held is not read again
+    assert not storage.acquire_entry("k1", 4, 600)
+
+
+def test_a_clock_stepped_back_never_shortens_a_window(storage: AnyStorage, frozen: FrozenDateTimeFactory) -> None:
+    """A racer's (or a stepped clock's) earlier reading is raised to the newest entry's time, so the list
+    stays ordered and a read counts every entry still inside."""
+    assert storage.acquire_entry("k", 5, 60)
+    frozen.tick(-10)
+    assert storage.acquire_entry("k", 5, 60)
+    frozen.tick(5)
+    assert storage.acquire_entry("k", 5, 60)
+    assert storage.get_moving_window("k", 5, 4) == (START.timestamp(), 3)
+
+
+def test_an_entry_exactly_expiry_old_is_still_in_the_window(storage: AnyStorage, frozen: FrozenDateTimeFactory) -> None:
+    assert storage.acquire_entry("k", 3, 60)
+    frozen.tick(1)
+    assert storage.acquire_entry("k", 3, 60)
+    frozen.tick(10)
+    assert storage.get_moving_window("k", 3, 11) == (START.timestamp(), 2)
+    assert storage.get_moving_window("k", 3, 10) == (START.timestamp() + 1, 1)
+
+
+def test_a_storage_pickles_into_one_that_shares_its_file(storage: AnyStorage, frozen: FrozenDateTimeFactory) -> None:
+    """As limits' own memory storage does, for a program that hands a storage to another process."""
+    assert storage.acquire_entry("k", 3, 60)
+    copy = pickle.loads(pickle.dumps(storage))  # noqa: S301  (bytes this test has just made)
+    assert copy.get_moving_window("k", 3, 60) == (START.timestamp(), 1)
+    assert copy.acquire_entry("k", 3, 60, amount=2)
+    assert not storage.acquire_entry("k", 3, 60)
 
 
 def test_threads_count_exactly(storage: AnyStorage) -> None:
