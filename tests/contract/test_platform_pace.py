@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from freezegun.api import FrozenDateTimeFactory
+from limits.errors import ConfigurationError
 
 from adapters.throttle.limits_platform_pace import LimitsPlatformPace
 from community_api.errors import RateLimited
@@ -101,6 +102,8 @@ def test_a_minute_of_reads_at_one_instant_waits_the_whole_window(
     pace = make()
     for _ in range(LIMIT):
         pace.admit("c1", 1)
+    # At that very instant: 60 s later those reads are exactly a minute old and still inside.
+    assert refused(pace).retry_after == 61
     frozen.tick(0.25)
     assert refused(pace).retry_after == 60
     frozen.tick(59)
@@ -151,6 +154,7 @@ def test_what_a_call_counted_already_counts_towards_its_wait_and_its_whole_budge
     assert pace.status("c1").reads_last_minute == LIMIT
     pace.admit("c2", LIMIT)  # another account's call holding its whole budget
     pace.admit("c2", 40, counted=LIMIT)  # goes on without counting
+    pace.admit("c2", 40, counted=LIMIT + 40)  # and on
     assert pace.status("c2").reads_last_minute == LIMIT
     refused(pace, connection_id="c2")  # another call of that account is refused
 
@@ -163,7 +167,7 @@ def pace_refusal_of(pace: PlatformPace, reads: int, counted: int) -> RateLimited
 
 
 # Redis ends a hold on its own clock, which freezegun cannot move: it has the real-time test below.
-@pytest.mark.parametrize("make", ["fake", "sqlite", "memory"], indirect=True)
+@pytest.mark.parametrize("make", ["fake", "mmap", "sqlite", "memory"], indirect=True)
 def test_the_platforms_429_holds_every_call_then_ends_exactly(
     make: Callable[[], PlatformPace], frozen: FrozenDateTimeFactory
 ) -> None:
@@ -173,6 +177,7 @@ def test_the_platforms_429_holds_every_call_then_ends_exactly(
         error = refused(worker_b, reads=reads, writes=writes)
         assert (error.retry_after, error.details["reason"]) == (90, "platform_hold")
     assert worker_b.status("c1").held_until == START + timedelta(seconds=90)
+    assert worker_b.status("c1").next_read_at == START + timedelta(seconds=90)  # every read is left, yet held
     assert worker_b.write_status("c1").next_write_at == START + timedelta(seconds=90)
     worker_b.hold("c1", 30)  # a shorter hold does not cut the longer one
     frozen.tick(89)
@@ -184,6 +189,31 @@ def test_the_platforms_429_holds_every_call_then_ends_exactly(
     worker_b.admit("c2", 0)  # other connections were never held
     worker_b.admit("c1", 0, 1)
     assert worker_b.write_status("c1").writes_last_minute == 1  # held writes counted nothing either
+
+
+@pytest.mark.parametrize("make", ["fake", "mmap", "sqlite", "memory"], indirect=True)
+def test_a_longer_hold_replaces_a_shorter_one(make: Callable[[], PlatformPace], frozen: FrozenDateTimeFactory) -> None:
+    worker_a, worker_b = make(), make()
+    worker_a.hold("c1", 30)
+    frozen.tick(10)
+    worker_b.hold("c1", 60)
+    assert refused(worker_a).retry_after == 60
+    frozen.tick(59)
+    assert refused(worker_b, reads=0, writes=1).retry_after == 1
+
+
+@pytest.mark.parametrize("make", ["fake", "mmap", "sqlite", "memory"], indirect=True)
+def test_a_call_holding_its_whole_budget_is_held_too(
+    make: Callable[[], PlatformPace], frozen: FrozenDateTimeFactory
+) -> None:
+    """A feed read of more pages than the budget holds its whole budget; the platform's 429 on one of its
+    pages holds the rest of them, uncounted as they would be."""
+    pace = make()
+    pace.admit("c1", LIMIT)
+    pace.hold("c1", 30)
+    with pytest.raises(RateLimited) as error:
+        pace.admit("c1", 1, counted=LIMIT)
+    assert (error.value.retry_after, error.value.details["reason"]) == (30, "platform_hold")
 
 
 def test_a_hold_on_redis_ends_on_time(redis_uri: str) -> None:
@@ -239,3 +269,16 @@ def test_a_call_is_reads_or_writes(make: Callable[[], PlatformPace]) -> None:
     with pytest.raises(ValueError, match="reads or writes"):
         pace.admit("c1", 1, 1)
     assert pace.status("c1").reads_last_minute == 0 and pace.write_status("c1").writes_last_minute == 0
+
+
+@pytest.mark.parametrize(("reads", "writes"), [(0, 20), (60, 0), (-1, 20)])
+def test_a_pace_without_a_read_or_a_write_a_minute_is_refused(tmp_path: Path, reads: int, writes: int) -> None:
+    with pytest.raises(ConfigurationError, match="at least one read and one write a minute"):
+        LimitsPlatformPace(f"mmap://{tmp_path / 'pace.mmap'}", reads, writes)
+
+
+def test_a_storage_that_does_not_answer_makes_the_pace_not_ready(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    assert LimitsPlatformPace(f"mmap://{tmp_path / 'pace.mmap'}", LIMIT).ready() is None
+    unusable = LimitsPlatformPace(f"mmap://{tmp_path / 'a-file' / 'pace.mmap'}", LIMIT)  # its folder is a file
+    assert unusable.ready() == "the platform pace's storage does not answer"

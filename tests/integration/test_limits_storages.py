@@ -12,6 +12,7 @@ import random
 import sqlite3
 import stat
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import closing
 from datetime import UTC, datetime
@@ -169,8 +170,88 @@ def test_entries_are_trimmed_and_expire_like_redis_lists(storage: AnyStorage, fr
     assert storage.get_moving_window("k", 10, 1000)[1] == 3  # only the newest `limit` are kept
     frozen.tick(100)  # 100 s after the last acquisition the whole key has expired
     assert storage.get_moving_window("k", 10, 1000)[1] == 0
-    assert storage.acquire_entry("other", 1, 5)
+    assert storage.acquire_entry("other", 2, 5)
+    assert storage.acquire_entry("other", 2, 5)  # one key, however many entries
     assert storage.reset() == 1  # "k" had expired: only "other" is left
+
+
+def test_a_key_expired_exactly_now_starts_empty_whatever_window_is_asked(
+    storage: AnyStorage, frozen: FrozenDateTimeFactory
+) -> None:
+    """The key expires ``expiry`` after its last acquisition (Redis's EXPIRE), at that instant; its entries
+    go with it, even for a caller that then asks for a longer window."""
+    assert storage.acquire_entry("k", 1, 10)
+    frozen.tick(9.5)
+    assert storage.get_moving_window("k", 1, 60) == (START.timestamp(), 1)
+    frozen.tick(0.5)
+    assert storage.get_moving_window("k", 1, 60) == (START.timestamp() + 10, 0)
+    assert storage.acquire_entry("k", 1, 60)
+    assert not storage.acquire_entry("k", 1, 60)
+
+
+def test_a_counter_keeps_the_expiry_it_was_made_with(storage: AnyStorage, frozen: FrozenDateTimeFactory) -> None:
+    """A fixed window: adding to the counter does not push its end back."""
+    assert storage.incr("n", 30) == 1
+    frozen.tick(20)
+    assert storage.incr("n", 30) == 2
+    assert storage.get_expiry("n") == START.timestamp() + 30
+    frozen.tick(10)
+    assert storage.get("n") == 0
+
+
+def test_sqlite_keeps_about_limit_rows_for_a_key_acquired_often(
+    sqlite_storage: SQLiteStorage, db_path: Path, frozen: FrozenDateTimeFactory
+) -> None:
+    for _ in range(1000):
+        assert sqlite_storage.acquire_entry("k", 10, 1)
+        frozen.tick(0.2)
+    with closing(sqlite3.connect(db_path)) as db:
+        (rows,) = db.execute("SELECT COUNT(*) FROM throttle_marks WHERE key = 'k'").fetchone()
+    assert rows <= 10 + 16  # the newest ``limit``, and those since the last trim
+
+
+def test_sqlite_waits_for_another_writer_then_gives_up_after_its_timeout(db_path: Path) -> None:
+    """A write lock held elsewhere (another worker's transaction) is waited for, up to the storage's
+    ``timeout``; then SQLite's "database is locked" stands."""
+    storage = SQLiteStorage(f"sqlite:///{db_path}", timeout=1.0)
+    assert storage.acquire_entry("k", 5, 60)
+    with closing(sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)) as other:
+        other.execute("BEGIN IMMEDIATE")
+        release = threading.Timer(0.3, lambda: other.execute("COMMIT"))
+        release.start()
+        try:
+            assert storage.acquire_entry("k", 5, 60)  # after the other transaction ends
+        finally:
+            release.join()
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+                storage.acquire_entry("k", 5, 60)
+        finally:
+            other.execute("ROLLBACK")
+    assert storage.get_moving_window("k", 5, 60)[1] == 2
+
+
+def test_sqlite_raises_an_error_that_is_not_a_lock_at_once(db_path: Path) -> None:
+    storage = SQLiteStorage(f"sqlite:///{db_path}", timeout=30.0)
+    assert storage.acquire_entry("k", 5, 60)
+    with closing(sqlite3.connect(db_path)) as other, other:
+        other.execute("DROP TABLE throttle_marks")
+    started = time.monotonic()
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        storage.acquire_entry("k", 5, 60)
+    assert time.monotonic() - started < 5  # not retried as a lock wait would be, for 30 s
+
+
+def test_sqlite_a_write_cut_short_leaves_no_transaction_open(
+    sqlite_storage: SQLiteStorage, frozen: FrozenDateTimeFactory
+) -> None:
+    """An exception inside a write (here a bad argument; in a worker, gunicorn's timeout) rolls it back:
+    the storage's next call starts a transaction of its own, and nothing half-written stays."""
+    with pytest.raises(TypeError):
+        sqlite_storage.incr("n", "thirty")  # type: ignore[arg-type]
+    assert sqlite_storage.incr("n", 30) == 1
+    assert sqlite_storage.get("n") == 1
 
 
 def test_sqlite_deletes_the_rows_of_expired_keys(
