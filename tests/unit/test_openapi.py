@@ -343,6 +343,94 @@ def test_every_link_names_something_its_target_finds(ready: Ready) -> None:
     assert world.delete(f"/v1/posts/{post['id']}", key).status_code == 204
 
 
+def test_each_answer_links_to_every_operation_it_names_the_path_of_and_to_no_other(world: World) -> None:
+    """The whole map: a link per operation whose path fields all come from the answer; none to an operation
+    that takes no path field (every answer would link to it), none from an operation to itself."""
+    document = world.client.simulate_get("/v1/openapi.json").json
+    links = {
+        operation["operationId"]: sorted(answer["links"])
+        for operations in document["paths"].values()
+        for operation in operations.values()
+        for answer in operation["responses"].values()
+        if "links" in answer
+    }
+    assert links == {
+        "list_groups": ["create_post", "get_feed", "get_group"],
+        "get_group": ["create_post", "get_feed"],
+        "get_feed": ["create_comment", "delete_post", "get_post", "list_comments"],
+        "create_post": ["create_comment", "delete_post", "get_post", "list_comments"],
+        "get_post": ["create_comment", "delete_comment", "delete_post", "list_comments"],
+        "list_comments": ["delete_comment"],
+        "create_comment": ["delete_comment"],
+        "list_dms": ["get_dm_thread"],
+        "send_dm": ["get_dm_thread"],
+    }
+
+
+def test_a_data_argument_is_required_in_the_document_exactly_when_the_tool_requires_it(world: World) -> None:
+    """What a generated client makes a required argument: each path field, and each query parameter, header
+    or body field the MCP tool requires; every other one optional. A body, where there is one, is sent."""
+    from adapters.operations import OPERATIONS
+
+    document = world.client.simulate_get("/v1/openapi.json").json
+    for spec in OPERATIONS:
+        operation = document["paths"][spec.http.path][spec.http.method.lower()]
+        required = set(spec.input_schema.get("required", []))
+        places = {arg: place for arg, place in spec.http.where.items()} | {
+            "idempotencyKey": ("header", "Idempotency-Key")
+        }
+        documented = {(p["in"], p["name"]): p["required"] for p in operation["parameters"]}
+        body = operation.get("requestBody")
+        fields = body["content"]["application/json"]["schema"] if body else {"properties": {}, "required": []}
+        for arg in spec.input_schema["properties"]:
+            if arg in fields["properties"]:
+                assert (arg in fields["required"]) is (arg in required), (spec.name, arg)
+                continue
+            where, name = places.get(arg, ("query", arg))
+            assert documented[(where, name)] is (where == "path" or arg in required), (spec.name, arg)
+        assert body is None or body["required"] is True, spec.name
+    feed = document["paths"]["/v1/groups/{gid}/posts"]
+    assert feed["post"]["requestBody"]["content"]["application/json"]["schema"]["required"] == ["title"]
+    assert {p["name"]: p["required"] for p in feed["get"]["parameters"]}["gid"] is True
+
+
+def test_a_dm_body_the_service_refuses_for_its_recipients_is_one_the_document_refuses(ready: Ready) -> None:
+    """Exactly one of ``to`` and ``conversationId``: the service's rule, in the body's schema."""
+    import jsonschema
+
+    world = ready.world
+    document = world.client.simulate_get("/v1/openapi.json").json
+    schema = document["paths"]["/v1/dms"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    one = "0123456789abcdef0123456789abcdef"
+    for body in ({"content": "hi"}, {"to": one, "conversationId": one, "content": "hi"}):
+        assert world.post("/v1/dms", ready.key, body).status_code == 400
+        assert not jsonschema.Draft202012Validator(schema).is_valid(body), body
+    assert jsonschema.Draft202012Validator(schema).is_valid({"to": one, "content": "hi"})
+
+
+def test_every_data_operation_documents_the_503_and_the_errors_details(world: World) -> None:
+    """A client may rely on what the document promises: a 503 from any data operation, and an error that
+    always has its code, message and details (the service's refusals always carry all three), a retryAfter
+    of at least one second."""
+    import jsonschema
+
+    from adapters.operations import OPERATIONS
+
+    document = world.client.simulate_get("/v1/openapi.json").json
+    for spec in OPERATIONS:
+        answers = document["paths"][spec.http.path][spec.http.method.lower()]["responses"]
+        assert answers["503"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Error"}
+    error = {"$ref": "#/components/schemas/Error", "components": document["components"]}
+    valid = jsonschema.Draft202012Validator(error)
+    assert valid.is_valid({"error": {"code": "rate_limited", "message": "wait", "details": {"retryAfter": 1}}})
+    for answer in (
+        {},
+        {"error": {"code": "rate_limited", "message": "wait"}},
+        {"error": {"code": "rate_limited", "message": "wait", "details": {"retryAfter": 0}}},
+    ):
+        assert not valid.is_valid(answer), answer
+
+
 def test_every_429_the_service_answers_is_documented_with_its_retry_after(world: World) -> None:
     """A generated client learns from the document that it may be told to wait, and where the wait is: each
     data operation and each management route with a limit documents 429 with a ``Retry-After`` header, and
