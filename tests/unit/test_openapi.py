@@ -559,3 +559,54 @@ def test_the_services_own_ids_have_the_shape_the_document_gives_them(ready: Read
     headers = {"Authorization": f"Bearer {ready.key}", "X-Community-Connection": "B", "Accept": "application/json"}
     assert world.client.simulate_post("/v1/mcp", json=notification, headers=headers).status_code == 202
     assert schema_of("/v1/mcp", "post", "X-Community-Connection").is_valid("B")
+
+
+def test_each_management_route_asks_for_the_credentials_the_document_names(ready: Ready) -> None:
+    """Called with none: a route the document secures with the web session or a key answers 401, one it
+    secures with nothing answers without asking (a generated client sends what the document says)."""
+    world = ready.world
+    document = world.client.simulate_get("/v1/openapi.json").json
+    key_id = world.client.simulate_get("/v1/me", headers=ready.browser.headers()).json["keys"][0]["id"]
+    ids = {"{key_id}": key_id, "{connection_id}": ready.connection["id"]}
+    asked: dict[str, list[str]] = {"webSession": [], "apiKey": [], "none": []}
+    for path, operations in document["paths"].items():
+        if not path.startswith("/v1/"):
+            continue  # OAuth's, with security [] and tested in test_oauth_flow.py
+        for method, operation in operations.items():
+            if operation.get("tags") == ["data"]:
+                continue
+            target = path
+            for name, value in ids.items():
+                target = target.replace(name, value)
+            answer = world.client.simulate_request(method.upper(), target, json={})
+            schemes = [name for rule in operation["security"] for name in rule] or ["none"]
+            assert len(schemes) == 1, (method, path, schemes)
+            assert (answer.status_code == 401) is (schemes[0] != "none"), (method, path, answer.status_code)
+            asked[schemes[0]].append(operation["operationId"])
+    assert "sign_out" in asked["webSession"] and "get_me" in asked["webSession"]
+    assert sorted(asked["none"]) == ["create_account", "get_openapi", "sign_in"]
+    assert asked["apiKey"] == ["mcp"]
+
+
+def test_management_answers_are_typed_and_rotation_documents_its_grace(world: World) -> None:
+    """Every answer with a body is a schema a client can type (not a bare object), but the document's own;
+    rotating documents ``grace`` with the core's choices; deleting the account requires its password."""
+    from community_api import keys
+
+    document = world.client.simulate_get("/v1/openapi.json").json
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            for status, answer in operation["responses"].items():
+                schema = answer.get("content", {}).get("application/json", {}).get("schema")
+                if status.startswith("2") and schema is not None and path != "/v1/openapi.json":
+                    assert schema != {"type": "object"}, (method, path, status)
+    rotate = document["paths"]["/v1/keys/{key_id}/rotate"]["post"]
+    grace = {p["name"]: p for p in rotate["parameters"]}["grace"]
+    assert (grace["in"], grace["required"]) == ("query", False)
+    assert grace["schema"]["enum"] == list(keys.GRACE_CHOICES) and grace["schema"]["default"] == "24h"
+    deletion = document["paths"]["/v1/me"]["delete"]["requestBody"]["content"]["application/json"]["schema"]
+    assert deletion["required"] == ["password"]
+    browser = world.sign_up()
+    refused = world.client.simulate_delete("/v1/me", json={}, headers=browser.headers())
+    assert refused.status_code in (400, 403), refused.text
+    assert world.client.simulate_get("/v1/me", headers=browser.headers()).status_code == 200  # still there
