@@ -328,6 +328,14 @@ def test_unknown_body_fields_are_refused(ready: Ready) -> None:
 def test_unknown_query_parameters_are_refused(ready: Ready) -> None:
     result = ready.world.get("/v1/groups/builders-club/posts", ready.key, params={"page": "2"})
     assert_error(result, 400, "invalid_request")
+    # The MCP argument that REST takes as the Idempotency-Key header is not a query parameter: a client that
+    # put it there would believe its retry safe, and post twice.
+    posted = ready.world.post(
+        "/v1/groups/builders-club/posts", ready.key, {"title": "x"}, params={"idempotencyKey": "k1"}
+    )
+    assert_error(posted, 400, "invalid_request")
+    assert posted.json["error"]["message"] == "unknown query parameter: idempotencyKey"
+    assert ready.world.get("/v1/groups/builders-club/posts", ready.key).json["posts"][0]["title"] != "x"
 
 
 def test_unexpected_failure_is_a_plain_500(ready: Ready) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import falcon.inspect
@@ -144,6 +145,72 @@ def test_answers_are_named_components_shared_by_every_operation(world: World) ->
     assert "content" not in document["paths"]["/v1/posts/{post_id}"]["delete"]["responses"]["204"]
 
 
+def closed_objects(schema: Any, components: dict[str, Any]) -> Any:
+    """``schema`` with every object that names its properties closed to others; an ``allOf`` of objects (a
+    key and its usage, a key and its secret) is first made one object of all their properties."""
+    if isinstance(schema, list):
+        return [closed_objects(item, components) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if "allOf" in schema:
+        members = [components[m["$ref"].rsplit("/", 1)[1]] if "$ref" in m else m for m in schema["allOf"]]
+        schema = {
+            "type": "object",
+            "properties": {name: value for m in members for name, value in m["properties"].items()},
+            "required": [name for m in members for name in m.get("required", [])],
+        }
+    made = {name: closed_objects(value, components) for name, value in schema.items()}
+    if "properties" in schema:
+        made["additionalProperties"] = False
+    return made
+
+
+def test_every_object_an_answer_holds_has_every_property_it_names(world: World) -> None:
+    """The service writes every field of what it answers (null where there is none), so each answer's
+    objects require all their properties: a generated client gets fields, not optional ones."""
+    from adapters.operations import OPERATIONS
+
+    document = world.client.simulate_get("/v1/openapi.json").json
+    answers = [
+        answer["content"]["application/json"]["schema"]
+        for operations in document["paths"].values()
+        for operation in operations.values()
+        for status, answer in operation["responses"].items()
+        if status.startswith("2") and "content" in answer and operation["tags"][0] in ("data", "account")
+    ]
+    components = [schema for name, schema in document["components"]["schemas"].items() if name != "Error"]
+    tools = [spec.output_schema for spec in OPERATIONS]
+
+    def objects(schema: Any) -> Iterator[dict[str, Any]]:
+        if isinstance(schema, list):
+            for item in schema:
+                yield from objects(item)
+        elif isinstance(schema, dict):
+            if "properties" in schema:
+                yield schema
+            for value in schema.values():
+                yield from objects(value)
+
+    found = [o for o in objects(answers + components + tools) if "error" not in o["properties"]]
+    loose = [sorted(set(o["properties"]) - set(o.get("required", []))) for o in found]
+    assert [names for names in loose if names] == []
+    assert len(found) > 30
+    deleted = next(spec for spec in OPERATIONS if spec.name == "delete_post").output_schema
+    assert deleted["properties"]["deleted"] == {"const": True}  # never false: a refusal is an error
+
+
+def test_the_document_is_the_same_when_built_with_the_clock_frozen() -> None:
+    """freezegun (which tests and a user's own tests of a client may run under) puts its own ``datetime``
+    class in the model's module: the timestamps are still date-times, not a failure to build."""
+    from freezegun import freeze_time
+
+    from adapters.http.openapi import document
+
+    expected = document()
+    with freeze_time("2030-01-01"):
+        assert document() == expected
+
+
 def test_real_answers_match_their_documented_schemas(ready: Ready) -> None:
     """The answers of the management routes and of the data routes, as the service gives them, validate
     against the schema the document gives each (its named components resolved in the document)."""
@@ -157,6 +224,13 @@ def test_real_answers_match_their_documented_schemas(ready: Ready) -> None:
         assert str(answer.status_code) in responses, (method, path, answer.status_code, answer.text)
         schema = responses[str(answer.status_code)]["content"]["application/json"]["schema"]
         jsonschema.validate(answer.json, {**schema, "components": document["components"]})
+        # And nothing in the answer that the document leaves out (a client generated from it drops it).
+        components = document["components"]["schemas"]
+        closed = {
+            **closed_objects(schema, components),
+            "components": {"schemas": closed_objects(components, components)},
+        }
+        jsonschema.Draft202012Validator(closed).validate(answer.json)
 
     headers = ready.browser.headers()
     signed = world.client.simulate_post(
