@@ -485,6 +485,28 @@ def test_arguments_of_the_wrong_shape_never_give_a_500(world: McpWorld) -> None:
         assert (error["code"], error["message"]) == ("not_found", "no such tool")
 
 
+def test_each_tool_tells_an_agent_what_calling_it_does(world: McpWorld) -> None:
+    """The annotations a client reads to decide whether to ask the person first: reads change nothing;
+    deletes are destructive (and idempotent: deleting again changes nothing more); posting, commenting and
+    sending are not idempotent (called twice, they act twice) nor destructive; every tool reaches the
+    platform, a world outside the service."""
+    tools = world.rpc("tools/list", {}).json["result"]["tools"]
+    hints = {
+        tool["name"]: tuple(
+            tool["annotations"].get(hint) for hint in ("readOnlyHint", "destructiveHint", "idempotentHint")
+        )
+        for tool in tools
+    }
+    reads = ("whoami", "list_groups", "get_group", "get_feed", "get_post", "list_comments", "list_dms")
+    assert hints == {
+        **dict.fromkeys((*reads, "get_dm_thread"), (True, None, None)),
+        **dict.fromkeys(("create_post", "create_comment", "send_dm"), (False, False, False)),
+        **dict.fromkeys(("delete_post", "delete_comment"), (False, True, True)),
+    }
+    assert all(tool["annotations"]["openWorldHint"] is True for tool in tools)
+    assert all(tool["annotations"]["title"] for tool in tools)
+
+
 def test_a_tool_outside_the_keys_scopes_is_refused_naming_the_scope(world: McpWorld) -> None:
     for tool, args, scope in [
         ("create_post", {"group": FEED, "title": "x"}, "posts:write"),
