@@ -37,11 +37,13 @@ class RunningSandbox:
 
 
 @contextmanager
-def sandbox_server(*args: str) -> Iterator[RunningSandbox]:
-    """Yield the running sandbox once it has printed its ready line (after its certificate lines)."""
+def sandbox_server(*args: str, command: tuple[str, ...] = ("scripts.sandbox",)) -> Iterator[RunningSandbox]:
+    """Yield the running sandbox once it has printed its ready line (after its certificate lines).
+    ``command``: the module run, with its arguments before ``--bind`` (``adapters.cli sandbox``: the
+    ``community-api sandbox`` a user types)."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "scripts.sandbox", "--bind", f"127.0.0.1:{port}", *args],
+        [sys.executable, "-m", *command, "--bind", f"127.0.0.1:{port}", *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

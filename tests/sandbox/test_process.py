@@ -92,6 +92,21 @@ def test_https_offers_http2_and_http1_and_the_certificate_names_loopback() -> No
         assert alpn(running.base, running.cert, ["h2", "http/1.1"]) == "http/1.1"
 
 
+@pytest.mark.slow
+def test_community_api_sandbox_passes_its_options_on() -> None:
+    """``community-api sandbox``, as the README has a user start it: seed 1 unless told, plain HTTP or
+    HTTPS with HTTP/1.1 only when asked."""
+    cli = ("adapters.cli", "sandbox")
+    with sandbox_server("--plain-http", command=cli) as running:
+        assert running.base.startswith("http://") and running.cert is None
+        assert requests.get(f"{running.base}/__sandbox/state", timeout=5).json()["seed"] == 1
+    with sandbox_server("--http1", "--seed", "4", command=cli) as running:
+        assert running.cert is not None
+        assert alpn(running.base, running.cert, ["h2", "http/1.1"]) == "http/1.1"
+        state = requests.get(f"{running.base}/__sandbox/state", timeout=5, verify=running.verify).json()
+        assert state["seed"] == 4
+
+
 def test_an_address_in_use_is_refused_in_one_line_before_announcing_anything() -> None:
     """Before, the "listening" line came from the other program's answer, then granian failed to bind."""
     with socket.socket() as taken:

@@ -275,3 +275,14 @@ def test_threads_gunicorn_would_take_badly_are_refused(worker_class: str, given:
 def test_the_timeout_given_is_the_one_gunicorn_runs_with() -> None:
     argv = gunicorn_argv(serve_args("127.0.0.1:8000", timeout=45), Settings())
     assert argv[argv.index("--timeout") + 1] == "45"
+
+
+def test_serve_run_as_typed_restarts_a_silent_worker_after_120_s_and_loads_the_app_in_each_worker() -> None:
+    """``community-api serve`` with no flags, as docs/deployment.md describes it: gunicorn's ``--timeout``
+    120 s, well above the platform's own time-outs; new workers load the code afresh unless ``--preload``."""
+    from adapters.cli import build_parser
+
+    typed = gunicorn_argv(build_parser().parse_args(["serve"]), Settings())
+    assert typed[typed.index("--timeout") + 1] == "120"
+    assert "--preload" not in typed
+    assert "--preload" in gunicorn_argv(build_parser().parse_args(["serve", "--preload"]), Settings())
