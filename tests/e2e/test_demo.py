@@ -46,6 +46,7 @@ def test_demo_prints_curl_lines_that_work(stop: str, demo_env: dict[str, str]) -
     which gives the demo a second one moments later (make passes its own on to its child)."""
     api_port, platform_port = free_port(), free_port()
     metrics = Path(demo_env["TMPDIR"]) / "real-service-metrics"
+    real_database = Path(demo_env["TMPDIR"]) / "real-service.sqlite3"
     if stop == "SIGHUP":
         # Once, from a shell that exported a real service's settings: the demo must not follow them to its
         # public URL, a Grid that cannot reach the stand-in, or its metrics folder (which a start empties).
@@ -54,6 +55,9 @@ def test_demo_prints_curl_lines_that_work(stop: str, demo_env: dict[str, str]) -
         demo_env = demo_env | {
             "COMMUNITY_API_PUBLIC_URL": "https://api.example.com",
             "COMMUNITY_API_SELENIUM_REMOTE_URL": "http://127.0.0.1:9",
+            "COMMUNITY_API_THROTTLE_STORAGE": "redis://127.0.0.1:9/0",  # its shared storage: nothing listens
+            "COMMUNITY_API_TRUSTED_PROXIES": "",  # set empty: as if not set, and not named
+            "COMMUNITY_API_DB": str(real_database),  # a tunable, but the demo's own database wins
             "PROMETHEUS_MULTIPROC_DIR": str(metrics),
         }
     demo = subprocess.Popen(
@@ -89,10 +93,14 @@ def test_demo_prints_curl_lines_that_work(stop: str, demo_env: dict[str, str]) -
         output = "\n".join(lines)
         assert "Press Ctrl-C" in output, output
         if stop == "SIGHUP":
-            assert "demo: not passing on COMMUNITY_API_PUBLIC_URL, COMMUNITY_API_SELENIUM_REMOTE_URL, " in output
+            assert (
+                "demo: not passing on COMMUNITY_API_PUBLIC_URL, COMMUNITY_API_SELENIUM_REMOTE_URL, "
+                "COMMUNITY_API_THROTTLE_STORAGE, PROMETHEUS_MULTIPROC_DIR from this shell" in output
+            )
             metadata = requests.get(f"http://127.0.0.1:{api_port}/.well-known/oauth-authorization-server", timeout=10)
             assert metadata.json()["issuer"] == f"http://127.0.0.1:{api_port}"
             assert (metrics / "counter_1.db").read_bytes() == b"the real service's"
+            assert not real_database.exists()
         # The stand-in speaks HTTPS (HTTP/2), as the real hosts do, with the certificate it printed.
         platform = re.search(r"the stand-in platform: (https://\S+) .*self-signed: (\S+)\)", output)
         assert platform, output
@@ -232,8 +240,57 @@ def test_demo_refuses_an_address_another_program_listens_at(option: str) -> None
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert f"demo: cannot listen at {address} (Address already in use)" in result.stderr
-    assert f"make demo DEMO_ARGS='{option} 127.0.0.1:" in result.stderr
+    port = int(address.rsplit(":", 1)[1])
+    assert f"make demo DEMO_ARGS='{option} 127.0.0.1:{port + 10}'" in result.stderr  # the next one tried
     assert result.stdout == ""  # nothing started, nothing announced
+
+
+@pytest.mark.parametrize("bind", ["127.0.0.1:\u00b2", ":8000", "127.0.0.1:65536", "127.0.0.1:0", "127.0.0.1"])
+def test_demo_refuses_what_is_no_host_and_port_before_starting_anything(bind: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "demo", "--bind", bind, "--sandbox-bind", f"127.0.0.1:{free_port()}"],
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if not k.startswith("COMMUNITY_API_")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"demo: --bind takes HOST:PORT (a port from 1 to 65535), such as 127.0.0.1:8000, not {bind!r}\n"
+    )
+    assert result.stdout == ""
+
+
+def test_exit_after_setup_prints_a_working_key_then_stops_everything(demo_env: dict[str, str]) -> None:
+    """``demo --exit-after-setup``, for a script that wants the set-up and its lines, not a running demo:
+    exit status 0, the key printed, and nothing left listening."""
+    api_port, platform_port = free_port(), free_port()
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "adapters.cli",
+            "demo",
+            "--bind",
+            f"127.0.0.1:{api_port}",
+            "--sandbox-bind",
+            f"127.0.0.1:{platform_port}",
+            "--exit-after-setup",
+        ],
+        cwd=ROOT,
+        env=demo_env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert re.search(r"Your key \(every scope, acting as alice\):\n  cda_\S+\n", result.stdout)
+    assert "curl -s -H 'Authorization: Bearer cda_" in result.stdout
+    assert "demo: stopped; its logs and database stay in" in result.stdout
+    for port in (api_port, platform_port):
+        probe = subprocess.run(["curl", "-s", "-o", "/dev/null", f"http://127.0.0.1:{port}/"], timeout=10)
+        assert probe.returncode != 0, f"something still listens on {port}"
 
 
 def test_ctrl_c_stops_the_demo_even_when_it_started_with_sigint_ignored(demo_env: dict[str, str]) -> None:
