@@ -98,3 +98,22 @@ def test_a_channel_without_a_time_of_its_own_is_as_recent_as_its_last_message(na
     assert found.updated_at == found.last_message.created_at == datetime(2026, 11, 1, 10, 0, 0, 500_000, tzinfo=UTC)
     silent = chat.conversation({"id": "c" * 32, "user": {"id": BOB, "name": "bob"}})
     assert silent.last_message is None and silent.updated_at is None
+
+
+@pytest.mark.parametrize("user_ids", [[], [None, 7, ""]])
+def test_a_channel_that_names_no_member_at_all_costs_no_read_of_who_we_are(user_ids: list[object]) -> None:
+    """Asking who the signed-in user is may be a platform read: not for a channel whose ids name nobody."""
+    found = chat.conversation({"id": "c" * 32, "user": {"first_name": "Bob"}, "user_ids": user_ids}, _no_self_id)
+    assert found.with_ is None
+
+
+@pytest.mark.parametrize(
+    ("names", "spelling"),
+    [(("channel_id", "num_unread", "created_at"), "snake_case"), (("channelId", "numUnread", "createdAt"), "camel")],
+)
+def test_a_message_and_a_channel_are_read_in_either_spelling(names: tuple[str, str, str], spelling: str) -> None:
+    channel_id, num_unread, created_at = names
+    message = chat.message({"id": "m" * 32, channel_id: "c" * 32, created_at: "2026-11-01T10:00:00Z", "src": BOB})
+    assert message.conversation_id == "c" * 32, spelling
+    channel = {"id": "c" * 32, "user": {"id": BOB, "name": "bob"}, "metadata": {num_unread: 3}}
+    assert chat.conversation(channel).unread_count == 3, spelling
