@@ -56,9 +56,10 @@ def test_what_the_post_answer_says_wins(spelling: str) -> None:
         names[1]: "0" * 32,
         names[2]: "2026-11-26T11:59:58.5Z",
         names[3]: "2026-11-26T11:59:59Z",
-        "metadata": {"title": "Hello (trimmed)", "content": "", "upvotes": 1, "comments": 0, "pinned": 0},
+        "metadata": {"title": "Hello (trimmed)", "content": "", "upvotes": 1, "comments": 2, "pinned": 1},
     }
     post = post_from(answer)
+    assert (post.comment_count, post.pinned) == (2, True)
     assert (post.group_id, post.label_id, post.title, post.content, post.upvotes) == (
         "f" * 32,
         "0" * 32,
@@ -70,6 +71,11 @@ def test_what_the_post_answer_says_wins(spelling: str) -> None:
     assert post.updated_at == datetime(2026, 11, 26, 11, 59, 59, tzinfo=UTC)
 
 
+def test_a_post_answered_with_its_time_of_creation_alone_was_last_updated_then() -> None:
+    post = post_from({"id": POST, "name": "hello-cccc", "created_at": "2026-11-26T11:59:58Z"})
+    assert post.created_at == post.updated_at == datetime(2026, 11, 26, 11, 59, 58, tzinfo=UTC)
+
+
 def test_a_post_label_from_its_metadata_when_the_post_names_none() -> None:
     assert post_from({"id": POST, "metadata": {"labels": "1" * 32}}).label_id == "1" * 32
     # No label sent and none answered: none.
@@ -77,6 +83,17 @@ def test_a_post_label_from_its_metadata_when_the_post_names_none() -> None:
         {"id": POST}, platform_url="u", slug=None, group_id=GROUP, title="t", content="", label_id=None, now=NOW
     )
     assert none.label_id is None and none.url is None
+    named = created_post(
+        {"id": POST, "name": "t-aaaa"},
+        platform_url="u",
+        slug=None,
+        group_id=GROUP,
+        title="t",
+        content="",
+        label_id=None,
+        now=NOW,
+    )
+    assert named.url is None  # a post's address needs its group's slug as well as its own name
 
 
 @pytest.mark.parametrize(
@@ -107,6 +124,8 @@ def test_what_the_comment_answer_says_wins() -> None:
         "created_at": "2026-11-26T11:00:00.04203Z",
         "metadata": {"content": "Hi!"},
     }
+    comment = comment_from(answer | {"root_id": "7" * 32, "metadata": {"content": "Hi!", "upvotes": 3}})
+    assert (comment.post_id, comment.upvotes) == ("7" * 32, 3)
     comment = comment_from(answer)
     assert comment.content == "Hi!"
     assert comment.created_at == datetime(2026, 11, 26, 11, 0, 0, 42030, tzinfo=UTC)
@@ -153,3 +172,15 @@ def test_a_sent_message_is_read_from_whatever_its_answer_holds(answer: dict[str,
     for unreadable in ({"content": "Hi"}, {"message": "sent"}, {"message": {"content": "Hi"}}):
         with pytest.raises(PlatformError):
             sent_message(unreadable, conversation_id="c" * 32, content="Hi", sender_id=ME.id, now=NOW)
+
+
+def test_what_the_sent_message_answer_says_wins() -> None:
+    """Its own id before a ``message`` member's, its channel and its (trimmed) text before what was sent."""
+    answer = {
+        "id": "9" * 32,
+        "channel_id": "f" * 32,
+        "metadata": {"content": "Hi (trimmed)", "src": ME.id},
+        "message": {"id": "8" * 32},
+    }
+    message = sent_message(answer, conversation_id="c" * 32, content="Hi", sender_id=ME.id, now=NOW)
+    assert (message.id, message.conversation_id, message.content) == ("9" * 32, "f" * 32, "Hi (trimmed)")
