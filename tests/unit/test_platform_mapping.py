@@ -401,6 +401,24 @@ def test_a_top_level_comment_names_the_post_or_nothing_and_a_reply_its_comment()
     assert m.comment(record("a" * 32, ""), "p" * 32).parent_id is None
     assert m.comment(record("b" * 32, "p" * 32), "p" * 32).parent_id is None
     assert m.comment(record("c" * 32, "a" * 32), "p" * 32).parent_id == "a" * 32
+    # The post a comment belongs to: its own root_id, which the platform writes; the asked post without one.
+    assert m.comment(record("d" * 32, ""), "q" * 32).post_id == "p" * 32
+    rootless = {k: v for k, v in record("e" * 32, "").items() if k != "root_id"}
+    assert m.comment(rootless, "q" * 32).post_id == "q" * 32
+
+
+def test_a_group_is_named_by_its_slug_without_a_display_name_and_its_labels_by_the_list_given() -> None:
+    record = {
+        "id": "g" * 32,
+        "name": "builders-club",
+        "metadata": {"description": "d"},
+        "labels": [{"id": "l" * 32, "metadata": {"display_name": "News", "posts": 2}}],
+    }
+    found = m.group(record)
+    assert (found.name, found.slug, found.member_count) == ("builders-club", "builders-club", None)
+    assert [(lb.id, lb.name, lb.post_count) for lb in found.labels] == [("l" * 32, "News", 2)]
+    # The labels asked for apart, when given, are the group's: an empty list is no labels.
+    assert m.group(record, labels=[]).labels == ()
 
 
 def test_last_comment_in_nanoseconds_beyond_two_to_the_53_is_read_without_loss() -> None:
