@@ -66,8 +66,20 @@ def test_code_round_trip_and_single_use(store: KeyStore) -> None:  # noqa: F811
     assert first == code()  # as it was before: unused
     second = store.use_authorization_code(code().code_hash, later + timedelta(seconds=1))
     assert second == code(used_at=later)  # the first use is kept, not moved
+    third = store.use_authorization_code(code().code_hash, later + timedelta(seconds=2))
+    assert third == code(used_at=later)  # nor by the second
     with pytest.raises(Conflict):
         store.add_authorization_code(code())
+
+
+def test_a_used_code_past_its_expiry_is_still_known_for_a_day(store: KeyStore) -> None:  # noqa: F811
+    """Its replay must still be told from a code never issued (the replay revokes what the code gave), while
+    new codes are issued: the store forgets a code only a day after it expired."""
+    store.add_authorization_code(code(1))
+    store.use_authorization_code(code(1).code_hash, T0 + timedelta(minutes=1))
+    store.add_authorization_code(code(2, created_at=T0 + timedelta(hours=23), expires_at=T0 + timedelta(hours=24)))
+    replay = store.use_authorization_code(code(1).code_hash, T0 + timedelta(hours=23))
+    assert replay == code(1, used_at=T0 + timedelta(minutes=1))
 
 
 def test_code_remembers_whether_its_request_named_the_redirect_uri(store: KeyStore) -> None:  # noqa: F811
@@ -142,6 +154,8 @@ def test_token_round_trip_and_rotation_use(store: KeyStore) -> None:  # noqa: F8
     )
     replay = store.use_oauth_token(token(2).token_hash, later + timedelta(minutes=1))
     assert replay is not None and replay.used_at == later
+    again = store.use_oauth_token(token(2).token_hash, later + timedelta(minutes=2))
+    assert again is not None and again.used_at == later  # a replay never moves the first use
     with pytest.raises(Conflict):
         store.add_oauth_token(token(1))
 

@@ -671,3 +671,16 @@ def test_a_flood_of_readiness_checks_writes_once_a_second(tmp_path: Path) -> Non
     assert checked_at() == first
     time.sleep(READY_VOUCH_SECONDS)
     assert store.ready() is None and checked_at() > first
+
+
+def test_codes_a_day_past_their_expiry_are_deleted_as_new_ones_are_issued(store: SqliteKeyStore, db_path: str) -> None:
+    """Nothing else would: each grant leaves its code's row behind (tests/contract keeps one known for a day)."""
+    from tests.contract.test_key_store_oauth import code
+
+    store.add_authorization_code(code(1))
+    store.add_authorization_code(
+        code(2, created_at=T0 + timedelta(days=2), expires_at=T0 + timedelta(days=2, minutes=10))
+    )
+    assert store.use_authorization_code(code(1).code_hash, T0 + timedelta(days=2)) is None
+    with closing(sqlite3.connect(db_path)) as other:
+        assert other.execute("SELECT count(*) FROM oauth_codes").fetchone()[0] == 1
