@@ -56,8 +56,18 @@ def backup_database(
         raise BackupError("the backup must be another file than the database")
     partial = target_path.with_name(f".{target_path.name}.partial-{os.getpid()}")
     # O_EXCL: never write through a file (or a link) someone placed there; 0600: the copy is as secret
-    # as the database.
-    os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    # as the database. A file there is never removed: it may be another's, or a link to one.
+    try:
+        os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        # A run killed outright under this process id (ids come round again, and soon in a container)
+        # left it: before, a traceback on every later run of that id. (``--into`` removes such files.)
+        raise BackupError(
+            f"{partial} is in the way (a copy left by a run that was killed, or not ours): remove it and run again"
+        ) from None
+    except OSError as error:
+        cause = storage_failure(error) or f"{type(error).__name__}: {error}"
+        raise BackupError(f"the backup could not be started in {target_path.parent} ({cause})") from None
     try:
         # Read-only: the backup never creates, migrates or changes the service's file.
         src = sqlite3.connect(f"{source_path.resolve().as_uri()}?mode=ro", uri=True, timeout=busy_timeout_ms / 1000)

@@ -107,3 +107,41 @@ def test_a_partial_copy_left_by_a_killed_run_is_removed_and_one_in_progress_kept
     assert done.removed == (left,)
     assert not left.exists() and in_progress.exists() and other.exists()
     assert link.is_symlink() and target.read_text() == "kept"
+
+
+def test_a_file_in_the_way_of_the_partial_copy_is_refused_in_one_line_and_left(database: Path, tmp_path: Path) -> None:
+    """A run killed outright under this process id left its partial copy (or someone placed a link there):
+    one line, nothing written through it, and it is left for the operator."""
+    from adapters.store.sqlite_backup import backup_database
+
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"not to be overwritten")
+    target = tmp_path / "copy.sqlite3"
+    in_the_way = tmp_path / f".copy.sqlite3.partial-{os.getpid()}"
+    in_the_way.symlink_to(victim)
+    with pytest.raises(BackupError, match=rf"^{in_the_way} is in the way \(a copy left by a run that was killed"):
+        backup_database(database, target)
+    assert victim.read_bytes() == b"not to be overwritten" and in_the_way.is_symlink() and not target.exists()
+    in_the_way.unlink()
+    assert backup_database(database, target).accounts == 1
+
+
+def test_what_is_no_copy_to_make_is_refused_before_anything_is_written(database: Path, tmp_path: Path) -> None:
+    import sqlite3
+
+    from adapters.store.sqlite_backup import backup_database
+    from adapters.store.sqlite_schema import SCHEMA_VERSION
+
+    with pytest.raises(BackupError, match=f"^no folder {tmp_path / 'missing'} to write the backup in$"):
+        backup_database(database, tmp_path / "missing" / "copy.sqlite3")
+    other = tmp_path / "photos.sqlite3"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE photos (id INTEGER PRIMARY KEY)")
+    with pytest.raises(BackupError, match=f"^{other} is not a Community Data API database$"):
+        backup_database(other, tmp_path / "a.sqlite3")
+    with sqlite3.connect(database) as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(BackupError, match=f"has schema version {SCHEMA_VERSION + 1}, newer than this release's"):
+        backup_database(database, tmp_path / "b.sqlite3")
+    left = names(tmp_path)
+    assert "a.sqlite3" not in left and "b.sqlite3" not in left and not [n for n in left if "partial" in n]
