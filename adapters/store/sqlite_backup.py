@@ -61,7 +61,8 @@ def backup_database(
         os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     except FileExistsError:
         # A run killed outright under this process id (ids come round again, and soon in a container)
-        # left it: before, a traceback on every later run of that id. (``--into`` removes such files.)
+        # left it: before, a traceback on every later run of that id. (``--into`` removes those its own
+        # dated copies leave, once their run is gone.)
         raise BackupError(
             f"{partial} is in the way (a copy left by a run that was killed, or not ours): remove it and run again"
         ) from None

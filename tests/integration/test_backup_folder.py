@@ -124,6 +124,10 @@ def test_a_file_in_the_way_of_the_partial_copy_is_refused_in_one_line_and_left(d
     assert victim.read_bytes() == b"not to be overwritten" and in_the_way.is_symlink() and not target.exists()
     in_the_way.unlink()
     assert backup_database(database, target).accounts == 1
+    # A name the folder takes, whose partial copy's longer name it does not: one line too.
+    long_name = tmp_path / ("c" * 250)
+    with pytest.raises(BackupError, match=rf"^the backup could not be started in {tmp_path} \(.*File name too long"):
+        backup_database(database, long_name)
 
 
 def test_what_is_no_copy_to_make_is_refused_before_anything_is_written(database: Path, tmp_path: Path) -> None:
