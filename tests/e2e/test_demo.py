@@ -262,7 +262,7 @@ def test_demo_refuses_what_is_no_host_and_port_before_starting_anything(bind: st
     assert result.stdout == ""
 
 
-def test_exit_after_setup_prints_a_working_key_then_stops_everything(demo_env: dict[str, str]) -> None:
+def test_exit_after_setup_prints_the_key_and_its_lines_then_stops_everything(demo_env: dict[str, str]) -> None:
     """``demo --exit-after-setup``, for a script that wants the set-up and its lines, not a running demo:
     exit status 0, the key printed, and nothing left listening."""
     api_port, platform_port = free_port(), free_port()

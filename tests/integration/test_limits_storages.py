@@ -213,7 +213,7 @@ def test_sqlite_keeps_about_limit_rows_for_a_key_acquired_often(
 def test_sqlite_waits_for_another_writer_then_gives_up_after_its_timeout(db_path: Path) -> None:
     """A write lock held elsewhere (another worker's transaction) is waited for, up to the storage's
     ``timeout``; then SQLite's "database is locked" stands."""
-    storage = SQLiteStorage(f"sqlite:///{db_path}", timeout=1.0)
+    storage = SQLiteStorage(f"sqlite:///{db_path}", timeout=2.0)
     assert storage.acquire_entry("k", 5, 60)
     with closing(sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)) as other:
         other.execute("BEGIN IMMEDIATE")
