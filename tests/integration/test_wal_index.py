@@ -217,3 +217,39 @@ def test_mapping_the_header_keeps_sqlites_locks_on_the_shared_memory(tmp_path: P
             holder.kill()
     assert holder.returncode == 0, f"the holder ended with {holder.returncode}: {err}"
     assert out.strip() == "3"
+
+
+def open_descriptors() -> int:
+    return len(list(Path("/proc/self/fd").iterdir()))
+
+
+def mappings_of(path: Path) -> int:
+    return sum(1 for line in Path("/proc/self/maps").read_text().splitlines() if line.endswith(str(path)))
+
+
+def test_headers_opened_and_closed_again_and_again_leave_nothing_open(tmp_path: Path) -> None:
+    """A worker maps the header once per connection, for months: one descriptor per ``-shm`` file in all
+    (never closed, so that SQLite's locks on it stay), and no mapping left behind by a header closed, or
+    by one that could not be vouched for."""
+    path = tmp_path / "db.sqlite3"
+    shm = tmp_path / "db.sqlite3-shm"
+    with closing(wal_db(path)) as conn:
+        conn.execute("INSERT INTO t VALUES (1)")
+        first = WalIndexHeader.open(str(path))
+        assert first is not None
+        descriptors, mapped = open_descriptors(), mappings_of(shm)
+        for _ in range(50):
+            header = WalIndexHeader.open(str(path))
+            assert header is not None and header.read() is not None
+            header.close()
+        assert (open_descriptors(), mappings_of(shm)) == (descriptors, mapped)
+        (tmp_path / "other.sqlite3").touch()
+        with closing(wal_db(tmp_path / "other.sqlite3")) as other:  # a live WAL whose salts are not these
+            other.execute("INSERT INTO t VALUES (2)")
+            real_wal = (tmp_path / "db.sqlite3-wal").read_bytes()
+            (tmp_path / "db.sqlite3-wal").write_bytes((tmp_path / "other.sqlite3-wal").read_bytes())
+            for _ in range(50):
+                assert WalIndexHeader.open(str(path)) is None
+            assert mappings_of(shm) == mapped
+            (tmp_path / "db.sqlite3-wal").write_bytes(real_wal)
+        first.close()
