@@ -414,6 +414,38 @@ def test_another_programs_database_is_refused_and_left_as_it_is(db_path: str) ->
     assert Path(db_path).read_bytes() == held
 
 
+def test_a_database_of_many_tables_is_refused_naming_five(db_path: str) -> None:
+    with closing(raw(db_path)) as conn:
+        for name in ("albums", "faces", "people", "photos", "places", "tags", "trips"):
+            conn.execute(f"CREATE TABLE {name} (id INTEGER PRIMARY KEY)")
+    with pytest.raises(ForeignDatabase, match=r"\(tables albums, faces, people, photos, places, …\): name the"):
+        SqliteKeyStore.open(db_path, SECRET)
+
+
+def test_the_services_own_database_with_a_table_the_operator_added_still_opens(db_path: str) -> None:
+    """Only a file the service never made is judged by its tables: an operator's report table in the
+    service's own database (schema version set) does not lock the service out of it."""
+    SqliteKeyStore.open(db_path, SECRET).close()
+    with closing(raw(db_path)) as conn:
+        conn.execute("CREATE TABLE weekly_report (week TEXT)")
+    store = SqliteKeyStore.open(db_path, SECRET)
+    assert store.count_accounts() == 0
+    store.close()
+
+
+def test_a_deleted_accounts_rows_leave_nothing_readable_in_the_file(db_path: str) -> None:
+    """Freed pages are zeroed (``secure_delete``): the email of an account deleted is not in the file."""
+    store = SqliteKeyStore.open(db_path, SECRET)
+    store.add_account(Account("acc_9", "forget-me-7c1f@example.com", T0), "argon-hash")
+    store.add_account(Account("acc_8", "stays@example.com", T0), "argon-hash")
+    delete_account_unchecked(store, FakeClock(T0), "acc_9")
+    store.close()
+    with closing(raw(db_path)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert b"forget-me-7c1f" not in Path(db_path).read_bytes()
+    assert b"stays@example.com" in Path(db_path).read_bytes()
+
+
 def test_a_file_with_the_sqlite_throttles_tables_is_taken(db_path: str) -> None:
     """``THROTTLE_STORAGE=sqlite://`` may name the service's database, and may have made its tables first."""
     with closing(raw(db_path)) as conn:
