@@ -607,6 +607,34 @@ def test_serve_warns_when_the_stored_platform_sessions_do_not_open_under_its_sec
         assert SECRET not in said and other not in said
 
 
+def test_serve_removes_the_browser_profiles_a_service_killed_outright_left(tmp_path: Path) -> None:
+    """A service killed outright (OOM, a power cut) leaves its browsers' profiles, with the platform's
+    cookies, in the temporary folder: the next start removes those whose worker and browser are gone, and
+    says so; a folder of something else is left."""
+    from adapters.platform.orphans import PROFILE_PREFIX
+
+    temp = Path(tempfile.mkdtemp(prefix="cda-t-", dir="/tmp"))  # short: Chromium's socket lives under it
+    dead = subprocess.Popen(["true"])  # a process id that no longer runs
+    dead.wait()
+    left = temp / f"{PROFILE_PREFIX}w{dead.pid}-abandoned"
+    (left / "Default").mkdir(parents=True)
+    (left / "Default" / "Cookies").write_bytes(b"the platform's session")
+    hours_ago = time.time() - 2 * 3600  # no Chromium lock in it: only an old one is taken for abandoned
+    os.utime(left, (hours_ago, hours_ago))
+    other = temp / "someone-elses-folder"
+    other.mkdir()
+    port = free_port()
+    log = tmp_path / "serve.log"
+    env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET, "TMPDIR": str(temp)}
+    args = ["-m", "adapters.cli", "serve", "--bind", f"127.0.0.1:{port}", "--workers", "1"]
+    try:
+        with serving(args, f"http://127.0.0.1:{port}/healthz", {**env, **PLATFORM}, log):
+            assert not left.exists() and other.is_dir()
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    assert "removed 1 browser profiles whose browsers had ended" in log.read_text()
+
+
 def test_keys_revoke_ends_leaked_keys_given_by_value(tmp_path: Path) -> None:
     """The key's shape is there so that secret scanners find leaked keys; the operator who gets such a
     report had no way to act on it without the owner's dashboard password."""
