@@ -607,10 +607,10 @@ def test_serve_warns_when_the_stored_platform_sessions_do_not_open_under_its_sec
         assert SECRET not in said and other not in said
 
 
-def test_serve_removes_the_browser_profiles_a_service_killed_outright_left(tmp_path: Path) -> None:
+def test_serve_removes_the_browser_profiles_a_service_or_a_worker_killed_outright_left(tmp_path: Path) -> None:
     """A service killed outright (OOM, a power cut) leaves its browsers' profiles, with the platform's
     cookies, in the temporary folder: the next start removes those whose worker and browser are gone, and
-    says so; a folder of something else is left."""
+    says so; so does the master when one of its workers is killed; a folder of something else is left."""
     from adapters.platform.orphans import PROFILE_PREFIX
 
     temp = Path(tempfile.mkdtemp(prefix="cda-t-", dir="/tmp"))  # short: Chromium's socket lives under it
@@ -628,11 +628,25 @@ def test_serve_removes_the_browser_profiles_a_service_killed_outright_left(tmp_p
     env = {"COMMUNITY_API_DB": str(tmp_path / "db.sqlite3"), "COMMUNITY_API_SECRET": SECRET, "TMPDIR": str(temp)}
     args = ["-m", "adapters.cli", "serve", "--bind", f"127.0.0.1:{port}", "--workers", "1"]
     try:
-        with serving(args, f"http://127.0.0.1:{port}/healthz", {**env, **PLATFORM}, log):
+        with serving(args, f"http://127.0.0.1:{port}/healthz", {**env, **PLATFORM}, log) as master:
             assert not left.exists() and other.is_dir()
+            # And when a worker is killed outright: the master sweeps again as it learns the worker ended.
+            (worker,) = procfs.children(master.pid)
+            again = temp / f"{PROFILE_PREFIX}w{dead.pid}-again"
+            again.mkdir()
+            os.utime(again, (hours_ago, hours_ago))
+            os.kill(worker, signal.SIGKILL)
+            deadline = time.monotonic() + 20
+            while again.exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert not again.exists() and other.is_dir()
     finally:
         shutil.rmtree(temp, ignore_errors=True)
-    assert "removed 1 browser profiles whose browsers had ended" in log.read_text()
+    said = log.read_text()
+    assert "removed 1 browser profiles whose browsers had ended" in said
+    assert (
+        f"worker {worker} ended without closing its browsers: ended 0 drivers and their 0 processes, removed 1" in said
+    )
 
 
 def test_keys_revoke_ends_leaked_keys_given_by_value(tmp_path: Path) -> None:
