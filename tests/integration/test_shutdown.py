@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from prometheus_client.parser import text_string_to_metric_families
 
 from adapters.platform.procfs import descendants, process_table
 from scripts.grid import running_grid
@@ -84,6 +85,19 @@ class Service:
                     },
                 )
                 assert answer.status_code == 200, answer.text
+
+    def browsers_live(self) -> tuple[float, int]:
+        """What ``/metrics`` says of the browsers running (summed over the workers' live values), and how
+        many chromedrivers run under the service (one per browser)."""
+        text = requests.get(self.url + "/metrics", timeout=10).text
+        said = sum(
+            sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name == "community_api_browsers_live"
+        )
+        table = process_table()
+        return said, sum(1 for pid in descendants(self.process.pid, table) if table[pid][1] == "chromedriver")
 
     def browser_pids(self) -> list[int]:
         table = process_table()
@@ -181,6 +195,8 @@ def test_a_worker_killed_outright_leaves_no_browser_behind(service_folder: Path,
             if argument.startswith("--user-data-dir=")
         }
         assert profiles and all(Path(profile).is_dir() for profile in profiles)
+        counted, running = service.browsers_live()
+        assert counted == running > 0
         os.kill(worker, signal.SIGKILL)
         deadline = time.monotonic() + 15
 
@@ -198,6 +214,9 @@ def test_a_worker_killed_outright_leaves_no_browser_behind(service_folder: Path,
         while said not in service.log.read_text(errors="replace") and time.monotonic() < deadline + 5:
             time.sleep(0.1)
         assert said in service.log.read_text(errors="replace")
+        # /metrics no longer counts the dead worker's browsers (its live values are dropped as it ends).
+        live, running = service.browsers_live()
+        assert live == running
     finally:
         service.stop("master")
     assert service.process.returncode == 0
