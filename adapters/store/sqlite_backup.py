@@ -67,8 +67,7 @@ def backup_database(
             f"{partial} is in the way (a copy left by a run that was killed, or not ours): remove it and run again"
         ) from None
     except OSError as error:
-        cause = storage_failure(error) or f"{type(error).__name__}: {error}"
-        raise BackupError(f"the backup could not be started in {target_path.parent} ({cause})") from None
+        raise BackupError(f"the backup could not be started in {target_path.parent} ({_cause(error)})") from None
     try:
         # Read-only: the backup never creates, migrates or changes the service's file.
         src = sqlite3.connect(f"{source_path.resolve().as_uri()}?mode=ro", uri=True, timeout=busy_timeout_ms / 1000)
@@ -94,10 +93,14 @@ def backup_database(
             partial.unlink()
         if isinstance(error, sqlite3.Error | OSError):
             # A full disk under the target, most often: one line for the operator (or cron), no traceback.
-            cause = storage_failure(error) or f"{type(error).__name__}: {error}"
-            raise BackupError(f"the backup failed ({cause}); nothing was left at {target_path}") from None
+            raise BackupError(f"the backup failed ({_cause(error)}); nothing was left at {target_path}") from None
         raise
     return BackupSummary(target_path, target_path.stat().st_size, *counts)
+
+
+def _cause(error: BaseException) -> str:
+    """Why, in one line for the operator: the storage's failure in a few words, else the error itself."""
+    return storage_failure(error) or f"{type(error).__name__}: {error}"
 
 
 def _check_is_key_store(conn: sqlite3.Connection, path: Path) -> None:

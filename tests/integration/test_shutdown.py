@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 import requests
-from prometheus_client.parser import text_string_to_metric_families
 
 from adapters.platform.procfs import descendants, process_table
 from scripts.grid import running_grid
 from scripts.processes import ROOT, alive, free_port, gunicorn_args, wait_for_http
 from tests.sandbox_support import SandboxProcess
+from tests.unit.test_metrics import samples_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SECRET = "shutdown-test-secret-" + "s" * 40
@@ -89,13 +89,8 @@ class Service:
     def browsers_live(self) -> tuple[float, int]:
         """What ``/metrics`` says of the browsers running (summed over the workers' live values), and how
         many chromedrivers run under the service (one per browser)."""
-        text = requests.get(self.url + "/metrics", timeout=10).text
-        said = sum(
-            sample.value
-            for family in text_string_to_metric_families(text)
-            for sample in family.samples
-            if sample.name == "community_api_browsers_live"
-        )
+        samples = samples_of(requests.get(self.url + "/metrics", timeout=10).text)
+        said = sum(value for (name, _), value in samples.items() if name == "community_api_browsers_live")
         table = process_table()
         return said, sum(1 for pid in descendants(self.process.pid, table) if table[pid][1] == "chromedriver")
 
