@@ -381,3 +381,21 @@ def test_expired_platform_session_marks_the_connection(ready: Ready) -> None:
     again = world.link(ready.browser)
     assert again["id"] == ready.connection["id"] and again["status"] == "active"
     assert world.get("/v1/groups", ready.key).status_code == 200
+
+
+def test_calls_that_met_the_sessions_end_at_once_write_one_line_between_them(ready: Ready) -> None:
+    """Two calls through one connection were on their way when the platform ended its session: each
+    meets the end, but the account's activity says it once. (Each call loaded the connection while it was
+    still active, so each goes to mark it.)"""
+    from community_api.deps import on_platform
+    from community_api.errors import ConnectionExpired
+
+    world = ready.world
+    loaded = world.store.get_connection(ready.connection["id"])
+    assert loaded is not None and loaded.status == "active"
+    for _ in range(2):
+        with pytest.raises(ConnectionExpired), on_platform(world.deps, loaded, reads=1):
+            raise ConnectionExpired("the platform session expired")
+    activity = recent_activity(world.store, ready.browser.account["id"])
+    assert [line.times for line in activity if "ended the session" in line.text] == [1]
+    assert world.store.get_connection(ready.connection["id"]).status == "expired"  # type: ignore[union-attr]
