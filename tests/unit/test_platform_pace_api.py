@@ -271,3 +271,31 @@ def test_a_hold_asks_for_whole_seconds_and_never_fewer_than_one(seconds: float, 
     assert refusal.retry_after == retry_after and refusal.details["retryAfter"] == retry_after
     assert refusal.details["reason"] == "platform_hold"
     assert f"held for {retry_after} s" in refusal.message
+
+
+def test_a_step_refused_part_way_by_its_own_meter_waits_for_the_whole_request(paced: Ready) -> None:
+    """A later step of a request (a feed's fourth batch) sends more than it was admitted for (a page asked
+    again): the meter refuses the extra requests unsent, and the wait covers the earlier steps too, which a
+    retry sends again."""
+    from community_api import platform_meter
+    from community_api.deps import on_platform
+
+    world, key = paced.world, paced.key
+    for _ in range(3):
+        assert world.get("/v1/whoami", key).status_code == 200  # 3 reads at 0 s
+    world.clock.advance(seconds=5)
+    assert world.get(FEED, key, params={"pages": "30"}).status_code == 200  # 30 at 5 s
+    for _ in range(13):
+        assert world.get("/v1/whoami", key).status_code == 200  # 46 in all
+    world.clock.advance(seconds=5)
+    connection = world.store.get_connection(paced.connection["id"])
+    assert connection is not None
+    with on_platform(world.deps, connection, reads=7):  # the earlier steps: 7 reads at 10 s
+        platform_meter.spend(reads=7)
+    with pytest.raises(RateLimited) as refused, on_platform(world.deps, connection, reads=1, counted=7):
+        platform_meter.spend(reads=9)  # one paid for, eight more: past the pace
+    assert refused.value.details["reason"] == "read_pace"
+    # Eight more alone would fit once the reads of 0 s leave (51 s); the request's sixteen need those of 5 s
+    # gone too: 56 s.
+    assert refused.value.retry_after == 56
+    assert reads_left(paced) == 60 - 46 - 8

@@ -18,9 +18,10 @@ import pytest
 
 from adapters.http import request_log
 from adapters.http.request_log import JsonLines, JsonLinesHandler, configure_logging, request_id
-from community_api.errors import ConnectionExpired, PlatformError, PlatformUnavailable
+from community_api.errors import ConnectionExpired, PlatformError, PlatformUnavailable, RateLimited
 from community_api.keys import display_prefix
-from tests.unit.world_support import Ready, World
+from community_api.scopes import ALL_SCOPES
+from tests.unit.world_support import Ready, World, build_world
 
 
 def lines(caplog: pytest.LogCaptureFixture, logger: str) -> list[dict[str, Any]]:
@@ -93,6 +94,29 @@ def test_our_own_refusals_get_no_error_line(ready: Ready, caplog: pytest.LogCapt
     caplog.set_level(logging.INFO)
     assert ready.world.get("/v1/posts/not-an-id", ready.key).status_code == 404
     assert ready.world.client.simulate_get("/v1/whoami").status_code == 401
+    assert lines(caplog, "community_api.errors") == []
+
+
+def test_the_platforms_429_gets_a_line_and_our_paces_refusal_during_a_call_none(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A 429 of the platform is a platform refusal (its line says so); one of our own pace, even when it
+    refuses a request part way through a call (a list of groups asks one request per group), sent nothing
+    and is ours, as one before the call."""
+    world = build_world(reads_per_minute=3)
+    browser = world.sign_up()
+    world.link(browser)
+    key = world.mint(browser, scopes=ALL_SCOPES)["secret"]
+    caplog.set_level(logging.INFO)
+    world.gateway.fail_next("whoami", RateLimited("slow down", retry_after=5, source="platform"))
+    assert world.get("/v1/whoami", key).status_code == 429
+    [line] = lines(caplog, "community_api.errors")
+    assert line["status"] == 429 and line["code"] == "rate_limited" and line["viaPlatform"] is True
+    caplog.clear()
+    world.clock.advance(seconds=5)
+    assert world.get("/v1/whoami", key).status_code == 200  # one read of three
+    refused = world.get("/v1/groups", key)  # the list is sent (the third read), its groups' labels not
+    assert refused.status_code == 429 and refused.json["error"]["details"]["reason"] == "read_pace"
     assert lines(caplog, "community_api.errors") == []
 
 
