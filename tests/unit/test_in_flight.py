@@ -15,8 +15,9 @@ import pytest
 
 from community_api.errors import RateLimited
 from community_api.in_flight import BUSY_WAIT_SECONDS, MAX_CALLS_IN_FLIGHT, InFlight
+from community_api.scopes import ALL_SCOPES
 from tests.unit.test_mcp_world import McpWorld
-from tests.unit.world_support import Ready, World
+from tests.unit.world_support import PASSWORD, Ready, World
 
 
 class Gate:
@@ -130,6 +131,23 @@ def test_another_connection_is_not_held_back(ready: Ready, pool: ThreadPoolExecu
     gate = Gate(world)
     held = hold_calls(gate, pool, lambda: world.get("/v1/whoami", ready.key))
     groups = world.get("/v1/groups", ready.key, headers={"X-Community-Connection": bob["id"]})
+    assert groups.status_code == 200, groups.text
+    gate.open.set()
+    assert all(future.result().status_code == 200 for future in held)
+
+
+def test_another_link_of_the_same_platform_account_is_not_held_back(ready: Ready, pool: ThreadPoolExecutor) -> None:
+    """The bound is per connection (each has its own browser), not per platform account: a teammate who
+    linked the same account has places of their own. (The pace, by contrast, is the account's.)"""
+    world = ready.world
+    world.add_account("teammate@example.com", PASSWORD)
+    teammate = world.sign_in("teammate@example.com")
+    again = world.link(teammate)
+    assert again["platformUserId"] == ready.connection["platformUserId"] and again["id"] != ready.connection["id"]
+    teammate_key = world.mint(teammate, scopes=ALL_SCOPES)["secret"]
+    gate = Gate(world)
+    held = hold_calls(gate, pool, lambda: world.get("/v1/whoami", ready.key))
+    groups = world.get("/v1/groups", teammate_key)
     assert groups.status_code == 200, groups.text
     gate.open.set()
     assert all(future.result().status_code == 200 for future in held)

@@ -299,3 +299,48 @@ def test_a_step_refused_part_way_by_its_own_meter_waits_for_the_whole_request(pa
     # gone too: 56 s.
     assert refused.value.retry_after == 56
     assert reads_left(paced) == 60 - 46 - 8
+
+
+@pytest.mark.parametrize("what", ["group", "post", "thread"])
+def test_a_read_of_two_requests_with_one_read_left_is_refused_before_either_is_sent(paced: Ready, what: str) -> None:
+    """A group (with its labels), a post (with its comments) and a DM thread (with the inbox page that gives
+    its details) are two platform requests each, admitted together: with one read left, neither is sent."""
+    world, key = paced.world, paced.key
+    post = world.get(FEED, key).json["posts"][0]["id"]
+    conversation = world.get("/v1/dms", key).json["conversations"][0]["id"]
+    path = {"group": "/v1/groups/builders-club", "post": f"/v1/posts/{post}", "thread": f"/v1/dms/{conversation}"}
+    while reads_left(paced) > 1:
+        assert world.get("/v1/whoami", key).status_code == 200
+    refused = world.get(path[what], key)
+    assert refused.status_code == 429 and refused.json["error"]["details"]["reason"] == "read_pace"
+    assert reads_left(paced) == 1  # nothing was sent
+    world.clock.advance(seconds=refused.json["error"]["details"]["retryAfter"])
+    assert world.get(path[what], key).status_code == 200
+    assert reads_left(paced) == 58
+
+
+def test_nothing_a_gateway_sends_outside_a_call_is_counted_after_one(paced: Ready) -> None:
+    """The meter of a call ends with it: a request the gateway sends later on the same thread outside any
+    call (signing in, to link) counts against no pace."""
+    from community_api import platform_meter
+    from community_api.deps import on_platform
+
+    world = paced.world
+    connection = world.store.get_connection(paced.connection["id"])
+    assert connection is not None
+    with on_platform(world.deps, connection, reads=1):
+        platform_meter.spend(reads=1)
+    assert reads_left(paced) == 59
+    platform_meter.spend(reads=5)
+    assert reads_left(paced) == 59
+
+
+@pytest.mark.parametrize("seconds", [0, 0.4])
+def test_the_platforms_429_asks_for_at_least_a_second(paced: Ready, seconds: float) -> None:
+    """A wait of less than a second (a Retry-After of 0 the platform sent) is passed on as one: a client
+    told 0 would ask again at once."""
+    world, key = paced.world, paced.key
+    world.gateway.fail_next("whoami", RateLimited("slow down", retry_after=seconds, source="platform"))  # type: ignore[arg-type]
+    refused = world.get("/v1/whoami", key)
+    assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
+    assert refused.json["error"]["details"]["retryAfter"] == 1
