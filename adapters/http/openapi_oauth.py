@@ -56,10 +56,17 @@ _REGISTRATION_REQUEST = {
     },
     "additionalProperties": True,  # RFC 7591 §2: metadata the server does not use is ignored
 }
-_REGISTRATION = {
-    "type": "object",
-    "required": ["client_id", "client_id_issued_at", "client_name", "redirect_uris"],
-    "properties": {
+
+
+def _answer(properties: dict[str, Any]) -> dict[str, Any]:
+    """An answer's schema: every field it names is one the service always sends, so all are required (as
+    in the data API's schemas), whatever the RFC calls optional: a generated client's attributes are then
+    never optional."""
+    return {"type": "object", "required": list(properties), "properties": properties}
+
+
+_REGISTRATION = _answer(
+    {
         "client_id": _STR,
         "client_id_issued_at": {"type": "integer"},
         "client_name": _STR,
@@ -67,8 +74,8 @@ _REGISTRATION = {
         "grant_types": _STRINGS,
         "response_types": _STRINGS,
         "token_endpoint_auth_method": {"type": "string", "enum": ["none"]},
-    },
-}
+    }
+)
 _TOKEN_REQUEST = {
     "type": "object",
     "required": ["grant_type", "client_id"],
@@ -99,22 +106,18 @@ _TOKEN_REQUEST = {
         {"properties": {"grant_type": {"const": "refresh_token"}}, "required": ["refresh_token"]},
     ],
 }
-_TOKEN = {
-    "type": "object",
-    "required": ["access_token", "token_type", "expires_in", "refresh_token", "scope"],
-    "properties": {
+_TOKEN = _answer(
+    {
         "access_token": _STR,
         "token_type": {"type": "string", "enum": ["Bearer"]},
         "expires_in": {"type": "integer"},
         "refresh_token": _STR,
         "scope": _STR,
-    },
-}
+    }
+)
 _SCOPES = {"type": "array", "items": {"type": "string", "enum": list(ALL_SCOPES)}}
-_SERVER_METADATA = {
-    "type": "object",
-    "required": ["issuer", "authorization_endpoint", "token_endpoint", "registration_endpoint"],
-    "properties": {
+_SERVER_METADATA = _answer(
+    {
         "issuer": _STR,
         "authorization_endpoint": _STR,
         "token_endpoint": _STR,
@@ -125,19 +128,17 @@ _SERVER_METADATA = {
         "token_endpoint_auth_methods_supported": _STRINGS,
         "code_challenge_methods_supported": _STRINGS,
         "authorization_response_iss_parameter_supported": {"type": "boolean"},
-    },
-}
-_RESOURCE_METADATA = {
-    "type": "object",
-    "required": ["resource", "authorization_servers"],
-    "properties": {
+    }
+)
+_RESOURCE_METADATA = _answer(
+    {
         "resource": _STR,
         "authorization_servers": _STRINGS,
         "scopes_supported": _SCOPES,
         "bearer_methods_supported": _STRINGS,
         "resource_name": _STR,
-    },
-}
+    }
+)
 
 
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
