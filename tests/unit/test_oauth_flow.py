@@ -512,15 +512,22 @@ def test_a_refresh_may_ask_for_offline_access_as_its_authorization_could(
 
 def test_oauth_answers_match_their_documented_schemas(world: World, owner: WebBrowser) -> None:
     """What a connector reads from each OAuth route, success and refusal, validates against the OpenAPI
-    document's schema for it."""
+    document's schema for it; a success's schema requires exactly the fields the service sends (as the
+    data API's do: a generated client's attributes are never optional), and none of these routes asks for
+    a key."""
     import jsonschema
 
     document = world.client.simulate_get("/v1/openapi.json").json
 
     def check(method: str, path: str, answer: falcon.testing.Result) -> None:
-        responses = document["paths"][path][method]["responses"]
+        operation = document["paths"][path][method]
+        assert operation["security"] == []
+        responses = operation["responses"]
         described = responses.get(str(answer.status_code), responses["default"])
-        jsonschema.validate(answer.json, described["content"]["application/json"]["schema"])
+        schema = described["content"]["application/json"]["schema"]
+        jsonschema.validate(answer.json, schema)
+        if answer.status_code < 300:
+            assert sorted(schema["required"]) == sorted(answer.json), path
 
     for path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/v1/mcp"):
         check("get", path, world.client.simulate_get(path, headers={"Host": HOST}))
@@ -539,6 +546,83 @@ def test_oauth_answers_match_their_documented_schemas(world: World, owner: WebBr
     replayed = connector.token([("grant_type", "password")])
     assert replayed.status_code == 400
     check("post", "/oauth/token", replayed)
+    # Each list of choices is what the service offers (its metadata) or issues.
+    metadata = world.client.simulate_get(server, headers={"Host": HOST}).json
+
+    def answered(method: str, path: str, status: str) -> Any:
+        return document["paths"][path][method]["responses"][status]["content"]["application/json"]["schema"]
+
+    registration = answered("post", "/oauth/register", "201")["properties"]
+    assert registration["token_endpoint_auth_method"]["enum"] == metadata["token_endpoint_auth_methods_supported"]
+    for path in (server, "/.well-known/oauth-protected-resource"):
+        assert (
+            answered("get", path, "200")["properties"]["scopes_supported"]["items"]["enum"]
+            == metadata["scopes_supported"]
+        )
+    assert answered("post", "/oauth/token", "200")["properties"]["token_type"]["enum"] == [tokens.json["token_type"]]
+
+
+def _request_schema(world: World, path: str, media: str) -> Any:
+    import jsonschema
+
+    document = world.client.simulate_get("/v1/openapi.json").json
+    return jsonschema.Draft202012Validator(document["paths"][path]["post"]["requestBody"]["content"][media]["schema"])
+
+
+_URIS = [REDIRECT_URI]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param({"redirect_uris": [f"{REDIRECT_URI}/{n}" for n in range(11)]}, id="eleven redirect URIs"),
+        pytest.param({"redirect_uris": [REDIRECT_URI + "/" + "a" * 2000]}, id="a redirect URI over 2000 characters"),
+        pytest.param({"redirect_uris": _URIS, "client_name": "evil\u202eppA"}, id="a name with a bidi override"),
+        pytest.param({"redirect_uris": _URIS, "client_name": "Agent\nApproved"}, id="a name with a newline"),
+    ],
+)
+def test_a_registration_the_service_refuses_the_document_refuses(world: World, body: dict[str, Any]) -> None:
+    """A connector that checks its request against the OpenAPI document learns of these before sending."""
+    refused = world.client.simulate_post("/oauth/register", json=body, headers={"Host": HOST})
+    assert refused.status_code == 400, refused.text
+    assert not _request_schema(world, "/oauth/register", "application/json").is_valid(body)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "status", "error"),
+    [
+        pytest.param({"code_verifier": "v" * 42}, 400, "invalid_grant", id="a PKCE verifier of 42 characters"),
+        pytest.param({"client_id": ""}, 401, "invalid_client", id="an empty client id"),
+        pytest.param({"client_id": None}, 401, "invalid_client", id="no client id"),
+    ],
+)
+def test_a_code_exchange_the_service_refuses_the_document_refuses(
+    world: World, owner: WebBrowser, overrides: dict[str, str | None], status: int, error: str
+) -> None:
+    connector = Connector(world)
+    assert connector.register().status_code == 201
+    grant = connector.approve(owner)
+    fields = {
+        "grant_type": "authorization_code",
+        "code": grant.code,
+        "redirect_uri": connector.redirect_uri,
+        "client_id": connector.client_id,
+        "code_verifier": grant.verifier,
+        **overrides,
+    }
+    form_fields = {name: value for name, value in fields.items() if value is not None}
+    refused = connector.token(list(form_fields.items()))
+    assert (refused.status_code, refused.json["error"]) == (status, error), refused.text
+    assert not _request_schema(world, "/oauth/token", "application/x-www-form-urlencoded").is_valid(form_fields)
+
+
+def test_a_refresh_with_an_empty_token_is_refused_by_the_service_and_the_document(world: World) -> None:
+    connector = Connector(world)
+    assert connector.register().status_code == 201
+    form_fields = {"grant_type": "refresh_token", "client_id": connector.client_id, "refresh_token": ""}
+    refused = connector.token(list(form_fields.items()))
+    assert refused.status_code == 400, refused.text
+    assert not _request_schema(world, "/oauth/token", "application/x-www-form-urlencoded").is_valid(form_fields)
 
 
 def test_registrations_nobody_approves_are_bounded_and_forgotten_after_a_day(
