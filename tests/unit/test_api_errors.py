@@ -50,6 +50,16 @@ def test_unknown_and_planned_routes(ready: Ready, method: str, path: str, status
     assert_error(result, status, code)
 
 
+@pytest.mark.parametrize("path", ["/v1/whoami/", "/v1/groups/", "/v1/groups/builders-club/posts/"])
+def test_a_trailing_slash_names_the_same_route(ready: Ready, path: str) -> None:
+    """``/v1/whoami/`` is ``/v1/whoami``: a client that joins a base URL and a path with one slash too many
+    is answered, not told the route does not exist."""
+    with_slash = ready.world.get(path, ready.key)
+    without = ready.world.get(path.rstrip("/"), ready.key)
+    assert with_slash.status_code == without.status_code == 200
+    assert with_slash.json == without.json
+
+
 def test_405_lists_the_allowed_methods(ready: Ready) -> None:
     result = ready.world.client.simulate_request("PATCH", "/v1/posts/p1")
     assert "GET" in result.headers["Allow"] and "DELETE" in result.headers["Allow"]

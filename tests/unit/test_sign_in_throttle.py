@@ -12,9 +12,12 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import attrs
 import falcon.testing
 import pytest
 
+from adapters.settings import Settings
+from adapters.wiring import app_for, bootstrap
 from community_api import accounts
 from community_api import sign_in_guard as guard
 from community_api.errors import ServiceError
@@ -300,3 +303,56 @@ def test_a_device_keeps_its_count_across_its_own_sign_ins(world: World) -> None:
     assert renewed.split(".")[1] == device.split(".")[1]  # v1.<device>.<issued>.<tag>.<mac>
     assert attempt(world, "198.51.100.7", device=renewed).status_code == 401  # the fifth wrong one that counts
     assert attempt(world, "198.51.100.7", PASSWORD, device=renewed).status_code == 429  # the device is held
+
+
+def _worker(world: World, settings: Settings) -> falcon.testing.TestClient:
+    """Another gunicorn worker of the same service: its own app, over the same store and limits."""
+    deps = bootstrap(
+        key_store=world.store,
+        gateway=world.gateway,
+        throttle=world.throttle,
+        pace=world.pace,
+        clock=world.clock,
+        settings=settings,
+    )
+    return falcon.testing.TestClient(app_for(deps, settings))
+
+
+SERVICE = Settings(mode="test", usage_flush_seconds=0, allowed_hosts=("falconframework.org",), secret="s" * 32)
+
+
+def test_a_device_cookie_one_worker_gave_is_honoured_by_every_other(world: World) -> None:
+    """The cookie is signed with a key from the service's secret, which every worker shares: the owner's
+    browser is let through past the per-email bound whichever worker its request reaches."""
+    world.sign_up(OWNER)
+    first, second = _worker(world, SERVICE), _worker(world, SERVICE)
+    signed_in = first.simulate_post(
+        "/v1/session", json={"email": OWNER, "password": PASSWORD}, remote_addr="198.51.100.7"
+    )
+    device = device_cookie(signed_in)
+    for i in range(100):
+        assert attempt(world, f"10.0.{i // 250}.{i % 250 + 1}").status_code == 401
+    again = second.simulate_post(
+        "/v1/session",
+        json={"email": OWNER, "password": PASSWORD},
+        remote_addr="198.51.100.7",
+        cookies={"cda_device": device},
+    )
+    assert again.status_code == 200, again.text
+
+
+def test_behind_a_trusted_proxy_the_forwarded_client_is_counted(world: World) -> None:
+    """Every client reaches the service from the proxy's address: counting that address would let one
+    stranger's failures hold back every client behind it."""
+    world.sign_up(OWNER)
+    proxy = "10.0.0.5"
+    behind = _worker(world, attrs.evolve(SERVICE, trusted_proxies=(proxy,)))
+
+    def through_proxy(client: str, password: str) -> falcon.testing.Result:
+        body = {"email": OWNER, "password": password}
+        return behind.simulate_post("/v1/session", json=body, remote_addr=proxy, headers={"X-Forwarded-For": client})
+
+    for _ in range(5):
+        assert through_proxy("203.0.113.9", WRONG).status_code == 401
+    assert through_proxy("203.0.113.9", PASSWORD).status_code == 429
+    assert through_proxy("198.51.100.7", PASSWORD).status_code == 200
