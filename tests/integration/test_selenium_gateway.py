@@ -231,11 +231,23 @@ def test_latency_beyond_the_timeout_is_platform_unavailable(
     gateway.list_conversations(alice, 0, 30)  # warm
     sandbox.control("latency", {"route": INBOX, "ms": int((TIMEOUT + 3) * 1000)})
     started = time.monotonic()
-    with pytest.raises(PlatformUnavailable):
+    with pytest.raises(PlatformUnavailable, match="did not answer in time"):  # not "could not be reached"
         gateway.list_conversations(alice, 0, 30)
     assert time.monotonic() - started < TIMEOUT + 2
     sandbox.control("clear-faults", {})
     assert gateway.list_conversations(alice, 0, 30)  # the browser is still fine
+
+
+def test_a_new_browser_waits_for_the_firewalls_token_before_its_first_call(
+    gateway: SeleniumPlatformGateway, alice: PlatformSession, sandbox: SandboxProcess
+) -> None:
+    """The page's firewall script obtains its token after the page has loaded (here, a second later): a
+    call sent before it would be blocked, and sent again. The platform sees the call once."""
+    sandbox.control("latency", {"route": "/__fw/challenge", "ms": 1500})
+    fresh = PlatformSession(connection_id="con-fresh-browser", token=alice.token)
+    since = len(sandbox.control("requests")["requests"])
+    assert len(gateway.list_conversations(fresh, 0, 30)) == 30
+    assert [r["path"] for r in asked(sandbox, since) if r["path"].startswith("/api2/")] == [INBOX]
 
 
 # --- the browser itself ------------------------------------------------------------------------------

@@ -69,7 +69,10 @@ def test_a_packed_batch_reads_exactly_as_a_plain_one(
         Req("GET", api("posts", "0" * 32, "comments")),  # a JSON 404
         Req("GET", sandbox.url + "/_next/data/stale-build/x.json"),  # an HTML 404
         Req("GET", f"http://127.0.0.1:{free_port()}/nothing"),  # a fetch that fails: status 0
+        Req("GET", api("posts", "f" * 32)),  # the platform's 429, with its Retry-After
+        Req("GET", "http://[not-a-host/x"),  # a URL the browser cannot parse: never fetched
     ]
+    sandbox.control("errors", {"route": f"/api2/posts/{'f' * 32}", "status": 429, "count": 2, "retryAfter": 7})
 
     def run(pack_min: int) -> list[Resp]:
         monkeypatch.setattr(page_fetch, "PACK_MIN_BYTES", pack_min)
@@ -80,8 +83,10 @@ def test_a_packed_batch_reads_exactly_as_a_plain_one(
     packed = run(1)
     assert unpacked == [len(reqs)]
     assert packed == plain
-    assert [r.status for r in plain] == [200, 200, 200, 200, 404, 404, 0]
+    assert [r.status for r in plain] == [200, 200, 200, 200, 404, 404, 0, 429, 0]
     assert plain[6].error and plain[5].is_html and "Grüße aus Köln ☃" in plain[0].text
+    assert plain[7].retry_after == "7"
+    assert plain[8].error is not None and plain[8].error.startswith("refused:")
     assert post.id in plain[0].text
 
 
