@@ -257,6 +257,7 @@ BAD_MESSAGES = [
     ({"jsonrpc": "2.0", "id": None, "error": {"code": 0, "message": ""}}, "id must be a string or an integer"),
     ({"jsonrpc": "2.0", "error": {"code": 0, "message": ""}}, "id must be a string or an integer"),
     ({"jsonrpc": "2.0", "id": True, "result": {}}, "id must be a string or an integer"),
+    ({"jsonrpc": "2.0", "result": {}}, "id must be a string or an integer"),  # a response names its request
 ]
 
 
@@ -389,6 +390,8 @@ def test_messages_and_answers_are_the_ones_the_openapi_document_describes(world:
         if "content" in described:
             schema = described["content"]["application/json"]["schema"]
             jsonschema.validate(result.json, {**schema, "components": document["components"]})
+        if status in (200, 400, 406):  # JSON-RPC 2.0 §5: every response holds both (id null when unread)
+            assert {"jsonrpc", "id"} <= set(result.json) and sorted(schema["required"]) == ["id", "jsonrpc"]
 
     headers = world.headers(world.all_key)
     check(world.client.simulate_post("/v1/mcp", headers=headers, json=request), 200)
