@@ -29,6 +29,7 @@ SCHEMA: dict[str, Any] = {
         "note": {"type": "string", "minLength": 2, "maxLength": 5},
         "flag": {"type": "boolean"},
         "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
+        "tags": {"type": "array", "minItems": 1},  # a rule with no sentence of its own
     },
     "required": ["title"],
     "additionalProperties": False,
@@ -55,8 +56,9 @@ REFUSALS = [
     (
         {"title": "t", "zeta": 1, "alpha": 2},
         "unknown field: alpha, zeta",
-        {"unknown": ["alpha", "zeta"], "allowed": ["code", "flag", "note", "pages", "sort", "title"]},
+        {"unknown": ["alpha", "zeta"], "allowed": ["code", "flag", "note", "pages", "sort", "tags", "title"]},
     ),
+    ({"title": "t", "tags": []}, "tags: not valid (minItems)", {"field": "tags"}),
 ]
 
 
