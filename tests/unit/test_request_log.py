@@ -114,7 +114,7 @@ def test_the_platforms_429_gets_a_line_and_our_paces_refusal_during_a_call_none(
     assert line["status"] == 429 and line["code"] == "rate_limited" and line["viaPlatform"] is True
     caplog.clear()
     world.clock.advance(seconds=5)
-    assert world.get("/v1/whoami", key).status_code == 200  # one read of three
+    assert world.get("/v1/whoami", key).status_code == 200  # the second of three reads a minute
     refused = world.get("/v1/groups", key)  # the list is sent (the third read), its groups' labels not
     assert refused.status_code == 429 and refused.json["error"]["details"]["reason"] == "read_pace"
     assert lines(caplog, "community_api.errors") == []

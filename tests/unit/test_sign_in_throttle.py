@@ -332,6 +332,8 @@ def test_a_device_cookie_one_worker_gave_is_honoured_by_every_other(world: World
     device = device_cookie(signed_in)
     for i in range(100):
         assert attempt(world, f"10.0.{i // 250}.{i % 250 + 1}").status_code == 401
+    body = {"email": OWNER, "password": PASSWORD}
+    assert second.simulate_post("/v1/session", json=body, remote_addr="198.51.100.7").status_code == 429  # no cookie
     again = second.simulate_post(
         "/v1/session",
         json={"email": OWNER, "password": PASSWORD},
