@@ -253,6 +253,45 @@ def test_a_body_announced_past_the_limit_is_refused_before_a_byte_is_read(ready:
     assert_error(one_past, 413, "payload_too_large")
 
 
+@pytest.mark.parametrize("announced", [True, False], ids=["with its length", "chunked"])
+def test_a_body_of_exactly_the_limit_is_read(ready: Ready, announced: bool) -> None:
+    """256 KiB is taken, to the byte: such a DM is read, and refused for its content's length by the core
+    (400), not for its size (413)."""
+    limit = 256 * 1024
+    skeleton = json.dumps({"to": "a" * 32, "content": ""}).encode()
+    body = json.dumps({"to": "a" * 32, "content": "y" * (limit - len(skeleton))}).encode()
+    assert len(body) == limit
+    extras: dict[str, object] = {"wsgi.input": io.BytesIO(body)}
+    headers = {"Authorization": f"Bearer {ready.key}", "Content-Type": "application/json"}
+    if announced:
+        headers["Content-Length"] = str(limit)
+    else:
+        extras["wsgi.input_terminated"] = True
+    result = ready.world.client.simulate_request("POST", "/v1/dms", headers=headers, extras=extras)
+    assert_error(result, 400, "invalid_request")
+    assert result.json["error"]["details"]["field"] == "content"
+
+
+def test_a_management_body_is_taken_to_64_kib(ready: Ready) -> None:
+    """Forms, management and OAuth bodies hold names, passwords and a few ids: 64 KiB, not a post's 256."""
+    limit = 64 * 1024
+    skeleton = json.dumps({"email": "owner@example.com", "password": ""}).encode()
+    for size, status in ((limit, 400), (limit + 1, 413)):  # read, and refused for the password's length
+        body = json.dumps({"email": "owner@example.com", "password": "p" * (size - len(skeleton))}).encode()
+        assert len(body) == size
+        result = ready.world.client.simulate_post("/v1/session", body=body, content_type="application/json")
+        assert result.status_code == status, result.text
+    assert result.json["error"]["details"] == {"maxBytes": limit}
+
+
+def test_a_long_content_coding_is_named_cut_short(ready: Ready) -> None:
+    coding = "x-" + "z" * 300
+    headers = {"Authorization": f"Bearer {ready.key}", "Content-Type": "application/json", "Content-Encoding": coding}
+    result = ready.world.client.simulate_post("/v1/groups/builders-club/posts", body=b'{"title": "x"}', headers=headers)
+    assert_error(result, 415, "unsupported_media_type")
+    assert result.json["error"]["details"]["contentEncoding"] == coding[:40]
+
+
 def test_a_body_with_no_length_is_no_body_unless_the_server_ends_it(ready: Ready) -> None:
     """Without a Content-Length, only a server that ends the stream itself (PEP 3333's
     ``wsgi.input_terminated``, as gunicorn does for a chunked body) lets the body be read: on any other, a
