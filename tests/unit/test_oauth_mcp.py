@@ -113,6 +113,12 @@ def test_an_expired_access_token_is_refused(world: World, owner: WebBrowser) -> 
     tokens = connector.redeem(connector.approve(owner)).json
     world.clock.advance(hours=1)
     assert mcp(world, tokens["access_token"]).status_code == 401
+    # The refusal is in the owner's audit trail, naming the token by its first characters only: the
+    # trail is shown to the owner and the operator, and never holds a secret.
+    [refused] = [e for e in world.store.list_audit(account_id(world)) if e.event == "oauth.token_refused"]
+    assert (refused.subject, refused.detail) == (tokens["access_token"][:12], "expired")
+    every_line = repr(world.store.list_audit(account_id(world)))
+    assert tokens["access_token"] not in every_line and tokens["refresh_token"] not in every_line
 
 
 def test_the_official_client_runs_the_whole_oauth_flow(world: World, owner: WebBrowser) -> None:
