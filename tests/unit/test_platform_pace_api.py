@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from community_api import pace
+from community_api import pace, platform_meter
+from community_api.deps import on_platform
 from community_api.errors import RateLimited
+from community_api.model import Connection
 from community_api.scopes import ALL_SCOPES
 from tests.unit.world_support import PASSWORD, Ready, World, build_world
 
@@ -23,6 +25,13 @@ def paced() -> Ready:
     connection = world.link(browser)
     key = world.mint(browser, scopes=ALL_SCOPES)["secret"]
     return Ready(world, browser, connection, key)
+
+
+def stored_connection(ready: Ready) -> Connection:
+    """The connection as the store holds it, as a use case loads it before its platform step."""
+    connection = ready.world.store.get_connection(ready.connection["id"])
+    assert connection is not None
+    return connection
 
 
 def reads_left(ready: Ready) -> int:
@@ -277,9 +286,6 @@ def test_a_step_refused_part_way_by_its_own_meter_waits_for_the_whole_request(pa
     """A later step of a request (a feed's fourth batch) sends more than it was admitted for (a page asked
     again): the meter refuses the extra requests unsent, and the wait covers the earlier steps too, which a
     retry sends again."""
-    from community_api import platform_meter
-    from community_api.deps import on_platform
-
     world, key = paced.world, paced.key
     for _ in range(3):
         assert world.get("/v1/whoami", key).status_code == 200  # 3 reads at 0 s
@@ -288,8 +294,7 @@ def test_a_step_refused_part_way_by_its_own_meter_waits_for_the_whole_request(pa
     for _ in range(13):
         assert world.get("/v1/whoami", key).status_code == 200  # 46 in all
     world.clock.advance(seconds=5)
-    connection = world.store.get_connection(paced.connection["id"])
-    assert connection is not None
+    connection = stored_connection(paced)
     with on_platform(world.deps, connection, reads=7):  # the earlier steps: 7 reads at 10 s
         platform_meter.spend(reads=7)
     with pytest.raises(RateLimited) as refused, on_platform(world.deps, connection, reads=1, counted=7):
@@ -322,12 +327,8 @@ def test_a_read_of_two_requests_with_one_read_left_is_refused_before_either_is_s
 def test_nothing_a_gateway_sends_outside_a_call_is_counted_after_one(paced: Ready) -> None:
     """The meter of a call ends with it: a request the gateway sends later on the same thread outside any
     call (signing in, to link) counts against no pace."""
-    from community_api import platform_meter
-    from community_api.deps import on_platform
-
     world = paced.world
-    connection = world.store.get_connection(paced.connection["id"])
-    assert connection is not None
+    connection = stored_connection(paced)
     with on_platform(world.deps, connection, reads=1):
         platform_meter.spend(reads=1)
     assert reads_left(paced) == 59
