@@ -175,7 +175,13 @@ def exchange_code(
         raise OAuthError("invalid_grant", "redirect_uri differs from the one of the authorization request")
     if not code_verifier:
         raise OAuthError("invalid_request", "code_verifier is required (PKCE)")
-    if not _VERIFIER.fullmatch(code_verifier) or not hmac.compare_digest(s256(code_verifier), record.code_challenge):
+    if not _VERIFIER.fullmatch(code_verifier):
+        # Said as it is: a verifier of the wrong shape may well hash to the challenge the client sent.
+        raise OAuthError(
+            "invalid_grant",
+            "code_verifier must be 43 to 128 characters: letters, digits, '-', '.', '_' and '~' (RFC 7636)",
+        )
+    if not hmac.compare_digest(s256(code_verifier), record.code_challenge):
         raise OAuthError("invalid_grant", "code_verifier does not match the code_challenge")
     if resource is not None and not same_resource(resource, record.resource):
         raise OAuthError("invalid_target", f"this authorization code is for {record.resource}")

@@ -38,7 +38,9 @@ def grants(world: World) -> list[ApiKey]:
 def test_a_wrong_verifier_is_refused_and_spends_the_code(owner: WebBrowser, connector: Connector, world: World) -> None:
     grant = connector.approve(owner)
     wrong, _ = pkce()
-    oauth_error(connector.redeem(grant, code_verifier=wrong), "invalid_grant")
+    refused = connector.redeem(grant, code_verifier=wrong)
+    oauth_error(refused, "invalid_grant")
+    assert refused.json["error_description"] == "code_verifier does not match the code_challenge"
     oauth_error(connector.redeem(grant), "invalid_grant")  # a code serves one request, good or bad
     assert grants(world) == []
 
@@ -64,6 +66,7 @@ def test_a_verifier_is_43_to_128_unreserved_characters_even_when_its_challenge_m
         assert answer.status_code == 200, answer.text
         return
     oauth_error(answer, "invalid_grant")
+    assert answer.json["error_description"].startswith("code_verifier must be 43 to 128 characters")
     assert grants(world) == []
 
 
