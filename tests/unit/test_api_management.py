@@ -647,6 +647,42 @@ def test_a_management_post_refuses_an_idempotency_key_and_does_nothing(
     assert world.sign_in("owner@example.com", PASSWORD)  # the password is unchanged
 
 
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/session?everywhere=true", None),
+        ("/v1/sessions?keep=this", None),
+        ("/v1/keys/{key}?after=1h", None),
+        ("/v1/connections/{connection}?keepKeys=true", None),
+        ("/v1/me?confirm=yes", {"password": PASSWORD}),
+    ],
+)
+def test_a_management_delete_refuses_a_query_and_does_nothing(
+    world: World, path: str, body: dict[str, Any] | None
+) -> None:
+    """A query a DELETE does not know would otherwise be dropped: ``DELETE /v1/session?everywhere=true``
+    signed this browser out alone, and the client believed every other was too."""
+    browser = world.sign_up()
+    alice = world.link(browser)
+    key = world.mint(browser)
+    before = world.client.simulate_get("/v1/me", headers=browser.headers()).json
+    refused = world.client.simulate_delete(
+        path.format(key=key["id"], connection=alice["id"]), json=body, headers=browser.headers()
+    )
+    assert refused.status_code == 400, refused.text
+    name = path.split("?")[1].split("=")[0]
+    assert refused.json["error"] == {
+        "code": "invalid_request",
+        "message": f"unknown query parameter: {name}",
+        "details": {"unknown": [name], "allowed": []},
+    }
+    assert "Set-Cookie" not in refused.headers
+    after = world.client.simulate_get("/v1/me", headers=browser.headers())
+    assert after.status_code == 200, after.text  # still signed in, the account still there
+    assert (after.json["keys"], after.json["connections"]) == (before["keys"], before["connections"])
+    assert world.get("/v1/whoami", key["secret"]).status_code == 200
+
+
 def test_minting_refuses_the_connection_header_and_mints_nothing(world: World) -> None:
     """A client that sends X-Community-Connection with its keys' requests sent it to mint too, and got a key
     bound to nothing, acting as whichever connection is active (session 44)."""
