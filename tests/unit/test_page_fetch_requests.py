@@ -14,6 +14,7 @@ from selenium.common.exceptions import WebDriverException
 from adapters.platform import page_fetch
 from adapters.platform.browser import BrowserFailure
 from adapters.platform.page_fetch import Req
+from community_api.errors import PlatformError
 from community_api.platform_meter import metered
 from fakes.clock import FakeClock
 from fakes.platform_pace import FakePlatformPace
@@ -62,6 +63,30 @@ def test_the_build_id_is_one_segment_of_the_page_data_path() -> None:
     driver = FakeDriver(ready=[{"ok": True, "buildId": "a/../b?c#d"}], fetches=[[answer()]])
     page.fetch(ready_browser(driver, page), [Req.data(["x"], {})])
     assert driver.payloads[0][0]["url"] == WWW + "/_next/data/a%2F..%2Fb%3Fc%23d/x.json?"
+
+
+@pytest.mark.parametrize(
+    ("segments", "path"),
+    [
+        (["g", "a/b"], "/g/a%2Fb.json?p=1"),
+        (["g", "x?p=9#"], "/g/x%3Fp%3D9%23.json?p=1"),  # the query stays the one given
+        (["g", "%2e%2e"], "/g/%252e%252e.json?p=1"),
+        (["g/h", "x"], "/g%2Fh/x.json?p=1"),
+    ],
+    ids=["a slash", "a query and a fragment", "escaped dots", "a slash in the first segment"],
+)
+def test_every_segment_of_a_page_data_path_is_one_segment_the_last_one_too(segments: list[str], path: str) -> None:
+    """The last segment is encoded before ``.json`` is added: a ``?`` or ``/`` in it cannot end the path early."""
+    page = runner()
+    driver = FakeDriver(fetches=[[answer()]])
+    page.fetch(ready_browser(driver, page), [Req.data(segments, {"p": 1})])
+    assert driver.payloads[0][0]["url"] == WWW + "/_next/data/build-1" + path
+
+
+@pytest.mark.parametrize("last", ["", ".", ".."])
+def test_a_page_data_path_ending_in_a_dot_segment_is_refused(last: str) -> None:
+    with pytest.raises(PlatformError):
+        Req.data(["g", last], {})
 
 
 def test_no_request_runs_no_script() -> None:

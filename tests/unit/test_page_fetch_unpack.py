@@ -107,11 +107,35 @@ def test_the_platform_message_is_read_from_bytes_and_text() -> None:
         base64.b64encode(b"not gzip").decode(),
         packed(b"no header line"),
         packed(frame(0, b"{}"), frame(0, b"{}")),  # the same answer twice
+        packed(frame(0, b"{}"), frame(0, b"[]"), frame(1, b"{}")),  # the same answer twice, and the others
         packed(frame(0, b"{}")),  # one of two answers missing
         packed(frame(0, b"{}"), frame(5, b"{}")),  # an index out of range
-        packed(frame(0, b"{}"), b'[1, 200, "x", null, 99]\n{}'),  # a body cut short
+        packed(frame(0, b"{}"), frame(-1, b"{}")),  # a negative index (Python would read it from the end)
+        packed(frame(0, b"{}"), b'[1, 200, "x", null, 99]\n{}'),  # a header of five fields
+        packed(frame(0, b"{}"), b'[1, 200, "x", null, 99, null]\n{}'),  # a body cut short
+        packed(frame(0, b"{}"), frame(1, b"{}")[:-2] + b"{"),  # the last body cut short by one byte
+        packed(frame(0, b"{}"), b'[1, 200, "x", null, -1, null]\n{}'),  # a negative length
         packed(frame(0, b"{}"), b'{"index": 1}\n'),  # a header of another shape
+        # Characters outside base64 in an otherwise good package: not skipped, as a lenient decoder would.
+        (lambda good: good[:8] + "*" + good[8:])(packed(frame(0, b"{}"), frame(1, b"{}"))),
         12345,
+    ],
+    ids=[
+        "not base64",
+        "not gzip",
+        "no header line",
+        "the same answer twice",
+        "the same answer twice, and the others",
+        "one of two answers missing",
+        "an index out of range",
+        "a negative index",
+        "a header of five fields",
+        "a body cut short",
+        "the last body cut short by one byte",
+        "a negative length",
+        "a header of another shape",
+        "characters outside base64",
+        "not a string",
     ],
 )
 def test_a_damaged_package_is_a_browser_failure(package: object) -> None:
