@@ -229,6 +229,32 @@ def test_a_link_made_with_the_active_box_ticked_is_the_active_connection(world: 
     assert [c.handle for c in world.store.list_connections(account_id(world)) if c.active] == ["bob"]
 
 
+def test_the_linking_form_holds_back_an_address_after_twenty_refusals_and_only_that_address(world: World) -> None:
+    """The form counts refused links by the browser's address, as ``POST /v1/connections`` does: twenty
+    from one address over several accounts hold that address back, not another one."""
+
+    def browser_of(email: str, address: str) -> WebBrowser:
+        world.add_account(email)
+        browser = WebBrowser(world, address)
+        assert browser.sign_in(email).status_code == 303
+        return browser
+
+    guessers = [browser_of(f"user{i}@example.com", "192.0.2.44") for i in range(3)]
+    for n in range(20):  # nine per account at most: the per-account bound (10) is never met
+        guesser = guessers[n // 9]
+        page = guesser.get("/connections")
+        refused = guesser.submit(page, "/connections", {"email": f"g{n}@sandbox.test", "password": "x"})
+        assert refused.status_code == 400, refused.text
+    late = browser_of("late@example.com", "192.0.2.44")
+    held = late.submit(late.get("/connections"), "/connections", {"email": "bob@sandbox.test", "password": "sandbox"})
+    assert held.status_code == 429 and held.headers["Retry-After"] == "900"
+    elsewhere = browser_of("elsewhere@example.com", "192.0.2.45")
+    linked = elsewhere.submit(
+        elsewhere.get("/connections"), "/connections", {"email": "bob@sandbox.test", "password": "sandbox"}
+    )
+    assert linked.status_code == 303, linked.text
+
+
 @pytest.mark.parametrize(
     ("left", "said"),
     [

@@ -101,9 +101,10 @@ def form(html: str, action: str, index: int = 0) -> Form:
 class WebBrowser:
     """One browser: its cookies and the pages it saw."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, address: str = "127.0.0.1") -> None:
         self.world = world
         self.cookies: dict[str, str] = {}
+        self.address = address  # the client address its requests come from (Falcon's own by default)
 
     @property
     def client(self) -> falcon.testing.TestClient:
@@ -124,7 +125,7 @@ class WebBrowser:
         return {**headers, **(extra or {})}
 
     def get(self, path: str, **headers: str) -> falcon.testing.Result:
-        return self._absorb(self.client.simulate_get(path, headers=self.headers(headers)))
+        return self._absorb(self.client.simulate_get(path, headers=self.headers(headers), remote_addr=self.address))
 
     def post(
         self,
@@ -139,7 +140,9 @@ class WebBrowser:
             sent |= {"Origin": ORIGIN, "Sec-Fetch-Site": "same-origin"}
         sent |= dict(headers or {})
         body = urlencode(list(pairs))
-        return self._absorb(self.client.simulate_post(path, headers=self.headers(sent), body=body))
+        return self._absorb(
+            self.client.simulate_post(path, headers=self.headers(sent), body=body, remote_addr=self.address)
+        )
 
     def submit(
         self,
