@@ -123,7 +123,8 @@ def test_a_cross_site_post_is_refused_even_with_the_cookie_and_token(world: Worl
     key_id = key_id_of(world, secret)
     page = owner.get(f"/keys/{key_id}/revoke")
     pairs = [("csrf_token", csrf_of(page, f"/keys/{key_id}/revoke"))]
-    for headers in ({"Origin": "https://evil.example"}, {"Sec-Fetch-Site": "cross-site"}, {"Origin": "null"}):
+    cross = ({"Origin": "https://evil.example"}, {"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "Cross-Site"})
+    for headers in (*cross, {"Origin": "null"}):
         refused = owner.post(f"/keys/{key_id}/revoke", pairs, same_site=False, headers=headers)
         assert refused.status_code == 403 and "only from this site" in refused.text
     assert world.get("/v1/whoami", secret).status_code == 200  # still live
