@@ -32,6 +32,16 @@ def channel_with(b: Browser, handle: str) -> dict:
     return next(c for c in all_channels(b) if c["user"].get("name", c["user"]["first_name"].lower()) == handle)
 
 
+def stranger_to(client: testing.TestClient, b: Browser) -> dict:
+    """A seeded member of builders-club (no sign-in of their own) with whom ``b`` has no channel yet."""
+    members = [
+        u
+        for u in client.simulate_get("/__sandbox/users").json["users"]
+        if u["email"] is None and "builders-club" in u["groups"]
+    ]
+    return next(u for u in members if all(u["id"] not in c["user_ids"] for c in all_channels(b)))
+
+
 def test_inbox_is_big_ordered_and_mixed(alice: Browser, client: testing.TestClient) -> None:
     channels = all_channels(alice)
     me = user_id(client, "alice")
@@ -174,12 +184,7 @@ def test_chat_request(client: testing.TestClient, alice: Browser, browser: Calla
     existing = alice.post(f"/api2/users/{bob}/chat-request", query_string=f"g={gid}").json["channel"]
     assert existing["id"] == channel_with(alice, "bob")["id"]
     carol = browser("carol")
-    members = [
-        u
-        for u in client.simulate_get("/__sandbox/users").json["users"]
-        if u["email"] is None and "builders-club" in u["groups"]
-    ]
-    stranger = next(u for u in members if all(u["id"] not in c["user_ids"] for c in all_channels(carol)))
+    stranger = stranger_to(client, carol)
     answer = carol.post(f"/api2/users/{stranger['id']}/chat-request", query_string=f"g={gid}").json
     # PLATFORM.md: ``{channel: {id, …}}``; carol is answered no more than that
     assert list(answer) == ["channel"] and list(answer["channel"]) == ["id"]
@@ -242,3 +247,27 @@ def test_antispam_counts_the_last_hour_and_a_gap_of_exactly_the_minimum_is_enoug
     assert alice.post(url, json={"content": "two, twenty seconds on"}).status_code == 200
     clock.advance(3600)  # both are now more than an hour old
     assert alice.post(url, json={"content": "three, an hour on"}).status_code == 200
+
+
+def test_around_an_anchor_more_is_said_while_one_message_is_left_on_either_side(
+    client: testing.TestClient, alice: Browser, browser: Callable[..., Browser]
+) -> None:
+    """``has_more_before``/``has_more_after`` hold while a single message is left beyond the answer, and
+    not once none is: a reader paging backwards would otherwise stop one message short, or ask once too
+    often."""
+    client.simulate_post("/__sandbox/antispam", json={"enabled": False})
+    gid = group_id(client)
+    carol = browser("carol")
+    stranger = stranger_to(client, carol)
+    channel = carol.post(f"/api2/users/{stranger['id']}/chat-request", query_string=f"g={gid}").json["channel"]
+    url = f"/api2/channels/{channel['id']}/messages"
+    first, middle, last = (carol.post(url, json={"content": text}).json for text in ("one", "two", "three"))
+
+    def around(before: int, after: int) -> tuple[list[str], bool, bool]:
+        answer = carol.get(url, query_string=f"before={before}&after={after}&msg={middle['id']}").json
+        return [m["id"] for m in answer["messages"]], answer["has_more_before"], answer["has_more_after"]
+
+    assert around(0, 0) == ([middle["id"]], True, True)  # one message left on each side
+    assert around(1, 1) == ([first["id"], middle["id"], last["id"]], False, False)
+    newest = carol.get(url, query_string="before=2").json
+    assert [m["id"] for m in newest["messages"]] == [middle["id"], last["id"]] and newest["has_more_before"] is True
