@@ -366,6 +366,11 @@ def test_accounts_set_password_for_a_person_who_forgot_it(tmp_path: Path) -> Non
     assert run("accounts", "set-password", "ops@example.com", stdin="from windows 123\r\n", env=env).returncode == 0
     found = SqliteKeyStore(str(tmp_path / "db.sqlite3"), SECRET).find_account_by_email("ops@example.com")
     assert found is not None and password_matches(DEFAULT_HASHER, found[1], "from windows 123")
+    # Only the line's end goes: spaces at either end are the password's, as the sign-in form sends them.
+    assert run("accounts", "set-password", "ops@example.com", stdin="  spaced out 123  \n", env=env).returncode == 0
+    found = SqliteKeyStore(str(tmp_path / "db.sqlite3"), SECRET).find_account_by_email("ops@example.com")
+    assert found is not None and password_matches(DEFAULT_HASHER, found[1], "  spaced out 123  ")
+    assert not password_matches(DEFAULT_HASHER, found[1], "spaced out 123")
     # Hashed in its NFKC form (``passwords``): typed with a combining accent, it is the one-character é's.
     decomposed = "cafe\u0301 cre\u0300me 123"
     assert run("accounts", "set-password", "ops@example.com", stdin=decomposed + "\n", env=env).returncode == 0
