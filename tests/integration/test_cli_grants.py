@@ -86,10 +86,12 @@ def test_a_key_minted_for_a_connection_is_bound_to_it_and_only_to_ones_own(tmp_p
     assert list(_keys(env, mine)) == [key_id]  # nothing minted by the refusals
 
 
+@pytest.mark.parametrize("pad", ["", " \t"], ids=["as-is", "indented"])
 @pytest.mark.parametrize("leaked", ["access_token", "refresh_token"])
-def test_a_connectors_grant_is_listed_and_ended_by_a_leaked_token(tmp_path: Path, leaked: str) -> None:
+def test_a_connectors_grant_is_listed_and_ended_by_a_leaked_token(tmp_path: Path, leaked: str, pad: str) -> None:
     """A connector's grant is a key of the account (``keys list``: no display prefix, kind ``connector``);
-    either of its tokens, reported leaked, ends the grant and with it every token of it."""
+    either of its tokens, reported leaked, ends the grant and with it every token of it. A report that
+    indents the value (a scanner's, pasted) is read as the token, not as a key no one has."""
     db = str(tmp_path / "db.sqlite3")
     env = {"COMMUNITY_API_DB": db, "COMMUNITY_API_SECRET": SECRET}
     account = _account(env, "ops@example.com")
@@ -97,7 +99,7 @@ def test_a_connectors_grant_is_listed_and_ended_by_a_leaked_token(tmp_path: Path
     row = _keys(env, account)[tokens.key.id]
     assert row[1:3] == ["-", "live"] and row[-4:] == ["connector", "posts:read", "agent", "desk"]
     value = getattr(tokens, leaked)
-    done = run("keys", "revoke", stdin=value + "\n", env=env)
+    done = run("keys", "revoke", stdin=pad + value + pad + "\n", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout == f"{value[:12]}…: key {tokens.key.id} ('agent desk') of ops@example.com revoked\n"
     assert tokens.access_token not in done.stdout + done.stderr and tokens.refresh_token not in done.stdout
