@@ -660,8 +660,8 @@ def test_a_management_post_refuses_an_idempotency_key_and_does_nothing(
 def test_a_management_delete_refuses_a_query_and_does_nothing(
     world: World, path: str, body: dict[str, Any] | None
 ) -> None:
-    """A query a DELETE does not know would otherwise be dropped: ``DELETE /v1/session?everywhere=true``
-    signed this browser out alone, and the client believed every other was too."""
+    """A query a DELETE does not know is refused, not dropped: dropped, ``DELETE /v1/session?everywhere=true``
+    would sign this browser out alone, and the client would believe every other one was too."""
     browser = world.sign_up()
     alice = world.link(browser)
     key = world.mint(browser)
