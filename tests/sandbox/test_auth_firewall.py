@@ -121,10 +121,15 @@ def test_forged_or_expired_firewall_tokens_are_blocked(
     assert alice.get("/api2/self").status_code == 403
 
 
-def test_firewall_ttl_is_configurable(client: testing.TestClient, alice: Browser, clock: Clock) -> None:
+def test_firewall_ttl_is_configurable_and_a_token_ends_at_its_expiry_to_the_second(
+    client: testing.TestClient, alice: Browser, clock: Clock
+) -> None:
     client.simulate_post("/__sandbox/ttl", json={"firewallSeconds": 60})
+    clock.t = float(int(clock.t))  # a whole second, so that the expiry (whole seconds) is exactly 60 s away
     alice.pass_firewall()
-    clock.advance(61)
+    clock.advance(59)
+    assert alice.get("/api2/self").status_code == 200
+    clock.advance(1)
     assert alice.get("/api2/self").status_code == 403
 
 

@@ -249,6 +249,16 @@ def test_antispam_counts_the_last_hour_and_a_gap_of_exactly_the_minimum_is_enoug
     assert alice.post(url, json={"content": "three, an hour on"}).status_code == 200
 
 
+def test_antispam_forgets_a_message_once_it_is_an_hour_old(
+    client: testing.TestClient, alice: Browser, clock: Clock
+) -> None:
+    client.simulate_post("/__sandbox/antispam", json={"minGapSeconds": 0, "perHour": 1})
+    url = f"/api2/channels/{channel_with(alice, 'bob')['id']}/messages"
+    assert alice.post(url, json={"content": "one"}).status_code == 200
+    clock.advance(3600)  # exactly an hour: the hour it counted in is over
+    assert alice.post(url, json={"content": "two, an hour on"}).status_code == 200
+
+
 def test_around_an_anchor_more_is_said_while_one_message_is_left_on_either_side(
     client: testing.TestClient, alice: Browser, browser: Callable[..., Browser]
 ) -> None:
