@@ -272,9 +272,12 @@ def test_threads_gunicorn_would_take_badly_are_refused(worker_class: str, given:
         threads(serve_args("127.0.0.1:8000", worker_class=worker_class, threads=given))
 
 
-def test_the_timeout_given_is_the_one_gunicorn_runs_with() -> None:
-    argv = gunicorn_argv(serve_args("127.0.0.1:8000", timeout=45), Settings())
-    assert argv[argv.index("--timeout") + 1] == "45"
+@pytest.mark.parametrize("timeout", [45, 0])  # 0: gunicorn never restarts a silent worker
+def test_the_timeout_given_is_the_one_gunicorn_runs_with(timeout: int) -> None:
+    args = serve_args("127.0.0.1:8000", timeout=timeout)
+    check_serve_args(args)  # taken, 0 included
+    argv = gunicorn_argv(args, Settings())
+    assert argv[argv.index("--timeout") + 1] == str(timeout)
 
 
 def test_serve_run_as_typed_restarts_a_silent_worker_after_120_s_and_loads_the_app_in_each_worker() -> None:
