@@ -216,6 +216,19 @@ def test_a_session_that_is_not_a_seal_of_this_layout_does_not_open(
     assert store.get_connection("con_1") == attrs.evolve(a_connection(1), status=CONNECTION_EXPIRED)
 
 
+def test_a_session_sealed_by_an_earlier_release_still_opens() -> None:
+    """A seal made once (December 2026), under a known secret, and kept here: a change to the key's derivation
+    (its salt, its info, its length) or to the layout would leave every stored session unopened after an
+    upgrade, and every connection asking to be linked again, while a test that seals and opens with the same
+    code would still pass."""
+    sealed = bytes.fromhex(
+        "015a1733246f0f612276f8b649108c156706bd3241637d62b27c134ce9e9a013bf5e77cdedaa7e3fb87f9db03c4c5bcb8f1096a2966628"
+    )
+    cipher = SessionCipher("a service secret of forty characters ok!")
+    assert cipher.open(sealed, "con_01JABCDEF") == "platform-session-token-123"
+    assert cipher.open(sealed, "con_01JABCDEG") is None
+
+
 def test_a_sealed_session_moved_to_another_row_does_not_open(store: SqliteKeyStore, db_path: str) -> None:
     store.save_connection(a_connection(1), PLATFORM_TOKEN)
     store.save_connection(a_connection(2), "another-token")
