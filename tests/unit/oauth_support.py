@@ -83,14 +83,16 @@ class Connector:
         assert done.headers["location"].startswith(self.redirect_uri + "?")
         return Grant(answer["code"], verifier, answer["state"])
 
-    def token(self, pairs: Sequence[tuple[str, str]]) -> falcon.testing.Result:
+    def token(
+        self, pairs: Sequence[tuple[str, str]], content_type: str = "application/x-www-form-urlencoded"
+    ) -> falcon.testing.Result:
         return self.world.client.simulate_post(
-            "/oauth/token",
-            headers={"Host": HOST, "Content-Type": "application/x-www-form-urlencoded"},
-            body=urlencode(list(pairs)),
+            "/oauth/token", headers={"Host": HOST, "Content-Type": content_type}, body=urlencode(list(pairs))
         )
 
-    def redeem(self, grant: Grant, **overrides: str | None) -> falcon.testing.Result:
+    def redeem(
+        self, grant: Grant, *, content_type: str = "application/x-www-form-urlencoded", **overrides: str | None
+    ) -> falcon.testing.Result:
         fields: dict[str, str | None] = {
             "grant_type": "authorization_code",
             "code": grant.code,
@@ -100,7 +102,7 @@ class Connector:
             "resource": RESOURCE,
             **overrides,
         }
-        return self.token([(k, v) for k, v in fields.items() if v is not None])
+        return self.token([(k, v) for k, v in fields.items() if v is not None], content_type)
 
     def refresh(self, refresh_token: str, **overrides: str | None) -> falcon.testing.Result:
         fields: dict[str, str | None] = {

@@ -4,8 +4,6 @@ PKCE, and the rest of the malformed requests a client or an attacker may send.""
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
-
 import pytest
 
 from community_api import keys
@@ -228,18 +226,7 @@ def test_a_token_request_whose_media_type_is_written_in_capitals_is_read(
     """Media types are case-insensitive (RFC 9110 §8.3.1): a client library that writes
     ``Application/X-WWW-Form-Urlencoded; Charset=UTF-8`` is answered as any other."""
     grant = connector.approve(owner)
-    fields = [
-        ("grant_type", "authorization_code"),
-        ("code", grant.code),
-        ("redirect_uri", connector.redirect_uri),
-        ("client_id", connector.client_id),
-        ("code_verifier", grant.verifier),
-    ]
-    result = world.client.simulate_post(
-        "/oauth/token",
-        headers={"Host": HOST, "Content-Type": "Application/X-WWW-Form-Urlencoded; Charset=UTF-8"},
-        body=urlencode(fields),
-    )
+    result = connector.redeem(grant, content_type="Application/X-WWW-Form-Urlencoded; Charset=UTF-8")
     assert result.status_code == 200, result.text
     assert accepted(world, result.json["access_token"])
 
